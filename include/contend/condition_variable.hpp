@@ -1,0 +1,104 @@
+// contend::condition_variable: wait for a condition under any BasicLockable
+// (std::unique_lock<contend::mutex> first of all), built on the parking lot.
+//
+// One byte of state: whether threads may be waiting, so notify with no waiters costs one
+// load. A waiter enqueues itself in the parking lot under the condition's address
+// *before* it releases the lock (parking_lot's before_sleep), so a notify issued after
+// the notifier took the lock cannot miss it: no lost wake-ups, whether or not the
+// notifier holds the lock while it notifies.
+//
+// Spurious wake-ups are allowed, as for std::condition_variable: use the predicate forms.
+// wait on a std::unique_lock that does not own its mutex throws synchronization_error.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "contend/internal/deadline.hpp"
+#include "contend/parking_lot.hpp"
+#include "contend/synchronization_error.hpp"
+
+namespace contend {
+
+class condition_variable {
+public:
+    constexpr condition_variable() noexcept = default;
+    condition_variable(const condition_variable&) = delete;
+    condition_variable& operator=(const condition_variable&) = delete;
+
+    template <class Lock>
+    void wait(Lock& lock) {
+        wait_until_internal(lock, internal::no_deadline);
+    }
+
+    template <class Lock, class Predicate>
+    void wait(Lock& lock, Predicate pred) {
+        while (!pred()) wait(lock);
+    }
+
+    template <class Lock, class Clock, class Duration>
+    std::cv_status wait_until(Lock& lock, const std::chrono::time_point<Clock, Duration>& t) {
+        return wait_until_internal(lock, internal::to_deadline(t));
+    }
+
+    template <class Lock, class Clock, class Duration, class Predicate>
+    bool wait_until(Lock& lock, const std::chrono::time_point<Clock, Duration>& t, Predicate pred) {
+        const auto until = internal::to_deadline(t);
+        while (!pred()) {
+            if (wait_until_internal(lock, until) == std::cv_status::timeout) return pred();
+        }
+        return true;
+    }
+
+    template <class Lock, class Rep, class Period>
+    std::cv_status wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d) {
+        return wait_until_internal(lock, internal::deadline_after(d));
+    }
+
+    template <class Lock, class Rep, class Period, class Predicate>
+    bool wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d, Predicate pred) {
+        return wait_until(lock, internal::deadline_after(d), std::move(pred));
+    }
+
+    void notify_one() noexcept {
+        if (has_waiters_.load(std::memory_order_acquire)) notify_one_slow();
+    }
+
+    void notify_all() noexcept {
+        if (has_waiters_.load(std::memory_order_acquire)) notify_all_slow();
+    }
+
+private:
+    template <class Lock>
+    std::cv_status wait_until_internal(Lock& lock, internal::deadline until) {
+        check_owned(lock);
+        const auto result = parking_lot::park(
+            this,
+            [this] {
+                has_waiters_.store(true, std::memory_order_seq_cst);
+                return true;
+            },
+            [&lock] { lock.unlock(); }, until);
+        lock.lock();
+        return result.status == parking_lot::park_status::timed_out ? std::cv_status::timeout
+                                                                   : std::cv_status::no_timeout;
+    }
+
+    template <class Lock>
+    static void check_owned(Lock& lock) {
+        if constexpr (requires { lock.owns_lock(); }) {
+            if (!lock.owns_lock())
+                throw synchronization_error("contend::condition_variable::wait: the lock is not held");
+        }
+    }
+
+    void notify_one_slow() noexcept;
+    void notify_all_slow() noexcept;
+
+    std::atomic<bool> has_waiters_{false};
+};
+
+}  // namespace contend

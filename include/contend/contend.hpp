@@ -1,0 +1,9 @@
+// Umbrella header: everything public in contend.
+#pragma once
+
+#include "contend/condition_variable.hpp"
+#include "contend/event.hpp"
+#include "contend/mutex.hpp"
+#include "contend/parking_lot.hpp"
+#include "contend/spin_lock.hpp"
+#include "contend/synchronization_error.hpp"

@@ -1,0 +1,104 @@
+// contend::parking_lot: wait and wake keyed by address.
+//
+// The bottom layer every blocking primitive in contend is built on (after WebKit's
+// WTF::ParkingLot and Rust's parking_lot_core). A thread "parks" on any address, and
+// another thread "unparks" the threads parked on that address. The parking lot knows no
+// lock type: it only keeps, per address, a FIFO queue of parked threads.
+//
+// Structure: a hash table of buckets, each padded to a cache line and guarded by its own
+// small word lock. A bucket holds a FIFO queue of parked threads for every address that
+// hashes to it. The table grows (load factor 3 buckets per thread that has ever parked, as
+// in WTF) and never shrinks; growth takes every bucket lock of the old table, so no parked
+// thread is lost or reordered while it grows. Each bucket keeps a randomized fairness
+// deadline, 0 to 1 ms ahead (WTF and parking_lot use the same window): unpark_one tells its
+// callback when that deadline has passed, so a lock can hand itself directly to the woken
+// thread at least about once per millisecond and no waiter starves.
+//
+// Costs: park and unpark take one bucket lock (uncontended: one CAS and one exchange).
+// A park that sleeps costs a futex wait; an unpark that finds a thread, a futex wake.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "contend/internal/deadline.hpp"
+#include "contend/internal/function_ref.hpp"
+
+namespace contend::parking_lot {
+
+using clock = std::chrono::steady_clock;
+
+// What park() returned.
+enum class park_status {
+    unparked,  // another thread called unpark_one/unpark_all on the address
+    timed_out,  // the deadline passed first
+    invalid,  // validate() returned false; the thread never slept
+};
+
+struct park_result {
+    park_status status = park_status::invalid;
+    // The value the unparker's callback returned (0 for unpark_all and for timeouts).
+    std::intptr_t token = 0;
+
+    bool was_unparked() const noexcept { return status == park_status::unparked; }
+};
+
+// What an unpark_one callback learns. It runs under the bucket lock, so it sees a state
+// that no park on the same address can change under it.
+struct unpark_result {
+    bool did_unpark_thread = false;  // a thread was taken off the queue and will be woken
+    bool may_have_more_threads = false;  // more threads remain parked on this address
+    bool time_to_be_fair = false;  // the bucket's fairness deadline passed (only when a thread was unparked)
+};
+
+namespace detail {
+park_result park(const void* address, internal::function_ref<bool()> validate,
+                 internal::function_ref<void()> before_sleep, clock::time_point deadline);
+unpark_result unpark_one(const void* address, internal::function_ref<std::intptr_t(unpark_result)> callback);
+}  // namespace detail
+
+// Parks the calling thread on `address`:
+//  1. takes the bucket lock and calls validate(); if it returns false, returns `invalid`
+//     at once (the thread never sleeps). validate runs under the bucket lock, so an
+//     unparker that changes the state it checks and then unparks cannot slip in between.
+//  2. enqueues the thread (FIFO per address), releases the bucket lock, calls
+//     before_sleep() (a condition variable releases its lock here), and sleeps;
+//  3. returns `unparked` with the unparker's token, or `timed_out` once `deadline` passes.
+// validate must not park or throw. If before_sleep throws, the thread is taken off the
+// queue and the exception propagates (a token sent to it in that instant is dropped).
+template <class Validate, class BeforeSleep>
+park_result park(const void* address, Validate&& validate, BeforeSleep&& before_sleep,
+                 clock::time_point deadline = internal::no_deadline) {
+    return detail::park(address, validate, before_sleep, deadline);
+}
+
+template <class Validate>
+park_result park(const void* address, Validate&& validate, clock::time_point deadline = internal::no_deadline) {
+    return detail::park(address, validate, [] {}, deadline);
+}
+
+// Unparks the longest-parked thread on `address`, if any. callback(unpark_result) runs
+// under the bucket lock whether or not a thread was found; its return value becomes the
+// unparked thread's token. The thread is woken after the bucket lock is released.
+template <class Callback>
+unpark_result unpark_one(const void* address, Callback&& callback) {
+    return detail::unpark_one(address, callback);
+}
+
+inline unpark_result unpark_one(const void* address) {
+    return detail::unpark_one(address, [](unpark_result) -> std::intptr_t { return 0; });
+}
+
+// Unparks every thread parked on `address`; returns how many.
+std::size_t unpark_all(const void* address);
+
+// Diagnostics, for tests and the lab.
+struct table_stats {
+    std::size_t buckets = 0;  // current table size
+    std::size_t threads = 0;  // threads that have a parking slot (ever parked, still alive)
+    std::size_t growths = 0;  // times the table grew
+};
+table_stats stats();
+
+}  // namespace contend::parking_lot

@@ -1,0 +1,324 @@
+// The parking lot's table, queues and per-thread parking slots. See parking_lot.hpp for
+// the contract; this file is about how it survives growth and timeouts.
+#include "contend/parking_lot.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <new>
+
+#include "contend/internal/platform.hpp"
+#include "platform/wait.hpp"
+#include "word_lock.hpp"
+
+namespace contend::parking_lot {
+namespace {
+
+using internal::cache_padded;
+using internal::word_lock;
+
+// One per thread that has parked. Pooled and never freed: an unparker may still call
+// wake_one on `parked` after the thread it woke has returned and even exited, so the
+// memory must stay valid (a stray wake on a recycled slot is just a spurious wake-up).
+struct thread_data {
+    std::atomic<std::uint32_t> parked{0};  // 1 while queued or asleep, 0 once unparked
+    const void* address = nullptr;  // guarded by the bucket lock
+    thread_data* next = nullptr;  // queue link, guarded by the bucket lock
+    std::intptr_t token = 0;  // written under the bucket lock before `parked` is released
+    thread_data* next_free = nullptr;  // pool link, guarded by the pool lock
+};
+
+struct bucket {
+    word_lock lock;
+    thread_data* head = nullptr;
+    thread_data* tail = nullptr;
+    clock::time_point next_fair_unpark{};
+    std::uint64_t random = 0;
+
+    // xorshift64*: a fairness deadline only needs to be unpredictable enough that threads
+    // do not fall into lock step, not cryptographic.
+    std::uint64_t next_random() noexcept {
+        random ^= random >> 12;
+        random ^= random << 25;
+        random ^= random >> 27;
+        return random * 0x2545F4914F6CDD1Dull;
+    }
+};
+
+struct table {
+    std::size_t size;  // power of two
+    cache_padded<bucket>* buckets;
+    table* retired_next;  // older tables stay allocated: a thread may still be reading one
+};
+
+constexpr std::size_t initial_buckets = 64;
+constexpr std::size_t buckets_per_thread = 3;  // WTF's maxLoadFactor
+constexpr auto max_fair_interval = std::chrono::milliseconds(1);
+
+std::atomic<table*> current_table{nullptr};
+std::atomic<std::size_t> growth_count{0};
+std::atomic<std::size_t> thread_count{0};
+
+table* make_table(std::size_t size, table* retired) {
+    auto* t = new table{size, new cache_padded<bucket>[size], retired};
+    for (std::size_t i = 0; i < size; ++i) {
+        t->buckets[i]->random = 0x9E3779B97F4A7C15ull * (i + 1) ^ reinterpret_cast<std::uintptr_t>(t);
+    }
+    return t;
+}
+
+table* get_table() {
+    table* t = current_table.load(std::memory_order_acquire);
+    if (t) [[likely]]
+        return t;
+    table* fresh = make_table(initial_buckets, nullptr);
+    if (current_table.compare_exchange_strong(t, fresh, std::memory_order_acq_rel)) return fresh;
+    delete[] fresh->buckets;
+    delete fresh;
+    return t;
+}
+
+std::size_t hash_address(const void* address, std::size_t size) noexcept {
+    auto bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(address));
+    bits *= 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>(bits ^ (bits >> 32)) & (size - 1);
+}
+
+// Locks the bucket for `address` in the table that is current once the lock is held.
+bucket& lock_bucket(const void* address) {
+    for (;;) {
+        table* t = get_table();
+        bucket& b = *t->buckets[hash_address(address, t->size)];
+        b.lock.lock();
+        if (t == current_table.load(std::memory_order_acquire)) [[likely]]
+            return b;
+        b.lock.unlock();  // the table grew while we waited; our address lives elsewhere now
+    }
+}
+
+void grow_for(std::size_t threads) {
+    for (;;) {
+        table* old = get_table();
+        if (old->size >= threads * buckets_per_thread) return;
+        // Lock every bucket in index order (the only place that holds more than one, so
+        // the order cannot deadlock), then check nobody else replaced the table meanwhile.
+        for (std::size_t i = 0; i < old->size; ++i) old->buckets[i]->lock.lock();
+        if (old != current_table.load(std::memory_order_acquire)) {
+            for (std::size_t i = 0; i < old->size; ++i) old->buckets[i]->lock.unlock();
+            continue;
+        }
+        std::size_t size = old->size;
+        while (size < threads * buckets_per_thread * 2) size *= 2;
+        table* fresh = make_table(size, old);
+        // Walk old buckets in order and each queue front to back, appending: all threads on
+        // one address sit in one old bucket, so their FIFO order carries over unchanged.
+        for (std::size_t i = 0; i < old->size; ++i) {
+            for (thread_data* td = old->buckets[i]->head; td != nullptr;) {
+                thread_data* next = td->next;
+                bucket& nb = *fresh->buckets[hash_address(td->address, size)];
+                td->next = nullptr;
+                if (nb.tail) nb.tail->next = td;
+                else nb.head = td;
+                nb.tail = td;
+                td = next;
+            }
+            old->buckets[i]->head = old->buckets[i]->tail = nullptr;
+        }
+        current_table.store(fresh, std::memory_order_release);
+        growth_count.fetch_add(1, std::memory_order_relaxed);
+        for (std::size_t i = 0; i < old->size; ++i) old->buckets[i]->lock.unlock();
+        return;
+    }
+}
+
+// The pool of parking slots.
+struct slot_pool {
+    std::mutex lock;
+    thread_data* free = nullptr;
+};
+slot_pool& pool() {
+    static auto* p = new slot_pool;  // leaked: threads may exit during static destruction
+    return *p;
+}
+
+struct thread_slot {
+    thread_data* data;
+    thread_slot() {
+        {
+            std::lock_guard guard(pool().lock);
+            data = pool().free;
+            if (data) pool().free = data->next_free;
+        }
+        if (!data) data = new thread_data;
+        grow_for(thread_count.fetch_add(1, std::memory_order_relaxed) + 1);
+    }
+    ~thread_slot() {
+        thread_count.fetch_sub(1, std::memory_order_relaxed);
+        std::lock_guard guard(pool().lock);
+        data->next_free = pool().free;
+        pool().free = data;
+    }
+};
+
+thread_data& this_thread() {
+    thread_local thread_slot slot;
+    return *slot.data;
+}
+
+void enqueue(bucket& b, thread_data* td) noexcept {
+    td->next = nullptr;
+    if (b.tail) b.tail->next = td;
+    else b.head = td;
+    b.tail = td;
+}
+
+// Removes `td` if it is queued in `b`; true if it was.
+bool remove(bucket& b, thread_data* td) noexcept {
+    thread_data* prev = nullptr;
+    for (thread_data* cur = b.head; cur != nullptr; prev = cur, cur = cur->next) {
+        if (cur != td) continue;
+        if (prev) prev->next = cur->next;
+        else b.head = cur->next;
+        if (b.tail == cur) b.tail = prev;
+        cur->next = nullptr;
+        return true;
+    }
+    return false;
+}
+
+// After a timeout or an exception we may find that an unparker already took us off the
+// queue; its wake-up is then on its way, and we must consume it before returning so the
+// slot is clean for the next park. Returns true if we removed ourselves first.
+bool withdraw(thread_data& me, const void* address) {
+    bucket& b = lock_bucket(address);
+    const bool removed = remove(b, &me);
+    b.lock.unlock();
+    if (removed) return true;
+    while (me.parked.load(std::memory_order_acquire) != 0)
+        internal::wait_on_address(me.parked, 1, internal::no_deadline);
+    return false;
+}
+
+}  // namespace
+
+namespace detail {
+
+park_result park(const void* address, internal::function_ref<bool()> validate,
+                 internal::function_ref<void()> before_sleep, clock::time_point deadline) {
+    thread_data& me = this_thread();
+    {
+        bucket& b = lock_bucket(address);
+        if (!validate()) {
+            b.lock.unlock();
+            return {park_status::invalid, 0};
+        }
+        me.address = address;
+        me.token = 0;
+        me.parked.store(1, std::memory_order_relaxed);
+        enqueue(b, &me);
+        b.lock.unlock();
+    }
+
+    try {
+        before_sleep();
+    } catch (...) {
+        withdraw(me, address);
+        throw;
+    }
+
+    while (me.parked.load(std::memory_order_acquire) != 0) {
+        if (internal::wait_on_address(me.parked, 1, deadline) == internal::wait_status::timed_out ||
+            (deadline != internal::no_deadline && clock::now() >= deadline)) {
+            if (me.parked.load(std::memory_order_acquire) == 0) break;
+            if (withdraw(me, address)) return {park_status::timed_out, 0};
+            break;
+        }
+    }
+    return {park_status::unparked, me.token};
+}
+
+unpark_result unpark_one(const void* address, internal::function_ref<std::intptr_t(unpark_result)> callback) {
+    bucket& b = lock_bucket(address);
+    thread_data* found = nullptr;
+    thread_data* prev = nullptr;
+    for (thread_data* cur = b.head; cur != nullptr; prev = cur, cur = cur->next) {
+        if (cur->address == address) {
+            found = cur;
+            break;
+        }
+    }
+    unpark_result result;
+    if (found) {
+        if (prev) prev->next = found->next;
+        else b.head = found->next;
+        if (b.tail == found) b.tail = prev;
+        for (thread_data* cur = found->next; cur != nullptr; cur = cur->next) {
+            if (cur->address == address) {
+                result.may_have_more_threads = true;
+                break;
+            }
+        }
+        found->next = nullptr;
+        result.did_unpark_thread = true;
+        const auto now = clock::now();
+        if (now >= b.next_fair_unpark) {
+            result.time_to_be_fair = true;
+            const auto window = std::chrono::duration_cast<clock::duration>(max_fair_interval).count();
+            b.next_fair_unpark = now + clock::duration(static_cast<clock::rep>(b.next_random() % static_cast<std::uint64_t>(window)));
+        }
+    }
+    const std::intptr_t token = callback(result);
+    if (found) found->token = token;
+    b.lock.unlock();
+    if (found) {
+        found->parked.store(0, std::memory_order_release);
+        internal::wake_one(found->parked);
+    }
+    return result;
+}
+
+}  // namespace detail
+
+std::size_t unpark_all(const void* address) {
+    thread_data* woken = nullptr;
+    thread_data* woken_tail = nullptr;
+    std::size_t count = 0;
+    {
+        bucket& b = lock_bucket(address);
+        thread_data* prev = nullptr;
+        for (thread_data* cur = b.head; cur != nullptr;) {
+            thread_data* next = cur->next;
+            if (cur->address == address) {
+                if (prev) prev->next = next;
+                else b.head = next;
+                if (b.tail == cur) b.tail = prev;
+                cur->next = nullptr;
+                cur->token = 0;
+                if (woken_tail) woken_tail->next = cur;
+                else woken = cur;
+                woken_tail = cur;
+                ++count;
+            } else {
+                prev = cur;
+            }
+            cur = next;
+        }
+        b.lock.unlock();
+    }
+    // Read each link before releasing its thread: once released, it may park again and
+    // reuse `next` for another queue.
+    while (woken) {
+        thread_data* next = woken->next;
+        woken->parked.store(0, std::memory_order_release);
+        internal::wake_one(woken->parked);
+        woken = next;
+    }
+    return count;
+}
+
+table_stats stats() {
+    table* t = get_table();
+    return {t->size, thread_count.load(std::memory_order_relaxed), growth_count.load(std::memory_order_relaxed)};
+}
+
+}  // namespace contend::parking_lot

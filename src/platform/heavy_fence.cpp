@@ -1,0 +1,40 @@
+#include "platform/heavy_fence.hpp"
+
+#if defined(__linux__) && !defined(CONTEND_PORTABLE_WAIT)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define CONTEND_HAVE_MEMBARRIER 1
+#endif
+
+#include <atomic>
+
+namespace contend::internal {
+
+#if defined(CONTEND_HAVE_MEMBARRIER)
+
+namespace {
+long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); }
+}  // namespace
+
+bool heavy_fence_init() noexcept {
+    const long supported = membarrier(MEMBARRIER_CMD_QUERY);
+    if (supported < 0 || !(supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return false;
+    return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+
+void heavy_fence() noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Cannot fail once registered; if it somehow did, the caller's own seq_cst RMW still
+    // orders this thread, and we would rather crash loudly than lose a wake-up silently.
+    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) __builtin_trap();
+}
+
+#else
+
+bool heavy_fence_init() noexcept { return false; }
+void heavy_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+#endif
+
+}  // namespace contend::internal

@@ -1,0 +1,75 @@
+// Compact thread ids. Allocation is rare (once per thread), so a plain mutex and a
+// min-heap of free ids are enough; the point is that ids stay small and dense, so the
+// thin lock's 16-bit owner field fits every thread of an ordinary program.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "contend/internal/thread_id.hpp"
+
+namespace contend::internal {
+namespace {
+
+struct id_pool {
+    std::mutex lock;
+    std::vector<std::uint32_t> free_ids;  // min-heap: lowest id reused first
+    std::uint32_t next_fresh = 1;
+    std::uint32_t live = 0;
+};
+
+id_pool& pool() {
+    // Leaked on purpose: threads may exit (and return ids) during static destruction.
+    static id_pool* p = new id_pool;
+    return *p;
+}
+
+void release_id(std::uint32_t id) noexcept {
+    id_pool& p = pool();
+    std::lock_guard guard(p.lock);
+    --p.live;
+    try {
+        p.free_ids.push_back(id);
+        std::push_heap(p.free_ids.begin(), p.free_ids.end(), std::greater<>{});
+    } catch (...) {
+        // Out of memory: the id is lost to reuse, nothing else breaks.
+    }
+}
+
+struct id_returner {
+    std::uint32_t id = 0;
+    ~id_returner() {
+        if (id != 0) release_id(id);
+    }
+};
+
+}  // namespace
+
+std::uint32_t acquire_compact_thread_id() noexcept {
+    thread_local id_returner returner;
+    if (returner.id != 0) return returner.id;
+    id_pool& p = pool();
+    std::uint32_t id;
+    {
+        std::lock_guard guard(p.lock);
+        if (!p.free_ids.empty()) {
+            std::pop_heap(p.free_ids.begin(), p.free_ids.end(), std::greater<>{});
+            id = p.free_ids.back();
+            p.free_ids.pop_back();
+        } else {
+            id = p.next_fresh++;
+        }
+        ++p.live;
+    }
+    returner.id = id;
+    return id;
+}
+
+std::uint32_t live_compact_thread_ids() noexcept {
+    id_pool& p = pool();
+    std::lock_guard guard(p.lock);
+    return p.live;
+}
+
+}  // namespace contend::internal

@@ -1,0 +1,29 @@
+// The OS wait backend: block on a 32-bit word until it changes, or until a deadline.
+// One interface, one file per implementation (wait_futex.cpp, wait_portable.cpp); which file
+// is compiled is decided in one place, CMakeLists.txt (option CONTEND_WAIT_BACKEND).
+//
+// Contract (futex-like): wait_on_address(word, expected, deadline) returns at once if
+// word != expected; otherwise it sleeps until woken, until the deadline, or spuriously.
+// Callers always re-check the word in a loop. wake_one/wake_all wake threads blocked on
+// that exact address; they never dereference it, so waking an address whose owner has
+// already moved on is harmless.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "contend/internal/deadline.hpp"
+
+namespace contend::internal {
+
+enum class wait_status { woken_or_changed, timed_out };
+
+wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                            deadline until) noexcept;
+void wake_one(const std::atomic<std::uint32_t>& word) noexcept;
+void wake_all(const std::atomic<std::uint32_t>& word) noexcept;
+
+// "futex" or "portable": which backend this build compiled in (tests and the bench print it).
+const char* wait_backend_name() noexcept;
+
+}  // namespace contend::internal

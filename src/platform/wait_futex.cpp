@@ -1,0 +1,55 @@
+// Linux futex backend. FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout, which
+// is what std::chrono::steady_clock reads on Linux, so a deadline never drifts across
+// spurious wake-ups.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <ctime>
+
+#include "platform/wait.hpp"
+
+namespace contend::internal {
+namespace {
+
+long futex(const std::atomic<std::uint32_t>& word, int op, std::uint32_t val, const timespec* ts,
+           std::uint32_t bitset) noexcept {
+    // The kernel reads the word; it never writes it.
+    auto* address = const_cast<std::uint32_t*>(reinterpret_cast<const std::uint32_t*>(&word));
+    return syscall(SYS_futex, address, op | FUTEX_PRIVATE_FLAG, val, ts, nullptr, bitset);
+}
+
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+static_assert(std::is_same_v<clock, std::chrono::steady_clock>);
+
+}  // namespace
+
+wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                            deadline until) noexcept {
+    if (until == no_deadline) {
+        futex(word, FUTEX_WAIT_BITSET, expected, nullptr, FUTEX_BITSET_MATCH_ANY);
+        return wait_status::woken_or_changed;
+    }
+    const auto since_epoch = until.time_since_epoch();
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(secs.count());
+    ts.tv_nsec = static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - secs).count());
+    if (futex(word, FUTEX_WAIT_BITSET, expected, &ts, FUTEX_BITSET_MATCH_ANY) == -1 && errno == ETIMEDOUT)
+        return wait_status::timed_out;
+    return wait_status::woken_or_changed;
+}
+
+void wake_one(const std::atomic<std::uint32_t>& word) noexcept {
+    futex(word, FUTEX_WAKE, 1, nullptr, 0);
+}
+
+void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
+    futex(word, FUTEX_WAKE, INT_MAX, nullptr, 0);
+}
+
+const char* wait_backend_name() noexcept { return "futex"; }
+
+}  // namespace contend::internal

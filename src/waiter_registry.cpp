@@ -1,0 +1,69 @@
+// The waiter registry (see include/contend/internal/waiter_registry.hpp).
+//
+// Why the plain-store unlock cannot lose a wake-up. Unlocker U runs
+//     W(lock = free); compiler barrier; R(slot)
+// and waiter P runs
+//     RMW(slot += 1) [; heavy barrier]; then, under the parking-lot bucket lock, R(lock)
+// and only sleeps if R(lock) still shows the lock held. membarrier makes every running
+// thread execute a full barrier at some point during the call. If that point falls before
+// U's R(slot), the read sees the count P added. If it falls after, U's store was already
+// globally visible when the call returned, so P's R(lock) sees it (or something later) and
+// P does not sleep on a stale "held". Either U wakes someone, or P does not sleep.
+//
+// P need not pay the barrier when the slot is `armed`: arming happens only after a barrier
+// that began while the count was already non-zero, and the count has not touched zero
+// since (the last deregistration clears `armed` in the same CAS). Any unlock whose store P
+// cannot see then happened after that barrier's point in U, so U's R(slot) sees a non-zero
+// count. Under contention the slot stays armed and waiters pay no barrier at all.
+#include "waiter_registry.hpp"
+
+#include <mutex>
+
+#include "platform/heavy_fence.hpp"
+
+namespace contend::internal {
+
+std::atomic<std::uint32_t> waiter_slots[waiter_slot_count];
+
+namespace {
+
+bool light_mode = false;
+std::once_flag init_once;
+
+void init_registry() noexcept {
+    std::call_once(init_once, [] {
+        light_mode = heavy_fence_init();
+        if (!light_mode) return;
+        for (auto& slot : waiter_slots) slot.fetch_or(waiter_slot_light, std::memory_order_seq_cst);
+    });
+}
+
+// Decide the mode at load time, before main, so uncontended unlocks are fast from the
+// first one; the call_once in every registration covers use from other static initializers.
+[[maybe_unused]] const bool initialized_at_load = (init_registry(), true);
+
+}  // namespace
+
+bool waiter_registry_light() noexcept {
+    init_registry();
+    return light_mode;
+}
+
+waiter_registration::waiter_registration(std::atomic<std::uint32_t>& slot) noexcept : slot_(slot) {
+    init_registry();
+    const std::uint32_t before = slot_.fetch_add(1, std::memory_order_seq_cst);
+    if (!light_mode || (before & waiter_slot_armed)) return;
+    heavy_fence();
+    slot_.fetch_or(waiter_slot_armed, std::memory_order_seq_cst);
+}
+
+waiter_registration::~waiter_registration() {
+    std::uint32_t v = slot_.load(std::memory_order_relaxed);
+    for (;;) {
+        std::uint32_t next = v - 1;
+        if ((next & waiter_slot_count_mask) == 0) next &= ~waiter_slot_armed;
+        if (slot_.compare_exchange_weak(v, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+    }
+}
+
+}  // namespace contend::internal

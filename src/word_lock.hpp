@@ -1,0 +1,34 @@
+// The parking lot's bucket lock. It cannot use the parking lot (it guards it), so it waits
+// on its own word through the OS wait backend: the three-state lock of Drepper's "Futexes
+// Are Tricky" (0 free, 1 held, 2 held and maybe waited on), after a short spin, because a
+// bucket lock is only ever held for a few dozen instructions.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace contend::internal {
+
+class word_lock {
+public:
+    void lock() noexcept {
+        std::uint32_t expected = 0;
+        if (state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
+            [[likely]]
+            return;
+        lock_slow();
+    }
+
+    void unlock() noexcept {
+        if (state_.exchange(0, std::memory_order_release) == 2) [[unlikely]]
+            unlock_slow();
+    }
+
+private:
+    void lock_slow() noexcept;
+    void unlock_slow() noexcept;
+
+    std::atomic<std::uint32_t> state_{0};
+};
+
+}  // namespace contend::internal

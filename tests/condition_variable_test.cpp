@@ -1,0 +1,144 @@
+#include "contend/condition_variable.hpp"
+
+#include <deque>
+
+#include "contend/mutex.hpp"
+#include "contend/spin_lock.hpp"
+#include "test_support.hpp"
+
+using namespace contend_test;
+
+TEST(ConditionVariable, ProducerConsumerOfAMillionItemsLosesNoWakeUp) {
+    watchdog dog(300s);
+    const long items = scaled(1'000'000);
+    contend::mutex m;
+    contend::condition_variable not_empty;
+    contend::condition_variable not_full;
+    std::deque<long> queue;
+    constexpr std::size_t capacity = 64;  // small, so both sides really wait
+    long sum = 0;
+    long received = 0;
+    std::thread consumer([&] {
+        for (long i = 0; i < items; ++i) {
+            std::unique_lock lk(m);
+            // Bounded: a lost wake-up fails here instead of hanging.
+            ASSERT_TRUE(not_empty.wait_for(lk, 60s, [&] { return !queue.empty(); })) << "lost wake-up at item " << i;
+            sum += queue.front();
+            queue.pop_front();
+            ++received;
+            lk.unlock();
+            not_full.notify_one();
+        }
+    });
+    for (long i = 1; i <= items; ++i) {
+        std::unique_lock lk(m);
+        ASSERT_TRUE(not_full.wait_for(lk, 60s, [&] { return queue.size() < capacity; })) << "lost wake-up at item " << i;
+        queue.push_back(i);
+        lk.unlock();
+        not_empty.notify_one();
+    }
+    consumer.join();
+    EXPECT_EQ(received, items);
+    EXPECT_EQ(sum, items * (items + 1) / 2);
+}
+
+TEST(ConditionVariable, NotifyAllWakesEveryWaiter) {
+    watchdog dog(120s);
+    constexpr int n = 32;
+    contend::mutex m;
+    contend::condition_variable cv;
+    bool go = false;
+    int waiting = 0;
+    std::atomic<int> released{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&] {
+            std::unique_lock lk(m);
+            ++waiting;
+            if (cv.wait_for(lk, 60s, [&] { return go; })) released.fetch_add(1);
+        });
+    }
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard g(m);
+        return waiting == n;
+    }));
+    {
+        std::lock_guard g(m);
+        go = true;
+    }
+    cv.notify_all();  // outside the lock: must still reach everyone
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(released.load(), n);
+}
+
+TEST(ConditionVariable, WaitForTimesOutNoEarlierThanItsDeadlineAndRelocks) {
+    contend::mutex m;
+    contend::condition_variable cv;
+    std::unique_lock lk(m);
+    const auto start = steady::now();
+    EXPECT_EQ(cv.wait_for(lk, 30ms), std::cv_status::timeout);
+    EXPECT_GE(steady::now() - start, 30ms);
+    EXPECT_LT(steady::now() - start, 5s);
+    EXPECT_TRUE(lk.owns_lock());
+    EXPECT_TRUE(m.is_locked());
+    EXPECT_FALSE(cv.wait_until(lk, std::chrono::system_clock::now() + 10ms, [] { return false; }));
+}
+
+TEST(ConditionVariable, NotifyOneWakesOneOfSeveral) {
+    watchdog dog(60s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    int tickets = 0;
+    int waiting = 0;
+    std::atomic<int> served{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) {
+        threads.emplace_back([&] {
+            std::unique_lock lk(m);
+            ++waiting;
+            if (cv.wait_for(lk, 30s, [&] { return tickets > 0; })) {
+                --tickets;
+                served.fetch_add(1);
+            }
+        });
+    }
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard g(m);
+        return waiting == 3;
+    }));
+    for (int i = 1; i <= 3; ++i) {
+        {
+            std::lock_guard g(m);
+            ++tickets;
+        }
+        cv.notify_one();
+        ASSERT_TRUE(eventually([&] { return served.load() == i; })) << "notify_one " << i << " woke nobody";
+    }
+    for (auto& t : threads) t.join();
+}
+
+TEST(ConditionVariable, WorksWithAnyBasicLockable) {
+    watchdog dog(60s);
+    contend::ttas_lock lock;
+    contend::condition_variable cv;
+    bool ready = false;
+    std::thread t([&] {
+        std::this_thread::sleep_for(10ms);
+        std::lock_guard g(lock);
+        ready = true;
+        cv.notify_one();
+    });
+    {
+        std::unique_lock lk(lock);
+        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
+    }
+    t.join();
+}
+
+TEST(ConditionVariable, WaitingWithoutHoldingTheLockThrows) {
+    contend::mutex m;
+    contend::condition_variable cv;
+    std::unique_lock lk(m, std::defer_lock);
+    EXPECT_THROW(cv.wait_for(lk, 1ms), contend::synchronization_error);
+    EXPECT_FALSE(m.is_locked());
+}

@@ -1,0 +1,93 @@
+#include "contend/event.hpp"
+
+#include "test_support.hpp"
+
+using namespace contend_test;
+
+TEST(ManualResetEvent, SetReleasesEveryWaiterAndStaysSet) {
+    watchdog dog(60s);
+    contend::manual_reset_event ev;
+    constexpr int n = 16;
+    std::atomic<int> released{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&] {
+            if (ev.wait_for(30s)) released.fetch_add(1);
+        });
+    }
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(ev.is_set());
+    ev.set();
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(released.load(), n);
+    EXPECT_TRUE(ev.is_set());
+    EXPECT_TRUE(ev.wait_for(0ms));  // stays set for later waiters
+    ev.reset();
+    EXPECT_FALSE(ev.is_set());
+}
+
+TEST(ManualResetEvent, WaitForTimesOutNoEarlierThanItsDeadline) {
+    contend::manual_reset_event ev;
+    const auto start = steady::now();
+    EXPECT_FALSE(ev.wait_for(30ms));
+    EXPECT_GE(steady::now() - start, 30ms);
+    EXPECT_LT(steady::now() - start, 5s);
+}
+
+TEST(ManualResetEvent, InitiallySetDoesNotBlock) {
+    contend::manual_reset_event ev(true);
+    ev.wait();
+    EXPECT_TRUE(ev.is_set());
+}
+
+TEST(AutoResetEvent, EachSetReleasesExactlyOneWaiter) {
+    watchdog dog(60s);
+    contend::auto_reset_event ev;
+    constexpr int n = 4;
+    std::atomic<int> released{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&] {
+            if (ev.wait_for(30s)) released.fetch_add(1);
+        });
+    }
+    std::this_thread::sleep_for(20ms);
+    for (int i = 1; i <= n; ++i) {
+        ev.set();
+        ASSERT_TRUE(eventually([&] { return released.load() >= i; }));
+        std::this_thread::sleep_for(5ms);
+        EXPECT_EQ(released.load(), i) << "one set released more than one waiter";
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_FALSE(ev.is_set());
+}
+
+TEST(AutoResetEvent, ASetWithNoWaiterIsKeptForTheNextWait) {
+    contend::auto_reset_event ev;
+    ev.set();
+    EXPECT_TRUE(ev.is_set());
+    EXPECT_TRUE(ev.wait_for(0ms));
+    EXPECT_FALSE(ev.is_set());
+    EXPECT_FALSE(ev.wait_for(10ms));
+}
+
+TEST(AutoResetEvent, PingPongLosesNoSignal) {
+    watchdog dog(120s);
+    contend::auto_reset_event ping;
+    contend::auto_reset_event pong;
+    const long rounds = scaled(20000);
+    long returned = 0;
+    std::thread t([&] {
+        for (long i = 0; i < rounds; ++i) {
+            ASSERT_TRUE(ping.wait_for(30s)) << "lost ping " << i;
+            pong.set();
+        }
+    });
+    for (long i = 0; i < rounds; ++i) {
+        ping.set();
+        ASSERT_TRUE(pong.wait_for(30s)) << "lost pong " << i;
+        ++returned;
+    }
+    t.join();
+    EXPECT_EQ(returned, rounds);
+}

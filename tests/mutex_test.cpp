@@ -1,0 +1,186 @@
+#include "contend/mutex.hpp"
+
+#include <map>
+
+#include "contend/parking_lot.hpp"
+#include "lock_conformance.hpp"
+
+namespace contend_test {
+
+using Mutexes = ::testing::Types<contend::mutex>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Mutex, LockConformance, Mutexes);
+
+TEST(Mutex, IsOneByte) { static_assert(sizeof(contend::mutex) == 1); }
+
+TEST(Mutex, TryLockForGivesUpNoEarlierThanItsDeadline) {
+    watchdog dog(60s);
+    contend::mutex m;
+    m.lock();
+    bool got = true;
+    steady::duration waited{};
+    std::thread([&] {
+        const auto start = steady::now();
+        got = m.try_lock_for(50ms);
+        waited = steady::now() - start;
+    }).join();
+    EXPECT_FALSE(got);
+    EXPECT_GE(waited, 50ms);
+    EXPECT_LT(waited, 5s);  // generous: only "not absurdly later"
+    m.unlock();
+    EXPECT_TRUE(m.try_lock_for(10ms));
+    m.unlock();
+}
+
+TEST(Mutex, TryLockUntilAcceptsOtherClocks) {
+    watchdog dog(60s);
+    contend::mutex m;
+    m.lock();
+    bool got = true;
+    steady::duration waited{};
+    std::thread([&] {
+        const auto start = steady::now();
+        got = m.try_lock_until(std::chrono::system_clock::now() + 40ms);
+        waited = steady::now() - start;
+    }).join();
+    EXPECT_FALSE(got);
+    EXPECT_GE(waited, 39ms);  // system_clock granularity may round the conversion by a tick
+    EXPECT_LT(waited, 5s);
+    m.unlock();
+}
+
+TEST(Mutex, TimedLockSucceedsWhenReleasedBeforeTheDeadline) {
+    watchdog dog(60s);
+    contend::mutex m;
+    m.lock();
+    std::atomic<bool> got{false};
+    std::thread waiter([&] {
+        got = m.try_lock_for(30s);
+        if (got) m.unlock();
+    });
+    std::this_thread::sleep_for(20ms);  // let it park
+    m.unlock();
+    waiter.join();
+    EXPECT_TRUE(got.load());
+}
+
+TEST(Mutex, NoThreadStarvesAmongEightContenders) {
+    // Every thread must get the mutex within a bounded time even though barging lets the
+    // releasing thread re-acquire at once: the parking lot's fairness deadline forces a
+    // handoff to the longest-parked waiter at least about once per millisecond.
+    watchdog dog(120s);
+    contend::mutex m;
+    constexpr int n = 8;
+    std::atomic<bool> stop{false};
+    std::vector<long> acquisitions(n, 0);
+    std::vector<double> worst_wait_ms(n, 0.0);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                const auto start = steady::now();
+                m.lock();
+                const double waited = std::chrono::duration<double, std::milli>(steady::now() - start).count();
+                ++acquisitions[static_cast<std::size_t>(i)];
+                // Hold it a little, so the others really queue up behind it.
+                for (int spin = 0; spin < 200; ++spin) {
+                    asm volatile("" ::: "memory");
+                }
+                m.unlock();
+                worst_wait_ms[static_cast<std::size_t>(i)] = std::max(worst_wait_ms[static_cast<std::size_t>(i)], waited);
+            }
+        });
+    }
+    std::this_thread::sleep_for(1500ms);
+    stop.store(true);
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < n; ++i) {
+        EXPECT_GT(acquisitions[static_cast<std::size_t>(i)], 0) << "thread " << i << " never acquired";
+        // A generous bound: on 2 cores with 8 threads a waiter may also wait for a CPU.
+        EXPECT_LT(worst_wait_ms[static_cast<std::size_t>(i)], 1000.0) << "thread " << i << " starved";
+    }
+}
+
+TEST(Mutex, UnlockFairlyHandsTheMutexToTheParkedWaiter) {
+    watchdog dog(60s);
+    contend::mutex m;
+    m.lock();
+    std::atomic<bool> waiter_has_it{false};
+    std::atomic<bool> release{false};
+    std::thread waiter([&] {
+        m.lock();
+        waiter_has_it.store(true);
+        while (!release.load()) std::this_thread::yield();
+        m.unlock();
+    });
+    // Wait until the waiter has registered to park (its spin is over), then give it ample
+    // time to be queued in the parking lot.
+    auto& slot = contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)];
+    ASSERT_TRUE(eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; }));
+    std::this_thread::sleep_for(50ms);
+    m.unlock_fairly();
+    // Handed off: the mutex never became free, so this thread cannot barge back in.
+    EXPECT_FALSE(m.try_lock());
+    ASSERT_TRUE(eventually([&] { return waiter_has_it.load(); }));
+    release.store(true);
+    waiter.join();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(Mutex, ContentionCountRisesOnlyWhenAcquisitionsWait) {
+    watchdog dog(60s);
+    contend::mutex m;
+    const auto before = contend::lock_contention_count();
+    for (int i = 0; i < 1000; ++i) {
+        m.lock();
+        m.unlock();
+    }
+    EXPECT_EQ(contend::lock_contention_count(), before) << "uncontended acquisitions were counted";
+    m.lock();
+    std::thread t([&] {
+        m.lock();
+        m.unlock();
+    });
+    std::this_thread::sleep_for(20ms);
+    m.unlock();
+    t.join();
+    EXPECT_GE(contend::lock_contention_count(), before + 1);
+}
+
+TEST(Mutex, MisuseUnderContentionLeavesWaitersUnharmed) {
+    watchdog dog(60s);
+    contend::mutex m;
+    EXPECT_THROW(m.unlock(), contend::synchronization_error);
+    long counter = 0;
+    run_threads(4, [&](int) {
+        for (int i = 0; i < scaled(20000); ++i) {
+            std::lock_guard g(m);
+            ++counter;
+        }
+    });
+    EXPECT_EQ(counter, 4 * scaled(20000));
+    EXPECT_THROW(m.unlock(), contend::synchronization_error);
+}
+
+TEST(Mutex, ManyMutexesSharingWaiterSlotsStayExclusive) {
+    // Mutexes packed side by side, some of which share a waiter-registry slot, contended
+    // by threads hopping between them: a wake-up meant for one must never be lost to another.
+    watchdog dog(120s);
+    constexpr int locks = 64;
+    contend::mutex ms[locks];
+    long counters[locks] = {};
+    run_threads(8, [&](int t) {
+        unsigned x = static_cast<unsigned>(t) * 2654435761u + 1;
+        for (long i = 0; i < scaled(40000); ++i) {
+            x = x * 1664525u + 1013904223u;
+            const int k = static_cast<int>((x >> 16) % locks);
+            std::lock_guard g(ms[k]);
+            ++counters[k];
+        }
+    });
+    long sum = 0;
+    for (long c : counters) sum += c;
+    EXPECT_EQ(sum, 8 * scaled(40000));
+}
+
+}  // namespace contend_test

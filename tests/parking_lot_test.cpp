@@ -1,0 +1,184 @@
+#include "contend/parking_lot.hpp"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace contend_test;
+namespace pl = contend::parking_lot;
+
+TEST(ParkingLot, FailedValidationReturnsAtOnceWithoutSleeping) {
+    int address = 0;
+    bool before_sleep_ran = false;
+    const auto start = steady::now();
+    const auto r = pl::park(&address, [] { return false; }, [&] { before_sleep_ran = true; }, steady::now() + 30s);
+    EXPECT_EQ(r.status, pl::park_status::invalid);
+    EXPECT_FALSE(before_sleep_ran);
+    EXPECT_LT(steady::now() - start, 5s);
+}
+
+TEST(ParkingLot, TimesOutNoEarlierThanTheDeadline) {
+    int address = 0;
+    const auto deadline = steady::now() + 30ms;
+    const auto r = pl::park(&address, [] { return true; }, deadline);
+    EXPECT_EQ(r.status, pl::park_status::timed_out);
+    EXPECT_GE(steady::now(), deadline);
+    EXPECT_LT(steady::now(), deadline + 5s);
+    // The timed-out thread left the queue: nobody is there to unpark.
+    EXPECT_FALSE(pl::unpark_one(&address).did_unpark_thread);
+}
+
+TEST(ParkingLot, UnparkOneDeliversTheCallbacksToken) {
+    watchdog dog(60s);
+    int address = 0;
+    std::atomic<bool> parked{false};
+    pl::park_result got;
+    std::thread t([&] {
+        got = pl::park(&address, [] { return true; }, [&] { parked.store(true); }, steady::now() + 30s);
+    });
+    ASSERT_TRUE(eventually([&] { return parked.load(); }));
+    pl::unpark_result seen;
+    ASSERT_TRUE(eventually([&] {
+        seen = pl::unpark_one(&address, [&](pl::unpark_result r) -> std::intptr_t { return r.did_unpark_thread ? 42 : 0; });
+        return seen.did_unpark_thread;
+    }));
+    t.join();
+    EXPECT_FALSE(seen.may_have_more_threads);
+    EXPECT_EQ(got.status, pl::park_status::unparked);
+    EXPECT_EQ(got.token, 42);
+}
+
+TEST(ParkingLot, CallbackRunsAndLearnsNothingWasParked) {
+    int address = 0;
+    bool ran = false;
+    const auto r = pl::unpark_one(&address, [&](pl::unpark_result inner) -> std::intptr_t {
+        ran = true;
+        EXPECT_FALSE(inner.did_unpark_thread);
+        EXPECT_FALSE(inner.may_have_more_threads);
+        return 0;
+    });
+    EXPECT_TRUE(ran);
+    EXPECT_FALSE(r.did_unpark_thread);
+}
+
+TEST(ParkingLot, UnparksInFifoOrderPerAddress) {
+    watchdog dog(120s);
+    constexpr int n = 16;
+    int address = 0;
+    int other_address = 0;
+    std::vector<std::intptr_t> tokens(n, -1);
+    std::atomic<int> enqueued{0};
+    std::vector<std::thread> threads;
+    // Each thread parks only after the previous one is queued, so queue order is known.
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+            const auto r = pl::park(&address, [] { return true; }, [&] { enqueued.fetch_add(1); }, steady::now() + 60s);
+            tokens[static_cast<std::size_t>(i)] = r.was_unparked() ? r.token : -2;
+        });
+        ASSERT_TRUE(eventually([&] { return enqueued.load() == i + 1; }));
+    }
+    // A thread parked on another address in the same table must not be disturbed.
+    std::atomic<bool> other_parked{false};
+    std::thread other([&] {
+        pl::park(&other_address, [] { return true; }, [&] { other_parked.store(true); }, steady::now() + 60s);
+    });
+    ASSERT_TRUE(eventually([&] { return other_parked.load(); }));
+    for (int i = 0; i < n; ++i) {
+        const auto r = pl::unpark_one(&address, [i](pl::unpark_result) -> std::intptr_t { return 1000 + i; });
+        EXPECT_TRUE(r.did_unpark_thread);
+        EXPECT_EQ(r.may_have_more_threads, i + 1 < n);
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < n; ++i) EXPECT_EQ(tokens[static_cast<std::size_t>(i)], 1000 + i) << "thread " << i;
+    EXPECT_EQ(pl::unpark_all(&other_address), 1u);
+    other.join();
+}
+
+TEST(ParkingLot, UnparkAllWakesEveryThreadOnTheAddress) {
+    watchdog dog(120s);
+    constexpr int n = 24;
+    int address = 0;
+    std::atomic<int> enqueued{0};
+    std::atomic<int> unparked{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&] {
+            const auto r = pl::park(&address, [] { return true; }, [&] { enqueued.fetch_add(1); }, steady::now() + 60s);
+            if (r.was_unparked()) unparked.fetch_add(1);
+        });
+    }
+    ASSERT_TRUE(eventually([&] { return enqueued.load() == n; }, 60s));
+    EXPECT_EQ(pl::unpark_all(&address), static_cast<std::size_t>(n));
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(unparked.load(), n);
+}
+
+TEST(ParkingLot, TwoHundredFiftySixThreadsOnTwoHundredFiftySixAddressesWhileTheTableGrows) {
+    watchdog dog(240s);
+    constexpr int n = 256;
+    const auto before = pl::stats();
+    std::vector<int> addresses(n);
+    std::atomic<int> enqueued{0};
+    std::atomic<int> unparked{0};
+    std::vector<std::intptr_t> tokens(n, -1);
+    std::vector<std::thread> threads;
+    // Threads are created (and so grow the table) while earlier ones are already parked.
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+            const auto r = pl::park(&addresses[static_cast<std::size_t>(i)], [] { return true; },
+                                    [&] { enqueued.fetch_add(1); }, steady::now() + 120s);
+            if (r.was_unparked()) unparked.fetch_add(1);
+            tokens[static_cast<std::size_t>(i)] = r.token;
+        });
+    }
+    ASSERT_TRUE(eventually([&] { return enqueued.load() == n; }, 120s));
+    const auto during = pl::stats();
+    EXPECT_GE(during.buckets, static_cast<std::size_t>(n) * 3) << "table did not grow with the threads";
+    EXPECT_GT(during.growths, before.growths);
+    for (int i = 0; i < n; ++i) {
+        const auto r = pl::unpark_one(&addresses[static_cast<std::size_t>(i)],
+                                      [i](pl::unpark_result) -> std::intptr_t { return i + 1; });
+        EXPECT_TRUE(r.did_unpark_thread) << "thread parked on address " << i << " was lost";
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(unparked.load(), n);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(tokens[static_cast<std::size_t>(i)], i + 1);
+}
+
+TEST(ParkingLot, BucketSaysItIsTimeToBeFairAtLeastAboutOncePerMillisecond) {
+    watchdog dog(60s);
+    int address = 0;
+    std::atomic<bool> stop{false};
+    std::atomic<int> parks{0};
+    std::thread parker([&] {
+        while (!stop.load()) {
+            pl::park(&address, [] { return true; }, steady::now() + 50ms);
+            parks.fetch_add(1);
+        }
+    });
+    int fair = 0;
+    int unparks = 0;
+    const auto until = steady::now() + 200ms;
+    while (steady::now() < until) {
+        const auto r = pl::unpark_one(&address);
+        if (r.did_unpark_thread) {
+            ++unparks;
+            if (r.time_to_be_fair) ++fair;
+        }
+        std::this_thread::sleep_for(2ms);  // longer than the 1 ms window
+    }
+    stop.store(true);
+    pl::unpark_all(&address);
+    parker.join();
+    ASSERT_GT(unparks, 0);
+    EXPECT_EQ(fair, unparks) << "every unpark more than 1 ms after the last fair one must be fair";
+}
+
+TEST(ParkingLot, ExceptionFromBeforeSleepLeavesTheQueueClean) {
+    int address = 0;
+    EXPECT_THROW(pl::park(&address, [] { return true; }, [] { throw std::runtime_error("boom"); }, steady::now() + 30s),
+                 std::runtime_error);
+    EXPECT_FALSE(pl::unpark_one(&address).did_unpark_thread);
+}

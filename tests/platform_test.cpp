@@ -1,0 +1,94 @@
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "contend/internal/platform.hpp"
+#include "contend/internal/thread_id.hpp"
+#include "platform/wait.hpp"
+#include "test_support.hpp"
+
+using namespace contend_test;
+namespace ci = contend::internal;
+
+TEST(Platform, CachePaddedOccupiesWholeLines) {
+    static_assert(alignof(ci::cache_padded<char>) == ci::cache_line_size);
+    static_assert(sizeof(ci::cache_padded<char>) == ci::cache_line_size);
+    ci::cache_padded<int> pair[2];
+    const auto a = reinterpret_cast<std::uintptr_t>(&pair[0].value);
+    const auto b = reinterpret_cast<std::uintptr_t>(&pair[1].value);
+    EXPECT_GE(b - a, ci::cache_line_size);
+    ci::cpu_relax();  // must compile and return on every architecture
+}
+
+TEST(Platform, CompactThreadIdsAreSmallUniqueAndStable) {
+    const std::uint32_t mine = ci::compact_thread_id();
+    EXPECT_GE(mine, 1u);
+    EXPECT_EQ(mine, ci::compact_thread_id());
+    constexpr int n = 32;
+    std::vector<std::uint32_t> ids(n);
+    std::atomic<int> arrived{0};
+    std::atomic<bool> release{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+            ids[static_cast<std::size_t>(i)] = ci::compact_thread_id();
+            arrived.fetch_add(1);
+            while (!release.load()) std::this_thread::yield();  // all alive at once
+        });
+    }
+    ASSERT_TRUE(eventually([&] { return arrived.load() == n; }));
+    release.store(true);
+    for (auto& t : threads) t.join();
+    std::set<std::uint32_t> unique(ids.begin(), ids.end());
+    unique.insert(mine);
+    EXPECT_EQ(unique.size(), static_cast<std::size_t>(n + 1)) << "live threads shared an id";
+    for (auto id : ids) EXPECT_LE(id, ci::max_compact_thread_id);
+}
+
+TEST(Platform, CompactThreadIdsAreReusedAfterThreadsExit) {
+    (void)ci::compact_thread_id();
+    const std::uint32_t live_before = ci::live_compact_thread_ids();
+    std::uint32_t high_water = 0;
+    for (int round = 0; round < 200; ++round) {
+        std::uint32_t id = 0;
+        std::thread([&] { id = ci::compact_thread_id(); }).join();
+        high_water = std::max(high_water, id);
+    }
+    // 200 threads one after another must not walk up through 200 fresh ids.
+    EXPECT_LE(high_water, live_before + 64);
+    EXPECT_EQ(ci::live_compact_thread_ids(), live_before);
+}
+
+TEST(WaitBackend, ReturnsAtOnceWhenTheWordDiffers) {
+    std::atomic<std::uint32_t> word{1};
+    const auto start = steady::now();
+    ci::wait_on_address(word, 0, steady::now() + 10s);
+    EXPECT_LT(steady::now() - start, 5s);
+}
+
+TEST(WaitBackend, TimesOutNoEarlierThanTheDeadline) {
+    std::atomic<std::uint32_t> word{0};
+    const auto deadline = steady::now() + 20ms;
+    while (ci::wait_on_address(word, 0, deadline) != ci::wait_status::timed_out) {
+        ASSERT_LT(steady::now(), deadline + 10s) << "never timed out";
+    }
+    const auto now = steady::now();
+    EXPECT_GE(now, deadline);
+    EXPECT_LT(now, deadline + 5s);
+}
+
+TEST(WaitBackend, WakeReleasesAWaiter) {
+    watchdog dog(60s);
+    std::atomic<std::uint32_t> word{0};
+    std::atomic<bool> woke{false};
+    std::thread waiter([&] {
+        while (word.load() == 0) ci::wait_on_address(word, 0, steady::now() + 30s);
+        woke.store(true);
+    });
+    std::this_thread::sleep_for(10ms);
+    word.store(1);
+    ci::wake_all(word);
+    waiter.join();
+    EXPECT_TRUE(woke.load());
+    std::printf("wait backend: %s\n", ci::wait_backend_name());
+}
