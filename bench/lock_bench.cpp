@@ -1,0 +1,193 @@
+// The lock family beside the platform mutex, as seed 003 measures them.
+//
+//   uncontended/<lock>         lock+unlock on one thread; bare_cas_pair is the physical
+//                              floor: one CAS-acquire and one release store
+//   counter/<lock>/threads:N   N threads increment one plain counter under the lock
+//                              (400,000 increments per run); ns_per_op is wall time per
+//                              completed increment (aggregate, seed 003's metric),
+//                              cpu_ns_per_op the CPU time of all threads per increment
+//   long_cs/<lock>/threads:4   each holder works ~20 us inside the lock; ops_per_s is
+//                              acquisitions per second, cpu_ns_per_op the CPU time per
+//                              acquisition (a spinning waiter burns a core, a parked one
+//                              burns nothing)
+// For the contended rows, "Time" is the wall time of one whole run.
+//
+// The lock word and the counter sit on separate cache lines, as in the seed, so waiters
+// probing the lock do not fight the holder over the payload line.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "contend/mutex.hpp"
+#include "contend/spin_lock.hpp"
+
+namespace {
+
+struct bare_cas_pair {
+    std::atomic<std::uint8_t> state{0};
+    void lock() noexcept {
+        std::uint8_t expected = 0;
+        while (!state.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
+            expected = 0;
+    }
+    void unlock() noexcept { state.store(0, std::memory_order_release); }
+};
+
+template <class Lock>
+struct alignas(64) shared_state {
+    alignas(64) Lock lock;
+    alignas(64) std::uint64_t counter = 0;
+};
+
+template <class Lock>
+void uncontended(benchmark::State& state) {
+    static shared_state<Lock> s;
+    for (auto _ : state) {
+        s.lock.lock();
+        s.lock.unlock();
+    }
+    benchmark::DoNotOptimize(s.counter);
+}
+
+// One timed run of `threads` workers doing `per_thread` acquisitions each. The clock runs
+// from the moment a starting gate opens (all workers created and waiting on it) until the
+// last worker finishes: averaging each thread's own time, as Google Benchmark's
+// ->Threads() does, would flatter unfair locks whose favoured thread finishes early.
+// CPU time is each worker's own thread CPU time, summed.
+struct run_result {
+    double wall_ns = 0;
+    double cpu_ns = 0;
+};
+
+double thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+template <class Body>
+run_result run_workers(int threads, std::uint64_t per_thread, Body body) {
+    std::mutex gate_lock;
+    std::condition_variable gate;
+    bool open = false;
+    int waiting = 0;
+    std::atomic<double> cpu_total{0};
+    std::vector<std::thread> workers;
+    workers.reserve(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&] {
+            {
+                // A parking gate, not a spinning one: 64 spinners on 2 cores would starve
+                // the last arrival (seed 003).
+                std::unique_lock lk(gate_lock);
+                ++waiting;
+                gate.notify_all();
+                gate.wait(lk, [&] { return open; });
+            }
+            const double cpu0 = thread_cpu_ns();
+            for (std::uint64_t i = 0; i < per_thread; ++i) body();
+            const double used = thread_cpu_ns() - cpu0;
+            double cur = cpu_total.load();
+            while (!cpu_total.compare_exchange_weak(cur, cur + used)) {
+            }
+        });
+    }
+    {
+        std::unique_lock lk(gate_lock);
+        gate.wait(lk, [&] { return waiting == threads; });
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+        std::lock_guard lk(gate_lock);
+        open = true;
+    }
+    gate.notify_all();
+    for (auto& w : workers) w.join();
+    const auto t1 = std::chrono::steady_clock::now();
+    return {std::chrono::duration<double, std::nano>(t1 - t0).count(), cpu_total.load()};
+}
+
+template <class Body>
+void run_contended(benchmark::State& state, std::uint64_t total_ops, Body body) {
+    const int threads = static_cast<int>(state.range(0));
+    const std::uint64_t per_thread = total_ops / static_cast<std::uint64_t>(threads);
+    double wall = 0, cpu = 0, ops = 0;
+    for (auto _ : state) {
+        const run_result r = run_workers(threads, per_thread, body);
+        state.SetIterationTime(r.wall_ns * 1e-9);
+        wall += r.wall_ns;
+        cpu += r.cpu_ns;
+        ops += static_cast<double>(per_thread) * threads;
+    }
+    state.counters["ns_per_op"] = wall / ops;
+    state.counters["cpu_ns_per_op"] = cpu / ops;
+    state.counters["ops_per_s"] = ops / (wall * 1e-9);
+}
+
+template <class Lock>
+void counter(benchmark::State& state) {
+    static shared_state<Lock> s;
+    s.counter = 0;
+    run_contended(state, 400'000, [] {
+        s.lock.lock();
+        ++s.counter;
+        s.lock.unlock();
+    });
+}
+
+// About `us` microseconds of work that stays on the CPU (no syscalls), like a real
+// critical section that parses or copies something.
+void work_for(std::chrono::microseconds us) {
+    const auto until = std::chrono::steady_clock::now() + us;
+    while (std::chrono::steady_clock::now() < until) benchmark::ClobberMemory();
+}
+
+template <class Lock>
+void long_cs(benchmark::State& state) {
+    static shared_state<Lock> s;
+    run_contended(state, 2'000, [] {
+        s.lock.lock();
+        work_for(std::chrono::microseconds(20));
+        ++s.counter;
+        s.lock.unlock();
+    });
+}
+
+template <class Lock>
+void register_lock(const char* name) {
+    const std::string n(name);
+    benchmark::RegisterBenchmark(("uncontended/" + n).c_str(), uncontended<Lock>);
+    auto* b = benchmark::RegisterBenchmark(("counter/" + n).c_str(), counter<Lock>);
+    b->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
+    for (int t : {1, 2, 4, 16, 64}) b->Arg(t);
+    benchmark::RegisterBenchmark(("long_cs/" + n).c_str(), long_cs<Lock>)
+        ->ArgName("threads")->Arg(4)->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // For tuning experiments: CONTEND_MUTEX_SPIN=<rounds> overrides the mutex's spin limit.
+    if (const char* spin = std::getenv("CONTEND_MUTEX_SPIN")) contend::mutex::set_spin_limit(static_cast<std::uint32_t>(std::atoi(spin)));
+    benchmark::RegisterBenchmark("uncontended/bare_cas_pair", uncontended<bare_cas_pair>);
+    register_lock<contend::mutex>("contend_mutex");
+    register_lock<std::mutex>("std_mutex");
+    register_lock<contend::backoff_spin_lock>("backoff_spin_lock");
+    register_lock<contend::sleeping_spin_lock>("sleeping_spin_lock");
+    register_lock<contend::ttas_lock>("ttas_lock");
+    register_lock<contend::ticket_lock>("ticket_lock");
+    register_lock<contend::tas_lock>("tas_lock");
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, then builds and runs the whole suite
+# optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer, each on both OS
+# wait backends (futex and portable), and finally builds a consumer project against the
+# installed package. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+jobs=$(nproc)
+presets=(release release-portable asan asan-portable tsan tsan-portable)
+if [ $# -gt 0 ]; then presets=("$@"); fi
+for preset in "${presets[@]}"; do
+  echo "=== $preset: configure, build, test"
+  start=$(date +%s)
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  # Tests run one at a time: each stresses the machine's cores on its own.
+  ctest --preset "$preset"
+  echo "=== $preset: passed in $(( $(date +%s) - start ))s"
+done
+if [[ " ${presets[*]} " == *" release "* ]]; then
+  echo "=== install + find_package(contend) consumer"
+  rm -rf build/install build/consumer
+  cmake --install build/release --prefix build/install >/dev/null
+  cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
+  cmake --build build/consumer -j "$jobs"
+  build/consumer/consumer
+fi
+echo "all test configurations passed: ${presets[*]}"
