@@ -7,12 +7,12 @@
 //
 // State byte:
 //
-//   | bits        | meaning                                                              |
-//   |-------------|----------------------------------------------------------------------|
-//   | 0x01 HELD   | some thread owns the mutex                                           |
-//   | 0x02 PARKED | a thread was unparked and has not yet acquired or re-parked; while   |
-//   |   (waking)  | it is set an unlock wakes nobody else (one syscall per handoff wave,  |
-//   |             | not per unlock)                                                       |
+//   | bit        | meaning                                                                |
+//   |------------|------------------------------------------------------------------------|
+//   | 0x01 HELD  | some thread owns the mutex                                             |
+//   | 0x02 WAKING| a parked thread was woken and has not yet acquired or re-parked; while |
+//   |            | it is set an unlock wakes nobody else (one syscall per wave of         |
+//   |            | wake-ups, not one per unlock)                                          |
 //
 //   0x00 free, nobody on the way    0x01 held    0x02 free, a woken waiter is on its way
 //   0x03 held, a woken waiter is on its way
@@ -101,8 +101,9 @@ public:
 
     // Rounds of spinning a contended lock() does before it parks. Default 10: after Rust
     // parking_lot's SpinWait (3 rounds of 2^n pauses, then yields, 10 rounds in all); WTF
-    // spins 40 yields. Measured on the 2-core reference VM (bench/lock_bench), fewer
-    // rounds cost the 2-thread counter and more burn CPU in the long critical section.
+    // spins 40 yields. Measured on the 2-core reference VM (bench/lock_bench, env
+    // CONTEND_MUTEX_SPIN): 4 rounds made the 2-thread counter 2.4x slower; 20 and 40 were
+    // within run-to-run noise of 10, so we keep the smaller CPU burn.
     static void set_spin_limit(std::uint32_t rounds) noexcept;
     static std::uint32_t spin_limit() noexcept;
 
