@@ -3,7 +3,7 @@
 //   uncontended/<lock>         lock+unlock on one thread; bare_cas_pair is the physical
 //                              floor: one CAS-acquire and one release store
 //   counter/<lock>/threads:N   N threads increment one plain counter under the lock
-//                              (400,000 increments per run); ns_per_op is wall time per
+//                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
 //                              completed increment (aggregate, seed 003's metric),
 //                              cpu_ns_per_op the CPU time of all threads per increment
 //   long_cs/<lock>/threads:4   each holder works ~20 us inside the lock; ops_per_s is
@@ -115,10 +115,20 @@ run_result run_workers(int threads, std::uint64_t per_thread, Body body) {
     return {std::chrono::duration<double, std::nano>(t1 - t0).count(), cpu_total.load()};
 }
 
+// Seed 003's calibration: grow the work until one run lasts at least 50 ms, so that
+// starting 64 threads at the gate and the last stragglers are a small part of the run.
+constexpr double min_run_ns = 50e6;
+
 template <class Body>
 void run_contended(benchmark::State& state, std::uint64_t total_ops, Body body) {
     const int threads = static_cast<int>(state.range(0));
-    const std::uint64_t per_thread = total_ops / static_cast<std::uint64_t>(threads);
+    std::uint64_t per_thread = total_ops / static_cast<std::uint64_t>(threads);
+    for (;;) {
+        const double wall = run_workers(threads, per_thread, body).wall_ns;
+        if (wall >= min_run_ns) break;
+        const double grow = wall > 0 ? min_run_ns * 1.2 / wall : 16.0;
+        per_thread = static_cast<std::uint64_t>(static_cast<double>(per_thread) * (grow > 16.0 ? 16.0 : grow)) + 1;
+    }
     double wall = 0, cpu = 0, ops = 0;
     for (auto _ : state) {
         const run_result r = run_workers(threads, per_thread, body);

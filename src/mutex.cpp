@@ -1,19 +1,34 @@
 // contend::mutex slow paths. The fast paths and the state table are in mutex.hpp.
 //
-// Protocol, in one place:
-// - A waiter first spins a few rounds (cheap when the holder is about to release). Then it
-//   registers in the waiter registry slot for the mutex's address (waiter_registry.cpp
-//   explains why an unlocker's plain store cannot then slip past it unseen) and parks on
-//   the address, validating under the bucket lock that the mutex is still held.
-// - An unlocker that sees registered waiters takes the slow path: if a woken waiter is
-//   already on its way (waking bit), it just releases; otherwise it unparks one thread and,
-//   in the same bucket-locked callback, either hands the mutex over (fair: the bucket's
-//   deadline passed, or unlock_fairly) or releases it and sets the waking bit.
-// - A woken thread ("designee") owns the waking bit until it takes the mutex (clearing the
-//   bit in the same CAS) or parks again (clearing it in validation, under the bucket lock,
-//   so no unlock can decide "someone is coming" in between). Every path by which a
-//   designee leaves, including a timeout, clears the bit; otherwise unlocks would wait
-//   forever for a thread that is not coming.
+// Waiters queue in the parking lot under three keys derived from the mutex's address:
+//   untimed   lock() callers, FIFO; the head is promoted to designee when the mutex is
+//             released with no designee about
+//   timed     try_lock_for/until callers; they are only ever handed the mutex directly
+//   designee  the one thread (occasionally two, after a race) that stays awake in turns:
+//             it probes, naps about 100 us on this key, probes again, and after 1 ms asks
+//             for the mutex to be handed to it
+//
+// WAKING (state bit) says "a designee exists". While it is set, an unlock is a plain store:
+// the designee retries by itself, so nobody needs waking and the holder keeps running at
+// uncontended speed while every other waiter sleeps (what makes seed 003's sleeping lock
+// fast, without its 64-way polling).
+//
+// The invariant that makes that plain store safe: WAKING is cleared only by a thread that
+// takes the mutex from free (in the acquiring CAS) or that holds it. So while the mutex is
+// held, no other thread clears WAKING, and a blind store of "WAKING" cannot bring back a
+// bit that someone else had cleared. Others may set bits while it is held; a set that a
+// blind store overwrites is either redundant (WAKING) or retried by its owner at its next
+// nap (HANDOFF_REQUEST). Designees have no deadline, so a designee never leaves without
+// taking the mutex: WAKING is never left set with nobody behind it.
+//
+// Fairness: every designee gets the mutex within about 1 ms of becoming one (its handoff
+// request), and designees are drawn FIFO from the untimed queue, so each waiter waits at
+// most about 1 ms per waiter ahead of it. When no designee exists, an unlock that wakes a
+// thread hands the mutex over directly whenever the parking lot's per-bucket deadline
+// (0 to 1 ms) says it is time to be fair; timed waiters are handed the mutex whenever no
+// untimed waiter is queued, and before the designee when it asks.
+//
+// Why a release store cannot slip past a thread about to park: see waiter_registry.cpp.
 #include "contend/mutex.hpp"
 
 #include <sched.h>
@@ -27,8 +42,29 @@
 namespace contend {
 namespace {
 
-constexpr std::intptr_t handoff_token = 1;
-std::atomic<std::uint32_t> spin_rounds{10};
+constexpr std::intptr_t handoff_token = 1;  // you own the mutex
+constexpr std::intptr_t designee_token = 2;  // the mutex is free or busy; you are the designee
+
+std::atomic<std::uint32_t> spin_rounds{2};
+
+// A designee's nap. The kernel rounds a timed futex wait up to the timer slack (50 us by
+// default), so this lands near the ~90 us a 1 ns nanosleep takes on the reference VM.
+constexpr auto designee_nap = std::chrono::microseconds(50);
+// How long a designee barges before it asks for a handoff: WTF's and parking_lot's bound.
+constexpr auto designee_patience = std::chrono::milliseconds(1);
+// Read-only probes after each nap, as in seed 003's sleeping lock.
+constexpr int designee_probes = 8;
+
+// The parking keys. User-space addresses on x86-64 and arm64 never have the top bits set,
+// so these never collide with another object's address.
+static_assert(sizeof(std::uintptr_t) == 8, "parking keys use the top address bits");
+const void* key_untimed(const mutex* m) noexcept { return m; }
+const void* key_timed(const mutex* m) noexcept {
+    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(m) ^ (std::uintptr_t{1} << 63));
+}
+const void* key_designee(const mutex* m) noexcept {
+    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(m) ^ (std::uintptr_t{1} << 62));
+}
 
 // Round r of a contended lock's spin: 2^(r+1) pauses for the first four rounds (2..16,
 // roughly 100 ns to 1 us), then a yield per round, as in Rust parking_lot's SpinWait.
@@ -73,91 +109,157 @@ bool mutex::lock_slow(internal::deadline until) {
     }
 
     internal::waiter_registration registration(slot);
-    bool designee = false;  // we were woken without a handoff and own the waking bit
+    const bool timed = until != internal::no_deadline;
     for (;;) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
         if (!(s & held_bit)) {
-            const std::uint8_t desired = designee ? static_cast<std::uint8_t>((s | held_bit) & ~waking_bit)
-                                                  : static_cast<std::uint8_t>(s | held_bit);
-            if (state_.compare_exchange_weak(s, desired, std::memory_order_acquire, std::memory_order_relaxed))
+            if (state_.compare_exchange_weak(s, s | held_bit, std::memory_order_acquire, std::memory_order_relaxed))
                 return true;
             continue;
         }
-        if (until != internal::no_deadline && internal::clock::now() >= until) {
-            if (designee) state_.fetch_and(static_cast<std::uint8_t>(~waking_bit), std::memory_order_relaxed);
-            return false;
+        if (timed && internal::clock::now() >= until) return false;
+        if (!timed && !(s & waking_bit) &&
+            (slot.load(std::memory_order_relaxed) & internal::waiter_slot_count_mask) == 1) {
+            // No designee and nobody else waiting (here or on another mutex sharing the
+            // slot): become the designee ourselves. Setting WAKING while the mutex is held
+            // is safe (only clearing is reserved to the holder), and from now on the holder
+            // unlocks with a plain store while we nap: no wake-up on its path at all. With
+            // others queued we queue too, so designees are drawn from the queue in order.
+            if (state_.compare_exchange_weak(s, static_cast<std::uint8_t>(s | waking_bit), std::memory_order_relaxed,
+                                             std::memory_order_relaxed)) {
+                wait_as_designee(true);
+                return true;
+            }
+            continue;
         }
-        const bool was_designee = designee;
         const auto result = parking_lot::park(
-            this,
+            timed ? key_timed(this) : key_untimed(this),
+            [this] { return (state_.load(std::memory_order_seq_cst) & held_bit) != 0; }, until);
+        if (!result.was_unparked()) continue;  // invalid (released meanwhile) or timed out: retry once
+        if (result.token == handoff_token) return true;  // the unlocker left it held for us
+        if (result.token == designee_token) {
+            wait_as_designee(false);
+            return true;
+        }
+    }
+}
+
+// The designee's loop: probe, nap, probe...; after designee_patience, ask for a handoff.
+// A thread that appoints itself naps first: it has just watched the mutex stay held, and
+// winning at once would only swap places with a holder that is hammering it. A thread
+// promoted from the queue probes first: its promoter may be about to stop using the mutex
+// (a thread finishing its work), and a nap then would leave the mutex idle.
+// Returns holding the mutex. Only untimed waiters become designees, so this never gives up.
+void mutex::wait_as_designee(bool nap_first) {
+    const auto since = internal::clock::now();
+    for (bool napped = false;; napped = true) {
+        if (napped || !nap_first) {
+            for (int probe = 0; probe < designee_probes; ++probe) {
+                std::uint8_t s = state_.load(std::memory_order_relaxed);
+                if (!(s & held_bit) &&
+                    state_.compare_exchange_strong(s, static_cast<std::uint8_t>((s | held_bit) & ~(waking_bit | handoff_request_bit)),
+                                                   std::memory_order_acquire, std::memory_order_relaxed))
+                    return;
+                internal::cpu_relax();
+            }
+        }
+        const auto now = internal::clock::now();
+        const bool want_handoff = now - since >= designee_patience;
+        const auto result = parking_lot::park(
+            key_designee(this),
             [&] {
-                std::uint8_t v = state_.load(std::memory_order_relaxed);
+                std::uint8_t s = state_.load(std::memory_order_seq_cst);
                 for (;;) {
-                    if (!(v & held_bit)) return false;  // released meanwhile: retry instead
-                    if (!was_designee || !(v & waking_bit)) return true;
-                    if (state_.compare_exchange_weak(v, static_cast<std::uint8_t>(v & ~waking_bit),
-                                                     std::memory_order_relaxed, std::memory_order_relaxed))
+                    // Nap even if the mutex looks free right now: the probes just saw it
+                    // held, so it is being taken and released in a tight loop, and a
+                    // designee that keeps probing fights the holder for the line (the
+                    // nap is bounded, and a free mutex is also taken by any new arrival).
+                    if (!(s & held_bit)) return true;
+                    // Re-assert WAKING (another designee may have cleared it by acquiring),
+                    // and our request if it is due (a racing blind store may have eaten it).
+                    const auto wanted = static_cast<std::uint8_t>(s | waking_bit | (want_handoff ? handoff_request_bit : 0));
+                    if (wanted == s) return true;
+                    if (state_.compare_exchange_weak(s, wanted, std::memory_order_relaxed, std::memory_order_relaxed))
                         return true;
                 }
             },
-            until);
-        switch (result.status) {
-            case parking_lot::park_status::invalid:
-                break;  // still the designee if we were one
-            case parking_lot::park_status::timed_out:
-                designee = false;  // validation cleared our waking bit
-                break;  // the loop top tries once more, then gives up
-            case parking_lot::park_status::unparked:
-                if (result.token == handoff_token) return true;  // the unlocker left it held for us
-                designee = true;
-                break;
+            now + designee_nap);
+        if (result.was_unparked() && result.token == handoff_token) {
+            // We hold it now and are no longer a designee; the holder may clear WAKING.
+            state_.fetch_and(static_cast<std::uint8_t>(~(waking_bit | handoff_request_bit)), std::memory_order_relaxed);
+            return;
         }
     }
+}
+
+// Hands the held mutex to the longest-parked thread under `key`, if there is one. Clears
+// the handoff request in the same bucket-locked step. True if it handed off.
+bool mutex::hand_off_to(const void* key) {
+    const auto r = parking_lot::unpark_one(key, [this](parking_lot::unpark_result u) -> std::intptr_t {
+        if (!u.did_unpark_thread) return 0;
+        state_.fetch_and(static_cast<std::uint8_t>(~handoff_request_bit), std::memory_order_relaxed);
+        return handoff_token;
+    });
+    return r.did_unpark_thread;
+}
+
+// Releases with a seq_cst RMW, then looks for waiters that registered meanwhile: the
+// fenced half of the waiter-registry handshake, for when no plain-store path applies.
+void mutex::release_slow(std::atomic<std::uint32_t>& slot) {
+    state_.fetch_and(static_cast<std::uint8_t>(~(held_bit | handoff_request_bit)), std::memory_order_seq_cst);
+    if (internal::slot_has_waiters(slot)) wake_after_release();
+    else internal::note_idle_unlock(slot);
 }
 
 void mutex::unlock_slow(bool fair) {
     auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
-    std::uint8_t s = state_.load(std::memory_order_relaxed);
-    for (;;) {
-        if (!(s & held_bit)) throw synchronization_error("contend::mutex::unlock: the mutex is not locked");
-        if ((s & waking_bit) && !fair) {
-            // A woken waiter is on its way and will either take the mutex or park again
-            // only after seeing it held by someone whose own unlock will wake the next.
-            if (state_.compare_exchange_weak(s, static_cast<std::uint8_t>(s & ~held_bit), std::memory_order_release,
-                                             std::memory_order_relaxed))
-                return;
-            continue;
-        }
-        if (!internal::slot_has_waiters(slot)) {
-            if (state_.compare_exchange_weak(s, static_cast<std::uint8_t>(s & ~held_bit), std::memory_order_seq_cst,
-                                             std::memory_order_relaxed)) {
-                // seq_cst RMW then seq_cst load: the fenced half of the registry handshake.
-                if (internal::slot_has_waiters(slot)) wake_after_release();
-                return;
-            }
-            continue;
-        }
-        break;
+    const std::uint8_t s = state_.load(std::memory_order_relaxed);
+    if (!(s & held_bit)) throw synchronization_error("contend::mutex::unlock: the mutex is not locked");
+
+    if (fair) {
+        if (hand_off_to(key_untimed(this)) || hand_off_to(key_timed(this)) || hand_off_to(key_designee(this))) return;
+        release_slow(slot);
+        return;
+    }
+    if (s & handoff_request_bit) {
+        // The designee has barged in vain for its patience: serve a timed waiter first
+        // (it has a deadline), else the designee. If it is awake, it will find the mutex free.
+        if (hand_off_to(key_timed(this)) || hand_off_to(key_designee(this))) return;
+        release_slow(slot);
+        return;
+    }
+    if ((s & waking_bit) || !internal::slot_has_waiters(slot)) {
+        release_slow(slot);
+        return;
     }
 
-    parking_lot::unpark_one(this, [&](parking_lot::unpark_result r) -> std::intptr_t {
-        if (r.did_unpark_thread && (fair || r.time_to_be_fair)) return handoff_token;  // stays held
+    // Waiters are registered and no designee exists: promote the head of the untimed queue,
+    // or hand it the mutex if the bucket says it is time to be fair.
+    const auto r = parking_lot::unpark_one(key_untimed(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
+        if (!u.did_unpark_thread) return 0;
+        if (u.time_to_be_fair) return handoff_token;  // stays held, now by the woken thread
         std::uint8_t v = state_.load(std::memory_order_relaxed);
-        for (;;) {
-            std::uint8_t next = static_cast<std::uint8_t>(v & ~held_bit);
-            if (r.did_unpark_thread) next |= waking_bit;
-            if (state_.compare_exchange_weak(v, next, std::memory_order_release, std::memory_order_relaxed)) break;
+        while (!state_.compare_exchange_weak(v, static_cast<std::uint8_t>((v & ~held_bit) | waking_bit),
+                                             std::memory_order_release, std::memory_order_relaxed)) {
         }
-        return 0;
+        // One designee at a time: if one appointed itself meanwhile, this thread just retries.
+        return (v & waking_bit) ? 0 : designee_token;
     });
+    if (r.did_unpark_thread) return;
+    if (hand_off_to(key_timed(this))) return;
+    release_slow(slot);  // registered waiters are not queued yet (or belong to another mutex)
 }
 
+// The mutex was released by a plain store and the registry shows waiters: make sure one
+// of them is coming. Runs without holding the mutex.
 void mutex::wake_after_release() noexcept {
-    if (state_.load(std::memory_order_relaxed) & waking_bit) return;  // someone is already on the way
-    parking_lot::unpark_one(this, [&](parking_lot::unpark_result r) -> std::intptr_t {
-        if (r.did_unpark_thread) state_.fetch_or(waking_bit, std::memory_order_relaxed);
-        return 0;
+    if (state_.load(std::memory_order_relaxed) & waking_bit) return;  // a designee exists
+    const auto r = parking_lot::unpark_one(key_untimed(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
+        if (!u.did_unpark_thread) return 0;
+        const std::uint8_t before = state_.fetch_or(waking_bit, std::memory_order_relaxed);  // a set: never unsafe
+        return (before & waking_bit) ? 0 : designee_token;  // one designee at a time
     });
+    if (!r.did_unpark_thread) parking_lot::unpark_one(key_timed(this));  // it retries on its own
 }
 
 }  // namespace contend

@@ -11,10 +11,12 @@
 // P does not sleep on a stale "held". Either U wakes someone, or P does not sleep.
 //
 // P need not pay the barrier when the slot is `armed`: arming happens only after a barrier
-// that began while the count was already non-zero, and the count has not touched zero
-// since (the last deregistration clears `armed` in the same CAS). Any unlock whose store P
-// cannot see then happened after that barrier's point in U, so U's R(slot) sees a non-zero
-// count. Under contention the slot stays armed and waiters pay no barrier at all.
+// that began while P's predecessor was registered, and from then until the slot is
+// exactly `light` again it never reads `light`. An unlock that read the slot before that
+// barrier's point in its thread had its store flushed by the barrier; one that read it
+// after saw a value other than `light` and took the fenced path (seq_cst RMW release, then
+// a seq_cst load of the slot), which is an ordinary Dekker handshake with P's seq_cst
+// registration. Under contention, and for a while after it, waiters pay no barrier at all.
 #include "waiter_registry.hpp"
 
 #include <mutex>
@@ -61,8 +63,19 @@ waiter_registration::~waiter_registration() {
     std::uint32_t v = slot_.load(std::memory_order_relaxed);
     for (;;) {
         std::uint32_t next = v - 1;
-        if ((next & waiter_slot_count_mask) == 0) next &= ~waiter_slot_armed;
+        // Last one out: stay armed (idle count reset) rather than drop back to `light`.
+        if ((next & waiter_slot_count_mask) == 0) next &= ~waiter_slot_idle_mask;
         if (slot_.compare_exchange_weak(v, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+    }
+}
+
+void note_idle_unlock(std::atomic<std::uint32_t>& slot) noexcept {
+    std::uint32_t v = slot.load(std::memory_order_relaxed);
+    for (;;) {
+        if (!(v & waiter_slot_armed) || (v & waiter_slot_count_mask) != 0) return;
+        std::uint32_t next = v + waiter_slot_idle_unit;
+        if ((next & waiter_slot_idle_mask) == waiter_slot_idle_mask) next = waiter_slot_light;  // disarm
+        if (slot.compare_exchange_weak(v, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
     }
 }
 

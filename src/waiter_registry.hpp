@@ -29,6 +29,10 @@ inline bool slot_has_waiters(const std::atomic<std::uint32_t>& slot) noexcept {
     return (slot.load(std::memory_order_seq_cst) & waiter_slot_count_mask) != 0;
 }
 
+// An unlock took the fenced path and found nobody registered: counts towards dropping an
+// armed, idle slot back to `light`.
+void note_idle_unlock(std::atomic<std::uint32_t>& slot) noexcept;
+
 // Whether unlocks may use the store fast path (membarrier available and registered).
 bool waiter_registry_light() noexcept;
 

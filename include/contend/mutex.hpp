@@ -2,31 +2,38 @@
 //
 // Fast like a spin lock when uncontended or briefly contended, idle like a parked thread
 // when the wait is long. After WebKit's WTF::Lock and Rust's parking_lot::RawMutex, with two
-// changes: an unlock with nobody waiting is a plain release store (no second locked
-// instruction), and while one woken waiter is on its way, further unlocks wake nobody.
+// changes. An unlock with nobody waiting is a plain release store (no second locked
+// instruction). And under contention one waiter, the designee, stays awake in turns (it
+// naps about 100 us, probes, naps again, as seed 003's sleeping lock does) while the rest
+// sleep in a FIFO queue, so the holder also unlocks with a plain store and no wake-up: a
+// contended mutex runs at nearly uncontended speed, and only one waiter polls.
 //
 // State byte:
 //
-//   | bit        | meaning                                                                |
-//   |------------|------------------------------------------------------------------------|
-//   | 0x01 HELD  | some thread owns the mutex                                             |
-//   | 0x02 WAKING| a parked thread was woken and has not yet acquired or re-parked; while |
-//   |            | it is set an unlock wakes nobody else (one syscall per wave of         |
-//   |            | wake-ups, not one per unlock)                                          |
+//   | bit                 | meaning                                                       |
+//   |---------------------|---------------------------------------------------------------|
+//   | 0x01 HELD           | some thread owns the mutex                                    |
+//   | 0x02 WAKING         | a designee exists: it retries by itself, so an unlock need    |
+//   |                     | wake nobody. Cleared only by the thread that takes the mutex  |
+//   |                     | from free or holds it, which is what lets a holder release   |
+//   |                     | HELD|WAKING with a plain store (src/mutex.cpp)                |
+//   | 0x04 HANDOFF_REQUEST| the designee has waited its patience (1 ms): the next unlock |
+//   |                     | hands the mutex over (to a timed waiter first, else to it)    |
 //
-//   0x00 free, nobody on the way    0x01 held    0x02 free, a woken waiter is on its way
-//   0x03 held, a woken waiter is on its way
+// Whether other threads are parked is not in the byte: they are queued in
+// contend::parking_lot under keys derived from the mutex's address and counted in a
+// waiter-registry slot (internal/waiter_registry.hpp); src/waiter_registry.cpp says why
+// a plain-store unlock still cannot miss one.
 //
-// Whether threads are parked is not in the byte: parked threads are queued in
-// contend::parking_lot under the mutex's address and counted in a waiter-registry slot
-// (internal/waiter_registry.hpp); see src/mutex.cpp for why this is still race-free.
-//
-// Costs: lock() is one CAS when free. unlock() is a load, a release store and two loads of
-// a read-mostly slot when nobody waits. A contended lock() spins briefly (see
-// set_spin_limit), then parks. Fairness: barging is allowed (throughput), but an unlock
-// that wakes a thread hands the mutex directly to it when the parking lot's randomized
-// per-bucket deadline (at most about 1 ms) has passed, so no parked waiter starves.
-// unlock_fairly() always hands off.
+// Costs: lock() is a load and one CAS when free. unlock() is a load, a release store and
+// two loads of a read-mostly slot when nobody waits, and a load and a store when a
+// designee naps. A contended lock() spins briefly (set_spin_limit), then becomes the
+// designee or queues. Fairness: barging is allowed (throughput), but the designee is
+// handed the mutex after 1 ms, designees are drawn from the queue in order, and an unlock
+// that wakes a queued thread hands it the mutex when the parking lot's randomized
+// per-bucket deadline (at most about 1 ms) has passed: no waiter starves. unlock_fairly()
+// always hands off to a parked waiter if there is one. Timed waiters (try_lock_for/until)
+// queue apart and are only ever handed the mutex, first in line at each handoff request.
 //
 // Not recursive. Unlocking a mutex that is not held throws synchronization_error and
 // leaves the mutex as it was. (Ownership is not tracked: one byte has no room for an owner,
@@ -49,8 +56,12 @@ public:
     mutex& operator=(const mutex&) = delete;
 
     void lock() {
-        std::uint8_t expected = 0;
-        if (!state_.compare_exchange_strong(expected, held_bit, std::memory_order_acquire,
+        // Load first: a free mutex may carry WAKING (a designee naps while the holder
+        // re-acquires), and a CAS expecting exactly 0 would send every such acquisition
+        // down the slow path. The load hits the line the CAS needs anyway.
+        std::uint8_t s = state_.load(std::memory_order_relaxed);
+        if ((s & held_bit) ||
+            !state_.compare_exchange_strong(s, static_cast<std::uint8_t>(s | held_bit), std::memory_order_acquire,
                                             std::memory_order_relaxed)) [[unlikely]]
             lock_slow(internal::no_deadline);
     }
@@ -78,15 +89,24 @@ public:
 
     // Throws synchronization_error if the mutex is not held.
     void unlock() {
-        const std::size_t slot = internal::waiter_slot_index(this);
-        if (state_.load(std::memory_order_relaxed) == held_bit &&
-            internal::waiter_slots[slot].load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
-            state_.store(0, std::memory_order_release);
-            // Only the compiler must not move the load above the store; the hardware
-            // ordering is supplied by the registering waiter's heavy barrier.
-            std::atomic_signal_fence(std::memory_order_seq_cst);
-            if (internal::waiter_slots[slot].load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
-                wake_after_release();
+        const std::uint8_t s = state_.load(std::memory_order_relaxed);
+        if (s == held_bit) [[likely]] {
+            const std::size_t slot = internal::waiter_slot_index(this);
+            if (internal::waiter_slots[slot].load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
+                state_.store(0, std::memory_order_release);
+                // Only the compiler must not move the load above the store; the hardware
+                // ordering is supplied by the registering waiter's heavy barrier.
+                std::atomic_signal_fence(std::memory_order_seq_cst);
+                if (internal::waiter_slots[slot].load(std::memory_order_relaxed) != internal::waiter_slot_light)
+                    [[unlikely]]
+                    wake_after_release();
+                return;
+            }
+        } else if (s == (held_bit | waking_bit)) {
+            // A designated waiter is awake or napping and retries by itself: nobody needs
+            // waking, and no other thread clears WAKING while the mutex is held, so a plain
+            // store cannot undo anyone's write that matters (see src/mutex.cpp).
+            state_.store(waking_bit, std::memory_order_release);
             return;
         }
         unlock_slow(false);
@@ -99,20 +119,27 @@ public:
     // True if some thread holds the mutex (a snapshot, for assertions and diagnostics).
     bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & held_bit; }
 
-    // Rounds of spinning a contended lock() does before it parks. Default 10: after Rust
-    // parking_lot's SpinWait (3 rounds of 2^n pauses, then yields, 10 rounds in all); WTF
-    // spins 40 yields. Measured on the 2-core reference VM (bench/lock_bench, env
-    // CONTEND_MUTEX_SPIN): 4 rounds made the 2-thread counter 2.4x slower; 20 and 40 were
-    // within run-to-run noise of 10, so we keep the smaller CPU burn.
+    // Rounds of spinning a contended lock() does before it parks: round r pauses 2^(r+1)
+    // times for r < 4 (Rust parking_lot's SpinWait), later rounds yield. Default 2 (2 + 4
+    // pauses, a few hundred ns). Measured on the 2-core reference VM (bench/lock_bench
+    // counter, env CONTEND_MUTEX_SPIN), ns per increment at 2 / 64 threads: 0 rounds
+    // 6.6 / 8.5, 2 rounds 7.5 / 8.7, 4 rounds 8.8 / 8.6, 10 rounds 14.0 / 10.5. With a
+    // napping designee, longer spins only let the spinner fight the holder for the line;
+    // we keep a short one for holders that release within a few hundred ns and then work
+    // elsewhere, which that counter (holders re-lock at once) never rewards.
     static void set_spin_limit(std::uint32_t rounds) noexcept;
     static std::uint32_t spin_limit() noexcept;
 
     static constexpr std::uint8_t held_bit = 0x01;
     static constexpr std::uint8_t waking_bit = 0x02;
+    static constexpr std::uint8_t handoff_request_bit = 0x04;
 
 private:
     bool lock_slow(internal::deadline until);
+    void wait_as_designee(bool nap_first);
     void unlock_slow(bool fair);
+    void release_slow(std::atomic<std::uint32_t>& slot);
+    bool hand_off_to(const void* key);
     void wake_after_release() noexcept;
 
     std::atomic<std::uint8_t> state_{0};

@@ -24,17 +24,22 @@ inline constexpr std::size_t waiter_slot_bits = 12;
 inline constexpr std::size_t waiter_slot_count = std::size_t{1} << waiter_slot_bits;
 
 // Slot word:
-//   bit 31 light : the unlock fast path may release with a plain store (heavy barriers work)
-//   bit 30 armed : a heavy barrier has completed since the count last left zero, so a new
-//                  waiter need not issue another
-//   bits 0..29   : number of threads registered as (about to be) parked on an address
-//                  that hashes here
+//   bit 31 light   : unlocks may release with a plain store (heavy barriers work here)
+//   bit 30 armed   : a heavy barrier has completed since the slot was last exactly `light`,
+//                    so a new waiter need not issue another. An armed slot is never exactly
+//                    `light`, so meanwhile every unlock takes the fenced path.
+//   bits 20..29    : unlocks that found the slot armed but idle; after 1,023 of them the
+//                    slot drops back to `light` (hysteresis: a mutex contended on and off
+//                    does not pay a barrier, about 26 us on the reference VM, per episode)
+//   bits 0..19     : threads registered as (about to be) parked on an address hashing here
 // Zero-initialized (no `light`) is the safe state: every unlock takes the fenced path.
 extern std::atomic<std::uint32_t> waiter_slots[waiter_slot_count];
 
 inline constexpr std::uint32_t waiter_slot_light = 0x8000'0000u;
 inline constexpr std::uint32_t waiter_slot_armed = 0x4000'0000u;
-inline constexpr std::uint32_t waiter_slot_count_mask = 0x3FFF'FFFFu;
+inline constexpr std::uint32_t waiter_slot_idle_unit = 0x0010'0000u;
+inline constexpr std::uint32_t waiter_slot_idle_mask = 0x3FF0'0000u;
+inline constexpr std::uint32_t waiter_slot_count_mask = 0x000F'FFFFu;
 
 inline std::size_t waiter_slot_index(const void* address) noexcept {
     // Fibonacci hashing: neighbouring one-byte mutexes land in different slots.
