@@ -104,25 +104,35 @@ TEST(Mutex, UnlockFairlyHandsTheMutexToTheParkedWaiter) {
     watchdog dog(60s);
     contend::mutex m;
     m.lock();
-    std::atomic<bool> waiter_has_it{false};
+    auto& slot = contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)];
+    auto registered = [&] { return slot.load() & contend::internal::waiter_slot_count_mask; };
+    const auto before = registered();
+    // The first waiter appoints itself designee and naps, awake now and then; the second
+    // finds a designee and sleeps in the queue, where only an unlock can reach it.
+    std::atomic<int> acquired_by{-1};
     std::atomic<bool> release{false};
-    std::thread waiter([&] {
+    auto waiter = [&](int id) {
         m.lock();
-        waiter_has_it.store(true);
+        int expected = -1;
+        acquired_by.compare_exchange_strong(expected, id);
         while (!release.load()) std::this_thread::yield();
         m.unlock();
-    });
-    // Wait until the waiter has registered to park (its spin is over), then give it ample
-    // time to be queued in the parking lot.
-    auto& slot = contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)];
-    ASSERT_TRUE(eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; }));
-    std::this_thread::sleep_for(50ms);
+    };
+    std::thread designee(waiter, 0);
+    ASSERT_TRUE(eventually([&] { return registered() == before + 1; }));
+    std::this_thread::sleep_for(20ms);
+    std::thread queued(waiter, 1);
+    ASSERT_TRUE(eventually([&] { return registered() == before + 2; }));
+    std::this_thread::sleep_for(50ms);  // ample time to be queued in the parking lot
     m.unlock_fairly();
-    // Handed off: the mutex never became free, so this thread cannot barge back in.
+    // Handed off: the mutex never became free, so this thread cannot barge back in, and
+    // the napping designee cannot take it either.
     EXPECT_FALSE(m.try_lock());
-    ASSERT_TRUE(eventually([&] { return waiter_has_it.load(); }));
+    ASSERT_TRUE(eventually([&] { return acquired_by.load() != -1; }));
+    EXPECT_EQ(acquired_by.load(), 1) << "the queued waiter should have been handed the mutex";
     release.store(true);
-    waiter.join();
+    designee.join();
+    queued.join();
     EXPECT_TRUE(m.try_lock());
     m.unlock();
 }
@@ -218,9 +228,9 @@ TEST(Mutex, TimedAndUntimedWaitersTogetherStayExclusiveAndNoneHangs) {
     EXPECT_GT(timed_ok.load(), 0);
 }
 
-TEST(Mutex, ReleasedMutexIsTakenPromptlyWhileADesigneeNaps) {
-    // The holder stops using the mutex while others sleep: someone must still get it,
-    // within the designee's bounded nap, not only when a new thread happens by.
+TEST(Mutex, EveryWaiterGetsAMutexReleasedWhileADesigneeNaps) {
+    // The holder stops using the mutex while others sleep: each must still get it (the
+    // designee's nap is bounded), not only when a new thread happens by.
     watchdog dog(60s);
     contend::mutex m;
     m.lock();
