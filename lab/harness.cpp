@@ -1,0 +1,285 @@
+#include "harness.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "statistics.hpp"
+
+namespace contend::lab {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+double thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+// Pins the calling thread to `cpus` and reads the mask back. Returns "" when the mask
+// took, otherwise what went wrong.
+std::string pin_self(const std::vector<int>& cpus) {
+    if (cpus.empty()) return "";
+    cpu_set_t want;
+    CPU_ZERO(&want);
+    for (int c : cpus) {
+        if (c < 0 || c >= CPU_SETSIZE) return "cpu " + std::to_string(c) + " out of range";
+        CPU_SET(c, &want);
+    }
+    if (pthread_setaffinity_np(pthread_self(), sizeof want, &want) != 0)
+        return "could not pin to " + format_cpu_list(cpus);
+    cpu_set_t got;
+    CPU_ZERO(&got);
+    if (pthread_getaffinity_np(pthread_self(), sizeof got, &got) != 0) return "could not read the mask back";
+    if (!CPU_EQUAL(&want, &got)) {
+        std::vector<int> seen;
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &got)) seen.push_back(c);
+        return "requested " + format_cpu_list(cpus) + ", observed " + format_cpu_list(seen);
+    }
+    return "";
+}
+
+}  // namespace
+
+std::vector<int> allowed_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+    if (cpus.empty()) cpus.push_back(0);
+    return cpus;
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+    std::vector<int> cpus;
+    std::stringstream in(text);
+    std::string part;
+    auto number = [&](const std::string& s) {
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 6)
+            throw std::invalid_argument("bad CPU list '" + text + "'");
+        return std::stoi(s);
+    };
+    while (std::getline(in, part, ',')) {
+        const auto dash = part.find('-');
+        if (dash == std::string::npos) {
+            cpus.push_back(number(part));
+        } else {
+            const int lo = number(part.substr(0, dash));
+            const int hi = number(part.substr(dash + 1));
+            if (hi < lo) throw std::invalid_argument("bad CPU range '" + part + "' in '" + text + "'");
+            for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+        }
+    }
+    if (cpus.empty()) throw std::invalid_argument("empty CPU list");
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    return cpus;
+}
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+    std::string out;
+    for (std::size_t i = 0; i < cpus.size();) {
+        std::size_t j = i;
+        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+        if (!out.empty()) out += ',';
+        out += std::to_string(cpus[i]);
+        if (j > i) out += '-' + std::to_string(cpus[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
+std::vector<std::vector<int>> placement(const std::string& pin, std::int32_t workers) {
+    std::vector<std::vector<int>> per_worker(static_cast<std::size_t>(workers));
+    if (pin == "none") return per_worker;
+    const std::vector<int> cpus = allowed_cpus();
+    const auto n = static_cast<std::int64_t>(cpus.size());
+    for (std::int32_t w = 0; w < workers; ++w) {
+        if (pin == "compact") {
+            per_worker[static_cast<std::size_t>(w)] = {cpus[static_cast<std::size_t>(w % n)]};
+        } else if (pin == "spread") {
+            const std::int64_t stride = std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, workers));
+            per_worker[static_cast<std::size_t>(w)] = {cpus[static_cast<std::size_t>((w * stride) % n)]};
+        } else {
+            per_worker[static_cast<std::size_t>(w)] = parse_cpu_list(pin);
+        }
+    }
+    return per_worker;
+}
+
+repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_t ops_per_worker,
+                                 const std::vector<std::vector<int>>& cpus, double deadline_s) {
+    w.reset();
+    repetition_result result;
+    progress_counters progress(static_cast<std::size_t>(workers));
+    for (auto& p : progress) p.value.store(0);
+    std::atomic<bool> stop{false};
+    std::atomic<bool> first_finished{false};
+    std::vector<std::uint64_t> snapshot(static_cast<std::size_t>(workers), 0);
+    std::vector<std::uint64_t> completed(static_cast<std::size_t>(workers), 0);
+    std::vector<double> cpu(static_cast<std::size_t>(workers), 0);
+    std::vector<std::string> pin_errors(static_cast<std::size_t>(workers));
+
+    std::mutex m;
+    std::condition_variable cv;
+    std::int32_t arrived = 0, finished = 0;
+    bool open = false;
+    steady::time_point last_finish{};
+
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<std::size_t>(workers));
+    for (std::int32_t i = 0; i < workers; ++i) {
+        threads.emplace_back([&, i] {
+            const auto idx = static_cast<std::size_t>(i);
+            pin_errors[idx] = pin_self(cpus.empty() ? std::vector<int>{} : cpus[idx]);
+            {
+                std::unique_lock lk(m);
+                ++arrived;
+                cv.notify_all();
+                cv.wait(lk, [&] { return open; });
+            }
+            const double cpu0 = thread_cpu_ns();
+            completed[idx] = w.run(i, ops_per_worker, stop, progress);
+            cpu[idx] = thread_cpu_ns() - cpu0;
+            const auto now = steady::now();
+            if (!first_finished.exchange(true)) {
+                for (std::size_t k = 0; k < snapshot.size(); ++k)
+                    snapshot[k] = progress[k].value.load(std::memory_order_relaxed);
+                snapshot[idx] = completed[idx];
+            }
+            std::lock_guard lk(m);
+            last_finish = std::max(last_finish, now);
+            ++finished;
+            cv.notify_all();
+        });
+    }
+    steady::time_point t0;
+    {
+        std::unique_lock lk(m);
+        cv.wait(lk, [&] { return arrived == workers; });
+        t0 = steady::now();
+        open = true;
+    }
+    cv.notify_all();
+    {
+        std::unique_lock lk(m);
+        const auto deadline = t0 + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(deadline_s));
+        if (!cv.wait_until(lk, deadline, [&] { return finished == workers; })) {
+            result.timed_out = true;
+            stop.store(true);
+            cv.wait(lk, [&] { return finished == workers; });  // workers poll: they come back
+        }
+    }
+    for (auto& t : threads) t.join();
+
+    result.wall_ns = std::chrono::duration<double, std::nano>(last_finish - t0).count();
+    for (std::size_t k = 0; k < completed.size(); ++k) {
+        result.completed += completed[k];
+        result.cpu_ns += cpu[k];
+        if (!pin_errors[k].empty() && result.affinity_ok) {
+            result.affinity_ok = false;
+            result.affinity_detail = "worker " + std::to_string(k) + ": " + pin_errors[k];
+        }
+    }
+    result.observed = w.observed_total();
+    result.progress_at_first_finish = std::move(snapshot);
+    return result;
+}
+
+std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns) {
+    if (wall_ns >= min_time_ns || ops >= (std::uint64_t{1} << 40)) return 0;
+    const double grow = wall_ns > 0 ? min_time_ns * 1.2 / wall_ns : 16.0;
+    return static_cast<std::uint64_t>(static_cast<double>(ops) * std::clamp(grow, 2.0, 16.0));
+}
+
+cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                     const harness_options& options) {
+    cell_result cell;
+    cell.suite = suite;
+    cell.contender = c.name;
+    cell.workers = workers;
+    cell.has_fairness = c.is_lock && workers > 1;
+    const auto cpus = placement(options.pin, workers);
+    std::vector<int> used;
+    for (const auto& set : cpus) used.insert(used.end(), set.begin(), set.end());
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    cell.affinity = format_cpu_list(used);
+    cell.oversubscribed = workers > static_cast<std::int32_t>(used.empty() ? allowed_cpus().size() : used.size());
+
+    auto workload = c.make();
+    auto check = [&](const repetition_result& r) {
+        if (!r.affinity_ok) {
+            cell.status = "affinity_mismatch";
+            cell.detail = r.affinity_detail;
+        } else if (r.timed_out) {
+            cell.status = "timed_out";
+            cell.detail = "a repetition missed its " + std::to_string(options.deadline_s) + " s deadline";
+        } else if (r.observed != r.completed) {
+            cell.status = "wrong_count";
+            cell.detail = "counter ended at " + std::to_string(r.observed) + ", workers completed " +
+                          std::to_string(r.completed);
+        }
+        return cell.valid();
+    };
+
+    // Calibration: grow the work until one repetition lasts min_time (untimed warm-ups).
+    std::uint64_t ops = 64;
+    for (;;) {
+        const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s);
+        if (options.on_repetition) options.on_repetition();
+        if (!check(r)) return cell;
+        const std::uint64_t next = next_calibration_ops(ops, r.wall_ns, options.min_time_s * 1e9);
+        if (next == 0) break;
+        ops = next;
+    }
+    cell.ops_per_worker = ops;
+
+    std::vector<double> cpu_per_op, min_shares, max_shares;
+    for (std::int32_t rep = 0; rep < options.repetitions; ++rep) {
+        const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s);
+        if (options.on_repetition) options.on_repetition();
+        if (!check(r)) return cell;
+        const double total = static_cast<double>(r.completed);
+        cell.ns_per_op.push_back(r.wall_ns / total);
+        cpu_per_op.push_back(r.cpu_ns / total);
+        if (cell.has_fairness) {
+            double sum = 0;
+            for (auto v : r.progress_at_first_finish) sum += static_cast<double>(v);
+            const double mean = sum / static_cast<double>(workers);
+            const auto [lo, hi] = std::minmax_element(r.progress_at_first_finish.begin(), r.progress_at_first_finish.end());
+            min_shares.push_back(mean > 0 ? static_cast<double>(*lo) / mean : 0);
+            max_shares.push_back(mean > 0 ? static_cast<double>(*hi) / mean : 0);
+        }
+        ++cell.repetitions;
+    }
+    if (cell.repetitions == 0) {
+        cell.status = "no_repetitions";
+        cell.detail = "--reps 0";
+        return cell;
+    }
+    cell.median_ns = median(cell.ns_per_op);
+    cell.p25_ns = quantile(cell.ns_per_op, 0.25);
+    cell.p75_ns = quantile(cell.ns_per_op, 0.75);
+    cell.cpu_ns_per_op = median(cpu_per_op);
+    if (cell.has_fairness) {
+        cell.min_share = median(min_shares);
+        cell.max_share = median(max_shares);
+    }
+    return cell;
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,76 @@
+// The harness: runs one cell (a contender at a worker count) the way seed 003 says a
+// contention benchmark must be run.
+//  - Workers are created, pinned and counted outside the timed interval, then released
+//    together from a parking start gate (never a spinning one: with 64 workers on 2 cores
+//    a spinning gate starves the last arrival). The clock runs from the gate opening to
+//    the last worker's finish.
+//  - Calibration: the work per worker doubles (or more) until one repetition lasts at
+//    least min_time; then `reps` timed repetitions, reported as median and quartiles.
+//  - Every repetition checks the exact final count: a wrong count makes the cell invalid.
+//  - Every repetition has a deadline: workers poll a stop flag, and a repetition that
+//    misses its deadline marks the cell timed out. (A worker stuck inside lock() cannot
+//    poll: run cells in a child process, see cell_runner.hpp, which the parent can kill.)
+//  - Placement: each worker pins itself, reads its mask back, and a mismatch makes the
+//    cell invalid. Fixed-width counters throughout.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "results.hpp"
+#include "workload.hpp"
+
+namespace contend::lab {
+
+struct harness_options {
+    double min_time_s = 0.05;
+    std::int32_t repetitions = 5;
+    double deadline_s = 20;
+    // "none", "compact" (worker i on the i-th allowed CPU, wrapping), "spread" (workers
+    // spaced evenly over the allowed CPUs), or a CPU list such as "0-3,8" (every worker
+    // gets that whole set).
+    std::string pin = "none";
+    // Called after every repetition, calibration included (a child process uses it to
+    // tell its parent it is still making progress).
+    std::function<void()> on_repetition;
+};
+
+// The CPUs this process may run on, ascending.
+std::vector<int> allowed_cpus();
+// "0-3,8" <-> {0,1,2,3,8}. parse_cpu_list throws std::invalid_argument on bad input.
+std::vector<int> parse_cpu_list(const std::string& text);
+std::string format_cpu_list(const std::vector<int>& cpus);
+
+// The CPU set each worker must run on under `pin` (empty sets: not pinned).
+// Throws std::invalid_argument for an unknown pin mode or a malformed list.
+std::vector<std::vector<int>> placement(const std::string& pin, std::int32_t workers);
+
+struct repetition_result {
+    double wall_ns = 0;
+    double cpu_ns = 0;  // sum of the workers' thread CPU time
+    std::uint64_t completed = 0;  // operations the workers report
+    std::uint64_t observed = 0;  // the counter's final value
+    bool timed_out = false;
+    bool affinity_ok = true;
+    std::string affinity_detail;
+    std::vector<std::uint64_t> progress_at_first_finish;  // per worker, for fairness
+};
+
+// One repetition: `workers` threads, `ops_per_worker` each. Blocks until every worker has
+// returned (so a worker that never polls makes it hang: that is what child processes are for).
+repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_t ops_per_worker,
+                                 const std::vector<std::vector<int>>& cpus, double deadline_s);
+
+// Calibration rule: after a repetition of `ops` per worker took `wall_ns`, the next
+// size to try, or 0 when `ops` already lasts min_time_ns. Grows by the measured shortfall
+// (plus 20 %), at least 2x and at most 16x per step, so a noisy first step cannot
+// overshoot wildly.
+std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns);
+
+// Calibrates and runs one cell in this process.
+cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                     const harness_options& options);
+
+}  // namespace contend::lab

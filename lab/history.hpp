@@ -1,0 +1,56 @@
+// The lab's results history: every `contend bench` run, kept in one SQLite file so that a
+// figure can later be compared with the runs before it, on the same machine or another.
+// Internal to the lab (namespace contend::lab).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "results.hpp"
+
+namespace contend::lab {
+
+// One open history file. Every failure is reported as std::runtime_error whose message
+// names the operation, SQLite's own message and the file's path.
+//
+// Several processes may use the same file at once: a writer that finds the file locked
+// waits up to 5 s before giving up. One history_store object must not be used from
+// several threads at the same time.
+class history_store {
+public:
+    // Opens the file at `path`, creating it and any missing parent directories, and
+    // creates the schema if absent. A file that is not an SQLite database, or that holds
+    // a schema newer than this code knows, is left untouched and the constructor throws.
+    explicit history_store(const std::string& path);
+    ~history_store();
+
+    history_store(const history_store&) = delete;
+    history_store& operator=(const history_store&) = delete;
+
+    // Stores `run` and all its cells, in order, atomically: either everything is stored
+    // or, when this throws, nothing is. Returns the new run's id; ids only grow.
+    //
+    // Parameters are stored as "k:v/k:v", so a parameter key must contain neither ':' nor
+    // '/' and a value must not contain '/'; a cell that breaks this makes append throw
+    // rather than store something that would read back differently.
+    std::int64_t append(const run_result& run);
+
+    // The stored runs, oldest first: all of them when `limit` is 0, otherwise the newest
+    // `limit`. Each run comes back with its cells in the order they were appended and
+    // every field as it was given to append (a NaN comes back as a NaN; a -0.0 outside
+    // the samples comes back as 0.0, as SQLite stores it). Reads one consistent snapshot,
+    // even while another process appends.
+    std::vector<run_result> runs(std::size_t limit = 0) const;
+
+    // How many runs are stored.
+    std::size_t run_count() const;
+
+private:
+    class connection;
+    std::unique_ptr<connection> db_;
+};
+
+}  // namespace contend::lab

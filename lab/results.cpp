@@ -1,0 +1,29 @@
+#include "results.hpp"
+
+#include <cctype>
+
+namespace contend::lab {
+namespace {
+std::string row_part(std::string s) {
+    for (auto& ch : s) {
+        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (ch == ' ' || ch == '-') ch = '_';
+    }
+    return s;
+}
+}  // namespace
+
+std::string cell_result::name() const {
+    std::string n = suite + "/" + row_part(contender);
+    for (const auto& [k, v] : params) n += "/" + row_part(k) + ":" + v;
+    n += "/workers:" + std::to_string(workers);
+    return n;
+}
+
+std::size_t run_result::valid_cells() const {
+    std::size_t n = 0;
+    for (const auto& c : cells) n += c.valid() ? 1 : 0;
+    return n;
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,176 @@
+#include "results_io.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace contend::lab {
+
+using nlohmann::json;
+
+json context_to_json(const machine_context& c) {
+    return {{"date", c.date},
+            {"label", c.label},
+            {"host_name", c.host_name},
+            {"cpu_model", c.cpu_model},
+            {"num_cpus", c.logical_cpus},
+            {"cpu_list", c.cpu_list},
+            {"kernel", c.kernel},
+            {"compiler", c.compiler},
+            {"build_flags", c.build_flags},
+            {"governor", c.governor},
+            {"wait_backend", c.wait_backend},
+            {"timer_slack_ns", c.timer_slack_ns},
+            {"nanosleep_1ns_us", c.nanosleep_1ns_us},
+            {"library_build_type", "release"}};
+}
+
+json cell_to_json(const cell_result& cell) {
+    json params = json::object();
+    for (const auto& [k, v] : cell.params) params[k] = v;
+    json j = {{"name", cell.name()},
+              {"run_name", cell.name()},
+              {"run_type", "aggregate"},
+              {"aggregate_name", "median"},
+              {"repetitions", cell.repetitions},
+              {"threads", cell.workers},
+              {"real_time", cell.median_ns},
+              {"cpu_time", cell.cpu_ns_per_op},
+              {"time_unit", "ns"},
+              {"iterations", cell.ops_per_worker},
+              {"suite", cell.suite},
+              {"contender", cell.contender},
+              {"params", params},
+              {"workers", cell.workers},
+              {"p25", cell.p25_ns},
+              {"p75", cell.p75_ns},
+              {"samples", cell.ns_per_op},
+              {"cpu_ns_per_op", cell.cpu_ns_per_op},
+              {"valid", cell.valid()},
+              {"status", cell.status},
+              {"detail", cell.detail},
+              {"affinity", cell.affinity},
+              {"oversubscribed", cell.oversubscribed},
+              {"has_fairness", cell.has_fairness}};
+    if (cell.has_fairness) {
+        j["min_share"] = cell.min_share;
+        j["max_share"] = cell.max_share;
+    }
+    return j;
+}
+
+cell_result cell_from_json(const json& j) {
+    auto field = [&](const char* key) -> const json& {
+        if (!j.contains(key)) throw std::runtime_error(std::string("result row lacks '") + key + "'");
+        return j.at(key);
+    };
+    try {
+        cell_result c;
+        c.suite = field("suite").get<std::string>();
+        c.contender = field("contender").get<std::string>();
+        for (const auto& [k, v] : field("params").items()) c.params.emplace_back(k, v.get<std::string>());
+        c.workers = field("workers").get<std::int32_t>();
+        c.status = field("status").get<std::string>();
+        c.detail = field("detail").get<std::string>();
+        c.ops_per_worker = field("iterations").get<std::uint64_t>();
+        c.repetitions = field("repetitions").get<std::int32_t>();
+        c.ns_per_op = field("samples").get<std::vector<double>>();
+        c.median_ns = field("real_time").get<double>();
+        c.p25_ns = field("p25").get<double>();
+        c.p75_ns = field("p75").get<double>();
+        c.cpu_ns_per_op = field("cpu_ns_per_op").get<double>();
+        c.has_fairness = field("has_fairness").get<bool>();
+        if (c.has_fairness) {
+            c.min_share = field("min_share").get<double>();
+            c.max_share = field("max_share").get<double>();
+        }
+        c.affinity = field("affinity").get<std::string>();
+        c.oversubscribed = field("oversubscribed").get<bool>();
+        return c;
+    } catch (const json::exception& e) {
+        throw std::runtime_error(std::string("malformed result row: ") + e.what());
+    }
+}
+
+std::string to_json(const run_result& run) {
+    json rows = json::array();
+    for (const auto& c : run.cells) rows.push_back(cell_to_json(c));
+    return json{{"context", context_to_json(run.context)}, {"benchmarks", rows}}.dump(2) + "\n";
+}
+
+namespace {
+std::string csv_quote(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return out + "\"";
+}
+std::string num(double v, const char* format = "%.4g") {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+}  // namespace
+
+std::string to_csv(const run_result& run) {
+    std::ostringstream out;
+    out << "name,suite,contender,workers,valid,status,median_ns,p25_ns,p75_ns,cpu_ns_per_op,min_share,max_share,"
+           "repetitions,ops_per_worker,affinity,oversubscribed,detail\n";
+    for (const auto& c : run.cells) {
+        out << csv_quote(c.name()) << ',' << c.suite << ',' << c.contender << ',' << c.workers << ','
+            << (c.valid() ? "true" : "false") << ',' << c.status << ',' << num(c.median_ns, "%.6g") << ','
+            << num(c.p25_ns, "%.6g") << ',' << num(c.p75_ns, "%.6g") << ',' << num(c.cpu_ns_per_op, "%.6g") << ','
+            << (c.has_fairness ? num(c.min_share) : "") << ',' << (c.has_fairness ? num(c.max_share) : "") << ','
+            << c.repetitions << ',' << c.ops_per_worker << ',' << csv_quote(c.affinity) << ','
+            << (c.oversubscribed ? "true" : "false") << ',' << csv_quote(c.detail) << '\n';
+    }
+    return out.str();
+}
+
+std::string to_table(const run_result& run) {
+    std::ostringstream out;
+    std::vector<std::string> suites;
+    for (const auto& c : run.cells)
+        if (std::find(suites.begin(), suites.end(), c.suite) == suites.end()) suites.push_back(c.suite);
+    for (const auto& suite : suites) {
+        std::set<std::int32_t> workers;
+        for (const auto& c : run.cells)
+            if (c.suite == suite) workers.insert(c.workers);
+        for (const auto w : workers) {
+            std::vector<const cell_result*> rows;
+            for (const auto& c : run.cells)
+                if (c.suite == suite && c.workers == w) rows.push_back(&c);
+            std::stable_sort(rows.begin(), rows.end(), [](const cell_result* a, const cell_result* b) {
+                if (a->valid() != b->valid()) return a->valid();
+                return a->median_ns < b->median_ns;
+            });
+            const bool over = !rows.empty() && rows.front()->oversubscribed;
+            out << "\n" << suite << ", " << w << (w == 1 ? " worker" : " workers")
+                << (over ? "  (oversubscribed: more workers than CPUs)" : "") << "\n";
+            out << "  " << std::string(24, ' ') << "   ns/op    p25-p75          cpu ns/op   min/max share\n";
+            bool first_valid = true;
+            for (const auto* c : rows) {
+                char line[256];
+                if (!c->valid()) {
+                    std::snprintf(line, sizeof line, "  %-24s   INVALID (%s) %s\n", c->contender.c_str(), c->status.c_str(),
+                                  c->detail.c_str());
+                    out << line;
+                    continue;
+                }
+                const std::string share = c->has_fairness ? num(c->min_share, "%.2f") + " / " + num(c->max_share, "%.2f") : "";
+                std::snprintf(line, sizeof line, "%s %-24s %8.3f  %8.3f-%-8.3f %10.3f   %s\n", first_valid ? "*" : " ",
+                              c->contender.c_str(), c->median_ns, c->p25_ns, c->p75_ns, c->cpu_ns_per_op, share.c_str());
+                out << line;
+                first_valid = false;
+            }
+        }
+    }
+    out << "\n* fastest valid row of its table. ns/op: wall time per completed operation (all workers), "
+           "median of repetitions.\n";
+    return out.str();
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,199 @@
+// Suite registry. The counter suite is seed 003's main table: direct atomics, CAS loops,
+// the spin-lock family, the platform mutexes and contend's own, each incrementing one
+// shared 64-bit counter.
+#include "suites.hpp"
+
+#include <pthread.h>
+#include <threads.h>
+#include <time.h>
+
+#include <mutex>
+#include <thread>
+
+#include "contend/mutex.hpp"
+#include "contend/spin_lock.hpp"
+
+namespace contend::lab {
+namespace {
+
+// --- direct atomics and CAS loops ---------------------------------------------------
+struct fetch_add_relaxed {
+    void operator()(std::atomic<std::uint64_t>& c) const { c.fetch_add(1, std::memory_order_relaxed); }
+};
+struct fetch_add_seq_cst {
+    void operator()(std::atomic<std::uint64_t>& c) const { c.fetch_add(1, std::memory_order_seq_cst); }
+};
+struct cas_weak_loop {
+    void operator()(std::atomic<std::uint64_t>& c) const {
+        std::uint64_t cur = c.load(std::memory_order_relaxed);
+        while (!c.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        }
+    }
+};
+struct cas_strong_loop {
+    void operator()(std::atomic<std::uint64_t>& c) const {
+        std::uint64_t cur = c.load(std::memory_order_relaxed);
+        while (!c.compare_exchange_strong(cur, cur + 1, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        }
+    }
+};
+// Strong, not weak: a spurious failure must not cost a trip through the scheduler.
+struct cas_backoff_sleep {
+    void operator()(std::atomic<std::uint64_t>& c) const {
+        std::uint64_t cur = c.load(std::memory_order_relaxed);
+        while (!c.compare_exchange_strong(cur, cur + 1, std::memory_order_relaxed, std::memory_order_relaxed)) {
+            const timespec one{0, 1};
+            nanosleep(&one, nullptr);
+        }
+    }
+};
+
+// --- platform locks, adapted to lock()/unlock() -----------------------------------------
+struct pthread_mutex_lock_adapter {
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    void lock() { pthread_mutex_lock(&m); }
+    void unlock() { pthread_mutex_unlock(&m); }
+};
+struct c11_mtx_adapter {
+    mtx_t m;
+    c11_mtx_adapter() { mtx_init(&m, mtx_plain); }
+    ~c11_mtx_adapter() { mtx_destroy(&m); }
+    void lock() { mtx_lock(&m); }
+    void unlock() { mtx_unlock(&m); }
+};
+
+// The event lock of seed 003: spin, then wait for an event. x86 has no event wait, so
+// its wait is a pause loop: a documented bad baseline (on arm64: WFE, and SEV on unlock).
+struct event_lock {
+    std::atomic<std::uint32_t> state{0};
+    void lock() {
+        for (;;) {
+            if (state.exchange(1, std::memory_order_acquire) == 0) return;
+            while (state.load(std::memory_order_relaxed) != 0) {
+#if defined(__aarch64__)
+                asm volatile("wfe" ::: "memory");
+#else
+                internal::cpu_relax();
+#endif
+            }
+        }
+    }
+    void unlock() {
+        state.store(0, std::memory_order_release);
+#if defined(__aarch64__)
+        asm volatile("sev" ::: "memory");
+#endif
+    }
+};
+
+// --- self-test contenders: the harness's own failure modes ------------------------------
+class miscounting final : public workload {
+public:
+    void reset() override { counter_.store(0); }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop, progress_counters& progress) override {
+        const auto done = run_polled(worker, ops, stop, progress, [this] { counter_.fetch_add(1, std::memory_order_relaxed); });
+        if (worker == 0) counter_.fetch_sub(1);  // loses one increment per repetition
+        return done;
+    }
+    std::uint64_t observed_total() override { return counter_.load(); }
+
+private:
+    std::atomic<std::uint64_t> counter_{0};
+};
+
+// Stops making progress but keeps polling: the harness's deadline catches it in-process.
+class stalling_polite final : public workload {
+public:
+    void reset() override {}
+    std::uint64_t run(int worker, std::uint64_t, const std::atomic<bool>& stop, progress_counters& progress) override {
+        while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        progress[static_cast<std::size_t>(worker)].value.store(0);
+        return 0;
+    }
+    std::uint64_t observed_total() override { return 0; }
+};
+
+// Deadlocks for good (never polls): only killing its process ends it.
+class deadlocked final : public workload {
+public:
+    void reset() override {}
+    std::uint64_t run(int, std::uint64_t, const std::atomic<bool>&, progress_counters&) override {
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    std::uint64_t observed_total() override { return 0; }
+};
+
+template <class W>
+contender custom(std::string name, std::string description, bool is_lock) {
+    return {std::move(name), std::move(description), is_lock, [] { return std::make_unique<W>(); }};
+}
+
+std::vector<suite> make_suites() {
+    std::vector<suite> suites;
+    suites.push_back({"counter",
+                      "seed 003's main table: every contender increments one shared 64-bit counter",
+                      {
+                          atomic_contender<fetch_add_relaxed>("fetch_add_relaxed", "atomic fetch_add, relaxed"),
+                          atomic_contender<fetch_add_seq_cst>("fetch_add_seq_cst", "atomic fetch_add, seq_cst"),
+                          atomic_contender<cas_weak_loop>("cas_weak", "weak compare-exchange loop"),
+                          atomic_contender<cas_strong_loop>("cas_strong", "strong compare-exchange loop"),
+                          atomic_contender<cas_backoff_sleep>("cas_backoff", "strong CAS, 1 ns nanosleep after a failure"),
+                          lock_contender<contend::tas_lock>("tas_lock", "naive exchange loop (bad baseline)"),
+                          lock_contender<contend::ttas_lock>("ttas_lock", "read before exchange, pause"),
+                          lock_contender<contend::sleeping_spin_lock>("sleeping_spin_lock", "8 probes, then 1 ns nanosleep"),
+                          lock_contender<contend::backoff_spin_lock>("backoff_spin_lock", "pause doubling to 1,024, then yield"),
+                          lock_contender<contend::ticket_lock>("ticket_lock", "FIFO ticket lock"),
+                          lock_contender<event_lock>("event_lock", "spin then pause (WFE/SEV on arm64): bad baseline"),
+                          lock_contender<pthread_mutex_lock_adapter>("pthread_mutex", "pthread_mutex_t, default"),
+                          lock_contender<std::mutex>("std_mutex", "std::mutex"),
+                          lock_contender<c11_mtx_adapter>("c11_mtx", "C11 mtx_t, mtx_plain"),
+                          lock_contender<contend::mutex>("contend_mutex", "contend::mutex"),
+                      },
+                      {1, 2, 4, 16, 64}});
+    suites.push_back({"selftest",
+                      "the harness's failure modes, for its tests",
+                      {
+                          atomic_contender<fetch_add_relaxed>("ok", "a correct contender"),
+                          custom<miscounting>("miscount", "loses one increment per repetition", false),
+                          custom<stalling_polite>("stall_polite", "stops progressing, but polls the deadline", true),
+                          custom<deadlocked>("deadlock", "blocks forever without polling", true),
+                      },
+                      {1, 2},
+                      true});
+    return suites;
+}
+
+}  // namespace
+
+const std::vector<suite>& all_suites() {
+    static const std::vector<suite> suites = make_suites();
+    return suites;
+}
+
+const suite* find_suite(const std::string& name) {
+    for (const auto& s : all_suites())
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+namespace {
+bool glob_one(const char* p, const char* s) {
+    if (*p == '\0') return *s == '\0';
+    if (*p == '*') return glob_one(p + 1, s) || (*s != '\0' && glob_one(p, s + 1));
+    if (*s != '\0' && (*p == '?' || *p == *s)) return glob_one(p + 1, s + 1);
+    return false;
+}
+}  // namespace
+
+bool glob_match(const std::string& patterns, const std::string& name) {
+    std::size_t start = 0;
+    for (;;) {
+        const auto comma = patterns.find(',', start);
+        const std::string one = patterns.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (glob_one(one.c_str(), name.c_str())) return true;
+        if (comma == std::string::npos) return false;
+        start = comma + 1;
+    }
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,25 @@
+// The lab's suites: named lists of contenders run by the same harness.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "workload.hpp"
+
+namespace contend::lab {
+
+struct suite {
+    std::string name;
+    std::string description;
+    std::vector<contender> contenders;
+    std::vector<std::int32_t> default_workers;
+    bool hidden = false;  // self-test suites: runnable, not listed
+};
+
+const std::vector<suite>& all_suites();
+const suite* find_suite(const std::string& name);
+
+// Glob with '*' and '?', as --contenders takes it; a comma-separated list matches any.
+bool glob_match(const std::string& patterns, const std::string& name);
+
+}  // namespace contend::lab

@@ -1,0 +1,109 @@
+// What a contender is to the harness: a workload that N workers run together.
+//
+// The hot loop lives inside run(), compiled per contender (templates below), so the
+// harness pays one virtual call per worker per repetition, never one per operation. The
+// loop checks the stop flag and publishes its progress every `poll_every` operations: a
+// stalled cell can then be stopped at its deadline, and fairness can be read while the
+// workers still run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "contend/internal/platform.hpp"
+
+namespace contend::lab {
+
+inline constexpr std::uint64_t poll_every = 64;
+
+// Per-worker progress, each on its own line: written by its worker only.
+using progress_counters = std::vector<internal::cache_padded<std::atomic<std::uint64_t>>>;
+
+class workload {
+public:
+    virtual ~workload() = default;
+    // Called before each repetition, outside the timed interval.
+    virtual void reset() = 0;
+    // Worker `worker` performs `ops` operations, or fewer if `stop` becomes true; it
+    // stores its completed count in progress[worker] at least every poll_every operations
+    // and at the end. Returns the number completed.
+    virtual std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                              progress_counters& progress) = 0;
+    // The value the shared counter ended with; the harness checks it equals the sum of
+    // the workers' completed operations.
+    virtual std::uint64_t observed_total() = 0;
+};
+
+struct contender {
+    std::string name;  // row name part: lower case, words joined by '_'
+    std::string description;
+    bool is_lock = false;  // lock cells report fairness
+    std::function<std::unique_ptr<workload>()> make;
+};
+
+// The body shared by every contender: do `op` `ops` times, polling as promised above.
+template <class Op>
+std::uint64_t run_polled(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                         progress_counters& progress, Op&& op) {
+    auto& mine = progress[static_cast<std::size_t>(worker)].value;
+    std::uint64_t done = 0;
+    while (done < ops) {
+        const std::uint64_t chunk = ops - done < poll_every ? ops - done : poll_every;
+        for (std::uint64_t i = 0; i < chunk; ++i) op();
+        done += chunk;
+        mine.store(done, std::memory_order_relaxed);
+        if (stop.load(std::memory_order_relaxed)) break;
+    }
+    return done;
+}
+
+// A lock contender: the lock word and the plain counter on separate lines (seed 003).
+template <class Lock>
+class locked_counter final : public workload {
+public:
+    void reset() override { counter_ = 0; }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      progress_counters& progress) override {
+        return run_polled(worker, ops, stop, progress, [this] {
+            lock_.lock();
+            counter_ = counter_ + 1;
+            lock_.unlock();
+        });
+    }
+    std::uint64_t observed_total() override { return counter_; }
+
+private:
+    alignas(internal::cache_line_size) Lock lock_;
+    alignas(internal::cache_line_size) std::uint64_t counter_ = 0;
+};
+
+// A direct-atomic contender: one aligned counter, updated by `Increment`.
+template <class Increment>
+class atomic_counter final : public workload {
+public:
+    void reset() override { counter_.store(0); }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      progress_counters& progress) override {
+        return run_polled(worker, ops, stop, progress, [this] { Increment{}(counter_); });
+    }
+    std::uint64_t observed_total() override { return counter_.load(); }
+
+private:
+    alignas(internal::cache_line_size) std::atomic<std::uint64_t> counter_{0};
+};
+
+template <class Lock>
+contender lock_contender(std::string name, std::string description) {
+    return {std::move(name), std::move(description), true, [] { return std::make_unique<locked_counter<Lock>>(); }};
+}
+
+template <class Increment>
+contender atomic_contender(std::string name, std::string description) {
+    return {std::move(name), std::move(description), false, [] { return std::make_unique<atomic_counter<Increment>>(); }};
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,93 @@
+// The contend CLI end to end, on the self-test suite. No timing is asserted.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct outcome {
+    int exit_code = -1;
+    std::string output;
+};
+
+outcome run(const std::string& args) {
+    const std::string command = std::string(CONTEND_CLI_PATH) + " " + args + " 2>&1";
+    outcome o;
+    FILE* p = popen(command.c_str(), "r");
+    if (!p) return o;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) o.output += buf;
+    const int status = pclose(p);
+    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return o;
+}
+
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() /
+               ("contend_cli_test_" + std::to_string(::getpid()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::create_directories(dir_);
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+    std::string files() const {
+        return "--json " + (dir_ / "run.json").string() + " --db " + (dir_ / "history.db").string();
+    }
+    nlohmann::json result() const {
+        std::ifstream in(dir_ / "run.json");
+        return nlohmann::json::parse(in);
+    }
+    std::filesystem::path dir_;
+};
+
+}  // namespace
+
+TEST_F(Cli, ADeadlockedCellIsKilledAndTheRunGoesOn) {
+    // Cells run per worker count in suite order: ok/1, deadlock/1, ok/2, deadlock/2. The
+    // cell after the first killed one must still run and be valid.
+    const auto o = run("bench --suite selftest --contenders deadlock,ok --workers 1,2 --min-time 1 --reps 2 --deadline 1 " +
+                       files());
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    const auto rows = result()["benchmarks"];
+    ASSERT_EQ(rows.size(), 4u) << o.output;
+    EXPECT_EQ(rows[2]["name"], "selftest/ok/workers:2");
+    for (const auto& row : rows) {
+        if (row["contender"] == "deadlock") {
+            EXPECT_EQ(row["status"], "timed_out");
+            EXPECT_EQ(row["valid"], false);
+        } else {
+            EXPECT_EQ(row["contender"], "ok");
+            EXPECT_EQ(row["valid"], true);
+        }
+    }
+    EXPECT_EQ(rows[1]["name"], "selftest/deadlock/workers:1");
+    EXPECT_NE(o.output.find("history run 1"), std::string::npos) << o.output;
+}
+
+TEST_F(Cli, ARunWithNoValidRecordExitsNonZeroAndSaysSo) {
+    const auto o = run("bench --suite selftest --contenders miscount --workers 1 --min-time 1 --reps 2 " + files());
+    EXPECT_EQ(o.exit_code, 3) << o.output;
+    EXPECT_NE(o.output.find("no valid record"), std::string::npos) << o.output;
+    EXPECT_EQ(result()["benchmarks"][0]["status"], "wrong_count");
+}
+
+TEST_F(Cli, ListShowsTheSuitesButNotTheSelfTest) {
+    const auto o = run("bench --list");
+    EXPECT_EQ(o.exit_code, 0);
+    EXPECT_NE(o.output.find("counter:"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("contend_mutex"), std::string::npos);
+    EXPECT_EQ(o.output.find("selftest"), std::string::npos);
+}
+
+TEST_F(Cli, BadArgumentsGetAClearErrorAndNoRun) {
+    EXPECT_NE(run("bench --suite nosuch " + files()).exit_code, 0);
+    EXPECT_NE(run("bench --pin 3-1 " + files()).exit_code, 0);
+    EXPECT_NE(run("bench --contenders 'zzz*' " + files()).exit_code, 0);
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "run.json"));
+}

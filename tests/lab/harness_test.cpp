@@ -1,0 +1,105 @@
+// The harness on synthetic contenders (suite "selftest"). No timing is asserted.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include "suites.hpp"
+
+namespace lab = contend::lab;
+
+namespace {
+const lab::contender& selftest(const std::string& name) {
+    const auto* s = lab::find_suite("selftest");
+    for (const auto& c : s->contenders)
+        if (c.name == name) return c;
+    throw std::runtime_error("no selftest contender " + name);
+}
+lab::harness_options quick() {
+    lab::harness_options o;
+    o.min_time_s = 0.002;
+    o.repetitions = 3;
+    o.deadline_s = 10;
+    return o;
+}
+}  // namespace
+
+TEST(Harness, CalibrationGrowsTheWorkUntilARepetitionLastsTheMinimumTime) {
+    // A fake machine where every operation costs exactly 1,000 ns: the rule must stop at
+    // the first size whose repetition reaches the minimum, and never overshoot by more
+    // than the 16x step cap.
+    const double min_time_ns = 50e6;
+    std::uint64_t ops = 64;
+    int steps = 0;
+    for (;; ++steps) {
+        const double wall = static_cast<double>(ops) * 1000.0;
+        const std::uint64_t next = lab::next_calibration_ops(ops, wall, min_time_ns);
+        if (next == 0) break;
+        EXPECT_GT(next, ops);
+        ops = next;
+        ASSERT_LT(steps, 64) << "calibration does not converge";
+    }
+    EXPECT_GE(static_cast<double>(ops) * 1000.0, min_time_ns);
+    EXPECT_LE(static_cast<double>(ops) * 1000.0, min_time_ns * 16);
+    // Already long enough: stop at once.
+    EXPECT_EQ(lab::next_calibration_ops(1000, 60e6, min_time_ns), 0u);
+}
+
+TEST(Harness, ACorrectContenderIsValidWithItsSamplesAndQuartiles) {
+    const auto cell = lab::run_cell(selftest("ok"), "selftest", 2, quick());
+    ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
+    EXPECT_EQ(cell.repetitions, 3);
+    ASSERT_EQ(cell.ns_per_op.size(), 3u);
+    EXPECT_LE(cell.p25_ns, cell.median_ns);
+    EXPECT_LE(cell.median_ns, cell.p75_ns);
+    EXPECT_GT(cell.ops_per_worker, 0u);
+    EXPECT_EQ(cell.name(), "selftest/ok/workers:2");
+}
+
+TEST(Harness, AMiscountingContenderIsMarkedInvalidNotDropped) {
+    const auto cell = lab::run_cell(selftest("miscount"), "selftest", 2, quick());
+    EXPECT_EQ(cell.status, "wrong_count");
+    EXPECT_FALSE(cell.valid());
+    EXPECT_NE(cell.detail.find("counter ended at"), std::string::npos) << cell.detail;
+}
+
+TEST(Harness, AContenderThatStopsProgressingIsMarkedTimedOut) {
+    auto o = quick();
+    o.deadline_s = 0.2;
+    const auto cell = lab::run_cell(selftest("stall_polite"), "selftest", 2, o);
+    EXPECT_EQ(cell.status, "timed_out");
+}
+
+TEST(Harness, AWrongAffinityRequestIsDetected) {
+    auto o = quick();
+    o.pin = "1000";  // a CPU this machine does not have
+    const auto cell = lab::run_cell(selftest("ok"), "selftest", 1, o);
+    EXPECT_EQ(cell.status, "affinity_mismatch") << cell.detail;
+}
+
+TEST(Harness, PinnedWorkersReadTheirMaskBack) {
+    const auto cpus = lab::allowed_cpus();
+    auto o = quick();
+    o.pin = "compact";
+    const auto cell = lab::run_cell(selftest("ok"), "selftest", 2, o);
+    ASSERT_TRUE(cell.valid()) << cell.detail;
+    EXPECT_FALSE(cell.affinity.empty());
+    EXPECT_EQ(cell.oversubscribed, cpus.size() < 2);
+}
+
+TEST(Harness, CpuListsParseAndPrint) {
+    EXPECT_EQ(lab::parse_cpu_list("0-2,5"), (std::vector<int>{0, 1, 2, 5}));
+    EXPECT_EQ(lab::parse_cpu_list("3,1,1"), (std::vector<int>{1, 3}));
+    EXPECT_EQ(lab::format_cpu_list({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
+    EXPECT_THROW(lab::parse_cpu_list(""), std::invalid_argument);
+    EXPECT_THROW(lab::parse_cpu_list("2-1"), std::invalid_argument);
+    EXPECT_THROW(lab::parse_cpu_list("x"), std::invalid_argument);
+    EXPECT_THROW(lab::placement("sideways", 2), std::invalid_argument);
+    EXPECT_EQ(lab::placement("none", 3).size(), 3u);
+}
+
+TEST(Harness, GlobsSelectContenders) {
+    EXPECT_TRUE(lab::glob_match("*", "std_mutex"));
+    EXPECT_TRUE(lab::glob_match("contend_*,std_*", "std_mutex"));
+    EXPECT_TRUE(lab::glob_match("?td_mutex", "std_mutex"));
+    EXPECT_FALSE(lab::glob_match("contend_*", "std_mutex"));
+}

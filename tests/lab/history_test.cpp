@@ -1,0 +1,305 @@
+#include "history.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "results.hpp"
+
+namespace contend_test {
+namespace {
+
+namespace fs = std::filesystem;
+using contend::lab::cell_result;
+using contend::lab::history_store;
+using contend::lab::machine_context;
+using contend::lab::run_result;
+
+// Each test gets its own directory, so tests neither see nor clean up each other's files.
+class History : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::random_device random;
+        const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        dir_ = fs::temp_directory_path() /
+               ("contend_history_" + test + "_" + std::to_string(random()) + "_" + std::to_string(random()));
+        ASSERT_TRUE(fs::create_directory(dir_)) << dir_;
+    }
+
+    void TearDown() override {
+        std::error_code ignored;
+        fs::remove_all(dir_, ignored);
+    }
+
+    std::string db_path() const { return (dir_ / "history.db").string(); }
+
+    fs::path dir_;
+};
+
+std::string read_bytes(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every field distinct from its neighbours, so that two swapped columns cannot pass.
+run_result sample_run(const std::string& label) {
+    run_result run;
+    machine_context& c = run.context;
+    c.date = "2024-05-01T12:34:56Z";
+    c.label = label;
+    c.host_name = "bench-host";
+    c.cpu_model = "AMD EPYC 9654 96-Core Processor";
+    c.logical_cpus = 192;
+    c.cpu_list = "0-1";
+    c.kernel = "Linux 6.1.0-18-amd64";
+    c.compiler = "GCC 12.2.0";
+    c.build_flags = "Release -O2 -march=native";
+    c.governor = "";  // not readable on this machine
+    c.wait_backend = "futex";
+    c.timer_slack_ns = 50000;
+    c.nanosleep_1ns_us = 55.123456789012345;
+
+    cell_result counter;
+    counter.suite = "counter";
+    counter.contender = "contend_mutex";
+    counter.workers = 4;
+    counter.ops_per_worker = 1'000'000;
+    counter.repetitions = 3;
+    counter.ns_per_op = {0.1, 1e-9, 12345.678901234567};
+    counter.median_ns = 0.1;
+    counter.p25_ns = 1e-9;
+    counter.p75_ns = 12345.678901234567;
+    counter.cpu_ns_per_op = 3.3333333333333335;
+    counter.affinity = "0-3";
+    run.cells.push_back(counter);
+
+    cell_result hold;
+    hold.suite = "hold";
+    hold.contender = "std_mutex";
+    hold.params = {{"cs_us", "20"}, {"gap", "1:2"}};  // ':' is allowed in a value
+    hold.workers = 8;
+    hold.ops_per_worker = std::numeric_limits<std::uint64_t>::max();  // above INT64_MAX
+    hold.repetitions = 5;
+    hold.ns_per_op = {std::numeric_limits<double>::denorm_min(), -0.0, 1e300, 2.0 / 3.0, 7};
+    hold.median_ns = 2.0 / 3.0;
+    hold.p25_ns = 0.5;
+    hold.p75_ns = 1e300;
+    hold.cpu_ns_per_op = 41.5;
+    hold.min_share = 0.0625;
+    hold.max_share = 0.1875;
+    hold.has_fairness = true;
+    hold.affinity = "";
+    hold.oversubscribed = true;
+    run.cells.push_back(hold);
+
+    cell_result timed_out;
+    timed_out.suite = "handoff";
+    timed_out.contender = "spin_lock";
+    timed_out.params = {{"", ""}};  // degenerate, but must still come back as it went in
+    timed_out.workers = 16;
+    timed_out.status = "timed_out";
+    timed_out.detail = "repetition 2 ran past 30 s; 'quoted' \"text\"; DROP TABLE runs; -- 20 µs";
+    timed_out.ops_per_worker = 7;
+    timed_out.repetitions = 1;
+    timed_out.ns_per_op = {};
+    timed_out.affinity = "0-15";
+    run.cells.push_back(timed_out);
+    return run;
+}
+
+void expect_same(const machine_context& a, const machine_context& b) {
+    EXPECT_EQ(a.date, b.date);
+    EXPECT_EQ(a.label, b.label);
+    EXPECT_EQ(a.host_name, b.host_name);
+    EXPECT_EQ(a.cpu_model, b.cpu_model);
+    EXPECT_EQ(a.logical_cpus, b.logical_cpus);
+    EXPECT_EQ(a.cpu_list, b.cpu_list);
+    EXPECT_EQ(a.kernel, b.kernel);
+    EXPECT_EQ(a.compiler, b.compiler);
+    EXPECT_EQ(a.build_flags, b.build_flags);
+    EXPECT_EQ(a.governor, b.governor);
+    EXPECT_EQ(a.wait_backend, b.wait_backend);
+    EXPECT_EQ(a.timer_slack_ns, b.timer_slack_ns);
+    EXPECT_EQ(a.nanosleep_1ns_us, b.nanosleep_1ns_us);
+}
+
+// Bit-exact, so that a sample's sign of zero counts too; any NaN equals any NaN.
+bool same_double(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return a == b && std::signbit(a) == std::signbit(b);
+}
+
+void expect_same(const cell_result& a, const cell_result& b) {
+    SCOPED_TRACE(a.suite + "/" + a.contender);
+    EXPECT_EQ(a.suite, b.suite);
+    EXPECT_EQ(a.contender, b.contender);
+    EXPECT_EQ(a.params, b.params);
+    EXPECT_EQ(a.workers, b.workers);
+    EXPECT_EQ(a.status, b.status);
+    EXPECT_EQ(a.detail, b.detail);
+    EXPECT_EQ(a.ops_per_worker, b.ops_per_worker);
+    EXPECT_EQ(a.repetitions, b.repetitions);
+    ASSERT_EQ(a.ns_per_op.size(), b.ns_per_op.size());
+    for (std::size_t i = 0; i < a.ns_per_op.size(); ++i)
+        EXPECT_TRUE(same_double(a.ns_per_op[i], b.ns_per_op[i])) << i << ": " << a.ns_per_op[i] << " vs " << b.ns_per_op[i];
+    EXPECT_EQ(a.median_ns, b.median_ns);
+    EXPECT_EQ(a.p25_ns, b.p25_ns);
+    EXPECT_EQ(a.p75_ns, b.p75_ns);
+    EXPECT_EQ(a.cpu_ns_per_op, b.cpu_ns_per_op);
+    EXPECT_EQ(a.min_share, b.min_share);
+    EXPECT_EQ(a.max_share, b.max_share);
+    EXPECT_EQ(a.has_fairness, b.has_fairness);
+    EXPECT_EQ(a.affinity, b.affinity);
+    EXPECT_EQ(a.oversubscribed, b.oversubscribed);
+}
+
+void expect_same(const run_result& a, const run_result& b) {
+    expect_same(a.context, b.context);
+    ASSERT_EQ(a.cells.size(), b.cells.size());
+    for (std::size_t i = 0; i < a.cells.size(); ++i) expect_same(a.cells[i], b.cells[i]);
+}
+
+TEST_F(History, RoundTripsEveryField) {
+    const run_result run = sample_run("v0.1-3-gabcdef");
+    {
+        history_store store(db_path());
+        EXPECT_EQ(store.append(run), 1);
+    }
+    // Read back through a fresh connection: what counts is what reached the file.
+    history_store store(db_path());
+    const std::vector<run_result> back = store.runs();
+    ASSERT_EQ(back.size(), 1u);
+    expect_same(back[0], run);
+    EXPECT_FALSE(back[0].cells[2].valid());
+}
+
+TEST_F(History, NaNAndInfinityComeBack) {
+    run_result run = sample_run("nan");
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    run.context.nanosleep_1ns_us = nan;
+    run.cells[0].ns_per_op = {nan, inf, -inf};
+    run.cells[0].median_ns = nan;
+    run.cells[0].p75_ns = inf;
+    run.cells[0].p25_ns = -inf;
+    history_store store(db_path());
+    store.append(run);
+    const run_result back = store.runs().at(0);
+    EXPECT_TRUE(std::isnan(back.context.nanosleep_1ns_us));
+    EXPECT_TRUE(std::isnan(back.cells[0].median_ns));
+    EXPECT_EQ(back.cells[0].p75_ns, inf);
+    EXPECT_EQ(back.cells[0].p25_ns, -inf);
+    ASSERT_EQ(back.cells[0].ns_per_op.size(), 3u);
+    EXPECT_TRUE(std::isnan(back.cells[0].ns_per_op[0]));
+    EXPECT_EQ(back.cells[0].ns_per_op[1], inf);
+    EXPECT_EQ(back.cells[0].ns_per_op[2], -inf);
+}
+
+TEST_F(History, IdsCountAndLimit) {
+    run_result second = sample_run("second");
+    second.cells.clear();  // a run with no cells is still a run
+    {
+        history_store store(db_path());
+        EXPECT_EQ(store.run_count(), 0u);
+        EXPECT_TRUE(store.runs().empty());
+        EXPECT_EQ(store.append(sample_run("first")), 1);
+        EXPECT_EQ(store.append(second), 2);
+    }
+    history_store store(db_path());
+    EXPECT_EQ(store.run_count(), 2u);
+
+    const std::vector<run_result> newest = store.runs(1);
+    ASSERT_EQ(newest.size(), 1u);
+    expect_same(newest[0], second);
+
+    const std::vector<run_result> all = store.runs();
+    ASSERT_EQ(all.size(), 2u);
+    expect_same(all[0], sample_run("first"));  // oldest first
+    expect_same(all[1], second);
+    EXPECT_EQ(store.runs(5).size(), 2u);
+}
+
+TEST_F(History, CreatesMissingDirectories) {
+    const fs::path path = dir_ / "not" / "yet" / "history.db";
+    ASSERT_FALSE(fs::exists(path.parent_path()));
+    history_store store(path.string());
+    EXPECT_TRUE(fs::is_regular_file(path));
+    EXPECT_EQ(store.append(sample_run("x")), 1);
+}
+
+TEST_F(History, RefusesAFileThatIsNotADatabaseAndLeavesItAlone) {
+    const std::string garbage = "not a database";
+    {
+        std::ofstream out(db_path(), std::ios::binary);
+        out << garbage;
+    }
+    try {
+        history_store store(db_path());
+        ADD_FAILURE() << "opened a file that is not a database";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(db_path()), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read_bytes(db_path()), garbage);
+    // No journal or other file left beside it either.
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(History, AFailedAppendStoresNothing) {
+    history_store store(db_path());
+    run_result run = sample_run("bad");
+    // The run row and the first cell are written before the bad parameter is met.
+    run.cells[1].params = {{"path", "a/b"}};
+    EXPECT_THROW(store.append(run), std::runtime_error);
+    EXPECT_EQ(store.run_count(), 0u);
+
+    run.cells[1].params = {{"k:ey", "v"}};
+    EXPECT_THROW(store.append(run), std::runtime_error);
+    EXPECT_EQ(store.run_count(), 0u);
+
+    EXPECT_EQ(store.append(sample_run("good")), 1);  // the store is still usable
+    EXPECT_EQ(store.runs().at(0).cells.size(), 3u);
+}
+
+TEST_F(History, ProcessesSharingTheFileDoNotFailEachOther) {
+    // Separate connections stand in for separate processes: each has its own locks.
+    constexpr int appenders = 3, appends_each = 10;
+    std::vector<std::int64_t> ids[appenders];
+    std::string errors[appenders];
+    {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < appenders; ++t)
+            threads.emplace_back([&, t] {
+                try {
+                    history_store store(db_path());
+                    for (int i = 0; i < appends_each; ++i) {
+                        ids[t].push_back(store.append(sample_run("thread " + std::to_string(t))));
+                        store.runs(2);  // reads in between, holding shared locks
+                    }
+                } catch (const std::exception& e) {
+                    errors[t] = e.what();
+                }
+            });
+        for (std::thread& thread : threads) thread.join();
+    }
+    for (const std::string& error : errors) EXPECT_EQ(error, "");
+    std::set<std::int64_t> distinct;
+    for (const auto& list : ids) distinct.insert(list.begin(), list.end());
+    EXPECT_EQ(distinct.size(), std::size_t{appenders * appends_each});
+    history_store store(db_path());
+    EXPECT_EQ(store.run_count(), std::size_t{appenders * appends_each});
+    for (const run_result& run : store.runs()) EXPECT_EQ(run.cells.size(), 3u);
+}
+
+}  // namespace
+}  // namespace contend_test

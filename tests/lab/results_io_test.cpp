@@ -1,0 +1,109 @@
+#include "results_io.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace lab = contend::lab;
+using nlohmann::json;
+
+namespace {
+
+lab::run_result sample_run() {
+    lab::run_result run;
+    run.context.date = "2026-11-29T00:00:00Z";
+    run.context.label = "v0";
+    run.context.host_name = "host";
+    run.context.cpu_model = "AMD EPYC";
+    run.context.logical_cpus = 2;
+    run.context.cpu_list = "0-1";
+    run.context.kernel = "Linux 6";
+    run.context.compiler = "GCC 12";
+    run.context.build_flags = "Release -O2";
+    run.context.wait_backend = "futex";
+    run.context.timer_slack_ns = 50000;
+    run.context.nanosleep_1ns_us = 90.5;
+    lab::cell_result c;
+    c.suite = "counter";
+    c.contender = "contend_mutex";
+    c.workers = 2;
+    c.ops_per_worker = 1000000;
+    c.repetitions = 5;
+    c.ns_per_op = {6.5, 6.25, 6.75, 6.0, 7.0};
+    c.median_ns = 6.5;
+    c.p25_ns = 6.25;
+    c.p75_ns = 6.75;
+    c.cpu_ns_per_op = 7.25;
+    c.has_fairness = true;
+    c.min_share = 0.5;
+    c.max_share = 1.5;
+    run.cells.push_back(c);
+    return run;
+}
+
+json golden() {
+    std::ifstream in(CONTEND_LAB_GOLDEN_DIR "/run.json");
+    return json::parse(in);
+}
+
+// Same keys, same JSON types, recursively: the schema, not the figures.
+void expect_same_shape(const json& want, const json& got, const std::string& where) {
+    ASSERT_EQ(want.type_name(), std::string(got.type_name())) << where;
+    if (want.is_object()) {
+        for (const auto& [k, v] : want.items()) {
+            ASSERT_TRUE(got.contains(k)) << where << " lacks '" << k << "'";
+            expect_same_shape(v, got.at(k), where + "." + k);
+        }
+        for (const auto& [k, v] : got.items()) EXPECT_TRUE(want.contains(k)) << where << " has unexpected '" << k << "'";
+    } else if (want.is_array() && !want.empty() && !got.empty()) {
+        expect_same_shape(want.front(), got.front(), where + "[0]");
+    }
+}
+
+}  // namespace
+
+TEST(ResultsIo, JsonMatchesTheGoldenSchema) {
+    const json got = json::parse(lab::to_json(sample_run()));
+    expect_same_shape(golden(), got, "$");
+    EXPECT_EQ(got, golden()) << "same figures in, same document out";
+}
+
+TEST(ResultsIo, RowsReadBackAsTheyWereWritten) {
+    const auto run = sample_run();
+    const auto back = lab::cell_from_json(lab::cell_to_json(run.cells[0]));
+    EXPECT_EQ(back.name(), run.cells[0].name());
+    EXPECT_EQ(back.ns_per_op, run.cells[0].ns_per_op);
+    EXPECT_DOUBLE_EQ(back.min_share, 0.5);
+    EXPECT_TRUE(back.valid());
+}
+
+TEST(ResultsIo, AMalformedRowIsAClearError) {
+    json row = lab::cell_to_json(sample_run().cells[0]);
+    row.erase("samples");
+    try {
+        lab::cell_from_json(row);
+        FAIL() << "no error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("samples"), std::string::npos) << e.what();
+    }
+    row = lab::cell_to_json(sample_run().cells[0]);
+    row["workers"] = "two";
+    EXPECT_THROW(lab::cell_from_json(row), std::runtime_error);
+}
+
+TEST(ResultsIo, InvalidCellsAreListedNotDropped) {
+    auto run = sample_run();
+    lab::cell_result bad;
+    bad.suite = "counter";
+    bad.contender = "tas_lock";
+    bad.workers = 64;
+    bad.status = "timed_out";
+    bad.detail = "killed";
+    run.cells.push_back(bad);
+    const std::string table = lab::to_table(run);
+    EXPECT_NE(table.find("INVALID (timed_out)"), std::string::npos) << table;
+    const std::string csv = lab::to_csv(run);
+    EXPECT_NE(csv.find("counter/tas_lock/workers:64,counter,tas_lock,64,false,timed_out"), std::string::npos) << csv;
+    EXPECT_EQ(run.valid_cells(), 1u);
+}
