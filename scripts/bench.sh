@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds optimized, runs the lock benchmark.
-# Extra arguments go to the benchmark (Google Benchmark flags, e.g. --benchmark_filter=counter).
-# Results: the table on stdout and build/release/lock_bench.json.
+# The main job: installs what is missing, builds optimized, and runs the contention lab's
+# default suite (`contend bench`: the counter suite at 1, 2, 4, 16 and 64 workers, about
+# two minutes on 2 cores). Extra arguments go to `contend bench` (see `contend bench --help`).
+# Results: the table on stdout, .contend/last-run.json, and a row in .contend/history.db.
+# The Google Benchmark program of the lock family is build/release/bench/lock_bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)" --target lock_bench
-out=build/release/lock_bench.json
-build/release/bench/lock_bench --benchmark_min_time=0.2 --benchmark_out="$out" --benchmark_out_format=json "$@"
-echo "lock_bench: results written to $out"
+cmake --build --preset release -j "$(nproc)" --target contend_cli lock_bench
+build/release/lab/contend bench "$@"
