@@ -21,11 +21,20 @@ extern char** environ;
 namespace contend::lab {
 namespace {
 
-cell_result failed_cell(const std::string& suite, const std::string& contender, std::int32_t workers,
+cell_result failed_cell(const std::string& suite, const std::string& contender_id, std::int32_t workers,
                         std::string status, std::string detail) {
     cell_result c;
     c.suite = suite;
-    c.contender = contender;
+    // The id is "name/key:value/...": split it back into the row's parts.
+    std::size_t start = 0, slash = contender_id.find('/');
+    c.contender = contender_id.substr(0, slash);
+    while (slash != std::string::npos) {
+        start = slash + 1;
+        slash = contender_id.find('/', start);
+        const std::string part = contender_id.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        const auto colon = part.find(':');
+        if (colon != std::string::npos) c.params.emplace_back(part.substr(0, colon), part.substr(colon + 1));
+    }
     c.workers = workers;
     c.status = std::move(status);
     c.detail = std::move(detail);
@@ -130,7 +139,7 @@ int cell_child_main(const std::string& suite_name, const std::string& contender_
         return 2;
     }
     for (const auto& c : s->contenders) {
-        if (c.name != contender_name) continue;
+        if (c.id() != contender_name) continue;
         harness_options opts = options;
         opts.on_repetition = [] {
             std::fputs("rep\n", stdout);

@@ -210,6 +210,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     cell_result cell;
     cell.suite = suite;
     cell.contender = c.name;
+    cell.params = c.params;
     cell.workers = workers;
     cell.has_fairness = c.is_lock && workers > 1;
     const auto cpus = placement(options.pin, workers);

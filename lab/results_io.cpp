@@ -136,19 +136,28 @@ std::string to_table(const run_result& run) {
     for (const auto& c : run.cells)
         if (std::find(suites.begin(), suites.end(), c.suite) == suites.end()) suites.push_back(c.suite);
     for (const auto& suite : suites) {
-        std::set<std::int32_t> workers;
-        for (const auto& c : run.cells)
-            if (c.suite == suite) workers.insert(c.workers);
-        for (const auto w : workers) {
+        // One table per parameter point and worker count, in first-seen order.
+        std::vector<std::pair<std::string, std::int32_t>> groups;
+        auto params_of = [](const cell_result& c) {
+            std::string p;
+            for (const auto& [k, v] : c.params) p += (p.empty() ? "" : ", ") + k + " " + v;
+            return p;
+        };
+        for (const auto& c : run.cells) {
+            if (c.suite != suite) continue;
+            const std::pair<std::string, std::int32_t> key{params_of(c), c.workers};
+            if (std::find(groups.begin(), groups.end(), key) == groups.end()) groups.push_back(key);
+        }
+        for (const auto& [params, w] : groups) {
             std::vector<const cell_result*> rows;
             for (const auto& c : run.cells)
-                if (c.suite == suite && c.workers == w) rows.push_back(&c);
+                if (c.suite == suite && c.workers == w && params_of(c) == params) rows.push_back(&c);
             std::stable_sort(rows.begin(), rows.end(), [](const cell_result* a, const cell_result* b) {
                 if (a->valid() != b->valid()) return a->valid();
                 return a->median_ns < b->median_ns;
             });
             const bool over = !rows.empty() && rows.front()->oversubscribed;
-            out << "\n" << suite << ", " << w << (w == 1 ? " worker" : " workers")
+            out << "\n" << suite << (params.empty() ? "" : ", " + params) << ", " << w << (w == 1 ? " worker" : " workers")
                 << (over ? "  (oversubscribed: more workers than CPUs)" : "") << "\n";
             out << "  " << std::string(24, ' ') << "   ns/op    p25-p75          cpu ns/op   min/max share\n";
             bool first_valid = true;

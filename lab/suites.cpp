@@ -7,11 +7,14 @@
 #include <threads.h>
 #include <time.h>
 
+#include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
+#include "peers/peers.hpp"
 
 namespace contend::lab {
 namespace {
@@ -123,6 +126,39 @@ public:
     std::uint64_t observed_total() override { return 0; }
 };
 
+// Iterations of locked_work::burn per microsecond on this machine, measured once per
+// process (each cell's process measures its own).
+double burn_iterations_per_us() {
+    static const double rate = [] {
+        constexpr std::uint64_t probe = 2'000'000;
+        double best = 1e300;
+        for (int i = 0; i < 3; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            locked_work<std::mutex>::burn(probe);
+            best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return static_cast<double>(probe) / best;
+    }();
+    return rate;
+}
+
+// The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.
+template <class Lock>
+void add_hold_points(std::vector<contender>& out, const std::string& name, const std::string& description) {
+    for (const int cs_us : {0, 1, 20, 200}) {
+        contender c;
+        c.name = name;
+        c.description = description + ", " + std::to_string(cs_us) + " us of work inside";
+        c.is_lock = true;
+        c.params = {{"cs_us", std::to_string(cs_us)}};
+        c.make = [cs_us] {
+            const auto iterations = static_cast<std::uint64_t>(burn_iterations_per_us() * cs_us);
+            return std::make_unique<locked_work<Lock>>(iterations);
+        };
+        out.push_back(std::move(c));
+    }
+}
+
 template <class W>
 contender custom(std::string name, std::string description, bool is_lock) {
     return {std::move(name), std::move(description), is_lock, [] { return std::make_unique<W>(); }};
@@ -150,6 +186,21 @@ std::vector<suite> make_suites() {
                           lock_contender<contend::mutex>("contend_mutex", "contend::mutex"),
                       },
                       {1, 2, 4, 16, 64}});
+    append_peer_locks(suites.back().contenders);
+
+    suite hold{"hold",
+               "the lock contenders with 0, 1, 20 and 200 us of work inside the lock: throughput and CPU per "
+               "acquisition, where a spin lock must lose to a parking one",
+               {},
+               {4}};
+    add_hold_points<contend::mutex>(hold.contenders, "contend_mutex", "contend::mutex");
+    add_hold_points<std::mutex>(hold.contenders, "std_mutex", "std::mutex");
+    add_hold_points<pthread_mutex_lock_adapter>(hold.contenders, "pthread_mutex", "pthread_mutex_t");
+    add_hold_points<contend::backoff_spin_lock>(hold.contenders, "backoff_spin_lock", "backoff spin lock");
+    add_hold_points<contend::sleeping_spin_lock>(hold.contenders, "sleeping_spin_lock", "sleeping spin lock");
+    add_hold_points<contend::ttas_lock>(hold.contenders, "ttas_lock", "TTAS lock");
+    add_hold_points<contend::ticket_lock>(hold.contenders, "ticket_lock", "ticket lock");
+    suites.push_back(std::move(hold));
     suites.push_back({"selftest",
                       "the harness's failure modes, for its tests",
                       {

@@ -43,6 +43,15 @@ struct contender {
     std::string description;
     bool is_lock = false;  // lock cells report fairness
     std::function<std::unique_ptr<workload>()> make;
+    // Parameters of this point of a sweep, in row-name order (e.g. {"cs_us", "20"}).
+    std::vector<std::pair<std::string, std::string>> params = {};
+
+    // Unique within a suite: the name plus "/key:value" per parameter.
+    std::string id() const {
+        std::string s = name;
+        for (const auto& [k, v] : params) s += "/" + k + ":" + v;
+        return s;
+    }
 };
 
 // The body shared by every contender: do `op` `ops` times, polling as promised above.
@@ -94,6 +103,39 @@ public:
 
 private:
     alignas(internal::cache_line_size) std::atomic<std::uint64_t> counter_{0};
+};
+
+// A lock contender whose critical section also burns `work_iterations` of dependent
+// arithmetic (calibrated by the hold suite to microseconds of CPU work that, unlike a
+// clock-polling loop, does not shrink when the holder is preempted).
+template <class Lock>
+class locked_work final : public workload {
+public:
+    explicit locked_work(std::uint64_t work_iterations) : work_(work_iterations) {}
+    void reset() override { counter_ = 0; }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      progress_counters& progress) override {
+        return run_polled(worker, ops, stop, progress, [this] {
+            lock_.lock();
+            burn(work_);
+            counter_ = counter_ + 1;
+            lock_.unlock();
+        });
+    }
+    std::uint64_t observed_total() override { return counter_; }
+
+    static void burn(std::uint64_t iterations) {
+        std::uint64_t x = iterations;
+        for (std::uint64_t i = 0; i < iterations; ++i) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            asm volatile("" : "+r"(x));  // keep the chain: the compiler may not fold it
+        }
+    }
+
+private:
+    alignas(internal::cache_line_size) Lock lock_;
+    alignas(internal::cache_line_size) std::uint64_t counter_ = 0;
+    std::uint64_t work_;
 };
 
 template <class Lock>

@@ -15,6 +15,7 @@
 #include "harness.hpp"
 #include "history.hpp"
 #include "machine.hpp"
+#include "peers/peers.hpp"
 #include "results_io.hpp"
 #include "suites.hpp"
 
@@ -58,7 +59,7 @@ int list_suites() {
     for (const auto& s : lab::all_suites()) {
         if (s.hidden) continue;
         std::printf("%s: %s\n", s.name.c_str(), s.description.c_str());
-        for (const auto& c : s.contenders) std::printf("  %-22s %s\n", c.name.c_str(), c.description.c_str());
+        for (const auto& c : s.contenders) std::printf("  %-28s %s\n", c.id().c_str(), c.description.c_str());
     }
     return 0;
 }
@@ -105,10 +106,10 @@ int run_bench(const bench_args& a) {
                 const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
                 const double eta = done ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
                 std::fprintf(stderr, "\r[cell %zu/%zu] %s/%s/workers:%d  elapsed %.0fs, about %.0fs left   ", done + 1,
-                             total, s->name.c_str(), c->name.c_str(), w, elapsed, eta);
+                             total, s->name.c_str(), c->id().c_str(), w, elapsed, eta);
             }
             run.cells.push_back(a.in_process ? lab::run_cell(*c, s->name, w, options)
-                                             : lab::run_cell_in_child(exe, s->name, c->name, w, options));
+                                             : lab::run_cell_in_child(exe, s->name, c->id(), w, options));
             ++done;
         }
     }
@@ -117,7 +118,7 @@ int run_bench(const bench_args& a) {
     std::cout << "contend bench: suite " << s->name << " on " << run.context.cpu_model << " (" << run.context.logical_cpus
               << " CPUs, using " << run.context.cpu_list << "), timer slack " << run.context.timer_slack_ns
               << " ns, 1 ns nanosleep takes " << run.context.nanosleep_1ns_us << " us, wait backend "
-              << run.context.wait_backend << "\n";
+              << run.context.wait_backend << ", peers built in: " << lab::peers_found() << "\n";
     std::cout << lab::to_table(run);
 
     std::vector<std::string> wrote;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "suites.hpp"
 
 namespace lab = contend::lab;
@@ -102,4 +104,24 @@ TEST(Harness, GlobsSelectContenders) {
     EXPECT_TRUE(lab::glob_match("contend_*,std_*", "std_mutex"));
     EXPECT_TRUE(lab::glob_match("?td_mutex", "std_mutex"));
     EXPECT_FALSE(lab::glob_match("contend_*", "std_mutex"));
+}
+
+TEST(Harness, HoldSuiteRowsCarryTheirCriticalSectionLength) {
+    const auto* hold = lab::find_suite("hold");
+    ASSERT_NE(hold, nullptr);
+    const lab::contender* point = nullptr;
+    for (const auto& c : hold->contenders)
+        if (c.id() == "contend_mutex/cs_us:20") point = &c;
+    ASSERT_NE(point, nullptr);
+    const auto cell = lab::run_cell(*point, "hold", 2, quick());
+    ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
+    EXPECT_EQ(cell.name(), "hold/contend_mutex/cs_us:20/workers:2");
+    EXPECT_TRUE(cell.has_fairness);
+}
+
+TEST(Harness, ContenderIdsAreUniqueWithinEachSuite) {
+    for (const auto& s : lab::all_suites()) {
+        std::set<std::string> ids;
+        for (const auto& c : s.contenders) EXPECT_TRUE(ids.insert(c.id()).second) << s.name << ": " << c.id();
+    }
 }

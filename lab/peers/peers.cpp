@@ -1,0 +1,82 @@
+// Adapters from each peer's lock API to lock()/unlock(). Kept apart from our own
+// contenders, as the baselines of a lab should be.
+#include "peers/peers.hpp"
+
+#include <optional>
+
+#if CONTEND_HAVE_ABSL
+#include <absl/synchronization/mutex.h>
+#endif
+#if CONTEND_HAVE_TBB
+#include <oneapi/tbb/mutex.h>
+#include <oneapi/tbb/queuing_mutex.h>
+#include <oneapi/tbb/spin_mutex.h>
+#endif
+
+namespace contend::lab {
+namespace {
+
+#if CONTEND_HAVE_ABSL
+// Debian builds absl without NDEBUG, so deadlock detection is on and every Lock() and
+// Unlock() maintains a global acquired-before graph. We report the lock both ways; each
+// adapter sets the process-wide mode when its cell starts (cells run in their own process).
+struct absl_mutex_shipped {
+    absl_mutex_shipped() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kAbort); }
+    absl::Mutex m;
+    void lock() { m.Lock(); }
+    void unlock() { m.Unlock(); }
+};
+struct absl_mutex_nodetect {
+    absl_mutex_nodetect() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); }
+    absl::Mutex m;
+    void lock() { m.Lock(); }
+    void unlock() { m.Unlock(); }
+};
+#endif
+
+#if CONTEND_HAVE_TBB
+// queuing_mutex is scoped-lock only: the queue node lives with the holder, one per thread.
+struct tbb_queuing_mutex {
+    tbb::queuing_mutex m;
+    static thread_local std::optional<tbb::queuing_mutex::scoped_lock> node;
+    void lock() { node.emplace(m); }
+    void unlock() { node.reset(); }
+};
+thread_local std::optional<tbb::queuing_mutex::scoped_lock> tbb_queuing_mutex::node;
+#endif
+
+
+}  // namespace
+
+void append_peer_locks(std::vector<contender>& out) {
+#if CONTEND_HAVE_ABSL
+    out.push_back(lock_contender<absl_mutex_shipped>("absl_mutex", "absl::Mutex as Debian ships it (deadlock detection on)"));
+    out.push_back(lock_contender<absl_mutex_nodetect>("absl_mutex_nodetect", "absl::Mutex, deadlock detection off"));
+#endif
+#if CONTEND_HAVE_TBB
+    out.push_back(lock_contender<tbb::spin_mutex>("tbb_spin_mutex", "oneTBB spin_mutex"));
+    out.push_back(lock_contender<tbb_queuing_mutex>("tbb_queuing_mutex", "oneTBB queuing_mutex (FIFO)"));
+    out.push_back(lock_contender<tbb::mutex>("tbb_mutex", "oneTBB mutex"));
+#endif
+#if CONTEND_HAVE_CK
+    append_ck_locks(out);
+#endif
+    (void)out;
+}
+
+std::string peers_found() {
+    std::string found;
+#if CONTEND_HAVE_ABSL
+    found += "absl ";
+#endif
+#if CONTEND_HAVE_TBB
+    found += "tbb ";
+#endif
+#if CONTEND_HAVE_CK
+    found += "ck ";
+#endif
+    if (!found.empty()) found.pop_back();
+    return found.empty() ? "none" : found;
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,21 @@
+// The peers: other projects' locks, measured beside ours. Which ones exist is decided at
+// build time (lab/CMakeLists.txt says which it found); the library never links them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "workload.hpp"
+
+namespace contend::lab {
+
+// Appends the lock contenders of every peer found at build time.
+void append_peer_locks(std::vector<contender>& out);
+
+// Concurrency Kit's spinlocks (peers/ck_peers.cpp, compiled only when CK is found).
+void append_ck_locks(std::vector<contender>& out);
+
+// "absl tbb ck", the peers compiled in (for the run's context and `--list`).
+std::string peers_found();
+
+}  // namespace contend::lab
