@@ -64,6 +64,8 @@ std::string utc_now() {
 
 }  // namespace
 
+std::string read_build_flags() { return CONTEND_LAB_BUILD_FLAGS; }
+
 double measure_nanosleep_1ns_us(int samples) {
     std::vector<double> us;
     for (int i = 0; i < samples; ++i) {

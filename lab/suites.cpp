@@ -151,6 +151,7 @@ void add_hold_points(std::vector<contender>& out, const std::string& name, const
         c.description = description + ", " + std::to_string(cs_us) + " us of work inside";
         c.is_lock = true;
         c.params = {{"cs_us", std::to_string(cs_us)}};
+        c.workload_type = demangled_type_name<locked_work<Lock>>();
         c.make = [cs_us] {
             const auto iterations = static_cast<std::uint64_t>(burn_iterations_per_us() * cs_us);
             return std::make_unique<locked_work<Lock>>(iterations);
@@ -161,7 +162,8 @@ void add_hold_points(std::vector<contender>& out, const std::string& name, const
 
 template <class W>
 contender custom(std::string name, std::string description, bool is_lock) {
-    return {std::move(name), std::move(description), is_lock, [] { return std::make_unique<W>(); }};
+    return {std::move(name), std::move(description), is_lock, [] { return std::make_unique<W>(); }, {},
+            demangled_type_name<W>()};
 }
 
 std::vector<suite> make_suites() {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "contend/internal/platform.hpp"
@@ -45,6 +46,9 @@ struct contender {
     std::function<std::unique_ptr<workload>()> make;
     // Parameters of this point of a sweep, in row-name order (e.g. {"cs_us", "20"}).
     std::vector<std::pair<std::string, std::string>> params = {};
+    // The demangled name of the workload class whose run() holds the hot loop, as
+    // objdump -C prints it (for `contend disasm`); empty when unknown.
+    std::string workload_type = {};
 
     // Unique within a suite: the name plus "/key:value" per parameter.
     std::string id() const {
@@ -138,14 +142,29 @@ private:
     std::uint64_t work_;
 };
 
+// T's name as the compiler spells it, in objdump -C's dialect ("(anonymous namespace)").
+template <class T>
+std::string demangled_type_name() {
+    std::string_view f = __PRETTY_FUNCTION__;  // "... [with T = X; std::string = ...]"
+    const auto start = f.find("T = ") + 4;
+    auto end = f.find(';', start);
+    if (end == std::string_view::npos) end = f.rfind(']');
+    std::string name(f.substr(start, end - start));
+    for (std::size_t at; (at = name.find("{anonymous}")) != std::string::npos;)
+        name.replace(at, 11, "(anonymous namespace)");
+    return name;
+}
+
 template <class Lock>
 contender lock_contender(std::string name, std::string description) {
-    return {std::move(name), std::move(description), true, [] { return std::make_unique<locked_counter<Lock>>(); }};
+    return {std::move(name), std::move(description), true, [] { return std::make_unique<locked_counter<Lock>>(); }, {},
+            demangled_type_name<locked_counter<Lock>>()};
 }
 
 template <class Increment>
 contender atomic_contender(std::string name, std::string description) {
-    return {std::move(name), std::move(description), false, [] { return std::make_unique<atomic_counter<Increment>>(); }};
+    return {std::move(name), std::move(description), false, [] { return std::make_unique<atomic_counter<Increment>>(); },
+            {}, demangled_type_name<atomic_counter<Increment>>()};
 }
 
 }  // namespace contend::lab

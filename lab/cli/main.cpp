@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cell_runner.hpp"
+#include "disasm.hpp"
 #include "harness.hpp"
 #include "history.hpp"
 #include "machine.hpp"
@@ -144,6 +145,26 @@ int run_bench(const bench_args& a) {
     return 0;
 }
 
+int run_disasm(const std::string& suite_name, const std::string& contender_id) {
+    const lab::suite* s = lab::find_suite(suite_name);
+    if (!s) {
+        std::fprintf(stderr, "contend disasm: unknown suite '%s'\n", suite_name.c_str());
+        return 2;
+    }
+    for (const auto& c : s->contenders) {
+        if (c.id() != contender_id && !(c.params.empty() && c.name == contender_id)) continue;
+        const auto d = lab::disassemble_run(self_executable(), c.workload_type);
+        std::cout << d.listing << "\n"
+                  << suite_name << "/" << c.id() << ": " << d.atomic_instructions << " atomic instruction"
+                  << (d.atomic_instructions == 1 ? "" : "s") << ", " << d.calls
+                  << " call(s) out of the loop (slow paths, helpers). Built with: " << lab::read_build_flags() << "\n";
+        return 0;
+    }
+    std::fprintf(stderr, "contend disasm: no contender '%s' in suite '%s' (see contend bench --list)\n",
+                 contender_id.c_str(), suite_name.c_str());
+    return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,9 +198,14 @@ int main(int argc, char** argv) {
     bench->add_flag("--no-history", a.no_history, "Do not append the run to the history database");
     bench->add_option("--label", a.label, "Label for the run (default: git describe)");
     bench->add_flag("--in-process", a.in_process, "Run cells in this process (no protection against hangs)");
+    std::string disasm_suite, disasm_contender;
+    auto* disasm = app.add_subcommand("disasm", "Show the instructions of a contender's hot loop, atomics marked");
+    disasm->add_option("suite", disasm_suite, "Suite, e.g. counter")->required();
+    disasm->add_option("contender", disasm_contender, "Contender, e.g. contend_mutex (hold: contend_mutex/cs_us:20)")->required();
     CLI11_PARSE(app, argc, argv);
     try {
         if (bench->parsed()) return run_bench(a);
+        if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "contend: %s\n", e.what());
         return 1;

@@ -91,3 +91,19 @@ TEST_F(Cli, BadArgumentsGetAClearErrorAndNoRun) {
     EXPECT_NE(run("bench --contenders 'zzz*' " + files()).exit_code, 0);
     EXPECT_FALSE(std::filesystem::exists(dir_ / "run.json"));
 }
+
+TEST_F(Cli, DisasmMarksTheAtomicInstructionsOfTheHotLoop) {
+    const auto o = run("disasm counter contend_mutex");
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+#if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer turns every atomic into a call into its runtime
+    EXPECT_NE(o.output.find("<== atomic"), std::string::npos) << o.output;
+#endif
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+    // One CAS to lock; the unlock fast path is a plain store (no second locked instruction).
+    EXPECT_NE(o.output.find("lock cmpxchg"), std::string::npos) << o.output;
+    const auto direct = run("disasm counter fetch_add_relaxed");
+    EXPECT_NE(direct.output.find("lock add"), std::string::npos) << direct.output;
+    EXPECT_NE(direct.output.find("1 atomic instruction"), std::string::npos) << direct.output;
+#endif
+    EXPECT_NE(run("disasm counter nosuch").exit_code, 0);
+}
