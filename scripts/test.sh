@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs the whole suite
 # optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer, each on both OS
-# wait backends (futex and portable), and finally builds a consumer project against the
+# wait backends (futex and portable; the lab's tests, which do not depend on the backend,
+# run on the futex builds only), and finally builds a consumer project against the
 # installed package. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
