@@ -8,8 +8,9 @@
 namespace contend::lab {
 
 bool is_atomic_instruction(const std::string& line) {
+    // x86 xchg is implicitly locked only with a memory operand: `xchg %ax,%ax` is a nop.
     static const std::regex atomic(
-        R"(\block\b|\bxchg|\b(ldadd|ldset|ldclr|ldeor|swp|cas)[alhb]*\b|\bld[a]?xr[bh]?\b|\bst[l]?xr[bh]?\b|__aarch64_(cas|swp|ld))");
+        R"(\block\b|\bxchg[a-z]*\s+[^#]*\(|\b(ldadd|ldset|ldclr|ldeor|swp|cas)[alhb]*\b|\bld[a]?xr[bh]?\b|\bst[l]?xr[bh]?\b|__aarch64_(cas|swp|ld))");
     return std::regex_search(line, atomic);
 }
 
