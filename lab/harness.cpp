@@ -195,6 +195,7 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
         }
     }
     result.observed = w.observed_total();
+    result.expected = w.expected_total(completed);
     result.progress_at_first_finish = std::move(snapshot);
     return result;
 }
@@ -229,10 +230,11 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
         } else if (r.timed_out) {
             cell.status = "timed_out";
             cell.detail = "a repetition missed its " + std::to_string(options.deadline_s) + " s deadline";
-        } else if (r.observed != r.completed) {
+        } else if (r.observed != r.expected) {
             cell.status = "wrong_count";
-            cell.detail = "counter ended at " + std::to_string(r.observed) + ", workers completed " +
-                          std::to_string(r.completed);
+            cell.detail = "counter ended at " + std::to_string(r.observed) + ", expected " +
+                          std::to_string(r.expected) + " from the workers' " + std::to_string(r.completed) +
+                          " completed operations";
         }
         return cell.valid();
     };

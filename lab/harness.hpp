@@ -52,6 +52,7 @@ struct repetition_result {
     double cpu_ns = 0;  // sum of the workers' thread CPU time
     std::uint64_t completed = 0;  // operations the workers report
     std::uint64_t observed = 0;  // the counter's final value
+    std::uint64_t expected = 0;  // what it must be: workload::expected_total of the completions
     bool timed_out = false;
     bool affinity_ok = true;
     std::string affinity_detail;

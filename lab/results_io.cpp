@@ -136,12 +136,28 @@ std::string to_table(const run_result& run) {
     for (const auto& c : run.cells)
         if (std::find(suites.begin(), suites.end(), c.suite) == suites.end()) suites.push_back(c.suite);
     for (const auto& suite : suites) {
-        // One table per parameter point and worker count, in first-seen order.
+        // One table per parameter point and worker count, in first-seen order. A suite
+        // that sweeps the parameters of a single contender (probes) compares its points
+        // instead: one table per worker count, a row per point.
+        bool one_contender = true;
+        std::string first_name;
+        for (const auto& c : run.cells) {
+            if (c.suite != suite) continue;
+            if (first_name.empty()) first_name = c.contender;
+            one_contender = one_contender && c.contender == first_name;
+        }
         std::vector<std::pair<std::string, std::int32_t>> groups;
-        auto params_of = [](const cell_result& c) {
+        auto params_of = [one_contender](const cell_result& c) {
             std::string p;
+            if (one_contender) return p;
             for (const auto& [k, v] : c.params) p += (p.empty() ? "" : ", ") + k + " " + v;
             return p;
+        };
+        auto label_of = [one_contender](const cell_result& c) {
+            std::string l = c.contender;
+            if (one_contender)
+                for (const auto& [k, v] : c.params) l += "/" + k + ":" + v;
+            return l;
         };
         for (const auto& c : run.cells) {
             if (c.suite != suite) continue;
@@ -164,14 +180,14 @@ std::string to_table(const run_result& run) {
             for (const auto* c : rows) {
                 char line[256];
                 if (!c->valid()) {
-                    std::snprintf(line, sizeof line, "  %-24s   INVALID (%s) %s\n", c->contender.c_str(), c->status.c_str(),
+                    std::snprintf(line, sizeof line, "  %-24s   INVALID (%s) %s\n", label_of(*c).c_str(), c->status.c_str(),
                                   c->detail.c_str());
                     out << line;
                     continue;
                 }
                 const std::string share = c->has_fairness ? num(c->min_share, "%.2f") + " / " + num(c->max_share, "%.2f") : "";
                 std::snprintf(line, sizeof line, "%s %-24s %8.3f  %8.3f-%-8.3f %10.3f   %s\n", first_valid ? "*" : " ",
-                              c->contender.c_str(), c->median_ns, c->p25_ns, c->p75_ns, c->cpu_ns_per_op, share.c_str());
+                              label_of(*c).c_str(), c->median_ns, c->p25_ns, c->p75_ns, c->cpu_ns_per_op, share.c_str());
                 out << line;
                 first_valid = false;
             }

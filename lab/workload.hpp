@@ -37,6 +37,14 @@ public:
     // The value the shared counter ended with; the harness checks it equals the sum of
     // the workers' completed operations.
     virtual std::uint64_t observed_total() = 0;
+    // What observed_total() must equal after a repetition in which worker i completed
+    // completed[i] operations. One increment per operation unless a workload says
+    // otherwise (the tax suite's operation is a work item, not an increment).
+    virtual std::uint64_t expected_total(const std::vector<std::uint64_t>& completed) const {
+        std::uint64_t sum = 0;
+        for (const auto c : completed) sum += c;
+        return sum;
+    }
 };
 
 struct contender {

@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     bench->add_flag("--list", a.list, "List the suites and their contenders");
     bench->add_option("--suite", a.suite, "Suite to run")->capture_default_str();
     bench->add_option("--contenders", a.contenders, "Glob(s) of contenders, comma-separated")->capture_default_str();
-    bench->add_option("--workers", a.workers, "Worker counts (default: the suite's)")->delimiter(',');
+    bench->add_option("--workers", a.workers, "Worker counts (default: the suite's)")->delimiter(',')->check(CLI::Range(1, 4096));
     bench->add_flag("--quick", a.quick, "Smoke run: 5 ms repetitions, 3 of them, workers 1 and 2");
     bench->add_option("--min-time", a.min_time_ms, "Minimum duration of one repetition, ms")->capture_default_str()->check(CLI::PositiveNumber);
     bench->add_option("--reps", a.reps, "Timed repetitions per cell")->capture_default_str()->check(CLI::Range(1, 1000));

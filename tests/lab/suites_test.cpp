@@ -1,0 +1,83 @@
+// Every contender of every listed suite keeps an exact count: the harness checks the
+// final shared value against the workers' completed operations, so a contender whose
+// primitive loses an update, or whose expected total is computed wrongly, fails here.
+// No timing is asserted.
+#include "suites.hpp"
+
+#include <gtest/gtest.h>
+
+#include "harness.hpp"
+
+namespace lab = contend::lab;
+
+namespace {
+const lab::contender& find(const std::string& suite, const std::string& id) {
+    const auto* s = lab::find_suite(suite);
+    if (!s) throw std::runtime_error("no suite " + suite);
+    for (const auto& c : s->contenders)
+        if (c.id() == id) return c;
+    throw std::runtime_error("no contender " + id + " in " + suite);
+}
+}  // namespace
+
+class EverySuiteContender : public testing::TestWithParam<std::string> {};
+
+TEST_P(EverySuiteContender, KeepsAnExactCountAtTwoWorkers) {
+    const auto* s = lab::find_suite(GetParam());
+    ASSERT_NE(s, nullptr);
+    ASSERT_FALSE(s->contenders.empty());
+    lab::harness_options o;
+    o.min_time_s = 0.001;
+    o.repetitions = 1;
+    o.deadline_s = 20;
+    for (const auto& c : s->contenders) {
+        const auto cell = lab::run_cell(c, s->name, 2, o);
+        EXPECT_TRUE(cell.valid()) << s->name << "/" << c.id() << ": " << cell.status << ": " << cell.detail;
+        EXPECT_EQ(cell.has_fairness, c.is_lock);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Listed, EverySuiteContender,
+                         testing::Values("counter", "hold", "wait-policy", "probes", "sharing", "tax"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (auto& ch : n)
+                                 if (ch == '-') ch = '_';
+                             return n;
+                         });
+
+TEST(TaxSuite, ExpectsOneIncrementPerFullRunOfItemsPerWorker) {
+    // Ratio 10: worker 0 completes 25 items (2 increments), worker 1 nine (none).
+    auto w = find("tax", "fetch_add_relaxed/items_per_inc:10").make();
+    lab::progress_counters progress(2);
+    std::atomic<bool> stop{false};
+    w->reset();
+    EXPECT_EQ(w->run(0, 25, stop, progress), 25u);
+    EXPECT_EQ(w->run(1, 9, stop, progress), 9u);
+    EXPECT_EQ(w->observed_total(), 2u);
+    EXPECT_EQ(w->expected_total({25, 9}), 2u);
+}
+
+TEST(TaxSuite, BelowOneItemPerIncrementEachItemMakesSeveral) {
+    auto w = find("tax", "contend_mutex/items_per_inc:0.01").make();
+    lab::progress_counters progress(1);
+    std::atomic<bool> stop{false};
+    w->reset();
+    EXPECT_EQ(w->run(0, 3, stop, progress), 3u);
+    EXPECT_EQ(w->observed_total(), 300u);
+    EXPECT_EQ(w->expected_total({3}), 300u);
+}
+
+TEST(SharingSuite, PrivateCountersSumToTheWorkersOperations) {
+    for (const char* id : {"packed", "padded"}) {
+        auto w = find("sharing", id).make();
+        lab::progress_counters progress(3);
+        std::atomic<bool> stop{false};
+        w->reset();
+        w->run(0, 100, stop, progress);
+        w->run(2, 50, stop, progress);
+        EXPECT_EQ(w->observed_total(), 150u) << id;
+        w->reset();
+        EXPECT_EQ(w->observed_total(), 0u) << id;
+    }
+}
