@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "contend/internal/platform.hpp"
+#include "tsan_annotations.hpp"
 
 namespace contend::lab {
 
@@ -55,8 +56,14 @@ struct c11_mtx_adapter {
     mtx_t m;
     c11_mtx_adapter() { mtx_init(&m, mtx_plain); }
     ~c11_mtx_adapter() { mtx_destroy(&m); }
-    void lock() { mtx_lock(&m); }
-    void unlock() { mtx_unlock(&m); }
+    void lock() {
+        mtx_lock(&m);
+        CONTEND_TSAN_ACQUIRE(&m);
+    }
+    void unlock() {
+        CONTEND_TSAN_RELEASE(&m);
+        mtx_unlock(&m);
+    }
 };
 
 // The event lock of seed 003: spin, then wait for an event. x86 has no event wait, so

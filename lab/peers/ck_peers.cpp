@@ -2,6 +2,7 @@
 // rejects, so this file alone is compiled with -fpermissive (lab/CMakeLists.txt); the
 // lock and unlock paths stay inline, as they would be in a C caller.
 #include "peers/peers.hpp"
+#include "tsan_annotations.hpp"
 
 extern "C" {
 #include <ck_spinlock.h>
@@ -12,20 +13,38 @@ namespace {
 
 struct ck_ticket {
     ck_spinlock_ticket_t l = CK_SPINLOCK_TICKET_INITIALIZER;
-    void lock() { ck_spinlock_ticket_lock(&l); }
-    void unlock() { ck_spinlock_ticket_unlock(&l); }
+    void lock() {
+        ck_spinlock_ticket_lock(&l);
+        CONTEND_TSAN_ACQUIRE(&l);
+    }
+    void unlock() {
+        CONTEND_TSAN_RELEASE(&l);
+        ck_spinlock_ticket_unlock(&l);
+    }
 };
 struct ck_fas {
     ck_spinlock_fas_t l = CK_SPINLOCK_FAS_INITIALIZER;
-    void lock() { ck_spinlock_fas_lock(&l); }
-    void unlock() { ck_spinlock_fas_unlock(&l); }
+    void lock() {
+        ck_spinlock_fas_lock(&l);
+        CONTEND_TSAN_ACQUIRE(&l);
+    }
+    void unlock() {
+        CONTEND_TSAN_RELEASE(&l);
+        ck_spinlock_fas_unlock(&l);
+    }
 };
 // MCS: each waiter spins on its own queue node, one per thread.
 struct ck_mcs {
     ck_spinlock_mcs_t l = CK_SPINLOCK_MCS_INITIALIZER;
     static thread_local ck_spinlock_mcs_context_t node;
-    void lock() { ck_spinlock_mcs_lock(&l, &node); }
-    void unlock() { ck_spinlock_mcs_unlock(&l, &node); }
+    void lock() {
+        ck_spinlock_mcs_lock(&l, &node);
+        CONTEND_TSAN_ACQUIRE(&l);
+    }
+    void unlock() {
+        CONTEND_TSAN_RELEASE(&l);
+        ck_spinlock_mcs_unlock(&l, &node);
+    }
 };
 thread_local ck_spinlock_mcs_context_t ck_mcs::node;
 

@@ -1,6 +1,7 @@
 // Adapters from each peer's lock API to lock()/unlock(). Kept apart from our own
 // contenders, as the baselines of a lab should be.
 #include "peers/peers.hpp"
+#include "tsan_annotations.hpp"
 
 #include <optional>
 
@@ -23,14 +24,26 @@ namespace {
 struct absl_mutex_shipped {
     absl_mutex_shipped() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kAbort); }
     absl::Mutex m;
-    void lock() { m.Lock(); }
-    void unlock() { m.Unlock(); }
+    void lock() {
+        m.Lock();
+        CONTEND_TSAN_ACQUIRE(&m);
+    }
+    void unlock() {
+        CONTEND_TSAN_RELEASE(&m);
+        m.Unlock();
+    }
 };
 struct absl_mutex_nodetect {
     absl_mutex_nodetect() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); }
     absl::Mutex m;
-    void lock() { m.Lock(); }
-    void unlock() { m.Unlock(); }
+    void lock() {
+        m.Lock();
+        CONTEND_TSAN_ACQUIRE(&m);
+    }
+    void unlock() {
+        CONTEND_TSAN_RELEASE(&m);
+        m.Unlock();
+    }
 };
 #endif
 
