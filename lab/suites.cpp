@@ -4,6 +4,7 @@
 #include "suites.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -54,10 +55,20 @@ public:
     std::uint64_t observed_total() override { return 0; }
 };
 
+}  // namespace
+
 // Iterations of locked_work::burn per microsecond on this machine, measured once per
-// process (each cell's process measures its own).
+// process, unless CONTEND_LAB_BURN_PER_US gives it: `contend bench` measures it once and
+// passes it to every cell's process, so that every lock of a run burns the same work (a
+// rate measured per cell would differ by a few percent from cell to cell, which is the
+// size of the differences the hold suite looks for).
 double burn_iterations_per_us() {
     static const double rate = [] {
+        if (const char* given = std::getenv("CONTEND_LAB_BURN_PER_US")) {
+            char* end = nullptr;
+            const double r = std::strtod(given, &end);
+            if (end != given && r > 0) return r;
+        }
         constexpr std::uint64_t probe = 2'000'000;
         double best = 1e300;
         for (int i = 0; i < 3; ++i) {
@@ -69,6 +80,8 @@ double burn_iterations_per_us() {
     }();
     return rate;
 }
+
+namespace {
 
 // The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.
 template <class Lock>

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,10 @@ int run_bench(const bench_args& a) {
         std::fprintf(stderr, "contend bench: no contender of '%s' matches '%s'\n", s->name.c_str(), a.contenders.c_str());
         return 2;
     }
+
+    // One work-loop rate for every cell of the run (each cell runs in its own process).
+    if (!std::getenv("CONTEND_LAB_BURN_PER_US"))
+        setenv("CONTEND_LAB_BURN_PER_US", std::to_string(lab::burn_iterations_per_us()).c_str(), 1);
 
     lab::run_result run;
     run.context = lab::read_machine_context(a.label, lab::format_cpu_list(lab::allowed_cpus()));
