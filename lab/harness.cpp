@@ -121,7 +121,7 @@ std::vector<std::vector<int>> placement(const std::string& pin, std::int32_t wor
 }
 
 repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_t ops_per_worker,
-                                 const std::vector<std::vector<int>>& cpus, double deadline_s) {
+                                 const std::vector<std::vector<int>>& cpus, double deadline_s, double fairness_at_s) {
     w.reset();
     repetition_result result;
     progress_counters progress(static_cast<std::size_t>(workers));
@@ -129,6 +129,8 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     std::atomic<bool> stop{false};
     std::atomic<bool> first_finished{false};
     std::vector<std::uint64_t> snapshot(static_cast<std::size_t>(workers), 0);
+    std::vector<std::uint64_t> at_time(static_cast<std::size_t>(workers), 0);
+    bool read_at_time = false;
     std::vector<std::uint64_t> completed(static_cast<std::size_t>(workers), 0);
     std::vector<double> cpu(static_cast<std::size_t>(workers), 0);
     std::vector<std::string> pin_errors(static_cast<std::size_t>(workers));
@@ -176,7 +178,18 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     cv.notify_all();
     {
         std::unique_lock lk(m);
-        const auto deadline = t0 + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(deadline_s));
+        const auto after = [&](double s) {
+            return t0 + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(s));
+        };
+        const auto deadline = after(deadline_s);
+        // The fairness reading: the workers' published progress at fairness_at_s, if some
+        // still run then; the snapshot of the first finish otherwise.
+        if (fairness_at_s > 0 && fairness_at_s < deadline_s &&
+            !cv.wait_until(lk, after(fairness_at_s), [&] { return finished == workers; })) {
+            for (std::size_t k = 0; k < at_time.size(); ++k)
+                at_time[k] = progress[k].value.load(std::memory_order_relaxed);
+            read_at_time = true;
+        }
         if (!cv.wait_until(lk, deadline, [&] { return finished == workers; })) {
             result.timed_out = true;
             stop.store(true);
@@ -196,7 +209,7 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     }
     result.observed = w.observed_total();
     result.expected = w.expected_total(completed);
-    result.progress_at_first_finish = std::move(snapshot);
+    result.progress_for_fairness = read_at_time ? std::move(at_time) : std::move(snapshot);
     return result;
 }
 
@@ -242,7 +255,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     // Calibration: grow the work until one repetition lasts min_time (untimed warm-ups).
     std::uint64_t ops = 64;
     for (;;) {
-        const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s);
+        const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s, 0);
         if (options.on_repetition) options.on_repetition();
         if (!check(r)) return cell;
         const std::uint64_t next = next_calibration_ops(ops, r.wall_ns, options.min_time_s * 1e9);
@@ -253,7 +266,8 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
 
     std::vector<double> cpu_per_op, min_shares, max_shares;
     for (std::int32_t rep = 0; rep < options.repetitions; ++rep) {
-        const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s);
+        const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s,
+                                      cell.has_fairness ? fairness_window * options.min_time_s : 0);
         if (options.on_repetition) options.on_repetition();
         if (!check(r)) return cell;
         const double total = static_cast<double>(r.completed);
@@ -261,9 +275,9 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
         cpu_per_op.push_back(r.cpu_ns / total);
         if (cell.has_fairness) {
             double sum = 0;
-            for (auto v : r.progress_at_first_finish) sum += static_cast<double>(v);
+            for (auto v : r.progress_for_fairness) sum += static_cast<double>(v);
             const double mean = sum / static_cast<double>(workers);
-            const auto [lo, hi] = std::minmax_element(r.progress_at_first_finish.begin(), r.progress_at_first_finish.end());
+            const auto [lo, hi] = std::minmax_element(r.progress_for_fairness.begin(), r.progress_for_fairness.end());
             min_shares.push_back(mean > 0 ? static_cast<double>(*lo) / mean : 0);
             max_shares.push_back(mean > 0 ? static_cast<double>(*hi) / mean : 0);
         }

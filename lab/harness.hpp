@@ -56,13 +56,25 @@ struct repetition_result {
     bool timed_out = false;
     bool affinity_ok = true;
     std::string affinity_detail;
-    std::vector<std::uint64_t> progress_at_first_finish;  // per worker, for fairness
+    std::vector<std::uint64_t> progress_for_fairness;  // per worker (see run_repetition)
 };
 
 // One repetition: `workers` threads, `ops_per_worker` each. Blocks until every worker has
 // returned (so a worker that never polls makes it hang: that is what child processes are for).
+//
+// Fairness is read from the workers' published progress `fairness_at_s` after the start
+// (0: not at a fixed time), or, when every worker has finished before then, at the moment
+// the first one finished. Not at the first finish always: with a fixed number of
+// operations per worker, a worker that holds a lock alone from the start finishes its
+// 1/N of the work in 1/N of the repetition (0.8 ms of a 50 ms one with 64 workers), which
+// makes every lock that does not rotate its owner within microseconds look starving.
 repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_t ops_per_worker,
-                                 const std::vector<std::vector<int>>& cpus, double deadline_s);
+                                 const std::vector<std::vector<int>>& cpus, double deadline_s,
+                                 double fairness_at_s = 0);
+
+// When a timed repetition reads fairness: this fraction of --min-time after the start
+// (every timed repetition runs the calibrated work, which lasted at least --min-time).
+inline constexpr double fairness_window = 0.75;
 
 // Calibration rule: after a repetition of `ops` per worker took `wall_ns`, the next
 // size to try, or 0 when `ops` already lasts min_time_ns. Grows by the measured shortfall

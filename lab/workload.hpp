@@ -2,7 +2,8 @@
 //
 // The hot loop lives inside run(), compiled per contender (templates below), so the
 // harness pays one virtual call per worker per repetition, never one per operation. The
-// loop checks the stop flag and publishes its progress every `poll_every` operations: a
+// loop checks the stop flag and publishes its progress every `poll_every` operations (or
+// after each, when operations are long; see run_polled): a
 // stalled cell can then be stopped at its deadline, and fairness can be read while the
 // workers still run.
 #pragma once
@@ -66,14 +67,17 @@ struct contender {
     }
 };
 
-// The body shared by every contender: do `op` `ops` times, polling as promised above.
-template <class Op>
+// The body shared by every contender: do `op` `ops` times, polling every `Every`
+// operations. Cheap operations poll every poll_every, so the poll stays out of the loop's
+// cost; an operation that lasts microseconds (the hold suite's) polls after each one, or
+// fairness, read from the published progress, would see only multiples of 64.
+template <std::uint64_t Every = poll_every, class Op>
 std::uint64_t run_polled(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
                          progress_counters& progress, Op&& op) {
     auto& mine = progress[static_cast<std::size_t>(worker)].value;
     std::uint64_t done = 0;
     while (done < ops) {
-        const std::uint64_t chunk = ops - done < poll_every ? ops - done : poll_every;
+        const std::uint64_t chunk = ops - done < Every ? ops - done : Every;
         for (std::uint64_t i = 0; i < chunk; ++i) op();
         done += chunk;
         mine.store(done, std::memory_order_relaxed);
@@ -127,7 +131,7 @@ public:
     void reset() override { counter_ = 0; }
     std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
                       progress_counters& progress) override {
-        return run_polled(worker, ops, stop, progress, [this] {
+        return run_polled<1>(worker, ops, stop, progress, [this] {
             lock_.lock();
             burn(work_);
             counter_ = counter_ + 1;

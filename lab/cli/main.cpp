@@ -89,7 +89,7 @@ int run_bench(const bench_args& a) {
 
     std::vector<const lab::contender*> chosen;
     for (const auto& c : s->contenders)
-        if (lab::glob_match(a.contenders, c.name)) chosen.push_back(&c);
+        if (lab::glob_match(a.contenders, c.name) || lab::glob_match(a.contenders, c.id())) chosen.push_back(&c);
     if (chosen.empty()) {
         std::fprintf(stderr, "contend bench: no contender of '%s' matches '%s'\n", s->name.c_str(), a.contenders.c_str());
         return 2;
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     auto* bench = app.add_subcommand("bench", "Run a suite of contention benchmarks");
     bench->add_flag("--list", a.list, "List the suites and their contenders");
     bench->add_option("--suite", a.suite, "Suite to run")->capture_default_str();
-    bench->add_option("--contenders", a.contenders, "Glob(s) of contenders, comma-separated")->capture_default_str();
+    bench->add_option("--contenders", a.contenders, "Glob(s) of contenders (name or name/param:value), comma-separated")->capture_default_str();
     bench->add_option("--workers", a.workers, "Worker counts (default: the suite's)")->delimiter(',')->check(CLI::Range(1, 4096));
     bench->add_flag("--quick", a.quick, "Smoke run: 5 ms repetitions, 3 of them, workers 1 and 2");
     bench->add_option("--min-time", a.min_time_ms, "Minimum duration of one repetition, ms")->capture_default_str()->check(CLI::PositiveNumber);
