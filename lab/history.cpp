@@ -94,6 +94,11 @@ constexpr const char* select_runs_sql =
     " build_flags, governor, wait_backend, timer_slack_ns, nanosleep_1ns_us"
     " FROM (SELECT * FROM runs ORDER BY id DESC LIMIT ?) ORDER BY id";
 
+constexpr const char* select_run_sql =
+    "SELECT id, date, label, host_name, cpu_model, logical_cpus, cpu_list, kernel, compiler,"
+    " build_flags, governor, wait_backend, timer_slack_ns, nanosleep_1ns_us"
+    " FROM runs WHERE id = ?";
+
 constexpr const char* select_cells_sql =
     "SELECT suite, contender, params, workers, status, detail, ops_per_worker, repetitions,"
     " samples, median_ns, p25_ns, p75_ns, cpu_ns_per_op, min_share, max_share, has_fairness,"
@@ -446,25 +451,50 @@ std::int64_t history_store::append(const run_result& run) {
 }
 
 std::vector<run_result> history_store::runs(std::size_t limit) const {
+    std::vector<run_result> result;
+    for (stored_run& stored : stored_runs(limit)) result.push_back(std::move(stored.run));
+    return result;
+}
+
+std::vector<stored_run> history_store::stored_runs(std::size_t limit) const {
     constexpr auto max_limit = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
     const std::int64_t sql_limit = limit == 0 ? -1 : static_cast<std::int64_t>(std::min(limit, max_limit));
 
-    std::vector<run_result> result;
+    std::vector<stored_run> result;
     transaction reading(*db_, "BEGIN", "cannot read runs");
     {
         statement select_runs(*db_, "cannot read runs", select_runs_sql);
         statement select_cells(*db_, "cannot read cells", select_cells_sql);
         select_runs.bind_int(sql_limit);
         while (select_runs.step()) {
-            const std::int64_t id = select_runs.read_int();
-            run_result run;
-            run.context = read_context(select_runs);
-            run.cells = read_cells(*db_, select_cells, id);
-            result.push_back(std::move(run));
+            stored_run stored;
+            stored.id = select_runs.read_int();
+            stored.run.context = read_context(select_runs);
+            stored.run.cells = read_cells(*db_, select_cells, stored.id);
+            result.push_back(std::move(stored));
         }
     }
     reading.commit();
     return result;
+}
+
+std::optional<run_result> history_store::run(std::int64_t id) const {
+    transaction reading(*db_, "BEGIN", "cannot read run");
+    std::optional<run_result> found;
+    {
+        statement select_run(*db_, "cannot read run", select_run_sql);
+        select_run.bind_int(id);
+        if (select_run.step()) {
+            (void)select_run.read_int();  // the id, which the caller gave
+            run_result run;
+            run.context = read_context(select_run);
+            statement select_cells(*db_, "cannot read cells", select_cells_sql);
+            run.cells = read_cells(*db_, select_cells, id);
+            found = std::move(run);
+        }
+    }
+    reading.commit();
+    return found;
 }
 
 std::size_t history_store::run_count() const {

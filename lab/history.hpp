@@ -6,12 +6,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "results.hpp"
 
 namespace contend::lab {
+
+// A run as stored, with the id append gave it.
+struct stored_run {
+    std::int64_t id = 0;
+    run_result run;
+};
 
 // One open history file. Every failure is reported as std::runtime_error whose message
 // names the operation, SQLite's own message and the file's path.
@@ -44,6 +51,12 @@ public:
     // the samples comes back as 0.0, as SQLite stores it). Reads one consistent snapshot,
     // even while another process appends.
     std::vector<run_result> runs(std::size_t limit = 0) const;
+
+    // The same runs as runs(limit), each with its id.
+    std::vector<stored_run> stored_runs(std::size_t limit = 0) const;
+
+    // The run with this id, or nothing when there is none.
+    std::optional<run_result> run(std::int64_t id) const;
 
     // How many runs are stored.
     std::size_t run_count() const;

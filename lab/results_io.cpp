@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -62,37 +63,105 @@ json cell_to_json(const cell_result& cell) {
     return j;
 }
 
-cell_result cell_from_json(const json& j) {
-    auto field = [&](const char* key) -> const json& {
-        if (!j.contains(key)) throw std::runtime_error(std::string("result row lacks '") + key + "'");
-        return j.at(key);
-    };
+namespace {
+
+// A field of an object, or an error naming it and what the object is.
+const json& field(const json& j, const char* key, const char* what) {
+    if (!j.is_object()) throw std::runtime_error(std::string(what) + " is not a JSON object");
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::runtime_error(std::string(what) + " lacks '" + key + "'");
+    return *it;
+}
+
+double number_or_nan(const json& v) {
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    return v.get<double>();
+}
+
+// Runs `read`, turning a type error of nlohmann::json into one that names `what`.
+template <typename F>
+auto reading(const char* what, F read) {
     try {
-        cell_result c;
-        c.suite = field("suite").get<std::string>();
-        c.contender = field("contender").get<std::string>();
-        for (const auto& [k, v] : field("params").items()) c.params.emplace_back(k, v.get<std::string>());
-        c.workers = field("workers").get<std::int32_t>();
-        c.status = field("status").get<std::string>();
-        c.detail = field("detail").get<std::string>();
-        c.ops_per_worker = field("iterations").get<std::uint64_t>();
-        c.repetitions = field("repetitions").get<std::int32_t>();
-        c.ns_per_op = field("samples").get<std::vector<double>>();
-        c.median_ns = field("real_time").get<double>();
-        c.p25_ns = field("p25").get<double>();
-        c.p75_ns = field("p75").get<double>();
-        c.cpu_ns_per_op = field("cpu_ns_per_op").get<double>();
-        c.has_fairness = field("has_fairness").get<bool>();
-        if (c.has_fairness) {
-            c.min_share = field("min_share").get<double>();
-            c.max_share = field("max_share").get<double>();
-        }
-        c.affinity = field("affinity").get<std::string>();
-        c.oversubscribed = field("oversubscribed").get<bool>();
-        return c;
+        return read();
     } catch (const json::exception& e) {
-        throw std::runtime_error(std::string("malformed result row: ") + e.what());
+        throw std::runtime_error(std::string("malformed ") + what + ": " + e.what());
     }
+}
+
+}  // namespace
+
+machine_context context_from_json(const json& j) {
+    constexpr const char* what = "run context";
+    return reading(what, [&] {
+        machine_context c;
+        c.date = field(j, "date", what).get<std::string>();
+        c.label = field(j, "label", what).get<std::string>();
+        c.host_name = field(j, "host_name", what).get<std::string>();
+        c.cpu_model = field(j, "cpu_model", what).get<std::string>();
+        c.logical_cpus = field(j, "num_cpus", what).get<std::int32_t>();
+        c.cpu_list = field(j, "cpu_list", what).get<std::string>();
+        c.kernel = field(j, "kernel", what).get<std::string>();
+        c.compiler = field(j, "compiler", what).get<std::string>();
+        c.build_flags = field(j, "build_flags", what).get<std::string>();
+        c.governor = field(j, "governor", what).get<std::string>();
+        c.wait_backend = field(j, "wait_backend", what).get<std::string>();
+        c.timer_slack_ns = field(j, "timer_slack_ns", what).get<std::int64_t>();
+        c.nanosleep_1ns_us = number_or_nan(field(j, "nanosleep_1ns_us", what));
+        return c;
+    });
+}
+
+cell_result cell_from_json(const json& j) {
+    constexpr const char* what = "result row";
+    return reading(what, [&] {
+        auto get = [&](const char* key) -> const json& { return field(j, key, what); };
+        cell_result c;
+        c.suite = get("suite").get<std::string>();
+        c.contender = get("contender").get<std::string>();
+        for (const auto& [k, v] : get("params").items()) c.params.emplace_back(k, v.get<std::string>());
+        c.workers = get("workers").get<std::int32_t>();
+        c.status = get("status").get<std::string>();
+        c.detail = get("detail").get<std::string>();
+        c.ops_per_worker = get("iterations").get<std::uint64_t>();
+        c.repetitions = get("repetitions").get<std::int32_t>();
+        const json& samples = get("samples");
+        if (!samples.is_array()) throw std::runtime_error("result row: 'samples' is not an array");
+        for (const json& s : samples) c.ns_per_op.push_back(number_or_nan(s));
+        c.median_ns = number_or_nan(get("real_time"));
+        c.p25_ns = number_or_nan(get("p25"));
+        c.p75_ns = number_or_nan(get("p75"));
+        c.cpu_ns_per_op = number_or_nan(get("cpu_ns_per_op"));
+        c.has_fairness = get("has_fairness").get<bool>();
+        if (c.has_fairness) {
+            c.min_share = number_or_nan(get("min_share"));
+            c.max_share = number_or_nan(get("max_share"));
+        }
+        c.affinity = get("affinity").get<std::string>();
+        c.oversubscribed = get("oversubscribed").get<bool>();
+        return c;
+    });
+}
+
+run_result run_from_json(const std::string& text) {
+    json doc;
+    try {
+        doc = json::parse(text);
+    } catch (const json::parse_error& e) {
+        throw std::runtime_error(std::string("not JSON: ") + e.what());
+    }
+    if (!doc.is_object()) throw std::runtime_error("a results file is a JSON object with 'context' and 'benchmarks'");
+    run_result run;
+    run.context = context_from_json(field(doc, "context", "results file"));
+    const json& rows = field(doc, "benchmarks", "results file");
+    if (!rows.is_array()) throw std::runtime_error("results file: 'benchmarks' is not an array");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        try {
+            run.cells.push_back(cell_from_json(rows[i]));
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error("benchmarks[" + std::to_string(i) + "]: " + e.what());
+        }
+    }
+    return run;
 }
 
 std::string to_json(const run_result& run) {

@@ -13,8 +13,15 @@ namespace contend::lab {
 
 nlohmann::json context_to_json(const machine_context& c);
 nlohmann::json cell_to_json(const cell_result& cell);
-// Throws std::runtime_error naming the missing or mistyped field.
+
+// Reading back what the functions above and to_json wrote. Each throws std::runtime_error
+// naming the missing or mistyped field (and, for a row of a file, its index). A figure
+// written as null reads back as NaN: JSON has no NaN, and nlohmann::json writes one as null.
+machine_context context_from_json(const nlohmann::json& j);
 cell_result cell_from_json(const nlohmann::json& j);
+// A whole file as to_json writes it (what `contend bench --json` leaves). Text that is not
+// JSON, or not that shape, throws std::runtime_error saying what is wrong.
+run_result run_from_json(const std::string& text);
 
 std::string to_json(const run_result& run);  // the whole file
 std::string to_csv(const run_result& run);

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Installs what contend needs on a fresh Debian 12 machine (run as root). Idempotent:
 # packages already present are not fetched again.
+#   - Debian packages: the toolchain, the libraries the lab links, and chromium, which the
+#     test of `contend report`'s page runs headless (nodejs and npm too, when there is no npm).
+#   - Chart.js, the charting library `contend report` inlines into its page, from npm at the
+#     exact version pinned in lab/report/package-lock.json, into lab/report/node_modules.
+#     The build embeds it (a build configured without it configures again by itself).
 set -euo pipefail
-packages=(build-essential cmake g++ libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libabsl-dev libtbb-dev libck-dev)
+cd "$(dirname "$0")/.."
+packages=(build-essential cmake g++ libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libabsl-dev libtbb-dev libck-dev chromium)
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -12,4 +19,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# npm ci leaves node_modules/.package-lock.json behind: older than the lock means the pinned
+# versions changed since (or nothing was installed yet).
+report=lab/report
+if [ ! -f "$report/node_modules/chart.js/dist/chart.umd.js" ] || [ "$report/package-lock.json" -nt "$report/node_modules/.package-lock.json" ]; then
+  echo "setup: installing Chart.js for contend report (npm ci in $report)"
+  npm ci --prefix "$report" --no-audit --no-fund --loglevel=error >/dev/null
 fi

@@ -18,6 +18,7 @@
 #include "history.hpp"
 #include "machine.hpp"
 #include "peers/peers.hpp"
+#include "report.hpp"
 #include "results_io.hpp"
 #include "suites.hpp"
 
@@ -170,6 +171,24 @@ int run_disasm(const std::string& suite_name, const std::string& contender_id) {
     return 2;
 }
 
+int run_report(const lab::report_request& request, const std::string& output) {
+    const auto sources = lab::load_report_sources(request);
+    const std::string_view library = lab::chart_library_bundle();
+    if (library.empty()) {
+        std::fprintf(stderr,
+                     "contend report: the charting library Chart.js was not built into this binary (%.*s was "
+                     "missing at build time). Run scripts/setup.sh, then build again.\n",
+                     static_cast<int>(lab::chart_library_path().size()), lab::chart_library_path().data());
+        return 2;
+    }
+    lab::write_file_atomically(output, lab::render_report(sources, library));
+    std::size_t cells = 0;
+    for (const auto& s : sources) cells += s.run.cells.size();
+    std::cout << "contend report: wrote " << output << " (" << cells << " cells from " << sources.size()
+              << (sources.size() == 1 ? " run" : " runs") << ")\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,12 +226,26 @@ int main(int argc, char** argv) {
     auto* disasm = app.add_subcommand("disasm", "Show the instructions of a contender's hot loop, atomics marked");
     disasm->add_option("suite", disasm_suite, "Suite, e.g. counter")->required();
     disasm->add_option("contender", disasm_contender, "Contender, e.g. contend_mutex (hold: contend_mutex/cs_us:20)")->required();
+    lab::report_request report_request;
+    std::int64_t report_run_id = 0;
+    std::string report_output = ".contend/report.html";
+    auto* report = app.add_subcommand("report", "Write one self-contained HTML page: a chart and a table per suite");
+    auto* report_json = report->add_option("--json", report_request.json_path,
+                                           "Read a results file written by `contend bench --json` instead of the history");
+    report->add_option("--db", report_request.db_path, "SQLite history database")->capture_default_str();
+    report->add_option("--run", report_run_id, "Show this history run only (default: the newest run of each suite)")
+        ->excludes(report_json);
+    report->add_option("-o,--output", report_output, "Write the page here")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     try {
         if (bench->parsed()) return run_bench(a);
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
+        if (report->parsed()) {
+            if (report->count("--run")) report_request.run_id = report_run_id;
+            return run_report(report_request, report_output);
+        }
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "contend: %s\n", e.what());
+        std::fprintf(stderr, "contend %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
         return 1;
     }
     return 0;

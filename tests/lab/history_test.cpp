@@ -230,6 +230,27 @@ TEST_F(History, IdsCountAndLimit) {
     EXPECT_EQ(store.runs(5).size(), 2u);
 }
 
+TEST_F(History, RunsComeBackByIdAndWithTheirIds) {
+    history_store store(db_path());
+    EXPECT_FALSE(store.run(1).has_value()) << "an empty history has no run 1";
+    const std::int64_t first = store.append(sample_run("first"));
+    const std::int64_t second = store.append(sample_run("second"));
+
+    const std::vector<contend::lab::stored_run> stored = store.stored_runs();
+    ASSERT_EQ(stored.size(), 2u);
+    EXPECT_EQ(stored[0].id, first);
+    EXPECT_EQ(stored[1].id, second);
+    expect_same(stored[1].run, sample_run("second"));
+    ASSERT_EQ(store.stored_runs(1).size(), 1u);
+    EXPECT_EQ(store.stored_runs(1)[0].id, second);
+
+    const auto by_id = store.run(first);
+    ASSERT_TRUE(by_id.has_value());
+    expect_same(*by_id, sample_run("first"));
+    EXPECT_FALSE(store.run(second + 1).has_value());
+    EXPECT_FALSE(store.run(0).has_value());
+}
+
 TEST_F(History, CreatesMissingDirectories) {
     const fs::path path = dir_ / "not" / "yet" / "history.db";
     ASSERT_FALSE(fs::exists(path.parent_path()));

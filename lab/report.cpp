@@ -1,0 +1,560 @@
+#include "report.hpp"
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include "results_io.hpp"
+
+namespace contend::lab {
+namespace {
+
+using nlohmann::json;
+
+// --- Reading -----------------------------------------------------------------------------
+
+// Errors name no path: the caller puts it in front.
+std::string read_text_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw std::runtime_error("cannot read: it is a directory");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(std::string("cannot read: ") + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw std::runtime_error("cannot read");
+    return text.str();
+}
+
+std::vector<std::string> suites_of(const run_result& run) {
+    std::vector<std::string> suites;
+    for (const auto& c : run.cells)
+        if (std::find(suites.begin(), suites.end(), c.suite) == suites.end()) suites.push_back(c.suite);
+    return suites;
+}
+
+// --- Escaping ----------------------------------------------------------------------------
+
+std::string html(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char ch : text) {
+        switch (ch) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += ch;
+        }
+    }
+    return out;
+}
+
+// JSON that may sit inside <script type="application/json">: '<', '>' and '&' occur in
+// JSON only inside strings, where \u003c and friends mean the same characters, so no text
+// can close the element or open a comment. Bytes that are not UTF-8 (a history row may hold
+// any) become U+FFFD rather than failing the page.
+std::string script_safe_json(const json& j) {
+    const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string out;
+    out.reserve(text.size());
+    for (const char ch : text) {
+        switch (ch) {
+            case '<': out += "\\u003c"; break;
+            case '>': out += "\\u003e"; break;
+            case '&': out += "\\u0026"; break;
+            default: out += ch;
+        }
+    }
+    return out;
+}
+
+bool contains_case_insensitive(std::string_view haystack, std::string_view needle) {
+    return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+           }) != haystack.end();
+}
+
+// The library's text as the body of a <script> element. Its source map comment goes: the
+// map is not shipped, and a browser with developer tools open would go looking for it.
+std::string_view inlinable_script(std::string_view code) {
+    const std::size_t map = code.rfind("//# sourceMappingURL=");
+    if (map != std::string_view::npos && (map == 0 || code[map - 1] == '\n')) {
+        const std::size_t line_end = code.find('\n', map);
+        if (line_end == std::string_view::npos || code.find_first_not_of(" \t\r\n", line_end) == std::string_view::npos)
+            code = code.substr(0, map);
+    }
+    if (contains_case_insensitive(code, "</script") || code.find("<!--") != std::string_view::npos)
+        throw std::runtime_error("the charting library's code contains \"</script\" or \"<!--\" and cannot be inlined as is");
+    return code;
+}
+
+// "Chart.js v4.6.1", from the bundle's licence banner; "Chart.js" when it has none.
+std::string library_name(std::string_view code) {
+    const std::string_view head = code.substr(0, 300);
+    const std::size_t at = head.find("Chart.js v");
+    if (at == std::string_view::npos) return "Chart.js";
+    std::size_t end = at + 10;
+    while (end < head.size() && (std::isalnum(static_cast<unsigned char>(head[end])) || head[end] == '.' || head[end] == '-'))
+        ++end;
+    return std::string(head.substr(at, end - at));
+}
+
+// --- Figures -----------------------------------------------------------------------------
+
+std::string format(const char* pattern, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, pattern, v);
+    return buf;
+}
+
+std::string format_ns(double v) {
+    if (!std::isfinite(v)) return "n/a";
+    return format(std::fabs(v) < 10 ? "%.3f" : std::fabs(v) < 1000 ? "%.1f" : "%.0f", v);
+}
+
+std::string format_share(double v) { return std::isfinite(v) ? format("%.2f", v) : "n/a"; }
+
+bool is_number(const std::string& s, double& value) {
+    if (s.empty()) return false;
+    char* end = nullptr;
+    value = std::strtod(s.c_str(), &end);
+    return end == s.c_str() + s.size();
+}
+
+std::string params_text(const cell_result& c, std::string_view except = {}) {
+    std::string out;
+    for (const auto& [k, v] : c.params) {
+        if (k == except) continue;
+        if (!out.empty()) out += ", ";
+        out.append(k).append("=").append(v);
+    }
+    return out;
+}
+
+std::string x_value(const cell_result& c, const std::string& key) {
+    if (key == "workers") return std::to_string(c.workers);
+    for (const auto& [k, v] : c.params)
+        if (k == key) return v;
+    return "";
+}
+
+// Plotted: a valid cell whose median a log axis can show.
+bool plottable(const cell_result& c) { return c.valid() && std::isfinite(c.median_ns) && c.median_ns > 0; }
+
+json nullable(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// --- Page parts --------------------------------------------------------------------------
+
+// Installed before any other script, so that an error anywhere, the library's own
+// included, is counted where a headless browser can read it.
+constexpr const char* error_trap_js = R"js(
+(function () {
+  var body = document.body, errors = 0;
+  function count() { errors += 1; body.setAttribute('data-errors', String(errors)); }
+  window.addEventListener('error', count);
+  window.addEventListener('unhandledrejection', count);
+  var consoleError = console.error;
+  console.error = function () { count(); return consoleError.apply(console, arguments); };
+})();
+)js";
+
+// Draws every chart of #report-data. Colours: hues a golden angle apart, so neighbours in
+// the legend differ, alternating lightness and four dash patterns so that twenty lines stay
+// distinguishable. Animation is off: the first frame is the final one.
+constexpr const char* render_js = R"js(
+(function () {
+  var body = document.body;
+  var data = JSON.parse(document.getElementById('report-data').textContent);
+  body.setAttribute('data-charts-expected', String(data.charts.length));
+  if (typeof Chart !== 'function') throw new Error('contend report: Chart.js did not load');
+  function fmt(v) {
+    if (v === null || v === undefined || !isFinite(v)) return 'n/a';
+    var a = Math.abs(v);
+    return a < 10 ? v.toFixed(3) : a < 1000 ? v.toFixed(1) : v.toFixed(0);
+  }
+  // Log-axis labels at 1, 2 and 5 times a power of ten only: Chart.js labels every tick.
+  function decade_step(v) {
+    var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+    return Math.abs(m - 1) < 1e-6 || Math.abs(m - 2) < 1e-6 || Math.abs(m - 5) < 1e-6;
+  }
+  function fmt_axis(v) { return v >= 1 ? v.toLocaleString('en-US') : String(Number(v.toPrecision(3))); }
+  function painted(canvas) {
+    var pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    for (var i = 3; i < pixels.length; i += 4) if (pixels[i] !== 0) return true;
+    return false;
+  }
+  var dashes = [[], [6, 3], [2, 2], [10, 3, 2, 3]];
+  var rendered = 0, points = 0;
+  data.charts.forEach(function (c) {
+    var canvas = document.getElementById(c.canvas);
+    var datasets = c.series.map(function (s, i) {
+      var color = 'hsl(' + ((i * 137.508) % 360).toFixed(1) + ', 70%, ' + (i % 2 ? 32 : 46) + '%)';
+      s.y.forEach(function (v) { if (v !== null) points += 1; });
+      return {
+        label: s.label, data: s.y, p25: s.p25, p75: s.p75,
+        borderColor: color, backgroundColor: color, borderDash: dashes[i % dashes.length],
+        borderWidth: 2, pointRadius: 3, pointHoverRadius: 5, tension: 0, spanGaps: false
+      };
+    });
+    new Chart(canvas, {
+      type: 'line',
+      data: { labels: c.labels, datasets: datasets },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        interaction: { mode: 'nearest', intersect: false },
+        scales: {
+          x: { type: 'category', title: { display: true, text: c.x_title } },
+          y: {
+            type: 'logarithmic',
+            title: { display: true, text: 'median ns per operation (log scale)' },
+            ticks: { callback: function (v) { return decade_step(v) ? fmt_axis(v) : ''; } }
+          }
+        },
+        plugins: {
+          title: { display: true, text: c.title },
+          legend: { position: 'bottom', labels: { boxWidth: 28, boxHeight: 2 } },
+          tooltip: {
+            callbacks: {
+              title: function (items) { return items.length ? c.x_title + ' ' + items[0].label : ''; },
+              label: function (ctx) {
+                var s = ctx.dataset, i = ctx.dataIndex;
+                return s.label + ': ' + fmt(ctx.parsed.y) + ' ns/op (p25-p75 ' + fmt(s.p25[i]) + '-' + fmt(s.p75[i]) + ')';
+              }
+            }
+          }
+        }
+      }
+    });
+    if (canvas.width > 0 && canvas.height > 0 && painted(canvas)) rendered += 1;
+    else console.error('contend report: the chart of ' + c.suite + ' did not draw');
+  });
+  body.setAttribute('data-points-plotted', String(points));
+  body.setAttribute('data-charts-rendered', String(rendered));
+})();
+)js";
+
+constexpr const char* style_css = R"css(
+body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em; color: #1b1f24; }
+h1 { font-size: 1.6em; margin: 0 0 .3em; }
+h2 { font-size: 1.25em; margin: 1.6em 0 .3em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; }
+.note { color: #57606a; margin: .2em 0; }
+table { border-collapse: collapse; }
+th, td { padding: 2px 6px; border-bottom: 1px solid #eaeef2; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.context th { position: static; font-weight: 600; }
+.runs { display: flex; flex-wrap: wrap; gap: 1.5em; }
+.suite-body { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
+.chart-box { flex: 1 1 520px; min-width: 420px; position: sticky; top: 0; }
+.chart { position: relative; height: 560px; }
+.cells { flex: 0 1 auto; overflow-x: auto; font-size: 13px; }
+tr.best td { font-weight: 600; }
+tr.invalid td { color: #8c959f; }
+.bad { color: #cf222e; font-weight: 600; }
+.flag { color: #9a6700; font-size: .85em; margin-left: .3em; }
+footer { margin-top: 2em; color: #57606a; font-size: .9em; }
+)css";
+
+void context_table(std::string& out, const report_source& source) {
+    const machine_context& c = source.run.context;
+    const std::pair<const char*, std::string> rows[] = {
+        {"date", c.date},
+        {"label", c.label},
+        {"host", c.host_name},
+        {"CPU model", c.cpu_model},
+        {"CPUs (online)", std::to_string(c.logical_cpus)},
+        {"CPU list used", c.cpu_list},
+        {"kernel", c.kernel},
+        {"compiler", c.compiler},
+        {"build flags", c.build_flags},
+        {"governor", c.governor.empty() ? "(not readable)" : c.governor},
+        {"timer slack", std::to_string(c.timer_slack_ns) + " ns"},
+        {"1 ns nanosleep takes", format_ns(c.nanosleep_1ns_us) + " \u00b5s"},
+        {"wait backend", c.wait_backend},
+        {"suites", [&] {
+             std::string s;
+             for (const auto& name : suites_of(source.run)) s += (s.empty() ? "" : ", ") + name;
+             return s;
+         }()},
+    };
+    out += "<table class=\"context\"><caption>" + html(source.origin) + "</caption>\n";
+    for (const auto& [name, value] : rows) out += "<tr><th>" + std::string(name) + "</th><td>" + html(value) + "</td></tr>\n";
+    out += "</table>\n";
+}
+
+// The table of a suite: one block per parameter point and worker count, in order of
+// first appearance; valid cells by median, the fastest in bold, then the invalid ones.
+void cells_table(std::string& out, const std::vector<const cell_result*>& cells) {
+    std::vector<std::pair<std::string, std::int32_t>> groups;
+    for (const auto* c : cells) {
+        const std::pair<std::string, std::int32_t> key{params_text(*c), c->workers};
+        if (std::find(groups.begin(), groups.end(), key) == groups.end()) groups.push_back(key);
+    }
+    out += "<table><thead><tr><th>contender</th><th>params</th><th>workers</th><th>median ns/op</th><th>p25</th>"
+           "<th>p75</th><th>CPU ns/op</th><th>min share</th><th>max share</th><th>status</th></tr></thead><tbody>\n";
+    for (const auto& [params, workers] : groups) {
+        std::vector<const cell_result*> rows;
+        for (const auto* c : cells)
+            if (c->workers == workers && params_text(*c) == params) rows.push_back(c);
+        std::stable_sort(rows.begin(), rows.end(), [](const cell_result* a, const cell_result* b) {
+            if (a->valid() != b->valid()) return a->valid();
+            return a->median_ns < b->median_ns;
+        });
+        bool first_valid = true;
+        for (const auto* c : rows) {
+            const bool best = c->valid() && first_valid;
+            if (c->valid()) first_valid = false;
+            std::string cls = best ? "best" : c->valid() ? "" : "invalid";
+            if (c->oversubscribed) cls += cls.empty() ? "oversubscribed" : " oversubscribed";
+            out += cls.empty() ? "<tr>" : "<tr class=\"" + cls + "\">";
+            out += "<td>" + html(c->contender) + "</td><td>" + html(params) + "</td><td class=\"num\">" +
+                   std::to_string(c->workers) +
+                   (c->oversubscribed ? "<span class=\"flag\" title=\"more workers than CPUs\">oversubscribed</span>" : "") +
+                   "</td>";
+            if (c->valid()) {
+                out += "<td class=\"num\">" + format_ns(c->median_ns) + "</td><td class=\"num\">" + format_ns(c->p25_ns) +
+                       "</td><td class=\"num\">" + format_ns(c->p75_ns) + "</td><td class=\"num\">" +
+                       format_ns(c->cpu_ns_per_op) + "</td>";
+                out += c->has_fairness ? "<td class=\"num\">" + format_share(c->min_share) + "</td><td class=\"num\">" +
+                                             format_share(c->max_share) + "</td>"
+                                       : "<td></td><td></td>";
+                out += "<td>ok</td>";
+            } else {
+                out += "<td colspan=\"6\"></td><td><span class=\"bad\">" + html(c->status) + "</span>" +
+                       (c->detail.empty() ? "" : ": " + html(c->detail)) + "</td>";
+            }
+            out += "</tr>\n";
+        }
+    }
+    out += "</tbody></table>\n";
+}
+
+// The chart's data: one series per contender and remaining parameters, one value per x.
+json chart_data(const std::string& canvas_id, const std::string& suite, const std::vector<const cell_result*>& cells) {
+    const chart_axis axis = choose_x_axis(cells);
+    const std::string except = axis.key == "workers" ? "" : axis.key;
+    std::vector<std::string> labels;
+    std::vector<json> series;
+    auto index_of = [](const std::vector<std::string>& v, const std::string& s) {
+        return static_cast<std::size_t>(std::find(v.begin(), v.end(), s) - v.begin());
+    };
+    for (const auto* c : cells) {
+        std::string label = c->contender;
+        const std::string rest = params_text(*c, except);
+        if (!rest.empty()) label += " " + rest;
+        std::size_t s = index_of(labels, label);
+        if (s == labels.size()) {
+            labels.push_back(label);
+            const json empty = json::array_t(axis.values.size(), nullptr);
+            series.push_back({{"label", label}, {"y", empty}, {"p25", empty}, {"p75", empty}});
+        }
+        if (!plottable(*c)) continue;
+        const std::size_t x = index_of(axis.values, x_value(*c, axis.key));
+        if (x == axis.values.size() || !series[s]["y"][x].is_null()) continue;  // first valid cell wins
+        series[s]["y"][x] = c->median_ns;
+        series[s]["p25"][x] = nullable(c->p25_ns);
+        series[s]["p75"][x] = nullable(c->p75_ns);
+    }
+    std::string title = suite;
+    if (axis.key != "workers" && !cells.empty())
+        title += ", " + std::to_string(cells.front()->workers) + (cells.front()->workers == 1 ? " worker" : " workers");
+    return {{"canvas", canvas_id},
+            {"suite", suite},
+            {"title", title},
+            {"x_title", axis.key},
+            {"labels", axis.values},
+            {"series", series}};
+}
+
+}  // namespace
+
+// --- Public ------------------------------------------------------------------------------
+
+std::vector<report_source> newest_run_per_suite(const std::vector<stored_run>& history) {
+    std::vector<report_source> picked;
+    std::set<std::string> covered;
+    for (auto it = history.rbegin(); it != history.rend(); ++it) {
+        std::set<std::string> mine;
+        for (const auto& suite : suites_of(it->run))
+            if (covered.insert(suite).second) mine.insert(suite);
+        if (mine.empty()) continue;
+        report_source source{"history run " + std::to_string(it->id), run_result{it->run.context, {}}};
+        for (const auto& c : it->run.cells)
+            if (mine.count(c.suite)) source.run.cells.push_back(c);
+        picked.push_back(std::move(source));
+    }
+    std::reverse(picked.begin(), picked.end());
+    return picked;
+}
+
+std::vector<report_source> load_report_sources(const report_request& request) {
+    std::vector<report_source> sources;
+    if (!request.json_path.empty()) {
+        if (request.run_id) throw std::runtime_error("--run picks a history run; it cannot be combined with --json");
+        try {
+            sources.push_back({request.json_path, run_from_json(read_text_file(request.json_path))});
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(request.json_path + ": " + e.what());
+        }
+    } else {
+        // history_store would create a missing file; a report must not.
+        if (!std::filesystem::exists(request.db_path))
+            throw std::runtime_error("no history at " + request.db_path +
+                                     " (run `contend bench` first, or give --json FILE)");
+        const history_store store(request.db_path);
+        if (request.run_id) {
+            auto run = store.run(*request.run_id);
+            if (!run)
+                throw std::runtime_error("history " + request.db_path + " has no run " + std::to_string(*request.run_id) +
+                                         " (it holds " + std::to_string(store.run_count()) + " runs)");
+            sources.push_back({"history run " + std::to_string(*request.run_id), std::move(*run)});
+        } else {
+            sources = newest_run_per_suite(store.stored_runs());
+            if (sources.empty())
+                throw std::runtime_error("history " + request.db_path + " holds no results yet (run `contend bench` first)");
+        }
+    }
+    const bool any_cell =
+        std::any_of(sources.begin(), sources.end(), [](const report_source& s) { return !s.run.cells.empty(); });
+    if (!any_cell) throw std::runtime_error(sources.front().origin + " holds no result rows: nothing to report");
+    return sources;
+}
+
+chart_axis choose_x_axis(const std::vector<const cell_result*>& cells) {
+    auto distinct = [&](const std::string& key) {
+        std::vector<std::string> values;
+        for (const auto* c : cells) {
+            const std::string v = x_value(*c, key);
+            if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+        }
+        return values;
+    };
+    chart_axis axis{"workers", distinct("workers")};
+    if (axis.values.size() <= 1) {
+        std::vector<std::string> keys;
+        for (const auto* c : cells)
+            for (const auto& [k, v] : c->params)
+                if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+        for (const auto& key : keys) {
+            std::vector<std::string> values = distinct(key);
+            if (values.size() > std::max<std::size_t>(axis.values.size(), 1)) axis = {key, std::move(values)};
+        }
+    }
+    double a = 0, b = 0;
+    const bool numeric =
+        std::all_of(axis.values.begin(), axis.values.end(), [&](const std::string& v) { return is_number(v, a); });
+    if (numeric)
+        std::stable_sort(axis.values.begin(), axis.values.end(), [&](const std::string& x, const std::string& y) {
+            is_number(x, a);
+            is_number(y, b);
+            return a < b;
+        });
+    return axis;
+}
+
+std::string render_report(const std::vector<report_source>& sources, std::string_view chart_library) {
+    const std::string_view library = inlinable_script(chart_library);
+
+    std::string sections;
+    json charts = json::array();
+    std::size_t suite_count = 0;
+    for (const auto& source : sources) {
+        for (const auto& suite : suites_of(source.run)) {
+            std::vector<const cell_result*> cells;
+            for (const auto& c : source.run.cells)
+                if (c.suite == suite) cells.push_back(&c);
+            const std::string id = "chart-" + std::to_string(suite_count++);
+            const json chart = chart_data(id, suite, cells);
+            const auto valid = std::count_if(cells.begin(), cells.end(), [](const cell_result* c) { return c->valid(); });
+            std::string axis_note = "x axis: " + chart["x_title"].get<std::string>();
+            if (chart["x_title"] != "workers") axis_note += " (the suite ran one worker count)";
+            sections += "<section class=\"suite\" id=\"suite-" + std::to_string(suite_count - 1) + "\" data-suite=\"" +
+                        html(suite) + "\">\n<h2>" + html(suite) + "</h2>\n<p class=\"note\">From " + html(source.origin) +
+                        " (" + html(source.run.context.date) + (source.run.context.label.empty() ? "" : ", ") +
+                        html(source.run.context.label) + "). " + std::to_string(valid) + " of " +
+                        std::to_string(cells.size()) + " cells valid; invalid cells are listed, not plotted. " +
+                        html(axis_note) + ".</p>\n";
+            sections += "<div class=\"suite-body\">\n<div class=\"chart-box\"><div class=\"chart\"><canvas id=\"" + id +
+                        "\" role=\"img\" aria-label=\"" + html(suite) +
+                        ": median ns per operation\"></canvas></div></div>\n<div class=\"cells\">\n";
+            cells_table(sections, cells);
+            sections += "</div>\n</div>\n</section>\n";
+            charts.push_back(chart);
+        }
+    }
+
+    std::string out;
+    out.reserve(library.size() + sections.size() + 16384);
+    out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+    // Nothing may be fetched: everything the page needs is in it.
+    out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+           "style-src 'unsafe-inline'; img-src data:\">\n";
+    out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>contend report</title>\n";
+    out += "<style>" + std::string(style_css) + "</style>\n</head>\n";
+    out += "<body data-charts-expected=\"" + std::to_string(suite_count) +
+           "\" data-charts-rendered=\"0\" data-points-plotted=\"0\" data-errors=\"0\">\n";
+    out += "<script>" + std::string(error_trap_js) + "</script>\n";
+    out += "<h1>contend report</h1>\n<p class=\"note\">Median wall-clock ns per operation (all workers together) "
+           "against workers or the suite's parameter, one line per contender, log scale; the tables hold every "
+           "cell. Compare figures of one machine only.</p>\n";
+    out += "<noscript><p class=\"bad\">The charts need JavaScript; the tables below do not.</p></noscript>\n";
+    out += "<h2>Runs</h2>\n<div class=\"runs\">\n";
+    for (const auto& source : sources) context_table(out, source);
+    out += "</div>\n";
+    out += sections;
+    out += "<footer>Written by <code>contend report</code>. Bold: the fastest valid cell of its parameter point and "
+           "worker count. min/max share: the least and most served worker's progress as a fraction of the mean. "
+           "Charts drawn by " +
+           html(library_name(library)) + " (MIT licence), inlined in this page.</footer>\n";
+    out += "<script type=\"application/json\" id=\"report-data\">" + script_safe_json({{"charts", charts}}) +
+           "</script>\n";
+    out += "<script>\n";
+    out += library;
+    out += "\n</script>\n";
+    out += "<script>" + std::string(render_js) + "</script>\n</body>\n</html>\n";
+    return out;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    std::error_code ec;
+    if (target.has_parent_path()) {
+        fs::create_directories(target.parent_path(), ec);
+        if (ec) throw std::runtime_error("cannot create directory " + target.parent_path().string() + ": " + ec.message());
+    }
+    const fs::path temporary = target.string() + ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        if (!out) {
+            fs::remove(temporary, ec);
+            throw std::runtime_error("cannot write " + temporary.string());
+        }
+    }
+    fs::rename(temporary, target, ec);
+    if (ec) {
+        std::error_code ignored;
+        fs::remove(temporary, ignored);
+        throw std::runtime_error("cannot write " + path + ": " + ec.message());
+    }
+}
+
+}  // namespace contend::lab

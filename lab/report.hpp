@@ -1,0 +1,77 @@
+// `contend report`: one self-contained HTML page of results. For each run shown, the machine
+// it ran on; then, per suite, a chart of median ns per operation (log scale) and the table of
+// every cell beside it, invalid cells included (listed with their status, never plotted).
+//
+// The page needs nothing from the network: the charting library (Chart.js, installed by
+// scripts/setup.sh under lab/report/node_modules) is compiled into the binary and inlined,
+// and the figures travel inside the page as JSON. The page records on <body> what its
+// script did, so a headless browser can check it rendered:
+//   data-charts-expected   charts the page has data for (one per suite section)
+//   data-charts-rendered   charts constructed whose canvas has a size and painted pixels
+//   data-points-plotted    points handed to the charts (valid cells with a positive median)
+//   data-errors            uncaught errors, unhandled rejections and console.error calls
+// Internal to the lab (namespace contend::lab).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "history.hpp"
+#include "results.hpp"
+
+namespace contend::lab {
+
+// One run as the page shows it.
+struct report_source {
+    std::string origin;  // where it came from: "history run 7", or a JSON file's path
+    run_result run;
+};
+
+// What `contend report` reads: a JSON file written by `contend bench --json` when
+// json_path is set, otherwise the history at db_path (run_id: that run only).
+struct report_request {
+    std::string db_path = ".contend/history.db";
+    std::string json_path;
+    std::optional<std::int64_t> run_id;
+};
+
+// The runs a request names. Throws std::runtime_error, saying what is wrong, for a missing
+// history file (never created here), an empty history, an unknown run, an unreadable or
+// malformed JSON file, or a selection with no cells at all.
+std::vector<report_source> load_report_sources(const report_request& request);
+
+// For each suite in `history`, the newest run that contains it, keeping only the cells of
+// the suites it is the newest run of; oldest first. One page then covers every suite ever
+// run, each with its latest figures.
+std::vector<report_source> newest_run_per_suite(const std::vector<stored_run>& history);
+
+// What a suite's chart puts on its x axis: "workers" when the cells have more than one
+// worker count, otherwise the parameter with the most distinct values (the first such
+// in row-name order), otherwise "workers" again. `values` are the distinct values, in
+// numeric order when all are numbers, otherwise in order of first appearance.
+struct chart_axis {
+    std::string key;
+    std::vector<std::string> values;
+};
+chart_axis choose_x_axis(const std::vector<const cell_result*>& cells);
+
+// The page. `chart_library` is the JavaScript of Chart.js's UMD bundle, inlined as is
+// (tests pass a stand-in). Deterministic: the same input gives the same bytes. Throws
+// std::runtime_error if the library text could not be inlined safely (it holds "</script"
+// or "<!--"), which a new library version would have to be checked for.
+std::string render_report(const std::vector<report_source>& sources, std::string_view chart_library);
+
+// Writes `text` to `path` (creating parent directories) through a temporary file renamed
+// into place, so a failure leaves no half-written page. Throws std::runtime_error.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+// Chart.js as compiled into this binary (lab/CMakeLists.txt embeds the bundle at build
+// time), or empty when the bundle was missing then; chart_library_path() is where the
+// build looked for it.
+std::string_view chart_library_bundle();
+std::string_view chart_library_path();
+
+}  // namespace contend::lab
