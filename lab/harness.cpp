@@ -138,7 +138,10 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     std::mutex m;
     std::condition_variable cv;
     std::int32_t arrived = 0, finished = 0;
-    bool open = false;
+    // The start gate: an atomic that parks its waiters (a futex in libstdc++), not the
+    // condition variable, whose waiters must each retake its mutex on the way out: 64
+    // workers left that one at a time, over milliseconds of the timed interval.
+    std::atomic<bool> open{false};
     steady::time_point last_finish{};
 
     std::vector<std::thread> threads;
@@ -148,11 +151,11 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
             const auto idx = static_cast<std::size_t>(i);
             pin_errors[idx] = pin_self(cpus.empty() ? std::vector<int>{} : cpus[idx]);
             {
-                std::unique_lock lk(m);
+                std::lock_guard lk(m);
                 ++arrived;
                 cv.notify_all();
-                cv.wait(lk, [&] { return open; });
             }
+            open.wait(false);
             const double cpu0 = thread_cpu_ns();
             completed[idx] = w.run(i, ops_per_worker, stop, progress);
             cpu[idx] = thread_cpu_ns() - cpu0;
@@ -172,10 +175,10 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     {
         std::unique_lock lk(m);
         cv.wait(lk, [&] { return arrived == workers; });
-        t0 = steady::now();
-        open = true;
     }
-    cv.notify_all();
+    t0 = steady::now();
+    open.store(true);
+    open.notify_all();
     {
         std::unique_lock lk(m);
         const auto after = [&](double s) {
