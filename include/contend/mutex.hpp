@@ -140,6 +140,7 @@ private:
     void unlock_slow(bool fair);
     void release_slow(std::atomic<std::uint32_t>& slot);
     bool hand_off_to(const void* key);
+    bool yield_while_crowded(std::atomic<std::uint32_t>& slot);
     void wake_after_release() noexcept;
 
     std::atomic<std::uint8_t> state_{0};
