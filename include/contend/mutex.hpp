@@ -28,7 +28,9 @@
 // Costs: lock() is a load and one CAS when free. unlock() is a load, a release store and
 // two loads of a read-mostly slot when nobody waits, and a load and a store when a
 // designee naps. A contended lock() spins briefly (set_spin_limit), then becomes the
-// designee or queues. Fairness: barging is allowed (throughput), but the designee is
+// designee or queues; when at least two waiters per CPU want the mutex, a new waiter
+// stays runnable and yields (up to 20 ms) instead of queueing, so that the scheduler, not
+// one wake-up at a time, rotates a crowd (CPU time for throughput and fairness). Fairness: barging is allowed (throughput), but the designee is
 // handed the mutex after 1 ms, designees are drawn from the queue in order, and an unlock
 // that wakes a queued thread hands it the mutex when the parking lot's randomized
 // per-bucket deadline (at most about 1 ms) has passed: no waiter starves. unlock_fairly()
