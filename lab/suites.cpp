@@ -83,22 +83,19 @@ double burn_iterations_per_us() {
 
 namespace {
 
-// The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.
-template <class Lock>
-void add_hold_points(std::vector<contender>& out, const std::string& name, const std::string& description) {
-    for (const int cs_us : {0, 1, 20, 200}) {
-        contender c;
-        c.name = name;
-        c.description = description + ", " + std::to_string(cs_us) + " us of work inside";
-        c.is_lock = true;
-        c.params = {{"cs_us", std::to_string(cs_us)}};
-        c.workload_type = demangled_type_name<locked_work<Lock>>();
-        c.make = [cs_us] {
-            const auto iterations = static_cast<std::uint64_t>(burn_iterations_per_us() * cs_us);
-            return std::make_unique<locked_work<Lock>>(iterations);
-        };
-        out.push_back(std::move(c));
-    }
+// The lock contenders of the counter and hold suites: ours, the platform's, the peers'.
+void append_lock_contenders(std::vector<contender>& out, bool hold) {
+    append_lock<contend::tas_lock>(out, hold, "tas_lock", "naive exchange loop (bad baseline)");
+    append_lock<contend::ttas_lock>(out, hold, "ttas_lock", "read before exchange, pause");
+    append_lock<contend::sleeping_spin_lock>(out, hold, "sleeping_spin_lock", "8 probes, then 1 ns nanosleep");
+    append_lock<contend::backoff_spin_lock>(out, hold, "backoff_spin_lock", "pause doubling to 1,024, then yield");
+    append_lock<contend::ticket_lock>(out, hold, "ticket_lock", "FIFO ticket lock");
+    append_lock<event_lock>(out, hold, "event_lock", "spin then pause (WFE/SEV on arm64): bad baseline");
+    append_lock<pthread_mutex_lock_adapter>(out, hold, "pthread_mutex", "pthread_mutex_t, default");
+    append_lock<std::mutex>(out, hold, "std_mutex", "std::mutex");
+    append_lock<c11_mtx_adapter>(out, hold, "c11_mtx", "C11 mtx_t, mtx_plain");
+    append_lock<contend::mutex>(out, hold, "contend_mutex", "contend::mutex");
+    append_peer_locks(out, hold);
 }
 
 template <class W>
@@ -117,32 +114,16 @@ std::vector<suite> make_suites() {
                           atomic_contender<cas_weak_loop>("cas_weak", "weak compare-exchange loop"),
                           atomic_contender<cas_strong_loop>("cas_strong", "strong compare-exchange loop"),
                           atomic_contender<cas_backoff_sleep>("cas_backoff", "strong CAS, 1 ns nanosleep after a failure"),
-                          lock_contender<contend::tas_lock>("tas_lock", "naive exchange loop (bad baseline)"),
-                          lock_contender<contend::ttas_lock>("ttas_lock", "read before exchange, pause"),
-                          lock_contender<contend::sleeping_spin_lock>("sleeping_spin_lock", "8 probes, then 1 ns nanosleep"),
-                          lock_contender<contend::backoff_spin_lock>("backoff_spin_lock", "pause doubling to 1,024, then yield"),
-                          lock_contender<contend::ticket_lock>("ticket_lock", "FIFO ticket lock"),
-                          lock_contender<event_lock>("event_lock", "spin then pause (WFE/SEV on arm64): bad baseline"),
-                          lock_contender<pthread_mutex_lock_adapter>("pthread_mutex", "pthread_mutex_t, default"),
-                          lock_contender<std::mutex>("std_mutex", "std::mutex"),
-                          lock_contender<c11_mtx_adapter>("c11_mtx", "C11 mtx_t, mtx_plain"),
-                          lock_contender<contend::mutex>("contend_mutex", "contend::mutex"),
                       },
                       {1, 2, 4, 16, 64}});
-    append_peer_locks(suites.back().contenders);
+    append_lock_contenders(suites.back().contenders, false);
 
     suite hold{"hold",
                "the lock contenders with 0, 1, 20 and 200 us of work inside the lock: throughput and CPU per "
                "acquisition, where a spin lock must lose to a parking one",
                {},
                {4}};
-    add_hold_points<contend::mutex>(hold.contenders, "contend_mutex", "contend::mutex");
-    add_hold_points<std::mutex>(hold.contenders, "std_mutex", "std::mutex");
-    add_hold_points<pthread_mutex_lock_adapter>(hold.contenders, "pthread_mutex", "pthread_mutex_t");
-    add_hold_points<contend::backoff_spin_lock>(hold.contenders, "backoff_spin_lock", "backoff spin lock");
-    add_hold_points<contend::sleeping_spin_lock>(hold.contenders, "sleeping_spin_lock", "sleeping spin lock");
-    add_hold_points<contend::ttas_lock>(hold.contenders, "ttas_lock", "TTAS lock");
-    add_hold_points<contend::ticket_lock>(hold.contenders, "ticket_lock", "ticket lock");
+    append_lock_contenders(hold.contenders, true);
     suites.push_back(std::move(hold));
     suites.push_back(make_wait_policy_suite());
     suites.push_back(make_probes_suite());

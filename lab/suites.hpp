@@ -19,9 +19,6 @@ struct suite {
 const std::vector<suite>& all_suites();
 const suite* find_suite(const std::string& name);
 
-// Iterations of the hold suite's work loop per microsecond (see suites.cpp).
-double burn_iterations_per_us();
-
 // Glob with '*' and '?', as --contenders takes it; a comma-separated list matches any.
 bool glob_match(const std::string& patterns, const std::string& name);
 

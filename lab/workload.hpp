@@ -173,6 +173,37 @@ contender lock_contender(std::string name, std::string description) {
             demangled_type_name<locked_counter<Lock>>()};
 }
 
+// Iterations of locked_work::burn per microsecond on this machine (suites.cpp).
+double burn_iterations_per_us();
+
+// The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.
+template <class Lock>
+void append_hold_points(std::vector<contender>& out, const std::string& name, const std::string& description) {
+    for (const int cs_us : {0, 1, 20, 200}) {
+        contender c;
+        c.name = name;
+        c.description = description + ", " + std::to_string(cs_us) + " us of work inside";
+        c.is_lock = true;
+        c.params = {{"cs_us", std::to_string(cs_us)}};
+        c.workload_type = demangled_type_name<locked_work<Lock>>();
+        c.make = [cs_us] {
+            const auto iterations = static_cast<std::uint64_t>(burn_iterations_per_us() * cs_us);
+            return std::make_unique<locked_work<Lock>>(iterations);
+        };
+        out.push_back(std::move(c));
+    }
+}
+
+// A lock as the counter suite runs it (hold = false) or as the hold suite does: the two
+// suites run the same list of locks.
+template <class Lock>
+void append_lock(std::vector<contender>& out, bool hold, std::string name, std::string description) {
+    if (hold)
+        append_hold_points<Lock>(out, name, description);
+    else
+        out.push_back(lock_contender<Lock>(std::move(name), std::move(description)));
+}
+
 template <class Increment>
 contender atomic_contender(std::string name, std::string description) {
     return {std::move(name), std::move(description), false, [] { return std::make_unique<atomic_counter<Increment>>(); },

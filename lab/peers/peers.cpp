@@ -61,20 +61,21 @@ thread_local std::optional<tbb::queuing_mutex::scoped_lock> tbb_queuing_mutex::n
 
 }  // namespace
 
-void append_peer_locks(std::vector<contender>& out) {
+void append_peer_locks(std::vector<contender>& out, bool hold) {
 #if CONTEND_HAVE_ABSL
-    out.push_back(lock_contender<absl_mutex_shipped>("absl_mutex", "absl::Mutex as Debian ships it (deadlock detection on)"));
-    out.push_back(lock_contender<absl_mutex_nodetect>("absl_mutex_nodetect", "absl::Mutex, deadlock detection off"));
+    append_lock<absl_mutex_shipped>(out, hold, "absl_mutex", "absl::Mutex as Debian ships it (deadlock detection on)");
+    append_lock<absl_mutex_nodetect>(out, hold, "absl_mutex_nodetect", "absl::Mutex, deadlock detection off");
 #endif
 #if CONTEND_HAVE_TBB
-    out.push_back(lock_contender<tbb::spin_mutex>("tbb_spin_mutex", "oneTBB spin_mutex"));
-    out.push_back(lock_contender<tbb_queuing_mutex>("tbb_queuing_mutex", "oneTBB queuing_mutex (FIFO)"));
-    out.push_back(lock_contender<tbb::mutex>("tbb_mutex", "oneTBB mutex"));
+    append_lock<tbb::spin_mutex>(out, hold, "tbb_spin_mutex", "oneTBB spin_mutex");
+    append_lock<tbb_queuing_mutex>(out, hold, "tbb_queuing_mutex", "oneTBB queuing_mutex (FIFO)");
+    append_lock<tbb::mutex>(out, hold, "tbb_mutex", "oneTBB mutex");
 #endif
 #if CONTEND_HAVE_CK
-    append_ck_locks(out);
+    append_ck_locks(out, hold);
 #endif
     (void)out;
+    (void)hold;
 }
 
 std::string peers_found() {

@@ -9,11 +9,12 @@
 
 namespace contend::lab {
 
-// Appends the lock contenders of every peer found at build time.
-void append_peer_locks(std::vector<contender>& out);
+// Appends the lock contenders of every peer found at build time, as the counter suite
+// runs them or (hold) as the hold suite does.
+void append_peer_locks(std::vector<contender>& out, bool hold = false);
 
 // Concurrency Kit's spinlocks (peers/ck_peers.cpp, compiled only when CK is found).
-void append_ck_locks(std::vector<contender>& out);
+void append_ck_locks(std::vector<contender>& out, bool hold);
 
 // "absl tbb ck", the peers compiled in (for the run's context and `--list`).
 std::string peers_found();
