@@ -4,7 +4,8 @@
 #include "report.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
+
+#include "run_cli.hpp"
 #include <unistd.h>
 
 #include <cmath>
@@ -340,22 +341,8 @@ TEST(Report, TheHistoryGivesTheNewestRunOfEachSuite) {
 
 namespace {
 
-struct outcome {
-    int exit_code = -1;
-    std::string output;
-};
-
-outcome run_cli(const std::string& args) {
-    const std::string command = std::string(CONTEND_CLI_PATH) + " " + args + " 2>&1";
-    outcome o;
-    FILE* p = popen(command.c_str(), "r");
-    if (!p) return o;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, p)) o.output += buf;
-    const int status = pclose(p);
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return o;
-}
+using contend_test::cli_outcome;
+using contend_test::run_cli;
 
 class ReportCli : public ::testing::Test {
 protected:
@@ -368,7 +355,7 @@ protected:
     std::string page() const { return (dir_ / "out" / "page.html").string(); }
     // Fails unless the command fails, says `says`, and leaves no page behind.
     void expect_refused(const std::string& args, const std::string& says) const {
-        const outcome o = run_cli("report " + args + " -o " + page());
+        const cli_outcome o = run_cli("report " + args + " -o " + page());
         EXPECT_NE(o.exit_code, 0) << o.output;
         EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
         EXPECT_FALSE(fs::exists(page())) << args;
@@ -380,7 +367,7 @@ protected:
 }  // namespace
 
 TEST_F(ReportCli, WritesThePageOfAResultsFileAndSaysWhere) {
-    const outcome o = run_cli("report --json " + fixture_path() + " -o " + page());
+    const cli_outcome o = run_cli("report --json " + fixture_path() + " -o " + page());
     ASSERT_EQ(o.exit_code, 0) << o.output;
     EXPECT_NE(o.output.find("wrote " + page()), std::string::npos) << o.output;
     const std::string html = read_file(page());
@@ -400,7 +387,7 @@ TEST_F(ReportCli, WritesThePageOfTheHistory) {
         store.append(old);
         store.append(fixture());
     }
-    outcome o = run_cli("report --db " + db + " -o " + page());
+    cli_outcome o = run_cli("report --db " + db + " -o " + page());
     ASSERT_EQ(o.exit_code, 0) << o.output;
     std::string html = read_file(page());
     EXPECT_NE(html.find("history run 2"), std::string::npos);
@@ -441,7 +428,7 @@ TEST_F(ReportCli, RefusesWhatItCannotReportAndWritesNothing) {
 }
 
 TEST_F(ReportCli, HelpListsTheOptions) {
-    const outcome o = run_cli("report --help");
+    const cli_outcome o = run_cli("report --help");
     EXPECT_EQ(o.exit_code, 0);
     for (const char* option : {"--db", "--json", "--run", "--output"})
         EXPECT_NE(o.output.find(option), std::string::npos) << option;
