@@ -7,3 +7,4 @@
 #include "contend/parking_lot.hpp"
 #include "contend/spin_lock.hpp"
 #include "contend/synchronization_error.hpp"
+#include "contend/thin_lock.hpp"

@@ -1,0 +1,132 @@
+// contend::thin_lock: a recursive lock in one 32-bit word, embeddable in any object header,
+// that inflates to a fat lock (a contend::mutex with an owner, a recursion count and a
+// condition variable, kept in a process-wide sync table) when it needs more than the word.
+//
+// The word:
+//   +-----------+---------------------------+--------------------------------------------+
+//   | bit 31    | bits 16..21               | bits 0..15                                 |
+//   +-----------+---------------------------+--------------------------------------------+
+//   | 0 (thin)  | recursion: extra entries  | owner's compact thread id; 0 = free        |
+//   |           | by the owner, 0..63       | (the whole word is 0 when free)            |
+//   | 1 (fat)   | bits 0..30: index of the fat lock in the sync table                    |
+//   +-----------+------------------------------------------------------------------------+
+//
+// Who writes the word: a free word (0) is taken by one CAS. A held thin word is written only
+// by its owner (re-entry, exit, inflation); other threads never change it. That is what
+// lets the owner exit with a plain store, as contend::mutex does: waiters do not mark the
+// word, they register in the waiter registry (internal/waiter_registry.hpp) and park in the
+// parking lot on the word's address, and the exit checks the registry after its store.
+//
+// Inflation, always by the thread that holds the lock:
+//   - recursion past 63 extra entries;
+//   - wait() / wait_for() / notify_*() (they need the fat lock's condition variable);
+//   - contention: a thread that had to park for a thin lock inflates it once it gets it,
+//     so later contention is handled by contend::mutex (a designee, FIFO sleepers) rather
+//     than by parking on the word.
+// An inflated lock stays inflated until the thin_lock is destroyed, which returns the fat
+// lock to the sync table (no deflation: see src/thin_lock.cpp for why).
+//
+// try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
+// spins, parks or inflates, so it costs about the same whether the lock is free or held.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "contend/internal/deadline.hpp"
+#include "contend/internal/thread_id.hpp"
+#include "contend/internal/waiter_registry.hpp"
+
+namespace contend {
+
+class thin_lock {
+public:
+    constexpr thin_lock() noexcept = default;
+    ~thin_lock();
+    thin_lock(const thin_lock&) = delete;
+    thin_lock& operator=(const thin_lock&) = delete;
+
+    void lock() {
+        const std::uint32_t me = internal::compact_thread_id();
+        std::uint32_t expected = 0;
+        if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
+            [[likely]]
+            return;
+        lock_slow(me, expected, internal::no_deadline);
+    }
+
+    // One shot: never spins, parks or inflates.
+    bool try_lock() {
+        const std::uint32_t me = internal::compact_thread_id();
+        std::uint32_t expected = 0;
+        if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
+            [[likely]]
+            return true;
+        return try_lock_slow(me, expected);
+    }
+
+    // Spins briefly, then parks until the deadline. Returns whether it acquired the lock.
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+        return try_lock() || lock_slow(internal::compact_thread_id(), word_.load(std::memory_order_relaxed),
+                                       internal::deadline_after(d));
+    }
+
+    // Throws synchronization_error if the calling thread does not hold the lock.
+    void unlock() {
+        const std::uint32_t me = internal::compact_thread_id();
+        if (word_.load(std::memory_order_relaxed) == me) [[likely]] {
+            const std::size_t slot = internal::waiter_slot_index(this);
+            if (internal::waiter_slots[slot].load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
+                word_.store(0, std::memory_order_release);
+                // As in contend::mutex: the registering waiter's heavy barrier orders the
+                // hardware; only the compiler must keep the load below the store.
+                std::atomic_signal_fence(std::memory_order_seq_cst);
+                if (internal::waiter_slots[slot].load(std::memory_order_relaxed) != internal::waiter_slot_light)
+                    [[unlikely]]
+                    wake_after_release();
+                return;
+            }
+        }
+        unlock_slow(me);
+    }
+
+    bool is_held_by_current_thread() const;
+
+    // Monitor.Wait / Pulse: the caller must hold the lock (else synchronization_error).
+    // wait() releases every recursion level and restores them before it returns.
+    void wait();
+    // Returns false on timeout; the lock is held again, at the same depth, either way.
+    template <class Rep, class Period>
+    bool wait_for(const std::chrono::duration<Rep, Period>& d) {
+        return wait_until_internal(internal::deadline_after(d));
+    }
+    void notify_one();
+    void notify_all();
+
+    // Diagnostics: whether the word holds a sync-table index.
+    bool is_inflated() const noexcept { return (word_.load(std::memory_order_relaxed) & inflated_bit) != 0; }
+
+    static constexpr std::uint32_t inflated_bit = 0x8000'0000u;
+    static constexpr std::uint32_t owner_mask = 0x0000'FFFFu;
+    static constexpr std::uint32_t recursion_unit = 0x0001'0000u;
+    static constexpr std::uint32_t recursion_mask = 0x003F'0000u;
+    static constexpr std::uint32_t max_thin_recursion = recursion_mask / recursion_unit;  // 63
+
+private:
+    static_assert(internal::max_compact_thread_id <= owner_mask, "every compact thread id fits the owner field");
+
+    bool lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until);
+    bool try_lock_slow(std::uint32_t me, std::uint32_t seen);
+    void unlock_slow(std::uint32_t me);
+    void wake_after_release() noexcept;
+    bool wait_until_internal(internal::deadline until);
+    std::uint32_t inflate_held(std::uint32_t me);
+
+    std::atomic<std::uint32_t> word_{0};
+};
+
+static_assert(sizeof(thin_lock) == 4, "a thin lock is one 32-bit header word");
+
+}  // namespace contend

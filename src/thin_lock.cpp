@@ -1,0 +1,220 @@
+// contend::thin_lock slow paths: re-entry, waiting, inflation, the fat lock. The word and
+// who may write it are described in thin_lock.hpp.
+//
+// No deflation. A lock that had to inflate was contended, recursed past 63 or waited on;
+// the same is likely again, and deflating safely needs the fat lock free, unowned and
+// unwaited at once, checked and swapped without a thread slipping into the fat mutex
+// between the two (CoreCLR only deflates while every thread is stopped for a GC). The fat
+// lock costs a sync-table entry until the thin_lock is destroyed, and destruction returns it.
+#include "contend/thin_lock.hpp"
+
+#include <optional>
+
+#include "contend/internal/platform.hpp"
+#include "contend/parking_lot.hpp"
+#include "contend/synchronization_error.hpp"
+#include "sync_table.hpp"
+#include "waiter_registry.hpp"
+
+namespace contend {
+namespace {
+
+using internal::fat_lock;
+
+// Read-only probes before a contended lock() parks: the mutex's short spin (2 rounds of
+// 2 and 4 pauses) is tuned for a lock whose waiters have a designee; a thin lock's waiters
+// park on the word, so it spins a little longer, seed 003's 8 probes with doubling pauses
+// (1 to 128, about 10 us in all on the reference VM): long enough to cover a critical section
+// of a few hundred instructions, short against a futex round trip.
+constexpr int spin_probes = 8;
+
+bool is_fat(std::uint32_t w) noexcept { return (w & thin_lock::inflated_bit) != 0; }
+std::uint32_t index_of(std::uint32_t w) noexcept { return w & ~thin_lock::inflated_bit; }
+std::uint32_t owner_of(std::uint32_t w) noexcept { return w & thin_lock::owner_mask; }
+std::uint32_t depth_of(std::uint32_t w) noexcept { return (w & thin_lock::recursion_mask) / thin_lock::recursion_unit; }
+
+bool fat_acquire(fat_lock& f, std::uint32_t me, internal::deadline until) {
+    if (f.owner.load(std::memory_order_relaxed) == me) {
+        ++f.recursion;
+        return true;
+    }
+    if (until == internal::no_deadline) {
+        f.m.lock();
+    } else if (!f.m.try_lock_until(until)) {
+        return false;
+    }
+    f.owner.store(me, std::memory_order_relaxed);
+    f.recursion = 0;
+    return true;
+}
+
+bool fat_try_acquire(fat_lock& f, std::uint32_t me) {
+    if (f.owner.load(std::memory_order_relaxed) == me) {
+        ++f.recursion;
+        return true;
+    }
+    if (!f.m.try_lock()) return false;
+    f.owner.store(me, std::memory_order_relaxed);
+    f.recursion = 0;
+    return true;
+}
+
+[[noreturn]] void not_held(const char* what) {
+    throw synchronization_error(std::string("contend::thin_lock::") + what +
+                                ": the calling thread does not hold the lock");
+}
+
+}  // namespace
+
+thin_lock::~thin_lock() {
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    if (is_fat(w)) internal::sync_table_release(index_of(w));
+}
+
+// The caller holds the thin lock. Moves its state (owner, depth) into a new fat lock whose
+// mutex it holds, publishes the index, and sends threads parked on the word to the fat lock.
+std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    const std::uint32_t index = internal::sync_table_allocate();
+    fat_lock& f = internal::sync_table_at(index);
+    f.m.lock();  // a free entry: taken at once
+    f.owner.store(me, std::memory_order_relaxed);
+    f.recursion = depth_of(w);
+    // Only the owner writes a held thin word, so a store cannot lose anyone's update.
+    word_.store(inflated_bit | index, std::memory_order_release);
+    // A parked thread re-reads the word when woken; one about to park validates the word
+    // under the bucket lock, which this takes, so it either sees the index or is woken.
+    parking_lot::unpark_all(&word_);
+    return index;
+}
+
+bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until) {
+    for (int probe = 0;; ++probe) {
+        if (seen == 0) {
+            if (word_.compare_exchange_weak(seen, me, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+            continue;
+        }
+        if (is_fat(seen)) return fat_acquire(internal::sync_table_at(index_of(seen)), me, until);
+        if (owner_of(seen) == me) {
+            if (depth_of(seen) < max_thin_recursion) {
+                word_.store(seen + recursion_unit, std::memory_order_relaxed);
+            } else {
+                ++internal::sync_table_at(inflate_held(me)).recursion;  // the 64th extra entry
+            }
+            return true;
+        }
+        if (probe >= spin_probes) break;
+        for (int i = 0; i < (1 << probe); ++i) internal::cpu_relax();
+        seen = word_.load(std::memory_order_relaxed);
+    }
+
+    // Held by another thread past the spin: park on the word until it is released (the
+    // owner's exit finds us in the waiter registry), then take it and inflate it, so that
+    // further contention is the fat mutex's business.
+    auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
+    std::optional<internal::waiter_registration> registration(std::in_place, slot);
+    bool parked = false;
+    for (;;) {
+        seen = word_.load(std::memory_order_relaxed);
+        if (seen == 0) {
+            if (word_.compare_exchange_weak(seen, me, std::memory_order_acquire, std::memory_order_relaxed)) {
+                registration.reset();
+                if (parked) inflate_held(me);
+                return true;
+            }
+            continue;
+        }
+        if (is_fat(seen)) {
+            registration.reset();  // not a sleeper of the word any more
+            return fat_acquire(internal::sync_table_at(index_of(seen)), me, until);
+        }
+        if (until != internal::no_deadline && internal::clock::now() >= until) return false;
+        parking_lot::park(
+            &word_,
+            [this] {
+                const std::uint32_t w = word_.load(std::memory_order_seq_cst);
+                return w != 0 && !is_fat(w);
+            },
+            until);
+        parked = true;
+    }
+}
+
+bool thin_lock::try_lock_slow(std::uint32_t me, std::uint32_t seen) {
+    if (is_fat(seen)) return fat_try_acquire(internal::sync_table_at(index_of(seen)), me);
+    if (seen != 0 && owner_of(seen) == me) {
+        // Re-entry is not contention: past the thin count it inflates, as lock() does.
+        if (depth_of(seen) < max_thin_recursion)
+            word_.store(seen + recursion_unit, std::memory_order_relaxed);
+        else
+            ++internal::sync_table_at(inflate_held(me)).recursion;
+        return true;
+    }
+    return false;  // held by another thread: one shot, no spin, no inflation
+}
+
+void thin_lock::unlock_slow(std::uint32_t me) {
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    if (is_fat(w)) {
+        fat_lock& f = internal::sync_table_at(index_of(w));
+        if (f.owner.load(std::memory_order_relaxed) != me) not_held("unlock");
+        if (f.recursion > 0) {
+            --f.recursion;
+            return;
+        }
+        f.owner.store(0, std::memory_order_relaxed);
+        f.m.unlock();
+        return;
+    }
+    if (w == 0 || owner_of(w) != me) not_held("unlock");
+    if (depth_of(w) > 0) {
+        word_.store(w - recursion_unit, std::memory_order_relaxed);
+        return;
+    }
+    // Depth 0 and the registry slot is not quiet: the fenced half of the handshake.
+    auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
+    word_.exchange(0, std::memory_order_seq_cst);
+    if (internal::slot_has_waiters(slot)) wake_after_release();
+    else internal::note_idle_unlock(slot);
+}
+
+void thin_lock::wake_after_release() noexcept { parking_lot::unpark_one(&word_); }
+
+bool thin_lock::is_held_by_current_thread() const {
+    const std::uint32_t me = internal::compact_thread_id();
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    if (is_fat(w)) return internal::sync_table_at(index_of(w)).owner.load(std::memory_order_relaxed) == me;
+    return w != 0 && owner_of(w) == me;
+}
+
+void thin_lock::wait() { (void)wait_until_internal(internal::no_deadline); }
+
+bool thin_lock::wait_until_internal(internal::deadline until) {
+    const std::uint32_t me = internal::compact_thread_id();
+    if (!is_held_by_current_thread()) not_held("wait");
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    fat_lock& f = internal::sync_table_at(is_fat(w) ? index_of(w) : inflate_held(me));
+    const std::uint32_t depth = f.recursion;
+    f.recursion = 0;
+    f.owner.store(0, std::memory_order_relaxed);
+    bool notified = true;
+    if (until == internal::no_deadline) f.cv.wait(f.m);
+    else notified = f.cv.wait_until(f.m, until) == std::cv_status::no_timeout;
+    f.owner.store(me, std::memory_order_relaxed);
+    f.recursion = depth;
+    return notified;
+}
+
+void thin_lock::notify_one() {
+    if (!is_held_by_current_thread()) not_held("notify_one");
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    if (is_fat(w)) internal::sync_table_at(index_of(w)).cv.notify_one();  // thin: nobody waits
+}
+
+void thin_lock::notify_all() {
+    if (!is_held_by_current_thread()) not_held("notify_all");
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    if (is_fat(w)) internal::sync_table_at(index_of(w)).cv.notify_all();
+}
+
+}  // namespace contend

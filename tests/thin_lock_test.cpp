@@ -1,0 +1,234 @@
+// contend::thin_lock: exclusion, recursion across inflation, one-shot try_lock, wait/notify,
+// misuse, and the sync table staying bounded. Every wait is bounded by a watchdog.
+#include "contend/thin_lock.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "contend/synchronization_error.hpp"
+#include "lock_conformance.hpp"
+#include "sync_table.hpp"
+#include "test_support.hpp"
+
+using namespace contend_test;
+
+using ThinLocks = ::testing::Types<contend::thin_lock>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Thin, LockConformance, ThinLocks);
+
+namespace {
+
+// Runs fn on another thread and waits for it (bounded by the caller's watchdog).
+template <class Fn>
+void on_other_thread(Fn fn) {
+    std::thread t(fn);
+    t.join();
+}
+
+}  // namespace
+
+TEST(ThinLock, IsOneThirtyTwoBitWord) { static_assert(sizeof(contend::thin_lock) == 4); }
+
+TEST(ThinLock, UncontendedUseStaysThin) {
+    contend::thin_lock l;
+    for (int i = 0; i < 1000; ++i) {
+        l.lock();
+        EXPECT_TRUE(l.is_held_by_current_thread());
+        l.unlock();
+    }
+    EXPECT_FALSE(l.is_inflated());
+    EXPECT_FALSE(l.is_held_by_current_thread());
+}
+
+TEST(ThinLock, RecursionToDepthThousandInflatesAndUnwindsExactly) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    for (int i = 0; i < 1000; ++i) {
+        l.lock();
+        EXPECT_EQ(l.is_inflated(), i > static_cast<int>(contend::thin_lock::max_thin_recursion)) << "depth " << i;
+    }
+    for (int i = 0; i < 999; ++i) l.unlock();
+    bool other_got_it = true;
+    on_other_thread([&] { other_got_it = l.try_lock(); });
+    EXPECT_FALSE(other_got_it) << "one level is still held";
+    l.unlock();
+    EXPECT_FALSE(l.is_held_by_current_thread());
+    on_other_thread([&] {
+        other_got_it = l.try_lock();
+        if (other_got_it) l.unlock();
+    });
+    EXPECT_TRUE(other_got_it);
+    EXPECT_THROW(l.unlock(), contend::synchronization_error);
+}
+
+TEST(ThinLock, OneShotTryLockOnALockHeldElsewhereFailsWithoutInflating) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    l.lock();
+    const auto before = contend::internal::sync_table_stats().inflations;
+    int successes = 0;
+    on_other_thread([&] {
+        for (int i = 0; i < 100000; ++i) successes += l.try_lock() ? 1 : 0;
+    });
+    EXPECT_EQ(successes, 0);
+    EXPECT_FALSE(l.is_inflated());
+    EXPECT_EQ(contend::internal::sync_table_stats().inflations, before);
+    l.unlock();
+}
+
+TEST(ThinLock, ContentionInflatesAndExclusionHolds) {
+    watchdog dog(120s);
+    contend::thin_lock l;
+    long counter = 0;
+    const long per = scaled(100000);
+    run_threads(8, [&](int) {
+        for (long i = 0; i < per; ++i) {
+            l.lock();
+            counter = counter + 1;
+            l.unlock();
+        }
+    });
+    EXPECT_EQ(counter, per * 8);
+    // Whether 8 threads on this machine ever parked is the scheduler's call; the count is
+    // what must hold. A lock that must be contended: hold it while another thread waits.
+    contend::thin_lock m;
+    m.lock();
+    std::thread waiter([&] {
+        m.lock();
+        m.unlock();
+    });
+    std::this_thread::sleep_for(50ms);  // past the spin: the waiter parks on the word
+    m.unlock();
+    waiter.join();
+    EXPECT_TRUE(m.is_inflated()) << "a thread that parked inflates the lock it then gets";
+}
+
+TEST(ThinLock, WaitNotifyPingPongHundredThousandRounds) {
+    watchdog dog(240s);
+    contend::thin_lock l;
+    long turn = 0;  // even: ping's turn, odd: pong's
+    const long rounds = scaled(100000);
+    std::thread pong([&] {
+        l.lock();
+        for (long r = 0; r < rounds; ++r) {
+            while (turn % 2 == 0) l.wait();
+            ++turn;
+            l.notify_one();
+        }
+        l.unlock();
+    });
+    l.lock();
+    for (long r = 0; r < rounds; ++r) {
+        while (turn % 2 == 1) l.wait();
+        ++turn;
+        l.notify_one();
+    }
+    while (turn < 2 * rounds) l.wait();
+    l.unlock();
+    pong.join();
+    EXPECT_EQ(turn, 2 * rounds);
+}
+
+TEST(ThinLock, NotifyAllWakesEveryOneOfThirtyTwoWaiters) {
+    watchdog dog(120s);
+    contend::thin_lock l;
+    int waiting = 0;
+    bool go = false;
+    int woke = 0;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 32; ++i) {
+        threads.emplace_back([&] {
+            l.lock();
+            ++waiting;
+            while (!go) l.wait();
+            ++woke;
+            l.unlock();
+        });
+    }
+    ASSERT_TRUE(eventually([&] {
+        l.lock();
+        const bool all = waiting == 32;
+        l.unlock();
+        return all;
+    }));
+    l.lock();
+    go = true;
+    l.notify_all();
+    l.unlock();
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(woke, 32);
+}
+
+TEST(ThinLock, WaitForTimingOutReturnsFalseAndHoldsAtTheSameDepth) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    for (int i = 0; i < 3; ++i) l.lock();
+    const auto start = steady::now();
+    EXPECT_FALSE(l.wait_for(20ms));
+    EXPECT_GE(steady::now() - start, 20ms);
+    EXPECT_TRUE(l.is_held_by_current_thread());
+    bool other_got_it = true;
+    for (int i = 0; i < 3; ++i) {
+        on_other_thread([&] { other_got_it = l.try_lock(); });
+        EXPECT_FALSE(other_got_it) << "depth " << 3 - i << " must still be held";
+        l.unlock();
+    }
+    EXPECT_THROW(l.unlock(), contend::synchronization_error);
+}
+
+TEST(ThinLock, MisuseThrowsAndLeavesTheLockUsable) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    EXPECT_THROW(l.unlock(), contend::synchronization_error);  // exit without enter
+    EXPECT_THROW(l.wait_for(1ms), contend::synchronization_error);  // wait without holding
+    EXPECT_THROW(l.notify_one(), contend::synchronization_error);
+    EXPECT_THROW(l.notify_all(), contend::synchronization_error);
+    l.lock();
+    bool threw = false;
+    on_other_thread([&] {
+        try {
+            l.unlock();  // exit by another thread
+        } catch (const contend::synchronization_error&) {
+            threw = true;
+        }
+    });
+    EXPECT_TRUE(threw);
+    EXPECT_TRUE(l.is_held_by_current_thread());
+    l.unlock();
+    EXPECT_THROW(l.unlock(), contend::synchronization_error);  // more exits than enters
+    // The same on an inflated lock.
+    l.lock();
+    EXPECT_FALSE(l.wait_for(1ms));
+    ASSERT_TRUE(l.is_inflated());
+    threw = false;
+    on_other_thread([&] {
+        try {
+            l.unlock();
+        } catch (const contend::synchronization_error&) {
+            threw = true;
+        }
+    });
+    EXPECT_TRUE(threw);
+    l.unlock();
+    EXPECT_THROW(l.unlock(), contend::synchronization_error);
+    EXPECT_TRUE(l.try_lock());
+    l.unlock();
+}
+
+TEST(ThinLock, AMillionCreateInflateDestroyCyclesKeepTheSyncTableBounded) {
+    watchdog dog(240s);
+    const auto before = contend::internal::sync_table_stats();
+    const long cycles = scaled(1'000'000);
+    for (long i = 0; i < cycles; ++i) {
+        contend::thin_lock l;
+        l.lock();
+        for (unsigned d = 0; d <= contend::thin_lock::max_thin_recursion; ++d) l.lock();  // overflow: inflates
+        ASSERT_TRUE(l.is_inflated());
+        for (unsigned d = 0; d <= contend::thin_lock::max_thin_recursion; ++d) l.unlock();
+        l.unlock();
+    }
+    const auto after = contend::internal::sync_table_stats();
+    EXPECT_EQ(after.inflations - before.inflations, static_cast<std::uint64_t>(cycles));
+    EXPECT_EQ(after.live, before.live);
+    EXPECT_LE(after.capacity, before.capacity + 1024) << "released entries must be reused";
+}
