@@ -3,6 +3,7 @@
 
 #include "contend/condition_variable.hpp"
 #include "contend/event.hpp"
+#include "contend/monitor.hpp"
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/spin_lock.hpp"

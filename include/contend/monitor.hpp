@@ -1,0 +1,66 @@
+// contend::monitor: lock any address without embedding anything in the object (C#'s
+// lock(obj), Java's synchronized): recursive enter/exit, one-shot try_enter, timed
+// try_enter_for, and Monitor.Wait/Pulse.
+//
+// Addresses map to entries in a striped table (256 stripes, each a contend::mutex and a
+// small vector of entries). An entry records the owner's compact thread id, the recursion
+// depth and how many threads wait to enter or wait for a pulse; it exists only while the
+// address is entered or waited on, and is removed by the exit that leaves it unowned and
+// unwaited. Memory is the peak number of addresses in use at once, however many distinct
+// addresses pass through.
+//
+// Waiting threads park in the parking lot under keys derived from the address (top bits
+// set, so they collide with no contend::mutex or thin_lock key), enqueued before the
+// stripe is released, so an exit or pulse cannot slip past them.
+//
+// Misuse (exit without enter, by another thread, or more exits than enters; wait or pulse
+// without holding) throws synchronization_error and leaves the address's state unchanged.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "contend/internal/deadline.hpp"
+
+namespace contend {
+
+struct monitor_stats {
+    std::uint64_t inflations = 0;  // thin_locks inflated to fat locks, ever
+    std::uint64_t deflations = 0;  // fat locks returned to the sync table, ever
+    std::uint64_t contentions = 0;  // monitor enters that had to wait, ever
+    std::size_t live_fat_locks = 0;  // sync-table entries in use
+    std::size_t live_address_entries = 0;  // monitor entries in use (addresses entered or waited on)
+};
+
+class monitor {
+public:
+    monitor() = delete;
+
+    static void enter(const void* address);
+    // One shot: takes the address if it is free (or already ours); never waits.
+    static bool try_enter(const void* address);
+    template <class Rep, class Period>
+    static bool try_enter_for(const void* address, const std::chrono::duration<Rep, Period>& d) {
+        return enter_until(address, internal::deadline_after(d));
+    }
+    static void exit(const void* address);
+    static bool is_entered(const void* address);
+
+    static void wait(const void* address);
+    // False on timeout; the address is held again, at the same depth, either way.
+    template <class Rep, class Period>
+    static bool wait_for(const void* address, const std::chrono::duration<Rep, Period>& d) {
+        return wait_until(address, internal::deadline_after(d));
+    }
+    static void pulse(const void* address);
+    static void pulse_all(const void* address);
+
+    static monitor_stats stats();
+
+private:
+    static bool enter_until(const void* address, internal::deadline until);
+    static bool wait_until(const void* address, internal::deadline until);
+};
+
+}  // namespace contend

@@ -1,0 +1,272 @@
+// contend::monitor: the address-keyed table. See monitor.hpp for the shape; this file says
+// how a waiter cannot miss its exit or pulse.
+//
+// Every change to an entry happens under its stripe's mutex. A thread that must wait
+// parks with the stripe still held and releases it in park()'s before_sleep, that is after
+// the parking lot has queued it: an exit or pulse, which needs the stripe, then always
+// finds it queued. The lock order is therefore stripe, then parking-lot bucket; nothing
+// takes a stripe while holding a bucket (validate callbacks do not touch stripes).
+#include "contend/monitor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "contend/internal/platform.hpp"
+#include "contend/internal/thread_id.hpp"
+#include "contend/mutex.hpp"
+#include "contend/parking_lot.hpp"
+#include "contend/synchronization_error.hpp"
+#include "sync_table.hpp"
+
+namespace contend {
+namespace {
+
+struct entry {
+    const void* address;
+    std::uint32_t owner;  // compact thread id, 0 when nobody holds the address
+    std::uint32_t recursion;  // extra enters by the owner
+    std::uint32_t entering;  // threads parked (or about to park) waiting to enter
+    std::uint32_t waiting;  // threads in wait(), parked until a pulse or their deadline
+};
+
+struct alignas(internal::cache_line_size) stripe {
+    contend::mutex lock;
+    std::vector<entry> entries;  // few: only addresses in use right now
+
+    entry* find(const void* address) {
+        for (auto& e : entries)
+            if (e.address == address) return &e;
+        return nullptr;
+    }
+    void remove(entry* e) {
+        *e = entries.back();
+        entries.pop_back();
+    }
+};
+
+constexpr std::size_t stripe_count = 256;
+stripe stripes[stripe_count];
+
+std::atomic<std::uint64_t> contentions{0};
+std::atomic<std::size_t> live_entries{0};
+
+stripe& stripe_for(const void* address) noexcept {
+    const auto bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(address));
+    return stripes[(bits * 0x9E3779B97F4A7C15ull) >> 56];
+}
+
+// Parking keys: the address with top bits set that contend::mutex (bit 63 alone, bit 62
+// alone) and thin_lock (the word's own address) never use.
+const void* key_enter(const void* a) noexcept {
+    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(a) ^ (std::uintptr_t{3} << 62));
+}
+const void* key_pulse(const void* a) noexcept {
+    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(a) ^ (std::uintptr_t{1} << 61));
+}
+
+[[noreturn]] void not_held(const char* what) {
+    throw synchronization_error(std::string("contend::monitor::") + what +
+                                ": the calling thread has not entered this address");
+}
+
+entry& add(stripe& s, const void* address, std::uint32_t owner) {
+    s.entries.push_back({address, owner, 0, 0, 0});
+    live_entries.fetch_add(1, std::memory_order_relaxed);
+    return s.entries.back();
+}
+
+void drop_if_idle(stripe& s, entry* e) {
+    if (e->owner != 0 || e->entering != 0 || e->waiting != 0) return;
+    s.remove(e);
+    live_entries.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// With s.lock held and the address owned by someone else: waits until it is free and takes
+// it, or until the deadline. Returns with s.lock held either way.
+bool acquire_contended(stripe& s, const void* address, std::uint32_t me, internal::deadline until) {
+    contentions.fetch_add(1, std::memory_order_relaxed);
+    s.find(address)->entering++;
+    for (;;) {
+        parking_lot::park(
+            key_enter(address), [] { return true; }, [&s] { s.lock.unlock(); }, until);
+        s.lock.lock();
+        entry* e = s.find(address);  // kept alive by our `entering` count
+        if (e->owner == 0) {
+            e->owner = me;
+            e->recursion = 0;
+            e->entering--;
+            return true;
+        }
+        if (until != internal::no_deadline && internal::clock::now() >= until) {
+            e->entering--;
+            return false;
+        }
+    }
+}
+
+// With s.lock held, after the owner let go of e: the first thread waiting to enter, if any,
+// must be woken once s.lock is released.
+bool someone_to_wake(const entry& e) noexcept { return e.entering != 0; }
+
+}  // namespace
+
+void monitor::enter(const void* address) { (void)enter_until(address, internal::no_deadline); }
+
+bool monitor::enter_until(const void* address, internal::deadline until) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    s.lock.lock();
+    entry* e = s.find(address);
+    bool got = true;
+    if (e == nullptr) {
+        add(s, address, me);
+    } else if (e->owner == me) {
+        ++e->recursion;
+    } else if (e->owner == 0) {
+        e->owner = me;
+        e->recursion = 0;
+    } else {
+        got = acquire_contended(s, address, me, until);
+        if (!got) {
+            entry* left = s.find(address);
+            const bool wake = left->owner == 0 && someone_to_wake(*left);
+            drop_if_idle(s, left);
+            s.lock.unlock();
+            if (wake) parking_lot::unpark_one(key_enter(address));
+            return false;
+        }
+    }
+    s.lock.unlock();
+    return got;
+}
+
+bool monitor::try_enter(const void* address) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    s.lock.lock();
+    entry* e = s.find(address);
+    bool got = true;
+    if (e == nullptr) {
+        add(s, address, me);
+    } else if (e->owner == me) {
+        ++e->recursion;
+    } else if (e->owner == 0) {
+        e->owner = me;
+        e->recursion = 0;
+    } else {
+        got = false;  // one shot: no waiting, no counters touched
+    }
+    s.lock.unlock();
+    return got;
+}
+
+void monitor::exit(const void* address) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    s.lock.lock();
+    entry* e = s.find(address);
+    if (e == nullptr || e->owner != me) {
+        s.lock.unlock();
+        not_held("exit");
+    }
+    if (e->recursion > 0) {
+        --e->recursion;
+        s.lock.unlock();
+        return;
+    }
+    e->owner = 0;
+    const bool wake = someone_to_wake(*e);
+    drop_if_idle(s, e);
+    s.lock.unlock();
+    if (wake) parking_lot::unpark_one(key_enter(address));
+}
+
+bool monitor::is_entered(const void* address) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    s.lock.lock();
+    const entry* e = s.find(address);
+    const bool mine = e != nullptr && e->owner == me;
+    s.lock.unlock();
+    return mine;
+}
+
+void monitor::wait(const void* address) { (void)wait_until(address, internal::no_deadline); }
+
+bool monitor::wait_until(const void* address, internal::deadline until) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    s.lock.lock();
+    entry* e = s.find(address);
+    if (e == nullptr || e->owner != me) {
+        s.lock.unlock();
+        not_held("wait");
+    }
+    const std::uint32_t depth = e->recursion;
+    e->owner = 0;
+    e->recursion = 0;
+    e->waiting++;
+    const bool wake = someone_to_wake(*e);
+    // Queued for a pulse before the stripe is released: a pulse cannot come first.
+    const auto result = parking_lot::park(
+        key_pulse(address), [] { return true; },
+        [&] {
+            s.lock.unlock();
+            if (wake) parking_lot::unpark_one(key_enter(address));
+        },
+        until);
+    s.lock.lock();
+    e = s.find(address);  // kept alive by our `waiting` count
+    e->waiting--;
+    if (e->owner == 0) {
+        e->owner = me;
+    } else {
+        (void)acquire_contended(s, address, me, internal::no_deadline);  // no deadline: always true
+        e = s.find(address);
+    }
+    e->recursion = depth;
+    s.lock.unlock();
+    return result.was_unparked();
+}
+
+void monitor::pulse(const void* address) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    s.lock.lock();
+    entry* e = s.find(address);
+    if (e == nullptr || e->owner != me) {
+        s.lock.unlock();
+        not_held("pulse");
+    }
+    const bool any = e->waiting != 0;
+    s.lock.unlock();
+    if (any) parking_lot::unpark_one(key_pulse(address));
+}
+
+void monitor::pulse_all(const void* address) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    s.lock.lock();
+    entry* e = s.find(address);
+    if (e == nullptr || e->owner != me) {
+        s.lock.unlock();
+        not_held("pulse_all");
+    }
+    const bool any = e->waiting != 0;
+    s.lock.unlock();
+    if (any) parking_lot::unpark_all(key_pulse(address));
+}
+
+monitor_stats monitor::stats() {
+    const auto table = internal::sync_table_stats();
+    monitor_stats st;
+    st.inflations = table.inflations;
+    st.deflations = table.inflations - table.live;
+    st.contentions = contentions.load(std::memory_order_relaxed);
+    st.live_fat_locks = table.live;
+    st.live_address_entries = live_entries.load(std::memory_order_relaxed);
+    return st;
+}
+
+}  // namespace contend
