@@ -16,4 +16,7 @@ suite make_probes_suite();
 suite make_sharing_suite();
 suite make_tax_suite();
 
+// monitor_suite.cpp: seed 000's Monitor scenarios for thin_lock, monitor:: and the mutexes.
+suite make_monitor_suite();
+
 }  // namespace contend::lab

@@ -11,6 +11,7 @@
 
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
+#include "contend/thin_lock.hpp"
 #include "peers/peers.hpp"
 #include "primitives.hpp"
 #include "suite_parts.hpp"
@@ -95,6 +96,7 @@ void append_lock_contenders(std::vector<contender>& out, bool hold) {
     append_lock<std::mutex>(out, hold, "std_mutex", "std::mutex");
     append_lock<c11_mtx_adapter>(out, hold, "c11_mtx", "C11 mtx_t, mtx_plain");
     append_lock<contend::mutex>(out, hold, "contend_mutex", "contend::mutex");
+    append_lock<contend::thin_lock>(out, hold, "thin_lock", "contend::thin_lock (one 32-bit word, recursive)");
     append_peer_locks(out, hold);
 }
 
@@ -129,6 +131,7 @@ std::vector<suite> make_suites() {
     suites.push_back(make_probes_suite());
     suites.push_back(make_sharing_suite());
     suites.push_back(make_tax_suite());
+    suites.push_back(make_monitor_suite());
     suites.push_back({"selftest",
                       "the harness's failure modes, for its tests",
                       {

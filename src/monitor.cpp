@@ -32,24 +32,27 @@ struct entry {
 
 struct alignas(internal::cache_line_size) stripe {
     contend::mutex lock;
-    std::vector<entry> entries;  // few: only addresses in use right now
+    // Addresses in use, and up to idle_kept idle ones: an exit leaves its entry for the
+    // next enter of the same address (no erase and re-insert per enter/exit pair); an
+    // enter that needs room first drops the idle ones.
+    std::vector<entry> entries;
 
     entry* find(const void* address) {
         for (auto& e : entries)
             if (e.address == address) return &e;
         return nullptr;
     }
-    void remove(entry* e) {
-        *e = entries.back();
-        entries.pop_back();
+    void drop_idle() {
+        std::erase_if(entries, [](const entry& e) { return idle(e); });
     }
+    static bool idle(const entry& e) noexcept { return e.owner == 0 && e.entering == 0 && e.waiting == 0; }
 };
 
 constexpr std::size_t stripe_count = 256;
+constexpr std::size_t idle_kept = 8;
 stripe stripes[stripe_count];
 
 std::atomic<std::uint64_t> contentions{0};
-std::atomic<std::size_t> live_entries{0};
 
 stripe& stripe_for(const void* address) noexcept {
     const auto bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(address));
@@ -71,16 +74,11 @@ const void* key_pulse(const void* a) noexcept {
 }
 
 entry& add(stripe& s, const void* address, std::uint32_t owner) {
+    if (s.entries.size() >= idle_kept) s.drop_idle();
     s.entries.push_back({address, owner, 0, 0, 0});
-    live_entries.fetch_add(1, std::memory_order_relaxed);
     return s.entries.back();
 }
 
-void drop_if_idle(stripe& s, entry* e) {
-    if (e->owner != 0 || e->entering != 0 || e->waiting != 0) return;
-    s.remove(e);
-    live_entries.fetch_sub(1, std::memory_order_relaxed);
-}
 
 // With s.lock held and the address owned by someone else: waits until it is free and takes
 // it, or until the deadline. Returns with s.lock held either way.
@@ -131,7 +129,6 @@ bool monitor::enter_until(const void* address, internal::deadline until) {
         if (!got) {
             entry* left = s.find(address);
             const bool wake = left->owner == 0 && someone_to_wake(*left);
-            drop_if_idle(s, left);
             s.lock.unlock();
             if (wake) parking_lot::unpark_one(key_enter(address));
             return false;
@@ -177,7 +174,6 @@ void monitor::exit(const void* address) {
     }
     e->owner = 0;
     const bool wake = someone_to_wake(*e);
-    drop_if_idle(s, e);
     s.lock.unlock();
     if (wake) parking_lot::unpark_one(key_enter(address));
 }
@@ -265,7 +261,11 @@ monitor_stats monitor::stats() {
     st.deflations = table.inflations - table.live;
     st.contentions = contentions.load(std::memory_order_relaxed);
     st.live_fat_locks = table.live;
-    st.live_address_entries = live_entries.load(std::memory_order_relaxed);
+    for (auto& s : stripes) {
+        s.lock.lock();
+        for (const auto& e : s.entries) st.live_address_entries += stripe::idle(e) ? 0 : 1;
+        s.lock.unlock();
+    }
     return st;
 }
 

@@ -47,20 +47,24 @@ public:
     thin_lock(const thin_lock&) = delete;
     thin_lock& operator=(const thin_lock&) = delete;
 
+    // A load before the CAS: an inflated or held word then costs no failing locked
+    // instruction (a failed CAS still takes the line exclusive).
     void lock() {
         const std::uint32_t me = internal::compact_thread_id();
-        std::uint32_t expected = 0;
-        if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
+        std::uint32_t expected = word_.load(std::memory_order_relaxed);
+        if (expected == 0 &&
+            word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
             [[likely]]
             return;
         lock_slow(me, expected, internal::no_deadline);
     }
 
-    // One shot: never spins, parks or inflates.
+    // One shot: never spins, parks or inflates; a lock held by another thread costs a load.
     bool try_lock() {
         const std::uint32_t me = internal::compact_thread_id();
-        std::uint32_t expected = 0;
-        if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
+        std::uint32_t expected = word_.load(std::memory_order_relaxed);
+        if (expected == 0 &&
+            word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
             [[likely]]
             return true;
         return try_lock_slow(me, expected);

@@ -38,7 +38,7 @@ TEST_P(EverySuiteContender, KeepsAnExactCountAtTwoWorkers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Listed, EverySuiteContender,
-                         testing::Values("counter", "hold", "wait-policy", "probes", "sharing", "tax"),
+                         testing::Values("counter", "hold", "wait-policy", "probes", "sharing", "tax", "monitor"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (auto& ch : n)
