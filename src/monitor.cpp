@@ -107,6 +107,35 @@ bool acquire_contended(stripe& s, const void* address, std::uint32_t me, interna
 // must be woken once s.lock is released.
 bool someone_to_wake(const entry& e) noexcept { return e.entering != 0; }
 
+// With s.lock held: takes the address if nobody else holds it (a new entry, a re-entry, or
+// an idle entry). False when another thread holds it.
+bool take_if_free(stripe& s, const void* address, std::uint32_t me) {
+    entry* e = s.find(address);
+    if (e == nullptr) {
+        add(s, address, me);
+    } else if (e->owner == me) {
+        ++e->recursion;
+    } else if (e->owner == 0) {
+        e->owner = me;
+        e->recursion = 0;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// Locks s and returns the caller's entry for `address`; if the caller does not hold the
+// address, unlocks s and throws, leaving everything as it was.
+entry& lock_owned(stripe& s, const void* address, std::uint32_t me, const char* what) {
+    s.lock.lock();
+    entry* e = s.find(address);
+    if (e == nullptr || e->owner != me) {
+        s.lock.unlock();
+        not_held(what);
+    }
+    return *e;
+}
+
 }  // namespace
 
 void monitor::enter(const void* address) { (void)enter_until(address, internal::no_deadline); }
@@ -115,18 +144,8 @@ bool monitor::enter_until(const void* address, internal::deadline until) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
     s.lock.lock();
-    entry* e = s.find(address);
-    bool got = true;
-    if (e == nullptr) {
-        add(s, address, me);
-    } else if (e->owner == me) {
-        ++e->recursion;
-    } else if (e->owner == 0) {
-        e->owner = me;
-        e->recursion = 0;
-    } else {
-        got = acquire_contended(s, address, me, until);
-        if (!got) {
+    if (!take_if_free(s, address, me)) {
+        if (!acquire_contended(s, address, me, until)) {
             entry* left = s.find(address);
             const bool wake = left->owner == 0 && someone_to_wake(*left);
             s.lock.unlock();
@@ -135,25 +154,14 @@ bool monitor::enter_until(const void* address, internal::deadline until) {
         }
     }
     s.lock.unlock();
-    return got;
+    return true;
 }
 
 bool monitor::try_enter(const void* address) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
     s.lock.lock();
-    entry* e = s.find(address);
-    bool got = true;
-    if (e == nullptr) {
-        add(s, address, me);
-    } else if (e->owner == me) {
-        ++e->recursion;
-    } else if (e->owner == 0) {
-        e->owner = me;
-        e->recursion = 0;
-    } else {
-        got = false;  // one shot: no waiting, no counters touched
-    }
+    const bool got = take_if_free(s, address, me);  // one shot: no waiting, no counters touched
     s.lock.unlock();
     return got;
 }
@@ -161,12 +169,7 @@ bool monitor::try_enter(const void* address) {
 void monitor::exit(const void* address) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
-    s.lock.lock();
-    entry* e = s.find(address);
-    if (e == nullptr || e->owner != me) {
-        s.lock.unlock();
-        not_held("exit");
-    }
+    entry* e = &lock_owned(s, address, me, "exit");
     if (e->recursion > 0) {
         --e->recursion;
         s.lock.unlock();
@@ -193,12 +196,7 @@ void monitor::wait(const void* address) { (void)wait_until(address, internal::no
 bool monitor::wait_until(const void* address, internal::deadline until) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
-    s.lock.lock();
-    entry* e = s.find(address);
-    if (e == nullptr || e->owner != me) {
-        s.lock.unlock();
-        not_held("wait");
-    }
+    entry* e = &lock_owned(s, address, me, "wait");
     const std::uint32_t depth = e->recursion;
     e->owner = 0;
     e->recursion = 0;
@@ -229,12 +227,7 @@ bool monitor::wait_until(const void* address, internal::deadline until) {
 void monitor::pulse(const void* address) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
-    s.lock.lock();
-    entry* e = s.find(address);
-    if (e == nullptr || e->owner != me) {
-        s.lock.unlock();
-        not_held("pulse");
-    }
+    entry* e = &lock_owned(s, address, me, "pulse");
     const bool any = e->waiting != 0;
     s.lock.unlock();
     if (any) parking_lot::unpark_one(key_pulse(address));
@@ -243,12 +236,7 @@ void monitor::pulse(const void* address) {
 void monitor::pulse_all(const void* address) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
-    s.lock.lock();
-    entry* e = s.find(address);
-    if (e == nullptr || e->owner != me) {
-        s.lock.unlock();
-        not_held("pulse_all");
-    }
+    entry* e = &lock_owned(s, address, me, "pulse_all");
     const bool any = e->waiting != 0;
     s.lock.unlock();
     if (any) parking_lot::unpark_all(key_pulse(address));
