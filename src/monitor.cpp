@@ -224,23 +224,20 @@ bool monitor::wait_until(const void* address, internal::deadline until) {
     return result.was_unparked();
 }
 
-void monitor::pulse(const void* address) {
+namespace {
+void pulse_waiters(const void* address, bool all, const char* what) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
-    entry* e = &lock_owned(s, address, me, "pulse");
-    const bool any = e->waiting != 0;
+    const bool any = lock_owned(s, address, me, what).waiting != 0;
     s.lock.unlock();
-    if (any) parking_lot::unpark_one(key_pulse(address));
+    if (!any) return;
+    if (all) parking_lot::unpark_all(key_pulse(address));
+    else parking_lot::unpark_one(key_pulse(address));
 }
+}  // namespace
 
-void monitor::pulse_all(const void* address) {
-    const std::uint32_t me = internal::compact_thread_id();
-    stripe& s = stripe_for(address);
-    entry* e = &lock_owned(s, address, me, "pulse_all");
-    const bool any = e->waiting != 0;
-    s.lock.unlock();
-    if (any) parking_lot::unpark_all(key_pulse(address));
-}
+void monitor::pulse(const void* address) { pulse_waiters(address, false, "pulse"); }
+void monitor::pulse_all(const void* address) { pulse_waiters(address, true, "pulse_all"); }
 
 monitor_stats monitor::stats() {
     const auto table = internal::sync_table_stats();

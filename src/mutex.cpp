@@ -64,7 +64,7 @@ constexpr int designee_probes = 8;
 constexpr std::uint32_t crowd_per_cpu = 2;
 constexpr auto crowd_yield_budget = std::chrono::milliseconds(20);
 // Threads inside yield_while_crowded, per waiter slot (a mutex hashes to one).
-std::atomic<std::uint32_t> yielding[internal::waiter_slot_count];
+internal::cache_padded<std::atomic<std::uint32_t>> yielding[internal::waiter_slot_count];  // written by every crowded waiter
 
 std::uint32_t crowd_threshold() noexcept {
     // The CPUs this process may run on (taskset, cgroups' cpusets), read once.
@@ -186,7 +186,7 @@ bool mutex::lock_slow(internal::deadline until) {
 // which the thread parks as usual. With fewer waiters than that (2 or 4 threads on 2 CPUs,
 // the hold suite) nothing changes. Returns true holding the mutex.
 bool mutex::yield_while_crowded(std::atomic<std::uint32_t>& slot) {
-    auto& here = yielding[static_cast<std::size_t>(&slot - internal::waiter_slots)];
+    auto& here = yielding[static_cast<std::size_t>(&slot - internal::waiter_slots)].value;
     const auto crowd = [&] {
         return (slot.load(std::memory_order_relaxed) & internal::waiter_slot_count_mask) +
                here.load(std::memory_order_relaxed);

@@ -97,7 +97,10 @@ TEST(ThinLock, ContentionInflatesAndExclusionHolds) {
         m.lock();
         m.unlock();
     });
-    std::this_thread::sleep_for(50ms);  // past the spin: the waiter parks on the word
+    // Past its spin the waiter registers in the waiter registry, and from then on it either
+    // parks or finds the word free: both end with it inflating the lock it gets.
+    auto& slot = contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)];
+    ASSERT_TRUE(eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; }));
     m.unlock();
     waiter.join();
     EXPECT_TRUE(m.is_inflated()) << "a thread that parked inflates the lock it then gets";
