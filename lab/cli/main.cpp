@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "cell_runner.hpp"
-#include "disasm.hpp"
-#include "harness.hpp"
-#include "history.hpp"
-#include "machine.hpp"
+#include "harness/cell_runner.hpp"
+#include "harness/disasm.hpp"
+#include "harness/harness.hpp"
+#include "results/history.hpp"
+#include "harness/machine.hpp"
 #include "peers/peers.hpp"
-#include "report.hpp"
-#include "results_io.hpp"
-#include "suites.hpp"
+#include "report/report.hpp"
+#include "results/results_io.hpp"
+#include "suites/suites.hpp"
 
 namespace lab = contend::lab;
 

@@ -2,7 +2,7 @@
 // rejects, so this file alone is compiled with -fpermissive (lab/CMakeLists.txt); the
 // lock and unlock paths stay inline, as they would be in a C caller.
 #include "peers/peers.hpp"
-#include "tsan_annotations.hpp"
+#include "harness/tsan_annotations.hpp"
 
 extern "C" {
 #include <ck_spinlock.h>

@@ -1,7 +1,7 @@
 // Adapters from each peer's lock API to lock()/unlock(). Kept apart from our own
 // contenders, as the baselines of a lab should be.
 #include "peers/peers.hpp"
-#include "tsan_annotations.hpp"
+#include "harness/tsan_annotations.hpp"
 
 #include <optional>
 

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "disasm.hpp"
+#include "harness/disasm.hpp"
 #include "run_cli.hpp"
-#include "suites.hpp"
+#include "suites/suites.hpp"
 
 namespace {
 

@@ -1,11 +1,11 @@
 // The harness on synthetic contenders (suite "selftest"). No timing is asserted.
-#include "harness.hpp"
+#include "harness/harness.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "suites.hpp"
+#include "suites/suites.hpp"
 
 namespace lab = contend::lab;
 

@@ -1,4 +1,4 @@
-#include "history.hpp"
+#include "results/history.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "results.hpp"
+#include "results/results.hpp"
 
 namespace contend_test {
 namespace {

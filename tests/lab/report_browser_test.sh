@@ -2,7 +2,7 @@
 # The page of `contend report` in a real browser. Usage:
 #   report_browser_test.sh <contend binary> <results JSON> <number of suites in it>
 # Writes the page of the JSON file, opens it in Debian's headless Chromium, and reads back
-# what the page's own script recorded on <body> (lab/report.hpp): every chart constructed
+# what the page's own script recorded on <body> (lab/report/report.hpp): every chart constructed
 # and painted, some points plotted, no error counted; and Chromium's console log must be
 # empty, since the page writes nothing to the console unless something went wrong.
 # Without Chromium this fails: it is never skipped.

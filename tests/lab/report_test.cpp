@@ -1,7 +1,7 @@
 // `contend report` on fixed input: the page's sections, chart data and escaping, reading
 // results files back, picking runs from the history, and the CLI's errors. Whether the page
 // draws in a browser is report_browser_test.sh's job.
-#include "report.hpp"
+#include "report/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "history.hpp"
-#include "results_io.hpp"
+#include "results/history.hpp"
+#include "results/results_io.hpp"
 
 namespace lab = contend::lab;
 namespace fs = std::filesystem;

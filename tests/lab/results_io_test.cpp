@@ -1,4 +1,4 @@
-#include "results_io.hpp"
+#include "results/results_io.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,11 +2,11 @@
 // final shared value against the workers' completed operations, so a contender whose
 // primitive loses an update, or whose expected total is computed wrongly, fails here.
 // No timing is asserted.
-#include "suites.hpp"
+#include "suites/suites.hpp"
 
 #include <gtest/gtest.h>
 
-#include "harness.hpp"
+#include "harness/harness.hpp"
 
 namespace lab = contend::lab;
 

@@ -1,7 +1,7 @@
 // Suite registry. The counter suite is seed 003's main table: direct atomics, CAS loops,
 // the spin-lock family, the platform mutexes and contend's own, each incrementing one
 // shared 64-bit counter.
-#include "suites.hpp"
+#include "suites/suites.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,8 +13,8 @@
 #include "contend/spin_lock.hpp"
 #include "contend/thin_lock.hpp"
 #include "peers/peers.hpp"
-#include "primitives.hpp"
-#include "suite_parts.hpp"
+#include "suites/primitives.hpp"
+#include "suites/suite_parts.hpp"
 
 namespace contend::lab {
 namespace {

@@ -173,7 +173,7 @@ contender lock_contender(std::string name, std::string description) {
             demangled_type_name<locked_counter<Lock>>()};
 }
 
-// Iterations of locked_work::burn per microsecond on this machine (suites.cpp).
+// Iterations of locked_work::burn per microsecond on this machine (suites/suites.cpp).
 double burn_iterations_per_us();
 
 // The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.

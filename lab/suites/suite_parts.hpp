@@ -2,7 +2,7 @@
 // them). Internal to the lab.
 #pragma once
 
-#include "suites.hpp"
+#include "suites/suites.hpp"
 
 namespace contend::lab {
 

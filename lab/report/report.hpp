@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "history.hpp"
-#include "results.hpp"
+#include "results/history.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

@@ -12,8 +12,8 @@
 #include "contend/internal/platform.hpp"
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
-#include "primitives.hpp"
-#include "suite_parts.hpp"
+#include "suites/primitives.hpp"
+#include "suites/suite_parts.hpp"
 
 namespace contend::lab {
 namespace {

@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "harness.hpp"
-#include "results.hpp"
+#include "harness/harness.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

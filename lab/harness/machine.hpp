@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

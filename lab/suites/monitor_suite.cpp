@@ -10,7 +10,7 @@
 #include "contend/monitor.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thin_lock.hpp"
-#include "suite_parts.hpp"
+#include "suites/suite_parts.hpp"
 
 namespace contend::lab {
 namespace {

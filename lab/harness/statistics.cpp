@@ -1,4 +1,4 @@
-#include "statistics.hpp"
+#include "harness/statistics.hpp"
 
 #include <algorithm>
 #include <cmath>

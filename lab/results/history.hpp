@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

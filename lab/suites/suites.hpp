@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "workload.hpp"
+#include "harness/workload.hpp"
 
 namespace contend::lab {
 

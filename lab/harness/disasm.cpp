@@ -1,4 +1,4 @@
-#include "disasm.hpp"
+#include "harness/disasm.hpp"
 
 #include <cstdio>
 #include <regex>

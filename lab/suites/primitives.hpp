@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "contend/internal/platform.hpp"
-#include "tsan_annotations.hpp"
+#include "harness/tsan_annotations.hpp"
 
 namespace contend::lab {
 

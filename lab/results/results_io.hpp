@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "results.hpp"
-#include "workload.hpp"
+#include "results/results.hpp"
+#include "harness/workload.hpp"
 
 namespace contend::lab {
 

@@ -1,4 +1,4 @@
-#include "results.hpp"
+#include "results/results.hpp"
 
 #include <cctype>
 

@@ -1,4 +1,4 @@
-#include "machine.hpp"
+#include "harness/machine.hpp"
 
 #include <sys/prctl.h>
 #include <sys/utsname.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "platform/wait.hpp"
-#include "statistics.hpp"
+#include "harness/statistics.hpp"
 
 #ifndef CONTEND_LAB_BUILD_FLAGS
 #define CONTEND_LAB_BUILD_FLAGS "unknown"

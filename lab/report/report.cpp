@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include "report/report.hpp"
 
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "results_io.hpp"
+#include "results/results_io.hpp"
 
 namespace contend::lab {
 namespace {

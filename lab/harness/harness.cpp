@@ -1,4 +1,4 @@
-#include "harness.hpp"
+#include "harness/harness.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "statistics.hpp"
+#include "harness/statistics.hpp"
 
 namespace contend::lab {
 namespace {

@@ -2,7 +2,7 @@
 // inside SQL text. Writes take the write lock up front (BEGIN IMMEDIATE) so that a second
 // process appending at the same moment waits in the busy handler instead of failing
 // half-way; reads run in one transaction so they see a single snapshot.
-#include "history.hpp"
+#include "results/history.hpp"
 
 #include <sqlite3.h>
 

@@ -9,7 +9,7 @@
 
 #include "contend/internal/platform.hpp"
 #include "contend/parking_lot.hpp"
-#include "suite_parts.hpp"
+#include "suites/suite_parts.hpp"
 
 namespace contend::lab {
 namespace {

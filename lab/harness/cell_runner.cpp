@@ -1,4 +1,4 @@
-#include "cell_runner.hpp"
+#include "harness/cell_runner.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "results_io.hpp"
-#include "suites.hpp"
+#include "results/results_io.hpp"
+#include "suites/suites.hpp"
 
 extern char** environ;
 
