@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
 #include "contend/internal/thread_id.hpp"
 
 namespace contend::internal {

@@ -12,7 +12,7 @@
 #include <atomic>
 #include <vector>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
@@ -30,7 +30,7 @@ struct entry {
     std::uint32_t waiting;  // threads in wait(), parked until a pulse or their deadline
 };
 
-struct alignas(internal::cache_line_size) stripe {
+struct alignas(cache_line_size) stripe {
     contend::mutex lock;
     // Addresses in use, and up to idle_kept idle ones: an exit leaves its entry for the
     // next enter of the same address (no erase and re-insert per enter/exit pair); an

@@ -38,7 +38,8 @@
 
 #include <thread>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
+#include "contend/cpu_relax.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
@@ -64,7 +65,7 @@ constexpr int designee_probes = 8;
 constexpr std::uint32_t crowd_per_cpu = 2;
 constexpr auto crowd_yield_budget = std::chrono::milliseconds(20);
 // Threads inside yield_while_crowded, per waiter slot (a mutex hashes to one).
-internal::cache_padded<std::atomic<std::uint32_t>> yielding[internal::waiter_slot_count];  // written by every crowded waiter
+cache_padded<std::atomic<std::uint32_t>> yielding[internal::waiter_slot_count];  // written by every crowded waiter
 
 std::uint32_t crowd_threshold() noexcept {
     // The CPUs this process may run on (taskset, cgroups' cpusets), read once.
@@ -95,7 +96,7 @@ const void* key_designee(const mutex* m) noexcept {
 // roughly 100 ns to 1 us), then a yield per round, as in Rust parking_lot's SpinWait.
 void spin_round(std::uint32_t round) noexcept {
     if (round < 4) {
-        for (std::uint32_t i = 0, n = 2u << round; i < n; ++i) internal::cpu_relax();
+        for (std::uint32_t i = 0, n = 2u << round; i < n; ++i) cpu_relax();
     } else {
         sched_yield();
     }
@@ -225,7 +226,7 @@ void mutex::wait_as_designee(bool nap_first) {
                     state_.compare_exchange_strong(s, static_cast<std::uint8_t>((s | held_bit) & ~(waking_bit | handoff_request_bit)),
                                                    std::memory_order_acquire, std::memory_order_relaxed))
                     return;
-                internal::cpu_relax();
+                cpu_relax();
             }
         }
         const auto now = internal::clock::now();

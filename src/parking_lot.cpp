@@ -7,14 +7,13 @@
 #include <mutex>
 #include <new>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
 
 namespace contend::parking_lot {
 namespace {
 
-using internal::cache_padded;
 using internal::word_lock;
 
 // One per thread that has parked. Pooled and never freed: an unparker may still call

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cpu_relax.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "sync_table.hpp"
@@ -104,7 +104,7 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
             return true;
         }
         if (probe >= spin_probes) break;
-        for (int i = 0; i < (1 << probe); ++i) internal::cpu_relax();
+        for (int i = 0; i < (1 << probe); ++i) cpu_relax();
         seen = word_.load(std::memory_order_relaxed);
     }
 

@@ -1,6 +1,6 @@
 #include "word_lock.hpp"
 
-#include "contend/internal/platform.hpp"
+#include "contend/cpu_relax.hpp"
 #include "platform/wait.hpp"
 
 namespace contend::internal {

@@ -1,7 +1,9 @@
 // Umbrella header: everything public in contend.
 #pragma once
 
+#include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"
+#include "contend/cpu_relax.hpp"
 #include "contend/event.hpp"
 #include "contend/monitor.hpp"
 #include "contend/mutex.hpp"
@@ -9,3 +11,4 @@
 #include "contend/spin_lock.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contend/thin_lock.hpp"
+#include "contend/wait_backend.hpp"

@@ -22,7 +22,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cpu_relax.hpp"
 #include "contend/synchronization_error.hpp"
 
 namespace contend {
@@ -61,7 +61,7 @@ public:
     void lock() noexcept {
         for (;;) {
             if (state_.exchange(1, std::memory_order_acquire) == 0) return;
-            while (state_.load(std::memory_order_relaxed) != 0) internal::cpu_relax();
+            while (state_.load(std::memory_order_relaxed) != 0) cpu_relax();
         }
     }
     bool try_lock() noexcept {
@@ -105,7 +105,7 @@ private:
             if (pauses > max_pauses) {
                 internal::thread_yield();
             } else {
-                for (std::uint32_t i = 0; i < pauses; ++i) internal::cpu_relax();
+                for (std::uint32_t i = 0; i < pauses; ++i) cpu_relax();
                 pauses *= 2;
             }
             if (state_.load(std::memory_order_relaxed) == 0 && state_.exchange(1, std::memory_order_acquire) == 0)
@@ -185,7 +185,7 @@ private:
             if (distance > 4 || round > 64) {
                 internal::thread_yield();
             } else {
-                for (std::uint32_t i = 0; i < distance * 16; ++i) internal::cpu_relax();
+                for (std::uint32_t i = 0; i < distance * 16; ++i) cpu_relax();
             }
             serving = serving_.load(std::memory_order_acquire);
             if (serving == ticket) return;

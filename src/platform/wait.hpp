@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "contend/internal/deadline.hpp"
+#include "contend/wait_backend.hpp"
 
 namespace contend::internal {
 
@@ -23,7 +24,8 @@ wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_
 void wake_one(const std::atomic<std::uint32_t>& word) noexcept;
 void wake_all(const std::atomic<std::uint32_t>& word) noexcept;
 
-// "futex" or "portable": which backend this build compiled in (tests and the bench print it).
-const char* wait_backend_name() noexcept;
+// Which file was compiled in: contend::wait_backend_name() (contend/wait_backend.hpp), defined
+// in that file. The internal spelling stays for code not yet moved to the public header (the lab).
+using contend::wait_backend_name;
 
 }  // namespace contend::internal

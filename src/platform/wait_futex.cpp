@@ -50,6 +50,6 @@ void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
     futex(word, FUTEX_WAKE, INT_MAX, nullptr, 0);
 }
 
-const char* wait_backend_name() noexcept { return "futex"; }
-
 }  // namespace contend::internal
+
+const char* contend::wait_backend_name() noexcept { return "futex"; }

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
 #include "platform/wait.hpp"
 
 namespace contend::internal {
@@ -59,6 +59,6 @@ void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
     s.changed.notify_all();
 }
 
-const char* wait_backend_name() noexcept { return "portable"; }
-
 }  // namespace contend::internal
+
+const char* contend::wait_backend_name() noexcept { return "portable"; }
