@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "report/assets.hpp"
 #include "results/results_io.hpp"
 
 namespace contend::lab {
@@ -90,16 +91,14 @@ bool contains_case_insensitive(std::string_view haystack, std::string_view needl
 
 // The library's text as the body of a <script> element. Its source map comment goes: the
 // map is not shipped, and a browser with developer tools open would go looking for it.
-std::string_view inlinable_script(std::string_view code) {
+std::string_view inlinable_library(std::string_view code) {
     const std::size_t map = code.rfind("//# sourceMappingURL=");
     if (map != std::string_view::npos && (map == 0 || code[map - 1] == '\n')) {
         const std::size_t line_end = code.find('\n', map);
         if (line_end == std::string_view::npos || code.find_first_not_of(" \t\r\n", line_end) == std::string_view::npos)
             code = code.substr(0, map);
     }
-    if (contains_case_insensitive(code, "</script") || code.find("<!--") != std::string_view::npos)
-        throw std::runtime_error("the charting library's code contains \"</script\" or \"<!--\" and cannot be inlined as is");
-    return code;
+    return inlinable(code, "script", "the charting library's code");
 }
 
 // "Chart.js v4.6.1", from the bundle's licence banner; "Chart.js" when it has none.
@@ -158,118 +157,6 @@ bool plottable(const cell_result& c) { return c.valid() && std::isfinite(c.media
 json nullable(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // --- Page parts --------------------------------------------------------------------------
-
-// Installed before any other script, so that an error anywhere, the library's own
-// included, is counted where a headless browser can read it.
-constexpr const char* error_trap_js = R"js(
-(function () {
-  var body = document.body, errors = 0;
-  function count() { errors += 1; body.setAttribute('data-errors', String(errors)); }
-  window.addEventListener('error', count);
-  window.addEventListener('unhandledrejection', count);
-  var consoleError = console.error;
-  console.error = function () { count(); return consoleError.apply(console, arguments); };
-})();
-)js";
-
-// Draws every chart of #report-data. Colours: hues a golden angle apart, so neighbours in
-// the legend differ, alternating lightness and four dash patterns so that twenty lines stay
-// distinguishable. Animation is off: the first frame is the final one.
-constexpr const char* render_js = R"js(
-(function () {
-  var body = document.body;
-  var data = JSON.parse(document.getElementById('report-data').textContent);
-  body.setAttribute('data-charts-expected', String(data.charts.length));
-  if (typeof Chart !== 'function') throw new Error('contend report: Chart.js did not load');
-  function fmt(v) {
-    if (v === null || v === undefined || !isFinite(v)) return 'n/a';
-    var a = Math.abs(v);
-    return a < 10 ? v.toFixed(3) : a < 1000 ? v.toFixed(1) : v.toFixed(0);
-  }
-  // Log-axis labels at 1, 2 and 5 times a power of ten only: Chart.js labels every tick.
-  function decade_step(v) {
-    var m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
-    return Math.abs(m - 1) < 1e-6 || Math.abs(m - 2) < 1e-6 || Math.abs(m - 5) < 1e-6;
-  }
-  function fmt_axis(v) { return v >= 1 ? v.toLocaleString('en-US') : String(Number(v.toPrecision(3))); }
-  function painted(canvas) {
-    var pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    for (var i = 3; i < pixels.length; i += 4) if (pixels[i] !== 0) return true;
-    return false;
-  }
-  var dashes = [[], [6, 3], [2, 2], [10, 3, 2, 3]];
-  var rendered = 0, points = 0;
-  data.charts.forEach(function (c) {
-    var canvas = document.getElementById(c.canvas);
-    var datasets = c.series.map(function (s, i) {
-      var color = 'hsl(' + ((i * 137.508) % 360).toFixed(1) + ', 70%, ' + (i % 2 ? 32 : 46) + '%)';
-      s.y.forEach(function (v) { if (v !== null) points += 1; });
-      return {
-        label: s.label, data: s.y, p25: s.p25, p75: s.p75,
-        borderColor: color, backgroundColor: color, borderDash: dashes[i % dashes.length],
-        borderWidth: 2, pointRadius: 3, pointHoverRadius: 5, tension: 0, spanGaps: false
-      };
-    });
-    new Chart(canvas, {
-      type: 'line',
-      data: { labels: c.labels, datasets: datasets },
-      options: {
-        animation: false,
-        responsive: true,
-        maintainAspectRatio: false,
-        interaction: { mode: 'nearest', intersect: false },
-        scales: {
-          x: { type: 'category', title: { display: true, text: c.x_title } },
-          y: {
-            type: 'logarithmic',
-            title: { display: true, text: 'median ns per operation (log scale)' },
-            ticks: { callback: function (v) { return decade_step(v) ? fmt_axis(v) : ''; } }
-          }
-        },
-        plugins: {
-          title: { display: true, text: c.title },
-          legend: { position: 'bottom', labels: { boxWidth: 28, boxHeight: 2 } },
-          tooltip: {
-            callbacks: {
-              title: function (items) { return items.length ? c.x_title + ' ' + items[0].label : ''; },
-              label: function (ctx) {
-                var s = ctx.dataset, i = ctx.dataIndex;
-                return s.label + ': ' + fmt(ctx.parsed.y) + ' ns/op (p25-p75 ' + fmt(s.p25[i]) + '-' + fmt(s.p75[i]) + ')';
-              }
-            }
-          }
-        }
-      }
-    });
-    if (canvas.width > 0 && canvas.height > 0 && painted(canvas)) rendered += 1;
-    else console.error('contend report: the chart of ' + c.suite + ' did not draw');
-  });
-  body.setAttribute('data-points-plotted', String(points));
-  body.setAttribute('data-charts-rendered', String(rendered));
-})();
-)js";
-
-constexpr const char* style_css = R"css(
-body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em; color: #1b1f24; }
-h1 { font-size: 1.6em; margin: 0 0 .3em; }
-h2 { font-size: 1.25em; margin: 1.6em 0 .3em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; }
-.note { color: #57606a; margin: .2em 0; }
-table { border-collapse: collapse; }
-th, td { padding: 2px 6px; border-bottom: 1px solid #eaeef2; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; position: sticky; top: 0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.context th { position: static; font-weight: 600; }
-.runs { display: flex; flex-wrap: wrap; gap: 1.5em; }
-.suite-body { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
-.chart-box { flex: 1 1 520px; min-width: 420px; position: sticky; top: 0; }
-.chart { position: relative; height: 560px; }
-.cells { flex: 0 1 auto; overflow-x: auto; font-size: 13px; }
-tr.best td { font-weight: 600; }
-tr.invalid td { color: #8c959f; }
-.bad { color: #cf222e; font-weight: 600; }
-.flag { color: #9a6700; font-size: .85em; margin-left: .3em; }
-footer { margin-top: 2em; color: #57606a; font-size: .9em; }
-)css";
 
 void context_table(std::string& out, const report_source& source) {
     const machine_context& c = source.run.context;
@@ -436,6 +323,16 @@ std::vector<report_source> load_report_sources(const report_request& request) {
     return sources;
 }
 
+std::string_view inlinable(std::string_view text, std::string_view element, std::string_view what) {
+    const std::string end_tag = "</" + std::string(element);
+    if (contains_case_insensitive(text, end_tag) || text.find("<!--") != std::string_view::npos)
+        throw std::runtime_error(std::string(what) + " contains \"" + end_tag + "\" or \"<!--\" and cannot be inlined as is");
+    return text;
+}
+
+std::string_view chart_library_bundle() { return assets::chart_js.text; }
+std::string_view chart_library_path() { return assets::chart_js.path; }
+
 chart_axis choose_x_axis(const std::vector<const cell_result*>& cells) {
     auto distinct = [&](const std::string& key) {
         std::vector<std::string> values;
@@ -469,7 +366,10 @@ chart_axis choose_x_axis(const std::vector<const cell_result*>& cells) {
 }
 
 std::string render_report(const std::vector<report_source>& sources, std::string_view chart_library) {
-    const std::string_view library = inlinable_script(chart_library);
+    const std::string_view library = inlinable_library(chart_library);
+    const std::string_view style = inlinable(assets::style_css.text, "style", assets::style_css.path);
+    const std::string_view error_trap = inlinable(assets::error_trap_js.text, "script", assets::error_trap_js.path);
+    const std::string_view drawing = inlinable(assets::render_js.text, "script", assets::render_js.path);
 
     std::string sections;
     json charts = json::array();
@@ -506,10 +406,14 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
            "style-src 'unsafe-inline'; img-src data:\">\n";
     out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>contend report</title>\n";
-    out += "<style>" + std::string(style_css) + "</style>\n</head>\n";
+    out += "<style>\n";
+    out += style;
+    out += "</style>\n</head>\n";
     out += "<body data-charts-expected=\"" + std::to_string(suite_count) +
            "\" data-charts-rendered=\"0\" data-points-plotted=\"0\" data-errors=\"0\">\n";
-    out += "<script>" + std::string(error_trap_js) + "</script>\n";
+    out += "<script>\n";
+    out += error_trap;
+    out += "</script>\n";
     out += "<h1>contend report</h1>\n<p class=\"note\">Median wall-clock ns per operation (all workers together) "
            "against workers or the suite's parameter, one line per contender, log scale; the tables hold every "
            "cell. Compare figures of one machine only.</p>\n";
@@ -527,7 +431,9 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     out += "<script>\n";
     out += library;
     out += "\n</script>\n";
-    out += "<script>" + std::string(render_js) + "</script>\n</body>\n</html>\n";
+    out += "<script>\n";
+    out += drawing;
+    out += "</script>\n</body>\n</html>\n";
     return out;
 }
 

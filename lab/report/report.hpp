@@ -2,9 +2,10 @@
 // it ran on; then, per suite, a chart of median ns per operation (log scale) and the table of
 // every cell beside it, invalid cells included (listed with their status, never plotted).
 //
-// The page needs nothing from the network: the charting library (Chart.js, installed by
-// scripts/setup.sh under lab/report/node_modules) is compiled into the binary and inlined,
-// and the figures travel inside the page as JSON. The page records on <body> what its
+// The page needs nothing from the network: its script and style (lab/report/assets/) and the
+// charting library (Chart.js, installed by scripts/setup.sh under lab/report/node_modules)
+// are compiled into the binary and inlined (report/assets.hpp), and the figures travel
+// inside the page as JSON. The page records on <body> what its
 // script did, so a headless browser can check it rendered:
 //   data-charts-expected   charts the page has data for (one per suite section)
 //   data-charts-rendered   charts constructed whose canvas has a size and painted pixels
@@ -59,18 +60,25 @@ struct chart_axis {
 chart_axis choose_x_axis(const std::vector<const cell_result*>& cells);
 
 // The page. `chart_library` is the JavaScript of Chart.js's UMD bundle, inlined as is
-// (tests pass a stand-in). Deterministic: the same input gives the same bytes. Throws
-// std::runtime_error if the library text could not be inlined safely (it holds "</script"
-// or "<!--"), which a new library version would have to be checked for.
+// (tests pass a stand-in); the page's own script and style are the ones compiled in.
+// Deterministic: the same input gives the same bytes. Throws std::runtime_error if the
+// library or one of the page's files could not be inlined safely (see inlinable), which a
+// new library version, or an edit of lab/report/assets/, would have to be checked for.
 std::string render_report(const std::vector<report_source>& sources, std::string_view chart_library);
+
+// `text` as the body of an HTML <script> or <style> element (`element`: "script" or "style"),
+// returned as is. Throws std::runtime_error, naming `what`, when it holds "</script" or
+// "</style" respectively (in any case: that would end the element early) or "<!--" (which
+// in a script starts an escaped state that can swallow the element's end).
+std::string_view inlinable(std::string_view text, std::string_view element, std::string_view what);
 
 // Writes `text` to `path` (creating parent directories) through a temporary file renamed
 // into place, so a failure leaves no half-written page. Throws std::runtime_error.
 void write_file_atomically(const std::string& path, const std::string& text);
 
-// Chart.js as compiled into this binary (lab/CMakeLists.txt embeds the bundle at build
-// time), or empty when the bundle was missing then; chart_library_path() is where the
-// build looked for it.
+// Chart.js as compiled into this binary (lab/CMakeLists.txt embeds the bundle when the
+// build is configured), or empty when the bundle was missing then; chart_library_path() is
+// where the build looked for it.
 std::string_view chart_library_bundle();
 std::string_view chart_library_path();
 
