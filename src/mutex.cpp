@@ -119,7 +119,8 @@ std::uint64_t lock_contention_count() noexcept {
 
 bool mutex::lock_slow(internal::deadline until) {
     internal::count_contention();
-    auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
+    const std::size_t slot_index = internal::waiter_slot_index(this);
+    const auto& slot = internal::waiter_slots[slot_index];
 
     const std::uint32_t limit = spin_rounds.load(std::memory_order_relaxed);
     for (std::uint32_t round = 0;; ++round) {
@@ -135,9 +136,9 @@ bool mutex::lock_slow(internal::deadline until) {
     }
 
     const bool timed = until != internal::no_deadline;
-    if (!timed && yield_while_crowded(slot)) return true;
+    if (!timed && yield_while_crowded(slot_index)) return true;
 
-    internal::waiter_registration registration(slot);
+    internal::waiter_registration registration(slot_index);
     for (;;) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
         if (!(s & held_bit)) {
@@ -186,8 +187,9 @@ bool mutex::lock_slow(internal::deadline until) {
 // busy (about twice the wall time per operation in CPU), bounded by the budget, after
 // which the thread parks as usual. With fewer waiters than that (2 or 4 threads on 2 CPUs,
 // the hold suite) nothing changes. Returns true holding the mutex.
-bool mutex::yield_while_crowded(std::atomic<std::uint32_t>& slot) {
-    auto& here = yielding[static_cast<std::size_t>(&slot - internal::waiter_slots)].value;
+bool mutex::yield_while_crowded(std::size_t slot_index) {
+    const auto& slot = internal::waiter_slots[slot_index];
+    auto& here = yielding[slot_index].value;
     const auto crowd = [&] {
         return (slot.load(std::memory_order_relaxed) & internal::waiter_slot_count_mask) +
                here.load(std::memory_order_relaxed);
@@ -271,31 +273,31 @@ bool mutex::hand_off_to(const void* key) {
 
 // Releases with a seq_cst RMW, then looks for waiters that registered meanwhile: the
 // fenced half of the waiter-registry handshake, for when no plain-store path applies.
-void mutex::release_slow(std::atomic<std::uint32_t>& slot) {
+void mutex::release_slow(std::size_t slot_index) {
     state_.fetch_and(static_cast<std::uint8_t>(~(held_bit | handoff_request_bit)), std::memory_order_seq_cst);
-    if (internal::slot_has_waiters(slot)) wake_after_release();
-    else internal::note_idle_unlock(slot);
+    if (internal::slot_has_waiters(slot_index)) wake_after_release();
+    else internal::note_idle_unlock(slot_index);
 }
 
 void mutex::unlock_slow(bool fair) {
-    auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
+    const std::size_t slot_index = internal::waiter_slot_index(this);
     const std::uint8_t s = state_.load(std::memory_order_relaxed);
     if (!(s & held_bit)) throw synchronization_error("contend::mutex::unlock: the mutex is not locked");
 
     if (fair) {
         if (hand_off_to(key_untimed(this)) || hand_off_to(key_timed(this)) || hand_off_to(key_designee(this))) return;
-        release_slow(slot);
+        release_slow(slot_index);
         return;
     }
     if (s & handoff_request_bit) {
         // The designee has barged in vain for its patience: serve a timed waiter first
         // (it has a deadline), else the designee. If it is awake, it will find the mutex free.
         if (hand_off_to(key_timed(this)) || hand_off_to(key_designee(this))) return;
-        release_slow(slot);
+        release_slow(slot_index);
         return;
     }
-    if ((s & waking_bit) || !internal::slot_has_waiters(slot)) {
-        release_slow(slot);
+    if ((s & waking_bit) || !internal::slot_has_waiters(slot_index)) {
+        release_slow(slot_index);
         return;
     }
 
@@ -313,7 +315,7 @@ void mutex::unlock_slow(bool fair) {
     });
     if (r.did_unpark_thread) return;
     if (hand_off_to(key_timed(this))) return;
-    release_slow(slot);  // registered waiters are not queued yet (or belong to another mutex)
+    release_slow(slot_index);  // registered waiters are not queued yet (or belong to another mutex)
 }
 
 // The mutex was released by a plain store and the registry shows waiters: make sure one

@@ -111,8 +111,7 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
     // Held by another thread past the spin: park on the word until it is released (the
     // owner's exit finds us in the waiter registry), then take it and inflate it, so that
     // further contention is the fat mutex's business.
-    auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
-    std::optional<internal::waiter_registration> registration(std::in_place, slot);
+    std::optional<internal::waiter_registration> registration(std::in_place, internal::waiter_slot_index(this));
     bool parked = false;
     for (;;) {
         seen = word_.load(std::memory_order_relaxed);
@@ -172,10 +171,10 @@ void thin_lock::unlock_slow(std::uint32_t me) {
         return;
     }
     // Depth 0 and the registry slot is not quiet: the fenced half of the handshake.
-    auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
+    const std::size_t slot_index = internal::waiter_slot_index(this);
     word_.exchange(0, std::memory_order_seq_cst);
-    if (internal::slot_has_waiters(slot)) wake_after_release();
-    else internal::note_idle_unlock(slot);
+    if (internal::slot_has_waiters(slot_index)) wake_after_release();
+    else internal::note_idle_unlock(slot_index);
 }
 
 void thin_lock::wake_after_release() noexcept { parking_lot::unpark_one(&word_); }

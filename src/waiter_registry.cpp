@@ -1,4 +1,5 @@
-// The waiter registry (see include/contend/internal/waiter_registry.hpp).
+// The waiter registry: the slot table and its only writers (see src/waiter_registry.hpp for
+// the calls, include/contend/internal/waiter_slots.hpp for the slot word).
 //
 // Why the plain-store unlock cannot lose a wake-up. Unlocker U runs
 //     W(lock = free); compiler barrier; R(slot)
@@ -25,7 +26,14 @@
 
 namespace contend::internal {
 
-std::atomic<std::uint32_t> waiter_slots[waiter_slot_count];
+// Constant-initialized (all zero: the safe state) before any code runs, so the load-time
+// initialization below and unlocks in other static initializers find it ready.
+constinit const waiter_slot_table waiter_slots{};
+
+// The one way to a writable slot: a friend of waiter_slot_table.
+struct waiter_slot_writer {
+    static std::atomic<std::uint32_t>& slot(std::size_t index) noexcept { return waiter_slots.slots_[index]; }
+};
 
 namespace {
 
@@ -36,7 +44,8 @@ void init_registry() noexcept {
     std::call_once(init_once, [] {
         light_mode = heavy_fence_init();
         if (!light_mode) return;
-        for (auto& slot : waiter_slots) slot.fetch_or(waiter_slot_light, std::memory_order_seq_cst);
+        for (std::size_t i = 0; i < waiter_slot_count; ++i)
+            waiter_slot_writer::slot(i).fetch_or(waiter_slot_light, std::memory_order_seq_cst);
     });
 }
 
@@ -51,7 +60,8 @@ bool waiter_registry_light() noexcept {
     return light_mode;
 }
 
-waiter_registration::waiter_registration(std::atomic<std::uint32_t>& slot) noexcept : slot_(slot) {
+waiter_registration::waiter_registration(std::size_t slot_index) noexcept
+    : slot_(waiter_slot_writer::slot(slot_index)) {
     init_registry();
     const std::uint32_t before = slot_.fetch_add(1, std::memory_order_seq_cst);
     if (!light_mode || (before & waiter_slot_armed)) return;
@@ -69,7 +79,8 @@ waiter_registration::~waiter_registration() {
     }
 }
 
-void note_idle_unlock(std::atomic<std::uint32_t>& slot) noexcept {
+void note_idle_unlock(std::size_t slot_index) noexcept {
+    std::atomic<std::uint32_t>& slot = waiter_slot_writer::slot(slot_index);
     std::uint32_t v = slot.load(std::memory_order_relaxed);
     for (;;) {
         if (!(v & waiter_slot_armed) || (v & waiter_slot_count_mask) != 0) return;

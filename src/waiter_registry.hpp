@@ -1,21 +1,25 @@
-// Registering as a (soon to be) parked waiter in the waiter registry; see
-// include/contend/internal/waiter_registry.hpp for the protocol and src/mutex.cpp for its use.
+// The waiter registry, write side: a thread about to park counts itself in its lock's
+// waiter slot, and an unlock that took the fenced path checks the slot and ages it. The
+// slot table, its bit layout and the unlock fast path that reads it are in
+// include/contend/internal/waiter_slots.hpp; why a plain-store unlock still cannot miss a
+// registered waiter is in src/waiter_registry.cpp. Users: src/mutex.cpp, src/thin_lock.cpp.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
-#include "contend/internal/waiter_registry.hpp"
+#include "contend/internal/waiter_slots.hpp"
 
 namespace contend::internal {
 
-// RAII: counts the calling thread in `slot` for its lifetime. On construction it makes
-// sure that every unlocker's release store is either visible to this thread's next load
-// of the lock word or followed by that unlocker seeing the count (issuing a heavy barrier
-// when the slot was not yet armed).
+// RAII: counts the calling thread in slot `slot_index` for its lifetime. On construction it
+// makes sure that every unlocker's release store is either visible to this thread's next
+// load of the lock word or followed by that unlocker seeing the count (issuing a heavy
+// barrier when the slot was not yet armed).
 class waiter_registration {
 public:
-    explicit waiter_registration(std::atomic<std::uint32_t>& slot) noexcept;
+    explicit waiter_registration(std::size_t slot_index) noexcept;
     ~waiter_registration();
     waiter_registration(const waiter_registration&) = delete;
     waiter_registration& operator=(const waiter_registration&) = delete;
@@ -25,13 +29,13 @@ private:
 };
 
 // After the caller released a lock word with a seq_cst RMW: may anyone be registered?
-inline bool slot_has_waiters(const std::atomic<std::uint32_t>& slot) noexcept {
-    return (slot.load(std::memory_order_seq_cst) & waiter_slot_count_mask) != 0;
+inline bool slot_has_waiters(std::size_t slot_index) noexcept {
+    return (waiter_slots[slot_index].load(std::memory_order_seq_cst) & waiter_slot_count_mask) != 0;
 }
 
 // An unlock took the fenced path and found nobody registered: counts towards dropping an
 // armed, idle slot back to `light`.
-void note_idle_unlock(std::atomic<std::uint32_t>& slot) noexcept;
+void note_idle_unlock(std::size_t slot_index) noexcept;
 
 // Whether unlocks may use the store fast path (membarrier available and registered).
 bool waiter_registry_light() noexcept;

@@ -1,6 +1,7 @@
 #include "contend/mutex.hpp"
 
 #include <map>
+#include <type_traits>
 
 #include "contend/parking_lot.hpp"
 #include "lock_conformance.hpp"
@@ -100,11 +101,17 @@ TEST(Mutex, NoThreadStarvesAmongEightContenders) {
     }
 }
 
+// The waiter slots are read-only outside the registry (src/waiter_registry.cpp): the
+// installed header hands out const references only.
+static_assert(std::is_same_v<decltype(contend::internal::waiter_slot_for(nullptr)),
+                             const std::atomic<std::uint32_t>&>);
+static_assert(std::is_same_v<decltype(contend::internal::waiter_slots[0]), const std::atomic<std::uint32_t>&>);
+
 TEST(Mutex, UnlockFairlyHandsTheMutexToTheParkedWaiter) {
     watchdog dog(60s);
     contend::mutex m;
     m.lock();
-    auto& slot = contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)];
+    const auto& slot = contend::internal::waiter_slot_for(&m);
     auto registered = [&] { return slot.load() & contend::internal::waiter_slot_count_mask; };
     const auto before = registered();
     // The first waiter appoints itself designee and naps, awake now and then; the second

@@ -99,7 +99,7 @@ TEST(ThinLock, ContentionInflatesAndExclusionHolds) {
     });
     // Past its spin the waiter registers in the waiter registry, and from then on it either
     // parks or finds the word free: both end with it inflating the lock it gets.
-    auto& slot = contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)];
+    const auto& slot = contend::internal::waiter_slot_for(&m);
     ASSERT_TRUE(eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; }));
     m.unlock();
     waiter.join();

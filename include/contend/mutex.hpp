@@ -22,7 +22,7 @@
 //
 // Whether other threads are parked is not in the byte: they are queued in
 // contend::parking_lot under keys derived from the mutex's address and counted in a
-// waiter-registry slot (internal/waiter_registry.hpp); src/waiter_registry.cpp says why
+// waiter slot (internal/waiter_slots.hpp); src/waiter_registry.cpp says why
 // a plain-store unlock still cannot miss one.
 //
 // Costs: lock() is a load and one CAS when free. unlock() is a load, a release store and
@@ -47,7 +47,7 @@
 #include <cstdint>
 
 #include "contend/internal/deadline.hpp"
-#include "contend/internal/waiter_registry.hpp"
+#include "contend/internal/waiter_slots.hpp"
 
 namespace contend {
 
@@ -93,13 +93,13 @@ public:
     void unlock() {
         const std::uint8_t s = state_.load(std::memory_order_relaxed);
         if (s == held_bit) [[likely]] {
-            const std::size_t slot = internal::waiter_slot_index(this);
-            if (internal::waiter_slots[slot].load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
+            const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
+            if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
                 state_.store(0, std::memory_order_release);
                 // Only the compiler must not move the load above the store; the hardware
                 // ordering is supplied by the registering waiter's heavy barrier.
                 std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (internal::waiter_slots[slot].load(std::memory_order_relaxed) != internal::waiter_slot_light)
+                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light)
                     [[unlikely]]
                     wake_after_release();
                 return;
@@ -140,9 +140,9 @@ private:
     bool lock_slow(internal::deadline until);
     void wait_as_designee(bool nap_first);
     void unlock_slow(bool fair);
-    void release_slow(std::atomic<std::uint32_t>& slot);
+    void release_slow(std::size_t slot_index);
     bool hand_off_to(const void* key);
-    bool yield_while_crowded(std::atomic<std::uint32_t>& slot);
+    bool yield_while_crowded(std::size_t slot_index);
     void wake_after_release() noexcept;
 
     std::atomic<std::uint8_t> state_{0};

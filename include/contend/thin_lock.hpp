@@ -14,7 +14,7 @@
 // Who writes the word: a free word (0) is taken by one CAS. A held thin word is written only
 // by its owner (re-entry, exit, inflation); other threads never change it. That is what
 // lets the owner exit with a plain store, as contend::mutex does: waiters do not mark the
-// word, they register in the waiter registry (internal/waiter_registry.hpp) and park in the
+// word, they register in a waiter slot (internal/waiter_slots.hpp) and park in the
 // parking lot on the word's address, and the exit checks the registry after its store.
 //
 // Inflation, always by the thread that holds the lock:
@@ -36,7 +36,7 @@
 
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/thread_id.hpp"
-#include "contend/internal/waiter_registry.hpp"
+#include "contend/internal/waiter_slots.hpp"
 
 namespace contend {
 
@@ -81,13 +81,13 @@ public:
     void unlock() {
         const std::uint32_t me = internal::compact_thread_id();
         if (word_.load(std::memory_order_relaxed) == me) [[likely]] {
-            const std::size_t slot = internal::waiter_slot_index(this);
-            if (internal::waiter_slots[slot].load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
+            const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
+            if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
                 word_.store(0, std::memory_order_release);
                 // As in contend::mutex: the registering waiter's heavy barrier orders the
                 // hardware; only the compiler must keep the load below the store.
                 std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (internal::waiter_slots[slot].load(std::memory_order_relaxed) != internal::waiter_slot_light)
+                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light)
                     [[unlikely]]
                     wake_after_release();
                 return;
