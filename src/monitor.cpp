@@ -17,10 +17,14 @@
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
+#include "parking_keys.hpp"
 #include "sync_table.hpp"
 
 namespace contend {
 namespace {
+
+using internal::monitor_enter_key;
+using internal::monitor_pulse_key;
 
 struct entry {
     const void* address;
@@ -59,15 +63,6 @@ stripe& stripe_for(const void* address) noexcept {
     return stripes[(bits * 0x9E3779B97F4A7C15ull) >> 56];
 }
 
-// Parking keys: the address with top bits set that contend::mutex (bit 63 alone, bit 62
-// alone) and thin_lock (the word's own address) never use.
-const void* key_enter(const void* a) noexcept {
-    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(a) ^ (std::uintptr_t{3} << 62));
-}
-const void* key_pulse(const void* a) noexcept {
-    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(a) ^ (std::uintptr_t{1} << 61));
-}
-
 [[noreturn]] void not_held(const char* what) {
     throw synchronization_error(std::string("contend::monitor::") + what +
                                 ": the calling thread has not entered this address");
@@ -87,7 +82,7 @@ bool acquire_contended(stripe& s, const void* address, std::uint32_t me, interna
     s.find(address)->entering++;
     for (;;) {
         parking_lot::park(
-            key_enter(address), [] { return true; }, [&s] { s.lock.unlock(); }, until);
+            monitor_enter_key(address), [] { return true; }, [&s] { s.lock.unlock(); }, until);
         s.lock.lock();
         entry* e = s.find(address);  // kept alive by our `entering` count
         if (e->owner == 0) {
@@ -149,7 +144,7 @@ bool monitor::enter_until(const void* address, internal::deadline until) {
             entry* left = s.find(address);
             const bool wake = left->owner == 0 && someone_to_wake(*left);
             s.lock.unlock();
-            if (wake) parking_lot::unpark_one(key_enter(address));
+            if (wake) parking_lot::unpark_one(monitor_enter_key(address));
             return false;
         }
     }
@@ -178,7 +173,7 @@ void monitor::exit(const void* address) {
     e->owner = 0;
     const bool wake = someone_to_wake(*e);
     s.lock.unlock();
-    if (wake) parking_lot::unpark_one(key_enter(address));
+    if (wake) parking_lot::unpark_one(monitor_enter_key(address));
 }
 
 bool monitor::is_entered(const void* address) {
@@ -204,10 +199,10 @@ bool monitor::wait_until(const void* address, internal::deadline until) {
     const bool wake = someone_to_wake(*e);
     // Queued for a pulse before the stripe is released: a pulse cannot come first.
     const auto result = parking_lot::park(
-        key_pulse(address), [] { return true; },
+        monitor_pulse_key(address), [] { return true; },
         [&] {
             s.lock.unlock();
-            if (wake) parking_lot::unpark_one(key_enter(address));
+            if (wake) parking_lot::unpark_one(monitor_enter_key(address));
         },
         until);
     s.lock.lock();
@@ -231,8 +226,8 @@ void pulse_waiters(const void* address, bool all, const char* what) {
     const bool any = lock_owned(s, address, me, what).waiting != 0;
     s.lock.unlock();
     if (!any) return;
-    if (all) parking_lot::unpark_all(key_pulse(address));
-    else parking_lot::unpark_one(key_pulse(address));
+    if (all) parking_lot::unpark_all(monitor_pulse_key(address));
+    else parking_lot::unpark_one(monitor_pulse_key(address));
 }
 }  // namespace
 

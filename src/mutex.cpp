@@ -1,6 +1,7 @@
 // contend::mutex slow paths. The fast paths and the state table are in mutex.hpp.
 //
-// Waiters queue in the parking lot under three keys derived from the mutex's address:
+// Waiters queue in the parking lot under three keys derived from the mutex's address
+// (src/parking_keys.hpp):
 //   untimed   lock() callers, FIFO; the head is promoted to designee when the mutex is
 //             released with no designee about
 //   timed     try_lock_for/until callers; they are only ever handed the mutex directly
@@ -43,10 +44,15 @@
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
+#include "parking_keys.hpp"
 #include "waiter_registry.hpp"
 
 namespace contend {
 namespace {
+
+using internal::mutex_designee_key;
+using internal::mutex_timed_key;
+using internal::mutex_untimed_key;
 
 constexpr std::intptr_t handoff_token = 1;  // you own the mutex
 constexpr std::intptr_t designee_token = 2;  // the mutex is free or busy; you are the designee
@@ -79,17 +85,6 @@ std::uint32_t crowd_threshold() noexcept {
         return crowd_per_cpu * static_cast<std::uint32_t>(cpus > 0 ? cpus : 1);
     }();
     return threshold;
-}
-
-// The parking keys. User-space addresses on x86-64 and arm64 never have the top bits set,
-// so these never collide with another object's address.
-static_assert(sizeof(std::uintptr_t) == 8, "parking keys use the top address bits");
-const void* key_untimed(const mutex* m) noexcept { return m; }
-const void* key_timed(const mutex* m) noexcept {
-    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(m) ^ (std::uintptr_t{1} << 63));
-}
-const void* key_designee(const mutex* m) noexcept {
-    return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(m) ^ (std::uintptr_t{1} << 62));
 }
 
 // Round r of a contended lock's spin: 2^(r+1) pauses for the first four rounds (2..16,
@@ -162,7 +157,7 @@ bool mutex::lock_slow(internal::deadline until) {
             continue;
         }
         const auto result = parking_lot::park(
-            timed ? key_timed(this) : key_untimed(this),
+            timed ? mutex_timed_key(this) : mutex_untimed_key(this),
             [this] { return (state_.load(std::memory_order_seq_cst) & held_bit) != 0; }, until);
         if (!result.was_unparked()) continue;  // invalid (released meanwhile) or timed out: retry once
         if (result.token == handoff_token) return true;  // the unlocker left it held for us
@@ -234,7 +229,7 @@ void mutex::wait_as_designee(bool nap_first) {
         const auto now = internal::clock::now();
         const bool want_handoff = now - since >= designee_patience;
         const auto result = parking_lot::park(
-            key_designee(this),
+            mutex_designee_key(this),
             [&] {
                 std::uint8_t s = state_.load(std::memory_order_seq_cst);
                 for (;;) {
@@ -285,14 +280,14 @@ void mutex::unlock_slow(bool fair) {
     if (!(s & held_bit)) throw synchronization_error("contend::mutex::unlock: the mutex is not locked");
 
     if (fair) {
-        if (hand_off_to(key_untimed(this)) || hand_off_to(key_timed(this)) || hand_off_to(key_designee(this))) return;
+        if (hand_off_to(mutex_untimed_key(this)) || hand_off_to(mutex_timed_key(this)) || hand_off_to(mutex_designee_key(this))) return;
         release_slow(slot_index);
         return;
     }
     if (s & handoff_request_bit) {
         // The designee has barged in vain for its patience: serve a timed waiter first
         // (it has a deadline), else the designee. If it is awake, it will find the mutex free.
-        if (hand_off_to(key_timed(this)) || hand_off_to(key_designee(this))) return;
+        if (hand_off_to(mutex_timed_key(this)) || hand_off_to(mutex_designee_key(this))) return;
         release_slow(slot_index);
         return;
     }
@@ -303,7 +298,7 @@ void mutex::unlock_slow(bool fair) {
 
     // Waiters are registered and no designee exists: promote the head of the untimed queue,
     // or hand it the mutex if the bucket says it is time to be fair.
-    const auto r = parking_lot::unpark_one(key_untimed(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
+    const auto r = parking_lot::unpark_one(mutex_untimed_key(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
         if (!u.did_unpark_thread) return 0;
         if (u.time_to_be_fair) return handoff_token;  // stays held, now by the woken thread
         std::uint8_t v = state_.load(std::memory_order_relaxed);
@@ -314,7 +309,7 @@ void mutex::unlock_slow(bool fair) {
         return (v & waking_bit) ? 0 : designee_token;
     });
     if (r.did_unpark_thread) return;
-    if (hand_off_to(key_timed(this))) return;
+    if (hand_off_to(mutex_timed_key(this))) return;
     release_slow(slot_index);  // registered waiters are not queued yet (or belong to another mutex)
 }
 
@@ -322,12 +317,12 @@ void mutex::unlock_slow(bool fair) {
 // of them is coming. Runs without holding the mutex.
 void mutex::wake_after_release() noexcept {
     if (state_.load(std::memory_order_relaxed) & waking_bit) return;  // a designee exists
-    const auto r = parking_lot::unpark_one(key_untimed(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
+    const auto r = parking_lot::unpark_one(mutex_untimed_key(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
         if (!u.did_unpark_thread) return 0;
         const std::uint8_t before = state_.fetch_or(waking_bit, std::memory_order_relaxed);  // a set: never unsafe
         return (before & waking_bit) ? 0 : designee_token;  // one designee at a time
     });
-    if (!r.did_unpark_thread) parking_lot::unpark_one(key_timed(this));  // it retries on its own
+    if (!r.did_unpark_thread) parking_lot::unpark_one(mutex_timed_key(this));  // it retries on its own
 }
 
 }  // namespace contend

@@ -13,6 +13,7 @@
 #include "contend/cpu_relax.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
+#include "parking_keys.hpp"
 #include "sync_table.hpp"
 #include "waiter_registry.hpp"
 
@@ -84,7 +85,7 @@ std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
     word_.store(inflated_bit | index, std::memory_order_release);
     // A parked thread re-reads the word when woken; one about to park validates the word
     // under the bucket lock, which this takes, so it either sees the index or is woken.
-    parking_lot::unpark_all(&word_);
+    parking_lot::unpark_all(internal::thin_lock_key(&word_));
     return index;
 }
 
@@ -129,7 +130,7 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
         }
         if (until != internal::no_deadline && internal::clock::now() >= until) return false;
         parking_lot::park(
-            &word_,
+            internal::thin_lock_key(&word_),
             [this] {
                 const std::uint32_t w = word_.load(std::memory_order_seq_cst);
                 return w != 0 && !is_fat(w);
@@ -177,7 +178,7 @@ void thin_lock::unlock_slow(std::uint32_t me) {
     else internal::note_idle_unlock(slot_index);
 }
 
-void thin_lock::wake_after_release() noexcept { parking_lot::unpark_one(&word_); }
+void thin_lock::wake_after_release() noexcept { parking_lot::unpark_one(internal::thin_lock_key(&word_)); }
 
 bool thin_lock::is_held_by_current_thread() const {
     const std::uint32_t me = internal::compact_thread_id();

@@ -1,9 +1,12 @@
 #include "contend/parking_lot.hpp"
 
 #include <atomic>
+#include <cstdint>
+#include <set>
 #include <thread>
 #include <vector>
 
+#include "parking_keys.hpp"
 #include "test_support.hpp"
 
 using namespace contend_test;
@@ -181,4 +184,24 @@ TEST(ParkingLot, ExceptionFromBeforeSleepLeavesTheQueueClean) {
     EXPECT_THROW(pl::park(&address, [] { return true; }, [] { throw std::runtime_error("boom"); }, steady::now() + 30s),
                  std::runtime_error);
     EXPECT_FALSE(pl::unpark_one(&address).did_unpark_thread);
+}
+
+// src/parking_keys.hpp owns the key space. The keys are the ones the primitives have always
+// used (a change would be a change of behaviour), and one address's keys never meet.
+TEST(ParkingKeys, EachUserHasItsOwnSpaceAndTheValuesAreStable) {
+    namespace ci = contend::internal;
+    alignas(8) static char object[8];
+    const auto a = reinterpret_cast<std::uintptr_t>(&object[0]);
+    const auto at = [](const void* key) { return reinterpret_cast<std::uintptr_t>(key); };
+    EXPECT_EQ(at(ci::mutex_untimed_key(object)), a);
+    EXPECT_EQ(at(ci::mutex_timed_key(object)), a ^ (std::uintptr_t{1} << 63));
+    EXPECT_EQ(at(ci::mutex_designee_key(object)), a ^ (std::uintptr_t{1} << 62));
+    EXPECT_EQ(at(ci::thin_lock_key(object)), a);
+    EXPECT_EQ(at(ci::monitor_enter_key(object)), a ^ (std::uintptr_t{3} << 62));
+    EXPECT_EQ(at(ci::monitor_pulse_key(object)), a ^ (std::uintptr_t{1} << 61));
+    const std::set<const void*> distinct{ci::mutex_untimed_key(object), ci::mutex_timed_key(object),
+                                         ci::mutex_designee_key(object), ci::monitor_enter_key(object),
+                                         ci::monitor_pulse_key(object)};
+    EXPECT_EQ(distinct.size(), 5u);
+    EXPECT_EQ(a >> ci::parking_space_shift, 0u) << "a user-space address with its top bits set";
 }
