@@ -36,9 +36,10 @@ struct entry {
 
 struct alignas(cache_line_size) stripe {
     contend::mutex lock;
-    // Addresses in use, and up to idle_kept idle ones: an exit leaves its entry for the
-    // next enter of the same address (no erase and re-insert per enter/exit pair); an
-    // enter that needs room first drops the idle ones.
+    // Addresses in use, and idle entries that exits left behind for the next enter of the
+    // same address (no erase and re-insert per enter/exit pair). Adding an entry to a stripe
+    // that holds idle_kept or more first drops every idle one, so a stripe never holds more
+    // than idle_kept entries or its addresses in use, whichever is more.
     std::vector<entry> entries;
 
     entry* find(const void* address) {

@@ -10,8 +10,8 @@
 //   |--------------|----------------------------------------------|
 //   | 0x1 SET      | signalled                                    |
 //   | 0x2 WAITERS  | threads may be parked on the event's address |
-// set() on an event nobody waits on is one CAS; wait() on a set event is one load
-// (manual) or one CAS (auto).
+// set() on an event nobody waits on is one locked instruction (manual: a fetch_or; auto: a
+// load and a CAS); wait() on a set event is one load (manual) or a load and a CAS (auto).
 #pragma once
 
 #include <atomic>

@@ -4,14 +4,17 @@
 //
 // Addresses map to entries in a striped table (256 stripes, each a contend::mutex and a
 // small vector of entries). An entry records the owner's compact thread id, the recursion
-// depth and how many threads wait to enter or wait for a pulse; it exists only while the
-// address is entered or waited on, and is removed by the exit that leaves it unowned and
-// unwaited. Memory is the peak number of addresses in use at once, however many distinct
-// addresses pass through.
+// depth and how many threads wait to enter or wait for a pulse. It is created by the first
+// enter of its address. The exit that leaves it unowned and unwaited does not remove it:
+// the next enter of the same address reuses it, and it goes when an enter of another
+// address needs room in a stripe that already holds 8 entries or more (every idle entry of
+// that stripe is dropped then). So a stripe holds at most 8 entries or the number of its
+// addresses in use at once, whichever is more: memory follows the peak number of addresses
+// in use, not the number of distinct addresses that pass through.
 //
 // Waiting threads park in the parking lot under keys derived from the address (top bits
-// set, so they collide with no contend::mutex or thin_lock key), enqueued before the
-// stripe is released, so an exit or pulse cannot slip past them.
+// set, so they collide with no contend::mutex or thin_lock key; src/parking_keys.hpp),
+// enqueued before the stripe is released, so an exit or pulse cannot slip past them.
 //
 // Misuse (exit without enter, by another thread, or more exits than enters; wait or pulse
 // without holding) throws synchronization_error and leaves the address's state unchanged.

@@ -21,9 +21,9 @@
 //   |                     | hands the mutex over (to a timed waiter first, else to it)    |
 //
 // Whether other threads are parked is not in the byte: they are queued in
-// contend::parking_lot under keys derived from the mutex's address and counted in a
-// waiter slot (internal/waiter_slots.hpp); src/waiter_registry.cpp says why
-// a plain-store unlock still cannot miss one.
+// contend::parking_lot under keys derived from the mutex's address (src/parking_keys.hpp)
+// and counted in a waiter slot (internal/waiter_slots.hpp); src/waiter_registry.cpp says
+// why a plain-store unlock still cannot miss one.
 //
 // Costs: lock() is a load and one CAS when free. unlock() is a load, a release store and
 // two loads of a read-mostly slot when nobody waits, and a load and a store when a

@@ -7,15 +7,16 @@
 //
 // Structure: a hash table of buckets, each padded to a cache line and guarded by its own
 // small word lock. A bucket holds a FIFO queue of parked threads for every address that
-// hashes to it. The table grows (load factor 3 buckets per thread that has ever parked, as
-// in WTF) and never shrinks; growth takes every bucket lock of the old table, so no parked
+// hashes to it. The table grows (at least 3 buckets per live thread that has parked, WTF's
+// maxLoadFactor) and never shrinks; growth takes every bucket lock of the old table, so no parked
 // thread is lost or reordered while it grows. Each bucket keeps a randomized fairness
 // deadline, 0 to 1 ms ahead (WTF and parking_lot use the same window): unpark_one tells its
 // callback when that deadline has passed, so a lock can hand itself directly to the woken
 // thread at least about once per millisecond and no waiter starves.
 //
 // Costs: park and unpark take one bucket lock (uncontended: one CAS and one exchange).
-// A park that sleeps costs a futex wait; an unpark that finds a thread, a futex wake.
+// A park that sleeps costs an OS wait (a futex on Linux, see contend/wait_backend.hpp); an
+// unpark that finds a thread, an OS wake.
 #pragma once
 
 #include <chrono>

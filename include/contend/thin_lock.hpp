@@ -27,7 +27,8 @@
 // lock to the sync table (no deflation: see src/thin_lock.cpp for why).
 //
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
-// spins, parks or inflates, so it costs about the same whether the lock is free or held.
+// spins or parks, so it costs about the same whether the lock is free or held. The only
+// inflation it can cause is a re-entry past 63 by the owner, exactly as lock() would.
 #pragma once
 
 #include <atomic>
@@ -59,7 +60,8 @@ public:
         lock_slow(me, expected, internal::no_deadline);
     }
 
-    // One shot: never spins, parks or inflates; a lock held by another thread costs a load.
+    // One shot: never spins or parks; a lock held by another thread costs a load and is never
+    // inflated by it (the owner re-entering past 63 inflates, as in lock()).
     bool try_lock() {
         const std::uint32_t me = internal::compact_thread_id();
         std::uint32_t expected = word_.load(std::memory_order_relaxed);

@@ -1,7 +1,8 @@
 // Compact thread ids: small integers, dense, reused after a thread exits.
 // Internal. The thin lock stores the owner's id in 16 bits of a header word, so ids are
-// handed out lowest-free-first; a process with more than 65,535 live threads gets ids
-// above that range, which the thin lock treats as "does not fit" and inflates.
+// handed out lowest-free-first, and 65,535 live threads fit. Ids are not capped: past that,
+// a thread gets an id above max_compact_thread_id, and thin_lock does not check for one
+// (its word would misread such an owner); no other user of the ids cares.
 #pragma once
 
 #include <cstdint>
