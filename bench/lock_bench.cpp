@@ -1,10 +1,11 @@
-// The lock family beside the platform mutex, as seed 003 measures them.
+// The lock family beside the platform mutex, as the sleeping-spinlock study measures them
+// (see docs/references.md, sleeping-spinlock-study).
 //
 //   uncontended/<lock>         lock+unlock on one thread; bare_cas_pair is the physical
 //                              floor: one CAS-acquire and one release store
 //   counter/<lock>/threads:N   N threads increment one plain counter under the lock
 //                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
-//                              completed increment (aggregate, seed 003's metric),
+//                              completed increment (aggregate, the study's metric),
 //                              cpu_ns_per_op the CPU time of all threads per increment
 //   long_cs/<lock>/threads:4   each holder works ~20 us inside the lock; ops_per_s is
 //                              acquisitions per second, cpu_ns_per_op the CPU time per
@@ -12,7 +13,7 @@
 //                              burns nothing)
 // For the contended rows, "Time" is the wall time of one whole run.
 //
-// The lock word and the counter sit on separate cache lines, as in the seed, so waiters
+// The lock word and the counter sit on separate cache lines, as in the study, so waiters
 // probing the lock do not fight the holder over the payload line.
 #include <benchmark/benchmark.h>
 
@@ -86,7 +87,7 @@ run_result run_workers(int threads, std::uint64_t per_thread, Body body) {
         workers.emplace_back([&] {
             {
                 // A parking gate, not a spinning one: 64 spinners on 2 cores would starve
-                // the last arrival (seed 003).
+                // the last arrival (the sleeping-spinlock study).
                 std::unique_lock lk(gate_lock);
                 ++waiting;
                 gate.notify_all();
@@ -115,8 +116,9 @@ run_result run_workers(int threads, std::uint64_t per_thread, Body body) {
     return {std::chrono::duration<double, std::nano>(t1 - t0).count(), cpu_total.load()};
 }
 
-// Seed 003's calibration: grow the work until one run lasts at least 50 ms, so that
-// starting 64 threads at the gate and the last stragglers are a small part of the run.
+// The sleeping-spinlock study's calibration: grow the work until one run lasts at least
+// 50 ms, so that starting 64 threads at the gate and the last stragglers are a small part of
+// the run.
 constexpr double min_run_ns = 50e6;
 
 template <class Body>

@@ -11,8 +11,9 @@
 //
 // WAKING (state bit) says "a designee exists". While it is set, an unlock is a plain store:
 // the designee retries by itself, so nobody needs waking and the holder keeps running at
-// uncontended speed while every other waiter sleeps (what makes seed 003's sleeping lock
-// fast, without its 64-way polling).
+// uncontended speed while every other waiter sleeps (what makes the sleeping lock of the
+// sleeping-spinlock study fast, without its 64-way polling; see docs/references.md,
+// sleeping-spinlock-study).
 //
 // The invariant that makes that plain store safe: WAKING is cleared only by a thread that
 // takes the mutex from free (in the acquiring CAS) or that holds it. So while the mutex is
@@ -64,7 +65,7 @@ std::atomic<std::uint32_t> spin_rounds{2};
 constexpr auto designee_nap = std::chrono::microseconds(50);
 // How long a designee barges before it asks for a handoff: WTF's and parking_lot's bound.
 constexpr auto designee_patience = std::chrono::milliseconds(1);
-// Read-only probes after each nap, as in seed 003's sleeping lock.
+// Read-only probes after each nap, as in the sleeping-spinlock study's sleeping lock.
 constexpr int designee_probes = 8;
 
 // Heavy oversubscription: see mutex::yield_while_crowded.

@@ -24,7 +24,8 @@ using internal::fat_lock;
 
 // Read-only probes before a contended lock() parks: the mutex's short spin (2 rounds of
 // 2 and 4 pauses) is tuned for a lock whose waiters have a designee; a thin lock's waiters
-// park on the word, so it spins a little longer, seed 003's 8 probes with doubling pauses
+// park on the word, so it spins a little longer: 8 probes, as the sleeping lock of the
+// sleeping-spinlock study (docs/references.md) makes before it sleeps, with doubling pauses
 // (1 to 128, about 10 us in all on the reference VM): long enough to cover a critical section
 // of a few hundred instructions, short against a futex round trip.
 constexpr int spin_probes = 8;

@@ -4,9 +4,10 @@
 // when the wait is long. After WebKit's WTF::Lock and Rust's parking_lot::RawMutex, with two
 // changes. An unlock with nobody waiting is a plain release store (no second locked
 // instruction). And under contention one waiter, the designee, stays awake in turns (it
-// naps about 100 us, probes, naps again, as seed 003's sleeping lock does) while the rest
-// sleep in a FIFO queue, so the holder also unlocks with a plain store and no wake-up: a
-// contended mutex runs at nearly uncontended speed, and only one waiter polls.
+// naps about 100 us, probes, naps again, as the sleeping lock of the sleeping-spinlock study
+// does; see docs/references.md, sleeping-spinlock-study) while the rest sleep in a FIFO
+// queue, so the holder also unlocks with a plain store and no wake-up: a contended mutex
+// runs at nearly uncontended speed, and only one waiter polls.
 //
 // State byte:
 //
@@ -151,7 +152,8 @@ private:
 static_assert(sizeof(mutex) == 1);
 
 // Acquisitions, process-wide, that found a mutex (contend::mutex or a primitive built on
-// it) held and had to wait: the "lock contentions" figure seed 002 reports per second.
+// it) held and had to wait: the "lock contentions" figure that the Pipelines contention PR
+// reports per second (see docs/references.md, dotnet-runtime-pipelines-contention).
 // Counted only on the slow path, in per-thread stripes summed here, so the fast path
 // touches no shared counter.
 std::uint64_t lock_contention_count() noexcept;

@@ -1,10 +1,11 @@
 // The spin-lock family: one word, no parking, no fairness (except ticket_lock).
 //
-// These exist to be measured beside contend::mutex, as seed 003 measured them: what
-// decides how a contended word behaves is the losing waiter's policy, not the atomic
-// instruction. All are BasicLockable + Lockable (work with std::lock_guard and
-// std::unique_lock). Unlocking a lock that is not held throws synchronization_error and
-// leaves the lock unchanged (one relaxed load of a line the holder already owns).
+// These exist to be measured beside contend::mutex, as the sleeping-spinlock study measured
+// them (see docs/references.md, sleeping-spinlock-study): what decides how a contended word
+// behaves is the losing waiter's policy, not the atomic instruction. All are BasicLockable +
+// Lockable (work with std::lock_guard and std::unique_lock). Unlocking a lock that is not
+// held throws synchronization_error and leaves the lock unchanged (one relaxed load of a
+// line the holder already owns).
 //
 // | type               | waiter policy                                          | fair |
 // |--------------------|--------------------------------------------------------|------|
@@ -34,9 +35,9 @@ void thread_yield() noexcept;
 }  // namespace internal
 
 // Naive test-and-set: every waiter exchanges on every check, so every losing probe asks
-// for exclusive ownership of the line the holder needs to release. Seed 003 measured
-// 1.67 us per increment against 8.54 ns for the sleeping lock (64 workers, Intel).
-// A baseline for the lab; do not use it.
+// for exclusive ownership of the line the holder needs to release. The sleeping-spinlock
+// study measured 1.67 us per increment against 8.54 ns for the sleeping lock (64 workers,
+// Intel). A baseline for the lab; do not use it.
 class tas_lock {
 public:
     void lock() noexcept {
@@ -77,9 +78,10 @@ private:
     std::atomic<std::uint32_t> state_{0};
 };
 
-// Read-before-exchange with bounded exponential backoff: the lock seed 003's author
-// shipped in the Astral runtime. After each failed exchange the waiter pauses 1, 2, 4 ...
-// up to 1,024 times between probes; once at the cap it yields its time slice per probe.
+// Read-before-exchange with bounded exponential backoff: the lock the sleeping-spinlock
+// study's author shipped in the Astral runtime. After each failed exchange the waiter
+// pauses 1, 2, 4 ... up to 1,024 times between probes; once at the cap it yields its time
+// slice per probe.
 class backoff_spin_lock {
 public:
     static constexpr std::uint32_t max_pauses = 1024;
@@ -116,10 +118,10 @@ private:
     std::atomic<std::uint32_t> state_{0};
 };
 
-// Seed 003's winner on x86: 8 read-only probes, then a 1 ns nanosleep request, which the
-// kernel rounds up to the timer slack (50 us by default; about 90 us measured on the
-// reference VM). The nap takes most waiters off the run queue so one thread runs the
-// critical section alone: excellent throughput for a one-increment section, poor
+// The sleeping-spinlock study's winner on x86: 8 read-only probes, then a 1 ns nanosleep
+// request, which the kernel rounds up to the timer slack (50 us by default; about 90 us
+// measured on the reference VM). The nap takes most waiters off the run queue so one thread
+// runs the critical section alone: excellent throughput for a one-increment section, poor
 // latency and no fairness for an individual waiter.
 class sleeping_spin_lock {
 public:
