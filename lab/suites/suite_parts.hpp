@@ -1,22 +1,30 @@
-// The suites beyond the counter table, each built in its own file (suites.cpp registers
-// them). Internal to the lab.
+// The suites, each built in its own file; registry.cpp lists them in --list's order.
+// Internal to the lab.
 #pragma once
 
 #include "suites/suites.hpp"
 
 namespace contend::lab {
 
-// wait_policy_suites.cpp: one read-before-exchange lock, only the loser's wait changes;
-// and the sweep of read-only probes before a sleeping lock's nanosleep.
+// counter.cpp: seed 003's main table, every contender incrementing one shared counter.
+suite make_counter_suite();
+// hold.cpp: the counter suite's locks (locks.hpp) with 0 to 200 us of work inside.
+suite make_hold_suite();
+
+// wait_policy.cpp: one read-before-exchange lock, only the loser's wait changes.
 suite make_wait_policy_suite();
+// probes.cpp: the sweep of read-only probes before a sleeping lock's nanosleep.
 suite make_probes_suite();
 
-// sharing_suites.cpp: private counters packed or padded against one shared atomic; and
-// the synchronization tax, local work with a shared increment at a controlled ratio.
+// sharing.cpp: private counters packed or padded against one shared atomic.
 suite make_sharing_suite();
+// tax.cpp: the synchronization tax, local work with a shared increment at a controlled ratio.
 suite make_tax_suite();
 
-// monitor_suite.cpp: seed 000's Monitor scenarios for thin_lock, monitor:: and the mutexes.
+// monitor.cpp: seed 000's Monitor scenarios for thin_lock, monitor:: and the mutexes.
 suite make_monitor_suite();
+
+// selftest.cpp: the harness's failure modes, for its tests (hidden from --list).
+suite make_selftest_suite();
 
 }  // namespace contend::lab

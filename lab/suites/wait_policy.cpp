@@ -1,6 +1,7 @@
-// The wait-policy and probes suites: seed 003 separated the two choices inside its
-// sleeping lock (read before exchanging; eventually leave the run queue) by holding the
-// lock and the critical section fixed and changing only what a losing waiter does.
+// The wait-policy suite: seed 003 separated the two choices inside its sleeping lock
+// (read before exchanging; eventually leave the run queue) by holding the lock and the
+// critical section fixed and changing only what a losing waiter does. The probes suite
+// (probes.cpp) sweeps the other choice.
 #include <sched.h>
 #include <time.h>
 
@@ -84,36 +85,6 @@ struct park_policy {
     }
 };
 
-// The seed's sleeping lock with Probes read-only probes (each exchanging only when the
-// word reads free) before each 1 ns nanosleep.
-template <int Probes>
-class probing_lock {
-public:
-    void lock() {
-        for (;;) {
-            for (int probe = 0; probe < Probes; ++probe) {
-                if (state_.load(std::memory_order_relaxed) == 0 &&
-                    state_.exchange(1, std::memory_order_acquire) == 0)
-                    return;
-            }
-            const timespec one{0, 1};
-            nanosleep(&one, nullptr);
-        }
-    }
-    void unlock() { state_.store(0, std::memory_order_release); }
-
-private:
-    std::atomic<std::uint32_t> state_{0};
-};
-
-template <int Probes>
-contender probes_point() {
-    auto c = lock_contender<probing_lock<Probes>>(
-        "sleeping_lock", std::to_string(Probes) + " read-only probe(s), then a 1 ns nanosleep");
-    c.params = {{"probes", std::to_string(Probes)}};
-    return c;
-}
-
 }  // namespace
 
 suite make_wait_policy_suite() {
@@ -129,14 +100,6 @@ suite make_wait_policy_suite() {
                 lock_contender<policy_lock<park_policy>>("park", "park in the parking lot; unlock wakes one"),
             },
             {2, 4, 64}};
-}
-
-suite make_probes_suite() {
-    return {"probes",
-            "seed 003's sleeping lock with 1 to 32 read-only probes before each 1 ns nanosleep",
-            {probes_point<1>(), probes_point<2>(), probes_point<4>(), probes_point<8>(), probes_point<12>(),
-             probes_point<16>(), probes_point<24>(), probes_point<32>()},
-            {2, 64}};
 }
 
 }  // namespace contend::lab

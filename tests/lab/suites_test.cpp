@@ -1,10 +1,14 @@
-// Every contender of every listed suite keeps an exact count: the harness checks the
-// final shared value against the workers' completed operations, so a contender whose
-// primitive loses an update, or whose expected total is computed wrongly, fails here.
-// No timing is asserted.
+// The suites, their registry and the --contenders glob. Every contender of every listed
+// suite keeps an exact count: the harness checks the final shared value against the
+// workers' completed operations, so a contender whose primitive loses an update, or whose
+// expected total is computed wrongly, fails here. No timing is asserted.
 #include "suites/suites.hpp"
 
 #include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
 
 #include "harness/harness.hpp"
 
@@ -80,4 +84,31 @@ TEST(SharingSuite, PrivateCountersSumToTheWorkersOperations) {
         w->reset();
         EXPECT_EQ(w->observed_total(), 0u) << id;
     }
+}
+
+TEST(SuiteRegistry, ListsEachSuiteOnceWithUniqueContenderIds) {
+    std::set<std::string> names;
+    for (const auto& s : lab::all_suites()) {
+        EXPECT_TRUE(names.insert(s.name).second) << s.name;
+        EXPECT_EQ(lab::find_suite(s.name), &s) << s.name;
+        EXPECT_FALSE(s.default_workers.empty()) << s.name;
+        EXPECT_EQ(s.hidden, s.name == "selftest") << s.name;
+        std::set<std::string> ids;
+        for (const auto& c : s.contenders) {
+            EXPECT_TRUE(ids.insert(c.id()).second) << s.name << "/" << c.id();
+            EXPECT_TRUE(c.make) << s.name << "/" << c.id();
+            EXPECT_FALSE(c.workload_type.empty()) << s.name << "/" << c.id();
+        }
+    }
+    EXPECT_EQ(lab::find_suite("nosuch"), nullptr);
+}
+
+TEST(SuiteRegistry, CounterAndHoldRunTheSameLocks) {
+    std::vector<std::string> counter_locks, hold_locks;
+    for (const auto& c : lab::find_suite("counter")->contenders)
+        if (c.is_lock) counter_locks.push_back(c.name);
+    for (const auto& c : lab::find_suite("hold")->contenders)
+        if (c.params.front().second == "0") hold_locks.push_back(c.name);
+    EXPECT_FALSE(counter_locks.empty());
+    EXPECT_EQ(counter_locks, hold_locks);
 }
