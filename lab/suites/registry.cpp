@@ -2,6 +2,8 @@
 // own file (suite_parts.hpp); and the --contenders glob.
 #include "suites/suites.hpp"
 
+#include <string_view>
+
 #include "suites/suite_parts.hpp"
 
 namespace contend::lab {
@@ -29,22 +31,46 @@ const suite* find_suite(const std::string& name) {
 }
 
 namespace {
-bool glob_one(const char* p, const char* s) {
-    if (*p == '\0') return *s == '\0';
-    if (*p == '*') return glob_one(p + 1, s) || (*s != '\0' && glob_one(p, s + 1));
-    if (*s != '\0' && (*p == '?' || *p == *s)) return glob_one(p + 1, s + 1);
-    return false;
+
+// Whether `name` matches all of `pattern`. Greedy, remembering only the last '*': on a
+// mismatch, that star swallows one more character and matching resumes after it. Earlier
+// stars never need to be revisited, since whatever they could have swallowed the last
+// one can too. At worst O(pattern x name) steps; the recursive version this replaced
+// tried every split of the name between the stars, exponential in their number
+// (defect 9: '**********!' ran for minutes).
+bool glob_one(std::string_view pattern, std::string_view name) {
+    constexpr auto none = std::string_view::npos;
+    std::size_t p = 0, n = 0;
+    std::size_t star = none;  // the pattern position just after the last star run seen
+    std::size_t star_name = 0;  // where in the name that star's match ends so far
+    while (n < name.size()) {
+        if (p < pattern.size() && pattern[p] == '*') {
+            while (p < pattern.size() && pattern[p] == '*') ++p;  // a run of stars is one star
+            star = p;
+            star_name = n;
+        } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+            ++p;
+            ++n;
+        } else if (star != none) {
+            p = star;
+            n = ++star_name;
+        } else {
+            return false;
+        }
+    }
+    while (p < pattern.size() && pattern[p] == '*') ++p;
+    return p == pattern.size();
 }
+
 }  // namespace
 
 bool glob_match(const std::string& patterns, const std::string& name) {
-    std::size_t start = 0;
+    std::string_view rest = patterns;
     for (;;) {
-        const auto comma = patterns.find(',', start);
-        const std::string one = patterns.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (glob_one(one.c_str(), name.c_str())) return true;
-        if (comma == std::string::npos) return false;
-        start = comma + 1;
+        const auto comma = rest.find(',');
+        if (glob_one(rest.substr(0, comma), name)) return true;
+        if (comma == std::string_view::npos) return false;
+        rest.remove_prefix(comma + 1);
     }
 }
 
