@@ -1,9 +1,19 @@
 #include "harness/disasm.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
+#include <vector>
+
+extern char** environ;
 
 namespace contend::lab {
 
@@ -14,11 +24,95 @@ bool is_atomic_instruction(const std::string& line) {
     return std::regex_search(line, atomic);
 }
 
+namespace {
+
+// objdump, started without a shell (defect 4: the executable's path was pasted into a
+// popen command line, so a folder named q'$(touch PWNED)'x ran a command and one named
+// it's broke the quoting). Its stdout comes through a pipe, its stderr goes to /dev/null.
+class objdump_process {
+public:
+    explicit objdump_process(const std::string& executable) {
+        // A path that starts with '-' would read as an option.
+        const std::string path = executable.rfind('-', 0) == 0 ? "./" + executable : executable;
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+        std::vector<std::string> args{"objdump", "-d", "-C", "--no-show-raw-insn", path};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        const int spawned = ::posix_spawnp(&pid_, "objdump", &actions, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        ::close(fds[1]);
+        if (spawned != 0) {
+            ::close(fds[0]);
+            throw std::runtime_error(std::string("could not run objdump (") + std::strerror(spawned) +
+                                     "): install binutils");
+        }
+        out_ = ::fdopen(fds[0], "r");
+        if (!out_) {
+            ::close(fds[0]);
+            wait();
+            throw std::runtime_error("could not read objdump's output");
+        }
+    }
+    objdump_process(const objdump_process&) = delete;
+    objdump_process& operator=(const objdump_process&) = delete;
+    ~objdump_process() {  // after an exception: objdump ends on the closed pipe
+        if (out_) std::fclose(out_);
+        std::free(buf_);
+        if (pid_ > 0) wait();
+    }
+
+    // The next line of the listing, without its newline; false at the end.
+    bool next_line(std::string& line) {
+        const ssize_t n = ::getline(&buf_, &cap_, out_);
+        if (n < 0) return false;
+        line.assign(buf_, static_cast<std::size_t>(n));
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        return true;
+    }
+
+    // Reads the rest of the listing and waits for objdump: its exit status, or -1 when it
+    // did not exit normally. Reading to the end, rather than closing the pipe once the
+    // function is found, lets a failure after it still be seen (objdump is not killed
+    // by SIGPIPE halfway).
+    int finish() {
+        char sink[1 << 16];
+        while (std::fread(sink, 1, sizeof sink, out_) > 0) {
+        }
+        std::fclose(out_);
+        out_ = nullptr;
+        std::free(buf_);
+        buf_ = nullptr;
+        return wait();
+    }
+
+private:
+    int wait() {
+        int status = 0;
+        pid_t r;
+        while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+        }
+        pid_ = -1;
+        if (r < 0) return -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+
+    pid_t pid_ = -1;
+    std::FILE* out_ = nullptr;
+    char* buf_ = nullptr;
+    std::size_t cap_ = 0;
+};
+
+}  // namespace
+
 disassembly disassemble_run(const std::string& executable, const std::string& workload_type) {
     if (workload_type.empty()) throw std::runtime_error("this contender has no known hot-loop function");
-    const std::string command = "objdump -d -C --no-show-raw-insn '" + executable + "' 2>/dev/null";
-    FILE* p = popen(command.c_str(), "r");
-    if (!p) throw std::runtime_error("could not run objdump (install binutils)");
+    objdump_process objdump(executable);
     // GCC spells names relative to the enclosing namespace in __PRETTY_FUNCTION__ and in
     // full in the symbol table: compare both with our namespace removed.
     auto strip = [](std::string s) {
@@ -29,10 +123,8 @@ disassembly disassemble_run(const std::string& executable, const std::string& wo
     disassembly d;
     bool inside = false, found = false;
     std::string full_name;  // branch targets inside the function repeat it: shorten them
-    char buf[8192];
-    while (std::fgets(buf, sizeof buf, p)) {
-        std::string line(buf);
-        if (!line.empty() && line.back() == '\n') line.pop_back();
+    std::string line;
+    while (objdump.next_line(line)) {
         if (!inside) {
             const auto open = line.find('<');
             if (line.size() > 2 && line.back() == ':' && open != std::string::npos &&
@@ -56,11 +148,12 @@ disassembly disassemble_run(const std::string& executable, const std::string& wo
         }
         d.listing += line + mark + "\n";
     }
-    const int status = pclose(p);
-    if (!found) {
-        if (status != 0) throw std::runtime_error("objdump failed (is binutils installed?)");
-        throw std::runtime_error("no function " + workload_type + "::run in " + executable);
-    }
+    const int status = objdump.finish();
+    if (status != 0)
+        throw std::runtime_error("objdump -d " + executable + " failed (" +
+                                 (status < 0 ? std::string("killed by a signal") : "exit status " + std::to_string(status)) +
+                                 "; is it an executable, and is binutils installed?)");
+    if (!found) throw std::runtime_error("no function " + workload_type + "::run in " + executable);
     return d;
 }
 
