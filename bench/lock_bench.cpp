@@ -19,9 +19,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
-#include <condition_variable>
 #include <ctime>
 #include <mutex>
 #include <thread>
@@ -181,7 +181,10 @@ void register_lock(const char* name) {
     b->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
     for (int t : {1, 2, 4, 16, 64}) b->Arg(t);
     benchmark::RegisterBenchmark(("long_cs/" + n).c_str(), long_cs<Lock>)
-        ->ArgName("threads")->Arg(4)->UseManualTime()->Unit(benchmark::kMillisecond);
+        ->ArgName("threads")
+        ->Arg(4)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
@@ -192,7 +195,8 @@ int main(int argc, char** argv) {
     // a second thread. Real users of a mutex are multi-threaded, so leave that mode first:
     // every row, including uncontended/std_mutex, then measures the atomic path.
     std::thread([] {}).join();
-    if (const char* spin = std::getenv("CONTEND_MUTEX_SPIN")) contend::mutex::set_spin_limit(static_cast<std::uint32_t>(std::atoi(spin)));
+    if (const char* spin = std::getenv("CONTEND_MUTEX_SPIN"))
+        contend::mutex::set_spin_limit(static_cast<std::uint32_t>(std::atoi(spin)));
     benchmark::RegisterBenchmark("uncontended/bare_cas_pair", uncontended<bare_cas_pair>);
     register_lock<contend::mutex>("contend_mutex");
     register_lock<std::mutex>("std_mutex");

@@ -34,7 +34,8 @@ void manual_reset_event::set() noexcept {
 bool manual_reset_event::wait_until_internal(internal::deadline until) noexcept {
     for (;;) {
         if (is_set()) return true;
-        const auto r = parking_lot::park(this, [this] { return mark_waiting(state_, set_bit, waiters_bit); }, until);
+        const auto r = parking_lot::park(
+            this, [this] { return mark_waiting(state_, set_bit, waiters_bit); }, until);
         if (r.status == parking_lot::park_status::timed_out) return is_set();
     }
 }
@@ -64,7 +65,8 @@ void auto_reset_event::set() noexcept {
 bool auto_reset_event::wait_until_internal(internal::deadline until) noexcept {
     for (;;) {
         if (try_consume()) return true;
-        const auto r = parking_lot::park(this, [this] { return mark_waiting(state_, set_bit, waiters_bit); }, until);
+        const auto r = parking_lot::park(
+            this, [this] { return mark_waiting(state_, set_bit, waiters_bit); }, until);
         if (r.was_unparked() && r.token == signal_delivered) return true;
         if (r.status == parking_lot::park_status::timed_out) return try_consume();
     }

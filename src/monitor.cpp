@@ -75,7 +75,6 @@ entry& add(stripe& s, const void* address, std::uint32_t owner) {
     return s.entries.back();
 }
 
-
 // With s.lock held and the address owned by someone else: waits until it is free and takes
 // it, or until the deadline. Returns with s.lock held either way.
 bool acquire_contended(stripe& s, const void* address, std::uint32_t me, internal::deadline until) {

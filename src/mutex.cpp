@@ -221,8 +221,9 @@ void mutex::wait_as_designee(bool nap_first) {
             for (int probe = 0; probe < designee_probes; ++probe) {
                 std::uint8_t s = state_.load(std::memory_order_relaxed);
                 if (!(s & held_bit) &&
-                    state_.compare_exchange_strong(s, static_cast<std::uint8_t>((s | held_bit) & ~(waking_bit | handoff_request_bit)),
-                                                   std::memory_order_acquire, std::memory_order_relaxed))
+                    state_.compare_exchange_strong(
+                        s, static_cast<std::uint8_t>((s | held_bit) & ~(waking_bit | handoff_request_bit)),
+                        std::memory_order_acquire, std::memory_order_relaxed))
                     return;
                 cpu_relax();
             }
@@ -241,7 +242,8 @@ void mutex::wait_as_designee(bool nap_first) {
                     if (!(s & held_bit)) return true;
                     // Re-assert WAKING (another designee may have cleared it by acquiring),
                     // and our request if it is due (a racing blind store may have eaten it).
-                    const auto wanted = static_cast<std::uint8_t>(s | waking_bit | (want_handoff ? handoff_request_bit : 0));
+                    const auto wanted =
+                        static_cast<std::uint8_t>(s | waking_bit | (want_handoff ? handoff_request_bit : 0));
                     if (wanted == s) return true;
                     if (state_.compare_exchange_weak(s, wanted, std::memory_order_relaxed, std::memory_order_relaxed))
                         return true;
@@ -281,7 +283,9 @@ void mutex::unlock_slow(bool fair) {
     if (!(s & held_bit)) throw synchronization_error("contend::mutex::unlock: the mutex is not locked");
 
     if (fair) {
-        if (hand_off_to(mutex_untimed_key(this)) || hand_off_to(mutex_timed_key(this)) || hand_off_to(mutex_designee_key(this))) return;
+        if (hand_off_to(mutex_untimed_key(this)) || hand_off_to(mutex_timed_key(this)) ||
+            hand_off_to(mutex_designee_key(this)))
+            return;
         release_slow(slot_index);
         return;
     }
@@ -299,16 +303,17 @@ void mutex::unlock_slow(bool fair) {
 
     // Waiters are registered and no designee exists: promote the head of the untimed queue,
     // or hand it the mutex if the bucket says it is time to be fair.
-    const auto r = parking_lot::unpark_one(mutex_untimed_key(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
-        if (!u.did_unpark_thread) return 0;
-        if (u.time_to_be_fair) return handoff_token;  // stays held, now by the woken thread
-        std::uint8_t v = state_.load(std::memory_order_relaxed);
-        while (!state_.compare_exchange_weak(v, static_cast<std::uint8_t>((v & ~held_bit) | waking_bit),
-                                             std::memory_order_release, std::memory_order_relaxed)) {
-        }
-        // One designee at a time: if one appointed itself meanwhile, this thread just retries.
-        return (v & waking_bit) ? 0 : designee_token;
-    });
+    const auto r =
+        parking_lot::unpark_one(mutex_untimed_key(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
+            if (!u.did_unpark_thread) return 0;
+            if (u.time_to_be_fair) return handoff_token;  // stays held, now by the woken thread
+            std::uint8_t v = state_.load(std::memory_order_relaxed);
+            while (!state_.compare_exchange_weak(v, static_cast<std::uint8_t>((v & ~held_bit) | waking_bit),
+                                                 std::memory_order_release, std::memory_order_relaxed)) {
+            }
+            // One designee at a time: if one appointed itself meanwhile, this thread just retries.
+            return (v & waking_bit) ? 0 : designee_token;
+        });
     if (r.did_unpark_thread) return;
     if (hand_off_to(mutex_timed_key(this))) return;
     release_slow(slot_index);  // registered waiters are not queued yet (or belong to another mutex)
@@ -318,11 +323,12 @@ void mutex::unlock_slow(bool fair) {
 // of them is coming. Runs without holding the mutex.
 void mutex::wake_after_release() noexcept {
     if (state_.load(std::memory_order_relaxed) & waking_bit) return;  // a designee exists
-    const auto r = parking_lot::unpark_one(mutex_untimed_key(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
-        if (!u.did_unpark_thread) return 0;
-        const std::uint8_t before = state_.fetch_or(waking_bit, std::memory_order_relaxed);  // a set: never unsafe
-        return (before & waking_bit) ? 0 : designee_token;  // one designee at a time
-    });
+    const auto r =
+        parking_lot::unpark_one(mutex_untimed_key(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
+            if (!u.did_unpark_thread) return 0;
+            const std::uint8_t before = state_.fetch_or(waking_bit, std::memory_order_relaxed);  // a set: never unsafe
+            return (before & waking_bit) ? 0 : designee_token;  // one designee at a time
+        });
     if (!r.did_unpark_thread) parking_lot::unpark_one(mutex_timed_key(this));  // it retries on its own
 }
 

@@ -50,22 +50,16 @@ inline const void* parking_key(const void* address, parking_space space) noexcep
                                          (static_cast<std::uintptr_t>(space) << parking_space_shift));
 }
 
-// contend::mutex (src/mutex.cpp): three queues per mutex.
-inline const void* mutex_untimed_key(const void* mutex) noexcept { return parking_key(mutex, parking_space::own); }
-inline const void* mutex_timed_key(const void* mutex) noexcept { return parking_key(mutex, parking_space::mutex_timed); }
-inline const void* mutex_designee_key(const void* mutex) noexcept {
-    return parking_key(mutex, parking_space::mutex_designee);
-}
+// contend::mutex (src/mutex.cpp): three queues per mutex `m`.
+inline const void* mutex_untimed_key(const void* m) noexcept { return parking_key(m, parking_space::own); }
+inline const void* mutex_timed_key(const void* m) noexcept { return parking_key(m, parking_space::mutex_timed); }
+inline const void* mutex_designee_key(const void* m) noexcept { return parking_key(m, parking_space::mutex_designee); }
 
 // contend::thin_lock (src/thin_lock.cpp): waiters for a thin word park on the word.
 inline const void* thin_lock_key(const void* word) noexcept { return parking_key(word, parking_space::own); }
 
-// contend::monitor (src/monitor.cpp): two queues per address in use.
-inline const void* monitor_enter_key(const void* address) noexcept {
-    return parking_key(address, parking_space::monitor_enter);
-}
-inline const void* monitor_pulse_key(const void* address) noexcept {
-    return parking_key(address, parking_space::monitor_pulse);
-}
+// contend::monitor (src/monitor.cpp): two queues per address `a` in use.
+inline const void* monitor_enter_key(const void* a) noexcept { return parking_key(a, parking_space::monitor_enter); }
+inline const void* monitor_pulse_key(const void* a) noexcept { return parking_key(a, parking_space::monitor_pulse); }
 
 }  // namespace contend::internal

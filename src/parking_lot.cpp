@@ -263,7 +263,8 @@ unpark_result unpark_one(const void* address, internal::function_ref<std::intptr
         if (now >= b.next_fair_unpark) {
             result.time_to_be_fair = true;
             const auto window = std::chrono::duration_cast<clock::duration>(max_fair_interval).count();
-            b.next_fair_unpark = now + clock::duration(static_cast<clock::rep>(b.next_random() % static_cast<std::uint64_t>(window)));
+            b.next_fair_unpark =
+                now + clock::duration(static_cast<clock::rep>(b.next_random() % static_cast<std::uint64_t>(window)));
         }
     }
     const std::intptr_t token = callback(result);

@@ -93,7 +93,8 @@ std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
 bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until) {
     for (int probe = 0;; ++probe) {
         if (seen == 0) {
-            if (word_.compare_exchange_weak(seen, me, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+            if (word_.compare_exchange_weak(seen, me, std::memory_order_acquire, std::memory_order_relaxed))
+                return true;
             continue;
         }
         if (is_fat(seen)) return fat_acquire(internal::sync_table_at(index_of(seen)), me, until);
@@ -145,10 +146,8 @@ bool thin_lock::try_lock_slow(std::uint32_t me, std::uint32_t seen) {
     if (is_fat(seen)) return fat_try_acquire(internal::sync_table_at(index_of(seen)), me);
     if (seen != 0 && owner_of(seen) == me) {
         // Re-entry is not contention: past the thin count it inflates, as lock() does.
-        if (depth_of(seen) < max_thin_recursion)
-            word_.store(seen + recursion_unit, std::memory_order_relaxed);
-        else
-            ++internal::sync_table_at(inflate_held(me)).recursion;
+        if (depth_of(seen) < max_thin_recursion) word_.store(seen + recursion_unit, std::memory_order_relaxed);
+        else ++internal::sync_table_at(inflate_held(me)).recursion;
         return true;
     }
     return false;  // held by another thread: one shot, no spin, no inflation

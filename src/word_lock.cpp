@@ -15,8 +15,7 @@ constexpr int spin_probes = 40;
 void word_lock::lock_slow() noexcept {
     for (int i = 0; i < spin_probes; ++i) {
         std::uint32_t s = state_.load(std::memory_order_relaxed);
-        if (s == 0 && state_.compare_exchange_weak(s, 1, std::memory_order_acquire, std::memory_order_relaxed))
-            return;
+        if (s == 0 && state_.compare_exchange_weak(s, 1, std::memory_order_acquire, std::memory_order_relaxed)) return;
         if (s == 2) break;  // others already sleep: do not jump the queue by spinning
         cpu_relax();
     }

@@ -32,7 +32,8 @@ TEST(ConditionVariable, ProducerConsumerOfAMillionItemsLosesNoWakeUp) {
     });
     for (long i = 1; i <= items; ++i) {
         std::unique_lock lk(m);
-        ASSERT_TRUE(not_full.wait_for(lk, 60s, [&] { return queue.size() < capacity; })) << "lost wake-up at item " << i;
+        ASSERT_TRUE(not_full.wait_for(lk, 60s, [&] { return queue.size() < capacity; }))
+            << "lost wake-up at item " << i;
         queue.push_back(i);
         lk.unlock();
         not_empty.notify_one();

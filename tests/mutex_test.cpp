@@ -87,7 +87,8 @@ TEST(Mutex, NoThreadStarvesAmongEightContenders) {
                     asm volatile("" ::: "memory");
                 }
                 m.unlock();
-                worst_wait_ms[static_cast<std::size_t>(i)] = std::max(worst_wait_ms[static_cast<std::size_t>(i)], waited);
+                worst_wait_ms[static_cast<std::size_t>(i)] =
+                    std::max(worst_wait_ms[static_cast<std::size_t>(i)], waited);
             }
         });
     }
@@ -103,8 +104,7 @@ TEST(Mutex, NoThreadStarvesAmongEightContenders) {
 
 // The waiter slots are read-only outside the registry (src/waiter_registry.cpp): the
 // installed header hands out const references only.
-static_assert(std::is_same_v<decltype(contend::internal::waiter_slot_for(nullptr)),
-                             const std::atomic<std::uint32_t>&>);
+static_assert(std::is_same_v<decltype(contend::internal::waiter_slot_for(nullptr)), const std::atomic<std::uint32_t>&>);
 static_assert(std::is_same_v<decltype(contend::internal::waiter_slots[0]), const std::atomic<std::uint32_t>&>);
 
 TEST(Mutex, UnlockFairlyHandsTheMutexToTheParkedWaiter) {

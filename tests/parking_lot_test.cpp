@@ -16,7 +16,8 @@ TEST(ParkingLot, FailedValidationReturnsAtOnceWithoutSleeping) {
     int address = 0;
     bool before_sleep_ran = false;
     const auto start = steady::now();
-    const auto r = pl::park(&address, [] { return false; }, [&] { before_sleep_ran = true; }, steady::now() + 30s);
+    const auto r = pl::park(
+        &address, [] { return false; }, [&] { before_sleep_ran = true; }, steady::now() + 30s);
     EXPECT_EQ(r.status, pl::park_status::invalid);
     EXPECT_FALSE(before_sleep_ran);
     EXPECT_LT(steady::now() - start, 5s);
@@ -25,7 +26,8 @@ TEST(ParkingLot, FailedValidationReturnsAtOnceWithoutSleeping) {
 TEST(ParkingLot, TimesOutNoEarlierThanTheDeadline) {
     int address = 0;
     const auto deadline = steady::now() + 30ms;
-    const auto r = pl::park(&address, [] { return true; }, deadline);
+    const auto r = pl::park(
+        &address, [] { return true; }, deadline);
     EXPECT_EQ(r.status, pl::park_status::timed_out);
     EXPECT_GE(steady::now(), deadline);
     EXPECT_LT(steady::now(), deadline + 5s);
@@ -39,12 +41,14 @@ TEST(ParkingLot, UnparkOneDeliversTheCallbacksToken) {
     std::atomic<bool> parked{false};
     pl::park_result got;
     std::thread t([&] {
-        got = pl::park(&address, [] { return true; }, [&] { parked.store(true); }, steady::now() + 30s);
+        got = pl::park(
+            &address, [] { return true; }, [&] { parked.store(true); }, steady::now() + 30s);
     });
     ASSERT_TRUE(eventually([&] { return parked.load(); }));
     pl::unpark_result seen;
     ASSERT_TRUE(eventually([&] {
-        seen = pl::unpark_one(&address, [&](pl::unpark_result r) -> std::intptr_t { return r.did_unpark_thread ? 42 : 0; });
+        seen = pl::unpark_one(&address,
+                              [&](pl::unpark_result r) -> std::intptr_t { return r.did_unpark_thread ? 42 : 0; });
         return seen.did_unpark_thread;
     }));
     t.join();
@@ -77,7 +81,8 @@ TEST(ParkingLot, UnparksInFifoOrderPerAddress) {
     // Each thread parks only after the previous one is queued, so queue order is known.
     for (int i = 0; i < n; ++i) {
         threads.emplace_back([&, i] {
-            const auto r = pl::park(&address, [] { return true; }, [&] { enqueued.fetch_add(1); }, steady::now() + 60s);
+            const auto r = pl::park(
+                &address, [] { return true; }, [&] { enqueued.fetch_add(1); }, steady::now() + 60s);
             tokens[static_cast<std::size_t>(i)] = r.was_unparked() ? r.token : -2;
         });
         ASSERT_TRUE(eventually([&] { return enqueued.load() == i + 1; }));
@@ -85,7 +90,8 @@ TEST(ParkingLot, UnparksInFifoOrderPerAddress) {
     // A thread parked on another address in the same table must not be disturbed.
     std::atomic<bool> other_parked{false};
     std::thread other([&] {
-        pl::park(&other_address, [] { return true; }, [&] { other_parked.store(true); }, steady::now() + 60s);
+        pl::park(
+            &other_address, [] { return true; }, [&] { other_parked.store(true); }, steady::now() + 60s);
     });
     ASSERT_TRUE(eventually([&] { return other_parked.load(); }));
     for (int i = 0; i < n; ++i) {
@@ -108,7 +114,8 @@ TEST(ParkingLot, UnparkAllWakesEveryThreadOnTheAddress) {
     std::vector<std::thread> threads;
     for (int i = 0; i < n; ++i) {
         threads.emplace_back([&] {
-            const auto r = pl::park(&address, [] { return true; }, [&] { enqueued.fetch_add(1); }, steady::now() + 60s);
+            const auto r = pl::park(
+                &address, [] { return true; }, [&] { enqueued.fetch_add(1); }, steady::now() + 60s);
             if (r.was_unparked()) unparked.fetch_add(1);
         });
     }
@@ -130,8 +137,9 @@ TEST(ParkingLot, TwoHundredFiftySixThreadsOnTwoHundredFiftySixAddressesWhileTheT
     // Threads are created (and so grow the table) while earlier ones are already parked.
     for (int i = 0; i < n; ++i) {
         threads.emplace_back([&, i] {
-            const auto r = pl::park(&addresses[static_cast<std::size_t>(i)], [] { return true; },
-                                    [&] { enqueued.fetch_add(1); }, steady::now() + 120s);
+            const auto r = pl::park(
+                &addresses[static_cast<std::size_t>(i)], [] { return true; }, [&] { enqueued.fetch_add(1); },
+                steady::now() + 120s);
             if (r.was_unparked()) unparked.fetch_add(1);
             tokens[static_cast<std::size_t>(i)] = r.token;
         });
@@ -157,7 +165,8 @@ TEST(ParkingLot, BucketSaysItIsTimeToBeFairAtLeastAboutOncePerMillisecond) {
     std::atomic<int> parks{0};
     std::thread parker([&] {
         while (!stop.load()) {
-            pl::park(&address, [] { return true; }, steady::now() + 50ms);
+            pl::park(
+                &address, [] { return true; }, steady::now() + 50ms);
             parks.fetch_add(1);
         }
     });
@@ -181,7 +190,8 @@ TEST(ParkingLot, BucketSaysItIsTimeToBeFairAtLeastAboutOncePerMillisecond) {
 
 TEST(ParkingLot, ExceptionFromBeforeSleepLeavesTheQueueClean) {
     int address = 0;
-    EXPECT_THROW(pl::park(&address, [] { return true; }, [] { throw std::runtime_error("boom"); }, steady::now() + 30s),
+    EXPECT_THROW(pl::park(
+                     &address, [] { return true; }, [] { throw std::runtime_error("boom"); }, steady::now() + 30s),
                  std::runtime_error);
     EXPECT_FALSE(pl::unpark_one(&address).did_unpark_thread);
 }

@@ -84,7 +84,7 @@ private:
             [&lock] { lock.unlock(); }, until);
         lock.lock();
         return result.status == parking_lot::park_status::timed_out ? std::cv_status::timeout
-                                                                   : std::cv_status::no_timeout;
+                                                                    : std::cv_status::no_timeout;
     }
 
     template <class Lock>

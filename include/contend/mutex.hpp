@@ -31,12 +31,14 @@
 // designee naps. A contended lock() spins briefly (set_spin_limit), then becomes the
 // designee or queues; when at least two waiters per CPU want the mutex, a new waiter
 // stays runnable and yields (up to 20 ms) instead of queueing, so that the scheduler, not
-// one wake-up at a time, rotates a crowd (CPU time for throughput and fairness). Fairness: barging is allowed (throughput), but the designee is
-// handed the mutex after 1 ms, designees are drawn from the queue in order, and an unlock
-// that wakes a queued thread hands it the mutex when the parking lot's randomized
-// per-bucket deadline (at most about 1 ms) has passed: no waiter starves. unlock_fairly()
-// always hands off to a parked waiter if there is one. Timed waiters (try_lock_for/until)
-// queue apart and are only ever handed the mutex, first in line at each handoff request.
+// one wake-up at a time, rotates a crowd (CPU time for throughput and fairness).
+//
+// Fairness: barging is allowed (throughput), but the designee is handed the mutex after
+// 1 ms, designees are drawn from the queue in order, and an unlock that wakes a queued
+// thread hands it the mutex when the parking lot's randomized per-bucket deadline (at most
+// about 1 ms) has passed: no waiter starves. unlock_fairly() always hands off to a parked
+// waiter if there is one. Timed waiters (try_lock_for/until) queue apart and are only ever
+// handed the mutex, first in line at each handoff request.
 //
 // Not recursive. Unlocking a mutex that is not held throws synchronization_error and
 // leaves the mutex as it was. (Ownership is not tracked: one byte has no room for an owner,
@@ -63,9 +65,9 @@ public:
         // re-acquires), and a CAS expecting exactly 0 would send every such acquisition
         // down the slow path. The load hits the line the CAS needs anyway.
         std::uint8_t s = state_.load(std::memory_order_relaxed);
-        if ((s & held_bit) ||
-            !state_.compare_exchange_strong(s, static_cast<std::uint8_t>(s | held_bit), std::memory_order_acquire,
-                                            std::memory_order_relaxed)) [[unlikely]]
+        if ((s & held_bit) || !state_.compare_exchange_strong(s, static_cast<std::uint8_t>(s | held_bit),
+                                                              std::memory_order_acquire, std::memory_order_relaxed))
+            [[unlikely]]
             lock_slow(internal::no_deadline);
     }
 
@@ -100,8 +102,7 @@ public:
                 // Only the compiler must not move the load above the store; the hardware
                 // ordering is supplied by the registering waiter's heavy barrier.
                 std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light)
-                    [[unlikely]]
+                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
                     wake_after_release();
                 return;
             }

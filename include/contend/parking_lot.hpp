@@ -76,7 +76,8 @@ park_result park(const void* address, Validate&& validate, BeforeSleep&& before_
 
 template <class Validate>
 park_result park(const void* address, Validate&& validate, clock::time_point deadline = internal::no_deadline) {
-    return detail::park(address, validate, [] {}, deadline);
+    const auto nothing_before_sleep = [] {};
+    return detail::park(address, validate, nothing_before_sleep, deadline);
 }
 
 // Unparks the longest-parked thread on `address`, if any. callback(unpark_result) runs

@@ -130,8 +130,7 @@ public:
     void lock() noexcept {
         for (;;) {
             for (int probe = 0; probe < probes_before_sleep; ++probe) {
-                if (state_.load(std::memory_order_relaxed) == 0 &&
-                    state_.exchange(1, std::memory_order_acquire) == 0)
+                if (state_.load(std::memory_order_relaxed) == 0 && state_.exchange(1, std::memory_order_acquire) == 0)
                     return;
             }
             internal::sleep_one_nanosecond();

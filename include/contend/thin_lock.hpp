@@ -53,9 +53,8 @@ public:
     void lock() {
         const std::uint32_t me = internal::compact_thread_id();
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
-        if (expected == 0 &&
-            word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
-            [[likely]]
+        if (expected == 0 && word_.compare_exchange_strong(expected, me, std::memory_order_acquire,
+                                                           std::memory_order_relaxed)) [[likely]]
             return;
         lock_slow(me, expected, internal::no_deadline);
     }
@@ -65,9 +64,8 @@ public:
     bool try_lock() {
         const std::uint32_t me = internal::compact_thread_id();
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
-        if (expected == 0 &&
-            word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
-            [[likely]]
+        if (expected == 0 && word_.compare_exchange_strong(expected, me, std::memory_order_acquire,
+                                                           std::memory_order_relaxed)) [[likely]]
             return true;
         return try_lock_slow(me, expected);
     }
@@ -89,8 +87,7 @@ public:
                 // As in contend::mutex: the registering waiter's heavy barrier orders the
                 // hardware; only the compiler must keep the load below the store.
                 std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light)
-                    [[unlikely]]
+                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
                     wake_after_release();
                 return;
             }

@@ -19,8 +19,7 @@ namespace contend::internal {
 
 enum class wait_status { woken_or_changed, timed_out };
 
-wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                            deadline until) noexcept;
+wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected, deadline until) noexcept;
 void wake_one(const std::atomic<std::uint32_t>& word) noexcept;
 void wake_all(const std::atomic<std::uint32_t>& word) noexcept;
 

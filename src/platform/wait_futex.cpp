@@ -26,8 +26,7 @@ static_assert(std::is_same_v<clock, std::chrono::steady_clock>);
 
 }  // namespace
 
-wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                            deadline until) noexcept {
+wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected, deadline until) noexcept {
     if (until == no_deadline) {
         futex(word, FUTEX_WAIT_BITSET, expected, nullptr, FUTEX_BITSET_MATCH_ANY);
         return wait_status::woken_or_changed;
@@ -42,13 +41,9 @@ wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_
     return wait_status::woken_or_changed;
 }
 
-void wake_one(const std::atomic<std::uint32_t>& word) noexcept {
-    futex(word, FUTEX_WAKE, 1, nullptr, 0);
-}
+void wake_one(const std::atomic<std::uint32_t>& word) noexcept { futex(word, FUTEX_WAKE, 1, nullptr, 0); }
 
-void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
-    futex(word, FUTEX_WAKE, INT_MAX, nullptr, 0);
-}
+void wake_all(const std::atomic<std::uint32_t>& word) noexcept { futex(word, FUTEX_WAKE, INT_MAX, nullptr, 0); }
 
 }  // namespace contend::internal
 

@@ -34,8 +34,7 @@ stripe& stripe_for(const void* address) noexcept {
 
 }  // namespace
 
-wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                            deadline until) noexcept {
+wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected, deadline until) noexcept {
     stripe& s = stripe_for(&word);
     std::unique_lock guard(s.lock);
     if (word.load(std::memory_order_acquire) != expected) return wait_status::woken_or_changed;

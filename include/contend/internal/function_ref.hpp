@@ -14,6 +14,8 @@ class function_ref;
 template <class R, class... Args>
 class function_ref<R(Args...)> {
 public:
+    // clang-format 14 mangles a requires-clause before a constructor: laid out by hand.
+    // clang-format off
     template <class F>
         requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref> &&
                  std::is_invocable_r_v<R, F&, Args...>)
@@ -22,6 +24,7 @@ public:
           call_([](void* object, Args... args) -> R {
               return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
           }) {}
+    // clang-format on
 
     R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
 

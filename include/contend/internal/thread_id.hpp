@@ -17,7 +17,8 @@ std::uint32_t acquire_compact_thread_id() noexcept;
 // The calling thread's id, >= 1. Zero is never an id, so a header word can use it for "no owner".
 inline std::uint32_t compact_thread_id() noexcept {
     thread_local std::uint32_t id = 0;
-    if (id == 0) [[unlikely]] id = acquire_compact_thread_id();
+    if (id == 0) [[unlikely]]
+        id = acquire_compact_thread_id();
     return id;
 }
 
