@@ -20,6 +20,6 @@ int main() {
         });
     }
     for (auto& t : threads) t.join();
-    std::printf("consumer: counter=%ld (expected 40000)\n", counter);
+    std::printf("consumer: counter=%ld (expected 40000), wait backend %s\n", counter, contend::wait_backend_name());
     return counter == 40000 ? 0 : 1;
 }
