@@ -1,61 +1,79 @@
-// contend: the command-line front of the lab. Thin: parsing and subcommands over the lab
-// library (harness, suites, results_io, history), which the tests call directly.
+// contend: the command-line front of the lab. Parsing and printing only: the work is done
+// by the lab library (run_suite, the results model and its writers, the history, the
+// report), which the tests call directly.
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
-#include <cstdlib>
+#include <csignal>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "harness/cell_runner.hpp"
 #include "harness/disasm.hpp"
-#include "harness/harness.hpp"
-#include "results/history.hpp"
 #include "harness/machine.hpp"
+#include "harness/runner.hpp"
 #include "peers/peers.hpp"
 #include "report/report.hpp"
+#include "results/history.hpp"
+#include "results/output_file.hpp"
 #include "results/results_io.hpp"
-#include "suites/suites.hpp"
 
 namespace lab = contend::lab;
 
 namespace {
 
+// Exit codes, also listed in `contend bench --help`.
+constexpr int exit_usage = 2;  // bad arguments: nothing ran, nothing was written
+constexpr int exit_no_valid_cell = 3;  // the run measured nothing valid
+constexpr int exit_output_failed = 4;  // the run finished, but an output could not be written
+
+// The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0.
+std::atomic<int> stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) { stop_signal.store(sig); }
+
+// The first signal stops the run cleanly (the cells done are kept and written); the
+// handler is then reset, so a second one ends the process at once.
+void install_stop_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND;  // no SA_RESTART: a blocking poll returns at once
+    sigemptyset(&sa.sa_mask);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+    // A cell's process that dies before reading its settings must not kill the run.
+    std::signal(SIGPIPE, SIG_IGN);
+}
+
 struct bench_args {
     bool list = false;
-    std::string suite = "counter";
-    std::string contenders = "*";
-    std::vector<std::int32_t> workers;
     bool quick = false;
+    std::string workers;
     double min_time_ms = 50;
-    std::int32_t reps = 5;
-    double deadline_s = 20;
-    std::string pin = "none";
     std::string json_path = ".contend/last-run.json";
     std::string csv_path;
     std::string db_path = ".contend/history.db";
     bool no_history = false;
-    std::string label;
-    bool in_process = false;
+    lab::bench_options options;
 };
 
-std::string self_executable() {
-    std::error_code ec;
-    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string("/proc/self/exe") : p.string();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-    const std::filesystem::path p(path);
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    std::ofstream out(p);
-    out << text;
-    if (!out) throw std::runtime_error("could not write " + path);
+// "1,2,64": every item a whole number; an empty item is an error, not skipped.
+std::vector<std::int32_t> parse_workers(const std::string& text) {
+    std::vector<std::int32_t> workers;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos)
+            throw std::invalid_argument("--workers: '" + item + "' is not a worker count (give e.g. 1,2,64)");
+        workers.push_back(static_cast<std::int32_t>(std::stol(item)));
+    }
+    if (workers.empty() || text.back() == ',')
+        throw std::invalid_argument("--workers: an empty item in '" + text + "'");
+    return workers;
 }
 
 int list_suites() {
@@ -67,86 +85,98 @@ int list_suites() {
     return 0;
 }
 
-int run_bench(const bench_args& a) {
+int run_bench(bench_args& a) {
     if (a.list) return list_suites();
-    const lab::suite* s = lab::find_suite(a.suite);
-    if (!s) {
-        std::fprintf(stderr, "contend bench: unknown suite '%s' (see --list)\n", a.suite.c_str());
-        return 2;
-    }
-    lab::harness_options options;
-    options.min_time_s = (a.quick ? 5 : a.min_time_ms) / 1e3;
-    options.repetitions = a.quick ? 3 : a.reps;
-    options.deadline_s = a.deadline_s;
-    options.pin = a.pin;
-    try {
-        (void)lab::placement(a.pin, 1);  // reject a malformed --pin before running anything
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "contend bench: --pin: %s\n", e.what());
-        return 2;
-    }
-    std::vector<std::int32_t> workers = a.workers.empty() ? s->default_workers : a.workers;
-    if (a.quick && a.workers.empty()) workers = {1, 2};
+    auto& o = a.options;
+    o.harness.min_time_s = (a.quick ? 5 : a.min_time_ms) / 1e3;
+    if (a.quick) o.harness.repetitions = 3;
+    if (!a.workers.empty()) o.workers = parse_workers(a.workers);
+    if (a.quick && o.workers.empty()) o.workers = {1, 2};
 
-    std::vector<const lab::contender*> chosen;
-    for (const auto& c : s->contenders)
-        if (lab::glob_match(a.contenders, c.name) || lab::glob_match(a.contenders, c.id())) chosen.push_back(&c);
-    if (chosen.empty()) {
-        std::fprintf(stderr, "contend bench: no contender of '%s' matches '%s'\n", s->name.c_str(), a.contenders.c_str());
-        return 2;
-    }
-
-    // One work-loop rate for every cell of the run (each cell runs in its own process).
-    if (!std::getenv("CONTEND_LAB_BURN_PER_US"))
-        setenv("CONTEND_LAB_BURN_PER_US", std::to_string(lab::burn_iterations_per_us()).c_str(), 1);
-
-    lab::run_result run;
-    run.context = lab::read_machine_context(a.label, lab::format_cpu_list(lab::allowed_cpus()));
-    const std::size_t total = chosen.size() * workers.size();
-    const bool progress = isatty(STDERR_FILENO);
-    const auto started = std::chrono::steady_clock::now();
-    std::size_t done = 0;
-    const std::string exe = self_executable();
-    for (const auto w : workers) {
-        for (const auto* c : chosen) {
-            if (progress) {
-                const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-                const double eta = done ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
-                std::fprintf(stderr, "\r[cell %zu/%zu] %s/%s/workers:%d  elapsed %.0fs, about %.0fs left   ", done + 1,
-                             total, s->name.c_str(), c->id().c_str(), w, elapsed, eta);
-            }
-            run.cells.push_back(a.in_process ? lab::run_cell(*c, s->name, w, options)
-                                             : lab::run_cell_in_child(exe, s->name, c->id(), w, options));
-            ++done;
+    // Everything that can fail is checked before the first cell: the plan, every output
+    // path, that no output is another output, and that the history can take the run.
+    const lab::bench_plan plan = lab::plan_suite(o);
+    // With --no-history the history is not written, but it is still the user's history:
+    // no other output may land on it.
+    std::vector<lab::named_path> outputs = {{"--json", a.json_path}}, inputs;
+    if (!a.csv_path.empty()) outputs.push_back({"--csv", a.csv_path});
+    if (a.db_path == "-") throw std::invalid_argument("--db: the history cannot be standard output");
+    (a.no_history ? inputs : outputs).push_back({"--db", a.db_path});
+    lab::check_distinct(outputs, inputs);
+    for (const auto& out : outputs) lab::check_output_path(out.what, out.path);
+    if (!a.no_history) {
+        try {
+            lab::history_store::check_appendable(a.db_path);
+        } catch (const std::runtime_error& e) {
+            throw std::invalid_argument(std::string("--db ") + a.db_path + ": " + e.what());
         }
     }
-    if (progress) std::fprintf(stderr, "\r%80s\r", "");
 
-    std::cout << "contend bench: suite " << s->name << " on " << run.context.cpu_model << " (" << run.context.logical_cpus
-              << " CPUs, using " << run.context.cpu_list << "), timer slack " << run.context.timer_slack_ns
-              << " ns, 1 ns nanosleep takes " << run.context.nanosleep_1ns_us << " us, wait backend "
-              << run.context.wait_backend << ", peers built in: " << lab::peers_found() << "\n";
-    std::cout << lab::to_table(run);
+    // Standard output carries a file written to '-'; the table then goes to stderr.
+    const bool stdout_taken = a.json_path == "-" || a.csv_path == "-";
+    std::ostream& text = stdout_taken ? std::cerr : std::cout;
+    const bool progress = isatty(STDERR_FILENO);
+    const auto started = std::chrono::steady_clock::now();
+    lab::run_hooks hooks;
+    hooks.stop = &stop_signal;
+    if (progress)
+        hooks.on_cell = [&](std::size_t done, std::size_t total, const std::string& row) {
+            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            const double eta = done ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+            std::fprintf(stderr, "\r[cell %zu/%zu] %s  elapsed %.0fs, about %.0fs left   ", done + 1, total, row.c_str(),
+                         elapsed, eta);
+        };
+    const lab::run_result run = lab::run_suite(o, hooks);
+    if (progress) std::fprintf(stderr, "\r%100s\r", "");
 
-    std::vector<std::string> wrote;
-    write_file(a.json_path, lab::to_json(run));
-    wrote.push_back(a.json_path + " (JSON)");
-    if (!a.csv_path.empty()) {
-        write_file(a.csv_path, lab::to_csv(run));
-        wrote.push_back(a.csv_path + " (CSV)");
+    const auto& c = run.context;
+    text << "contend bench: suite " << plan.chosen_suite->name << " on " << c.cpu_model << " (" << c.logical_cpus
+         << " CPUs, using " << c.cpu_list << "), timer slack " << c.timer_slack_ns << " ns, 1 ns nanosleep takes "
+         << c.nanosleep_1ns_us << " us, wait backend " << c.wait_backend << ", peers built in: " << lab::peers_found()
+         << "\n";
+    if (!run.cells.empty()) text << lab::to_table(run);
+
+    const int stopped_by = stop_signal.load();
+    if (run.cells.empty()) {
+        text << "\ncontend bench: " << c.run_status << "; no cell finished, nothing written\n";
+        return stopped_by ? 128 + stopped_by : exit_no_valid_cell;
     }
-    if (!a.no_history) {
-        lab::history_store store(a.db_path);
-        const auto id = store.append(run);
-        wrote.push_back(a.db_path + " (history run " + std::to_string(id) + ")");
-    }
+    // Each output succeeds or fails on its own, and says so.
+    std::vector<std::string> wrote, failed;
+    auto attempt = [&](const std::string& what, const std::string& path, auto&& write) {
+        try {
+            wrote.push_back(path + " (" + what + ": " + write() + ")");
+        } catch (const std::exception& e) {
+            failed.push_back(e.what());
+        }
+    };
+    attempt("--json", a.json_path, [&] {
+        lab::write_output_file("--json", a.json_path, lab::to_json(run));
+        return std::string("JSON");
+    });
+    if (!a.csv_path.empty())
+        attempt("--csv", a.csv_path, [&] {
+            lab::write_output_file("--csv", a.csv_path, lab::to_csv(run));
+            return std::string("CSV");
+        });
+    if (!a.no_history)
+        attempt("--db", a.db_path, [&] {
+            lab::history_store store(a.db_path);
+            return "history run " + std::to_string(store.append(run));
+        });
     const std::size_t valid = run.valid_cells();
-    std::cout << "\n" << valid << " of " << run.cells.size() << " cells valid. Wrote:\n";
-    for (const auto& f : wrote) std::cout << "  " << f << "\n";
+    text << "\n" << valid << " of " << run.cells.size() << " cells valid";
+    if (c.run_status != "complete") text << "; the run was " << c.run_status;
+    text << ". Wrote:\n";
+    for (const auto& f : wrote) text << "  " << f << "\n";
+    if (wrote.empty()) text << "  nothing\n";
+    for (const auto& f : failed) std::cerr << "contend bench: could not write " << f << "\n";
+    if (stopped_by) return 128 + stopped_by;
+    if (!failed.empty()) return exit_output_failed;
     if (valid == 0) {
-        std::cerr << "contend bench: the run produced no valid record; failing (seed 003: a run that "
-                     "measured nothing must not pass)\n";
-        return 3;
+        std::cerr << "contend bench: the run produced no valid record; failing (a run that measured nothing "
+                     "must not pass)\n";
+        return exit_no_valid_cell;
     }
     return 0;
 }
@@ -155,11 +185,11 @@ int run_disasm(const std::string& suite_name, const std::string& contender_id) {
     const lab::suite* s = lab::find_suite(suite_name);
     if (!s) {
         std::fprintf(stderr, "contend disasm: unknown suite '%s'\n", suite_name.c_str());
-        return 2;
+        return exit_usage;
     }
     for (const auto& c : s->contenders) {
         if (c.id() != contender_id && !(c.params.empty() && c.name == contender_id)) continue;
-        const auto d = lab::disassemble_run(self_executable(), c.workload_type);
+        const auto d = lab::disassemble_run(lab::self_executable(), c.workload_type);
         std::cout << d.listing << "\n"
                   << suite_name << "/" << c.id() << ": " << d.atomic_instructions << " atomic instruction"
                   << (d.atomic_instructions == 1 ? "" : "s") << ", " << d.calls
@@ -168,10 +198,15 @@ int run_disasm(const std::string& suite_name, const std::string& contender_id) {
     }
     std::fprintf(stderr, "contend disasm: no contender '%s' in suite '%s' (see contend bench --list)\n",
                  contender_id.c_str(), suite_name.c_str());
-    return 2;
+    return exit_usage;
 }
 
 int run_report(const lab::report_request& request, const std::string& output) {
+    const std::vector<lab::named_path> inputs = {request.json_path.empty()
+                                                     ? lab::named_path{"--db", request.db_path}
+                                                     : lab::named_path{"--json", request.json_path}};
+    lab::check_distinct({{"-o", output}}, inputs);
+    lab::check_output_path("-o", output);
     const auto sources = lab::load_report_sources(request);
     const std::string_view library = lab::chart_library_bundle();
     if (library.empty()) {
@@ -179,64 +214,68 @@ int run_report(const lab::report_request& request, const std::string& output) {
                      "contend report: the charting library Chart.js was not built into this binary (%.*s was "
                      "missing at build time). Run scripts/setup.sh, then build again.\n",
                      static_cast<int>(lab::chart_library_path().size()), lab::chart_library_path().data());
-        return 2;
+        return exit_usage;
     }
-    lab::write_file_atomically(output, lab::render_report(sources, library));
+    lab::write_output_file("-o", output, lab::render_report(sources, library));
     std::size_t cells = 0;
     for (const auto& s : sources) cells += s.run.cells.size();
-    std::cout << "contend report: wrote " << output << " (" << cells << " cells from " << sources.size()
-              << (sources.size() == 1 ? " run" : " runs") << ")\n";
+    (output == "-" ? std::cerr : std::cout)
+        << "contend report: wrote " << (output == "-" ? "standard output" : output) << " (" << cells
+        << " cells from " << sources.size() << (sources.size() == 1 ? " run" : " runs") << ")\n";
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    // The hidden child mode of cell_runner: `contend __cell suite contender workers
-    // min_time_s reps deadline_s pin`.
-    if (argc == 9 && std::string(argv[1]) == "__cell") {
-        lab::harness_options o;
-        o.min_time_s = std::stod(argv[5]);
-        o.repetitions = std::stoi(argv[6]);
-        o.deadline_s = std::stod(argv[7]);
-        o.pin = argv[8];
-        return lab::cell_child_main(argv[2], argv[3], std::stoi(argv[4]), o);
-    }
+    // The hidden child mode of cell_runner.hpp: settings arrive on standard input.
+    if (argc == 2 && std::string(argv[1]) == "__cell") return lab::cell_child_main();
 
     CLI::App app{"contend: the contention lab. Measures locks, atomics and their wait policies on this machine."};
     app.require_subcommand(1);
     bench_args a;
+    auto& o = a.options;
     auto* bench = app.add_subcommand("bench", "Run a suite of contention benchmarks");
+    bench->footer(
+        "Exit status: 0 done; 2 bad arguments (nothing ran, nothing written); 3 no valid cell; 4 an output could "
+        "not be written (the others were); 128+N stopped by signal N (the cells done are written). "
+        "An output path '-' is standard output (the table then goes to standard error).");
     bench->add_flag("--list", a.list, "List the suites and their contenders");
-    bench->add_option("--suite", a.suite, "Suite to run")->capture_default_str();
-    bench->add_option("--contenders", a.contenders, "Glob(s) of contenders (name or name/param:value), comma-separated")->capture_default_str();
-    bench->add_option("--workers", a.workers, "Worker counts (default: the suite's)")->delimiter(',')->check(CLI::Range(1, 4096));
+    bench->add_option("--suite", o.suite, "Suite to run")->capture_default_str();
+    bench->add_option("--contenders", o.contenders, "Glob(s) of contenders (name or name/param:value), comma-separated")
+        ->capture_default_str();
+    bench->add_option("--workers", a.workers, "Worker counts, comma-separated, 1..4096 (default: the suite's)");
     bench->add_flag("--quick", a.quick, "Smoke run: 5 ms repetitions, 3 of them, workers 1 and 2");
-    bench->add_option("--min-time", a.min_time_ms, "Minimum duration of one repetition, ms")->capture_default_str()->check(CLI::PositiveNumber);
-    bench->add_option("--reps", a.reps, "Timed repetitions per cell")->capture_default_str()->check(CLI::Range(1, 1000));
-    bench->add_option("--deadline", a.deadline_s, "Deadline of one repetition, s")->capture_default_str()->check(CLI::PositiveNumber);
-    bench->add_option("--pin", a.pin, "none | compact | spread | <cpu list>")->capture_default_str();
+    bench->add_option("--min-time", a.min_time_ms, "Minimum duration of one repetition, ms")->capture_default_str();
+    bench->add_option("--reps", o.harness.repetitions, "Timed repetitions per cell, 1..1000")->capture_default_str();
+    bench->add_option("--deadline", o.harness.deadline_s, "Deadline of one repetition, s")->capture_default_str();
+    bench->add_option("--pin", o.harness.pin, "none | compact | spread | <cpu list>")->capture_default_str();
     bench->add_option("--json", a.json_path, "Write results as JSON here")->capture_default_str();
     bench->add_option("--csv", a.csv_path, "Also write results as CSV here");
     bench->add_option("--db", a.db_path, "SQLite history database")->capture_default_str();
     bench->add_flag("--no-history", a.no_history, "Do not append the run to the history database");
-    bench->add_option("--label", a.label, "Label for the run (default: git describe)");
-    bench->add_flag("--in-process", a.in_process, "Run cells in this process (no protection against hangs)");
+    bench->add_option("--label", o.label, "Label for the run (default: git describe)");
+    bench->add_flag("--in-process", o.in_process, "Run cells in this process (no protection against hangs)");
     std::string disasm_suite, disasm_contender;
     auto* disasm = app.add_subcommand("disasm", "Show the instructions of a contender's hot loop, atomics marked");
     disasm->add_option("suite", disasm_suite, "Suite, e.g. counter")->required();
-    disasm->add_option("contender", disasm_contender, "Contender, e.g. contend_mutex (hold: contend_mutex/cs_us:20)")->required();
+    disasm->add_option("contender", disasm_contender, "Contender, e.g. contend_mutex (hold: contend_mutex/cs_us:20)")
+        ->required();
     lab::report_request report_request;
     std::int64_t report_run_id = 0;
     std::string report_output = ".contend/report.html";
     auto* report = app.add_subcommand("report", "Write one self-contained HTML page: a chart and a table per suite");
     auto* report_json = report->add_option("--json", report_request.json_path,
                                            "Read a results file written by `contend bench --json` instead of the history");
-    report->add_option("--db", report_request.db_path, "SQLite history database")->capture_default_str();
+    report->add_option("--db", report_request.db_path, "SQLite history database (opened read-only)")
+        ->capture_default_str();
     report->add_option("--run", report_run_id, "Show this history run only (default: the newest run of each suite)")
         ->excludes(report_json);
-    report->add_option("-o,--output", report_output, "Write the page here")->capture_default_str();
+    report->add_option("-o,--output", report_output, "Write the page here ('-': standard output)")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    install_stop_handlers();
+    const std::string command = app.get_subcommands().front()->get_name();
     try {
         if (bench->parsed()) return run_bench(a);
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
@@ -244,8 +283,14 @@ int main(int argc, char** argv) {
             if (report->count("--run")) report_request.run_id = report_run_id;
             return run_report(report_request, report_output);
         }
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+        return exit_usage;
+    } catch (const lab::output_error& e) {
+        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+        return exit_usage;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "contend %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
+        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
         return 1;
     }
     return 0;

@@ -106,6 +106,14 @@ std::vector<std::vector<int>> placement(const std::string& pin, std::int32_t wor
     std::vector<std::vector<int>> per_worker(static_cast<std::size_t>(workers));
     if (pin == "none") return per_worker;
     const std::vector<int> cpus = allowed_cpus();
+    if (pin != "compact" && pin != "spread") {
+        // A list: every CPU in it must be one this process may run on, or pinning fails late.
+        const std::vector<int> wanted = parse_cpu_list(pin);
+        for (const int cpu : wanted)
+            if (std::find(cpus.begin(), cpus.end(), cpu) == cpus.end())
+                throw std::invalid_argument("CPU " + std::to_string(cpu) + " is not one this process may run on (" +
+                                            format_cpu_list(cpus) + ")");
+    }
     const auto n = static_cast<std::int64_t>(cpus.size());
     for (std::int32_t w = 0; w < workers; ++w) {
         if (pin == "compact") {
@@ -210,8 +218,8 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
             result.affinity_detail = "worker " + std::to_string(k) + ": " + pin_errors[k];
         }
     }
-    result.observed = w.observed_total();
-    result.expected = w.expected_total(completed);
+    result.check = w.check(completed);
+    result.per_worker = completed;
     result.progress_for_fairness = read_at_time ? std::move(at_time) : std::move(snapshot);
     return result;
 }
@@ -229,8 +237,16 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     cell.contender = c.name;
     cell.params = c.params;
     cell.workers = workers;
+    cell.operation = c.operation;
     cell.has_fairness = c.is_lock && workers > 1;
-    const auto cpus = placement(options.pin, workers);
+    std::vector<std::vector<int>> cpus;
+    try {
+        cpus = placement(options.pin, workers);  // run_suite refuses a bad pin before any cell
+    } catch (const std::invalid_argument& e) {
+        cell.status = "affinity_mismatch";
+        cell.detail = e.what();
+        return cell;
+    }
     std::vector<int> used;
     for (const auto& set : cpus) used.insert(used.end(), set.begin(), set.end());
     std::sort(used.begin(), used.end());
@@ -246,11 +262,9 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
         } else if (r.timed_out) {
             cell.status = "timed_out";
             cell.detail = "a repetition missed its " + std::to_string(options.deadline_s) + " s deadline";
-        } else if (r.observed != r.expected) {
-            cell.status = "wrong_count";
-            cell.detail = "counter ended at " + std::to_string(r.observed) + ", expected " +
-                          std::to_string(r.expected) + " from the workers' " + std::to_string(r.completed) +
-                          " completed operations";
+        } else if (!r.check.ok()) {
+            cell.status = r.check.status;
+            cell.detail = r.check.detail;
         }
         return cell.valid();
     };
@@ -268,6 +282,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     cell.ops_per_worker = ops;
 
     std::vector<double> cpu_per_op, min_shares, max_shares;
+    std::vector<std::pair<std::string, std::vector<double>>> metric_samples;  // per name, per repetition
     for (std::int32_t rep = 0; rep < options.repetitions; ++rep) {
         const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s,
                                       cell.has_fairness ? fairness_window * options.min_time_s : 0);
@@ -276,6 +291,17 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
         const double total = static_cast<double>(r.completed);
         cell.ns_per_op.push_back(r.wall_ns / total);
         cpu_per_op.push_back(r.cpu_ns / total);
+        metric_list metrics;
+        workload->measure({r.wall_ns, r.cpu_ns, r.completed, &r.per_worker}, metrics);
+        for (auto& [name, value] : metrics) {
+            auto it = std::find_if(metric_samples.begin(), metric_samples.end(),
+                                   [&](const auto& m) { return m.first == name; });
+            if (it == metric_samples.end()) {
+                check_metric_name(name);  // a workload's mistake, found by the first run of it
+                it = metric_samples.insert(metric_samples.end(), {name, {}});
+            }
+            it->second.push_back(value);
+        }
         if (cell.has_fairness) {
             double sum = 0;
             for (auto v : r.progress_for_fairness) sum += static_cast<double>(v);
@@ -295,6 +321,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     cell.p25_ns = quantile(cell.ns_per_op, 0.25);
     cell.p75_ns = quantile(cell.ns_per_op, 0.75);
     cell.cpu_ns_per_op = median(cpu_per_op);
+    for (const auto& [name, samples] : metric_samples) cell.metrics.emplace_back(name, median(samples));
     if (cell.has_fairness) {
         cell.min_share = median(min_shares);
         cell.max_share = median(max_shares);

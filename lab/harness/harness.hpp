@@ -51,8 +51,8 @@ struct repetition_result {
     double wall_ns = 0;
     double cpu_ns = 0;  // sum of the workers' thread CPU time
     std::uint64_t completed = 0;  // operations the workers report
-    std::uint64_t observed = 0;  // the counter's final value
-    std::uint64_t expected = 0;  // what it must be: workload::expected_total of the completions
+    std::vector<std::uint64_t> per_worker;  // each worker's completed operations
+    check_result check;  // the workload's verdict on the repetition's work
     bool timed_out = false;
     bool affinity_ok = true;
     std::string affinity_detail;

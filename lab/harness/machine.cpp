@@ -97,6 +97,11 @@ machine_context read_machine_context(const std::string& label, const std::string
     c.compiler = std::string("GCC ") + __VERSION__;
 #endif
     c.build_flags = CONTEND_LAB_BUILD_FLAGS;
+#ifdef NDEBUG
+    c.library_build_type = "release";
+#else
+    c.library_build_type = "debug";  // assertions on: figures are not representative
+#endif
     c.governor = first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
     c.wait_backend = internal::wait_backend_name();
     c.timer_slack_ns = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);

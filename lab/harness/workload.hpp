@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "contend/internal/platform.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 
@@ -25,6 +26,31 @@ inline constexpr std::uint64_t poll_every = 64;
 // Per-worker progress, each on its own line: written by its worker only.
 using progress_counters = std::vector<internal::cache_padded<std::atomic<std::uint64_t>>>;
 
+// What a workload says of a repetition's work: nothing (status empty) when it is all
+// accounted for, otherwise why not. The status names the kind of failure ("wrong_count",
+// "checksum_mismatch", "items_lost"); the detail says what was found.
+struct check_result {
+    std::string status;
+    std::string detail;
+    bool ok() const { return status.empty(); }
+};
+
+// What the harness measured of one repetition, for a workload's own metrics.
+struct repetition_facts {
+    double wall_ns = 0;  // gate opening to the last worker's finish
+    double cpu_ns = 0;  // the workers' CPU time, summed
+    std::uint64_t completed = 0;  // operations, all workers
+    const std::vector<std::uint64_t>* per_worker = nullptr;  // operations of each worker
+};
+
+// The workload contract. A workload states:
+//  - its operation (contender::operation: what one unit of run() is, for "ns per ...");
+//  - its validity check, run after every repetition, calibration included: a lock's
+//    counter must equal the operations completed (counting_workload below), a pipe's bytes
+//    must arrive with their checksum, a pool's items must all be accounted for;
+//  - its extra metrics (items_per_ms, bytes_per_second, contentions_per_second, latency
+//    percentiles...), measured per timed repetition; the cell keeps the median of each,
+//    and the results model, the history and the report carry them by name.
 class workload {
 public:
     virtual ~workload() = default;
@@ -35,8 +61,21 @@ public:
     // and at the end. Returns the number completed.
     virtual std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
                               progress_counters& progress) = 0;
-    // The value the shared counter ended with; the harness checks it equals the sum of
-    // the workers' completed operations.
+    // After a repetition in which worker i completed completed[i] operations.
+    virtual check_result check(const std::vector<std::uint64_t>& completed) = 0;
+    // Appends this repetition's metrics, (name, value), names as check_metric_name
+    // (results.hpp) allows, the same names in every repetition. Default: none.
+    virtual void measure(const repetition_facts& facts, metric_list& out) {
+        (void)facts;
+        (void)out;
+    }
+};
+
+// The contract of a shared counter (every lock and atomic contender): the counter's final
+// value must equal what the workers' completed operations add up to.
+class counting_workload : public workload {
+public:
+    // The value the shared counter ended with.
     virtual std::uint64_t observed_total() = 0;
     // What observed_total() must equal after a repetition in which worker i completed
     // completed[i] operations. One increment per operation unless a workload says
@@ -45,6 +84,15 @@ public:
         std::uint64_t sum = 0;
         for (const auto c : completed) sum += c;
         return sum;
+    }
+    check_result check(const std::vector<std::uint64_t>& completed) final {
+        const std::uint64_t observed = observed_total(), expected = expected_total(completed);
+        if (observed == expected) return {};
+        std::uint64_t done = 0;
+        for (const auto c : completed) done += c;
+        return {"wrong_count", "counter ended at " + std::to_string(observed) + ", expected " +
+                                   std::to_string(expected) + " from the workers' " + std::to_string(done) +
+                                   " completed operations"};
     }
 };
 
@@ -58,13 +106,11 @@ struct contender {
     // The demangled name of the workload class whose run() holds the hot loop, as
     // objdump -C prints it (for `contend disasm`); empty when unknown.
     std::string workload_type = {};
+    // What one operation of run() is, for "ns per <operation>" (results.hpp).
+    std::string operation = "increment";
 
-    // Unique within a suite: the name plus "/key:value" per parameter.
-    std::string id() const {
-        std::string s = name;
-        for (const auto& [k, v] : params) s += "/" + k + ":" + v;
-        return s;
-    }
+    // Unique within a suite: the name plus "/key:value" per parameter (format_id).
+    std::string id() const { return format_id(name, params); }
 };
 
 // The body shared by every contender: do `op` `ops` times, polling every `Every`
@@ -88,7 +134,7 @@ std::uint64_t run_polled(int worker, std::uint64_t ops, const std::atomic<bool>&
 
 // A lock contender: the lock word and the plain counter on separate lines (seed 003).
 template <class Lock>
-class locked_counter final : public workload {
+class locked_counter final : public counting_workload {
 public:
     void reset() override { counter_ = 0; }
     std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
@@ -108,7 +154,7 @@ private:
 
 // A direct-atomic contender: one aligned counter, updated by `Increment`.
 template <class Increment>
-class atomic_counter final : public workload {
+class atomic_counter final : public counting_workload {
 public:
     void reset() override { counter_.store(0); }
     std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
@@ -125,7 +171,7 @@ private:
 // arithmetic (calibrated by the hold suite to microseconds of CPU work that, unlike a
 // clock-polling loop, does not shrink when the holder is preempted).
 template <class Lock>
-class locked_work final : public workload {
+class locked_work final : public counting_workload {
 public:
     explicit locked_work(std::uint64_t work_iterations) : work_(work_iterations) {}
     void reset() override { counter_ = 0; }
@@ -173,8 +219,14 @@ contender lock_contender(std::string name, std::string description) {
             demangled_type_name<locked_counter<Lock>>()};
 }
 
-// Iterations of locked_work::burn per microsecond on this machine (suites/suites.cpp).
+// Iterations of locked_work::burn per microsecond on this machine (harness/work_rate.cpp):
+// measured once per process, unless the parent gave it with set_burn_iterations_per_us.
 double burn_iterations_per_us();
+// Makes every later burn_iterations_per_us() return `rate` (> 0, finite): `contend bench`
+// measures the rate once and hands it to every cell's process, so that every lock of a
+// run burns the same work (a rate measured per cell would differ by a few percent from
+// cell to cell, which is the size of the differences the hold suite looks for).
+void set_burn_iterations_per_us(double rate);
 
 // The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.
 template <class Lock>

@@ -39,12 +39,6 @@ std::string read_text_file(const std::string& path) {
     return text.str();
 }
 
-std::vector<std::string> suites_of(const run_result& run) {
-    std::vector<std::string> suites;
-    for (const auto& c : run.cells)
-        if (std::find(suites.begin(), suites.end(), c.suite) == suites.end()) suites.push_back(c.suite);
-    return suites;
-}
 
 // --- Escaping ----------------------------------------------------------------------------
 
@@ -304,7 +298,7 @@ std::vector<report_source> load_report_sources(const report_request& request) {
         if (!std::filesystem::exists(request.db_path))
             throw std::runtime_error("no history at " + request.db_path +
                                      " (run `contend bench` first, or give --json FILE)");
-        const history_store store(request.db_path);
+        const history_store store(request.db_path, history_access::read_only);
         if (request.run_id) {
             auto run = store.run(*request.run_id);
             if (!run)

@@ -12,6 +12,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <type_traits>
+#include <vector>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
@@ -20,89 +23,82 @@
 namespace contend::lab {
 namespace {
 
-// Stored in PRAGMA user_version. Bump it, and teach the constructor to migrate, whenever
-// the schema below changes.
-constexpr int schema_version = 1;
+// Stored in PRAGMA user_version. Version 1: the runs and cells tables. Version 2: the
+// fields whose since_schema is 2 (results.hpp) and the metrics table. A file of an older
+// version is migrated when it is opened for writing, and read as it is otherwise.
+constexpr int schema_version = 2;
 
 // Long enough for another process to finish appending a run; short enough that a stuck
 // one is reported rather than waited on forever.
 constexpr int busy_timeout_ms = 5000;
 
-// REAL columns may be NULL: SQLite cannot store a NaN and turns it into NULL, so NULL
-// reads back as NaN. ops_per_worker holds the bit pattern of an unsigned 64-bit count.
-// The index on run_id keeps reading a run's cells from scanning every cell ever stored.
-constexpr const char* schema_sql = R"sql(
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    date TEXT NOT NULL,
-    label TEXT NOT NULL,
-    host_name TEXT NOT NULL,
-    cpu_model TEXT NOT NULL,
-    logical_cpus INTEGER NOT NULL,
-    cpu_list TEXT NOT NULL,
-    kernel TEXT NOT NULL,
-    compiler TEXT NOT NULL,
-    build_flags TEXT NOT NULL,
-    governor TEXT NOT NULL,
-    wait_backend TEXT NOT NULL,
-    timer_slack_ns INTEGER NOT NULL,
-    nanosleep_1ns_us REAL
-);
-CREATE TABLE IF NOT EXISTS cells (
-    id INTEGER PRIMARY KEY,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    suite TEXT NOT NULL,
-    contender TEXT NOT NULL,
-    params TEXT NOT NULL,
-    workers INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    detail TEXT NOT NULL,
-    ops_per_worker INTEGER NOT NULL,
-    repetitions INTEGER NOT NULL,
-    samples TEXT NOT NULL,
-    median_ns REAL,
-    p25_ns REAL,
-    p75_ns REAL,
-    cpu_ns_per_op REAL,
-    min_share REAL,
-    max_share REAL,
-    has_fairness INTEGER NOT NULL,
-    affinity TEXT NOT NULL,
-    oversubscribed INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS cells_by_name ON cells(name);
-CREATE INDEX IF NOT EXISTS cells_by_run ON cells(run_id);
-)sql";
+// The tables' columns are the fields of results.hpp: SQL type and default follow the C++
+// type. REAL columns may be NULL: SQLite cannot store a NaN and turns it into NULL, so NULL
+// reads back as NaN. An unsigned 64-bit count is stored as its bit pattern. Samples and
+// parameters are stored in their text forms (format_samples, format_params).
+template <class T>
+std::string sql_column_type(const T& default_value) {
+    if constexpr (std::is_same_v<T, double>) {
+        return "REAL";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        // The value is one of this file's own defaults ("complete", "op"), never user input.
+        std::string quoted = "'";
+        for (const char ch : default_value) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
+        return "TEXT NOT NULL DEFAULT " + quoted + "'";
+    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
+        return "TEXT NOT NULL DEFAULT ''";
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return std::string("INTEGER NOT NULL DEFAULT ") + (default_value ? "1" : "0");
+    } else {
+        return "INTEGER NOT NULL DEFAULT " + std::to_string(static_cast<std::int64_t>(default_value));
+    }
+}
 
-// The column lists below and the order in which insert_*/read_* bind or read fields must
-// agree; the round-trip test gives every field a distinct value to catch a swap.
-constexpr const char* insert_run_sql =
-    "INSERT INTO runs (date, label, host_name, cpu_model, logical_cpus, cpu_list, kernel,"
-    " compiler, build_flags, governor, wait_backend, timer_slack_ns, nanosleep_1ns_us)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+template <class Record>
+std::string column_definition(const field<Record>& f) {
+    static const Record defaults{};
+    return std::string(f.name) + " " + visit_field(f, defaults, [](const auto& v) { return sql_column_type(v); });
+}
 
-constexpr const char* insert_cell_sql =
-    "INSERT INTO cells (run_id, name, suite, contender, params, workers, status, detail,"
-    " ops_per_worker, repetitions, samples, median_ns, p25_ns, p75_ns, cpu_ns_per_op,"
-    " min_share, max_share, has_fairness, affinity, oversubscribed)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+// The fields a file of schema `version` has columns for.
+template <class Record>
+std::vector<const field<Record>*> fields_in(std::span<const field<Record>> fields, int version) {
+    std::vector<const field<Record>*> out;
+    for (const auto& f : fields)
+        if (f.since_schema <= version) out.push_back(&f);
+    return out;
+}
 
-// Newest `limit` runs (a negative limit means all), handed back oldest first.
-constexpr const char* select_runs_sql =
-    "SELECT id, date, label, host_name, cpu_model, logical_cpus, cpu_list, kernel, compiler,"
-    " build_flags, governor, wait_backend, timer_slack_ns, nanosleep_1ns_us"
-    " FROM (SELECT * FROM runs ORDER BY id DESC LIMIT ?) ORDER BY id";
+template <class Record>
+std::string column_list(const std::vector<const field<Record>*>& fields) {
+    std::string out;
+    for (const auto* f : fields) out.append(out.empty() ? "" : ", ").append(f->name);
+    return out;
+}
 
-constexpr const char* select_run_sql =
-    "SELECT id, date, label, host_name, cpu_model, logical_cpus, cpu_list, kernel, compiler,"
-    " build_flags, governor, wait_backend, timer_slack_ns, nanosleep_1ns_us"
-    " FROM runs WHERE id = ?";
+std::string placeholders(std::size_t n) {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out += i ? ", ?" : "?";
+    return out;
+}
 
-constexpr const char* select_cells_sql =
-    "SELECT suite, contender, params, workers, status, detail, ops_per_worker, repetitions,"
-    " samples, median_ns, p25_ns, p75_ns, cpu_ns_per_op, min_share, max_share, has_fairness,"
-    " affinity, oversubscribed FROM cells WHERE run_id = ? ORDER BY id";
+// The schema of the current version, created in an empty file. The index on run_id keeps
+// reading a run's cells from scanning every cell ever stored; the one on name serves the
+// history of one row.
+std::string schema_sql() {
+    std::string sql = "CREATE TABLE runs (id INTEGER PRIMARY KEY";
+    for (const auto& f : context_fields()) sql += ", " + column_definition(f);
+    sql += ");\nCREATE TABLE cells (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), "
+           "name TEXT NOT NULL";
+    for (const auto& f : cell_fields()) sql += ", " + column_definition(f);
+    sql += ");\n"
+           "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL, value REAL,"
+           " UNIQUE (cell_id, name));\n"
+           "CREATE INDEX cells_by_name ON cells(name);\n"
+           "CREATE INDEX cells_by_run ON cells(run_id);\n"
+           "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
+    return sql;
+}
 
 struct db_closer {
     // close_v2 rather than close: it cannot fail because a statement is still open.
@@ -128,16 +124,19 @@ void make_parent_directory(const std::string& path) {
 // An open database, with the path every error message names.
 class database {
 public:
-    explicit database(std::string path) : path_(std::move(path)) {
-        make_parent_directory(path_);
+    // Read-only: the file must exist, and nothing (not even a journal) is written beside it.
+    database(std::string path, bool read_only) : path_(std::move(path)), read_only_(read_only) {
+        if (!read_only) make_parent_directory(path_);
         sqlite3* raw = nullptr;
-        const int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+        const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+        const int rc = sqlite3_open_v2(path_.c_str(), &raw, flags, nullptr);
         db_.reset(raw);  // a failed open may still hand back a handle that must be closed
         if (rc != SQLITE_OK) fail("cannot open");
         sqlite3_busy_timeout(raw, busy_timeout_ms);
     }
 
     sqlite3* get() const noexcept { return db_.get(); }
+    bool read_only() const noexcept { return read_only_; }
 
     // Throws for an error SQLite just reported on this connection.
     [[noreturn]] void fail(std::string_view what) const {
@@ -157,6 +156,7 @@ public:
 
 private:
     std::string path_;
+    bool read_only_;
     db_handle db_;
 };
 
@@ -164,7 +164,7 @@ private:
 // call fills the next '?', each read_* call reads the next column of the current row.
 class statement {
 public:
-    statement(const database& db, std::string_view what, std::string_view sql) : db_(db), what_(what) {
+    statement(const database& db, std::string_view what, const std::string& sql) : db_(db), what_(what) {
         sqlite3_stmt* raw = nullptr;
         const int rc = sqlite3_prepare_v2(db.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
         stmt_.reset(raw);
@@ -273,157 +273,160 @@ int user_version(const database& db) {
     return static_cast<int>(query.read_int());
 }
 
-void check_version_known(const database& db, int version) {
+// The columns of `table`, empty when there is no such table.
+std::vector<std::string> columns_of(const database& db, const char* table) {
+    statement query(db, "cannot read the schema", std::string("PRAGMA table_info(") + table + ")");
+    std::vector<std::string> columns;
+    while (query.step()) {
+        (void)query.read_int();  // cid
+        columns.push_back(query.read_text());
+    }
+    return columns;
+}
+
+std::size_t table_count(const database& db) {
+    statement query(db, "cannot read the schema",
+                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+    if (!query.step()) db.reject("cannot read the schema");
+    return static_cast<std::size_t>(query.read_int());
+}
+
+template <class Record>
+bool has_columns(const std::vector<std::string>& columns, std::span<const field<Record>> fields, int version) {
+    for (const auto* f : fields_in(fields, version))
+        if (std::find(columns.begin(), columns.end(), f->name) == columns.end()) return false;
+    return true;
+}
+
+// What a file holds: 0 for a file with no tables at all (a new or empty file, which may
+// become a history), or the schema version of a contend history. Anything else -- another
+// program's database, a version newer than this lab knows, a history missing a column --
+// is refused with the reason, and nothing is written to it.
+int history_version(const database& db) {
+    const int version = user_version(db);
+    const std::size_t tables = table_count(db);
+    if (version == 0 && tables == 0) return 0;
     if (version > schema_version)
         db.reject("schema version " + std::to_string(version) + " is newer than this lab knows (" +
                   std::to_string(schema_version) + ")");
+    const bool ours = version >= 1 && has_columns(columns_of(db, "runs"), context_fields(), version) &&
+                      has_columns(columns_of(db, "cells"), cell_fields(), version) &&
+                      (version < 2 || !columns_of(db, "metrics").empty());
+    if (!ours)
+        db.reject("not a contend history: the file is an SQLite database of another schema (user_version " +
+                  std::to_string(version) + ", " + std::to_string(tables) +
+                  " tables); it was left untouched. Give --db a new file");
+    return version;
 }
 
-void ensure_schema(const database& db) {
-    // Read first: this is where a file that is not a database fails, before anything writes,
-    // and an up-to-date file needs no write lock at all.
-    const int found = user_version(db);
-    check_version_known(db, found);
-    // Per connection, and outside any transaction, where SQLite would ignore it.
-    db.exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+// Brings a file of an older version (or an empty one) to the current schema, in one
+// transaction: either the whole migration happens or none of it.
+void migrate(const database& db) {
+    transaction migrating(db, "BEGIN IMMEDIATE", "cannot create or migrate the schema");
+    // Again under the write lock: another process may have done it meanwhile.
+    const int found = history_version(db);
     if (found == schema_version) return;
-
-    transaction creating(db, "BEGIN IMMEDIATE", "cannot create schema");
-    // Again under the write lock: another process may have created it meanwhile.
-    check_version_known(db, user_version(db));
-    db.exec(schema_sql, "cannot create schema");
+    if (found == 0) {
+        db.exec(schema_sql().c_str(), "cannot create schema");
+    } else {
+        // Each version adds columns (with their defaults) and tables; nothing is rewritten.
+        std::string sql;
+        for (const auto& f : context_fields())
+            if (f.since_schema > found) sql += "ALTER TABLE runs ADD COLUMN " + column_definition(f) + ";\n";
+        for (const auto& f : cell_fields())
+            if (f.since_schema > found) sql += "ALTER TABLE cells ADD COLUMN " + column_definition(f) + ";\n";
+        if (found < 2)
+            sql += "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL,"
+                   " value REAL, UNIQUE (cell_id, name));\n"
+                   "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
+        db.exec(sql.c_str(), "cannot migrate the schema");
+    }
     // A pragma takes no bound parameters; the value is this file's own constant.
     db.exec(("PRAGMA user_version = " + std::to_string(schema_version)).c_str(), "cannot set schema version");
-    creating.commit();
+    migrating.commit();
 }
 
-// "k:v/k:v". Refuses what could not be split back apart the same way.
-std::string encode_params(const database& db, const cell_result& cell) {
-    std::string out;
-    for (std::size_t i = 0; i < cell.params.size(); ++i) {
-        const auto& [key, value] = cell.params[i];
-        if (key.find_first_of(":/") != std::string::npos || value.find('/') != std::string::npos)
-            db.reject("cannot append cell " + cell.name() + ": parameter \"" + key + "\" = \"" + value +
-                      "\" contains a separator ('/', or ':' in the key)");
-        if (i > 0) out += '/';
-        out += key;
-        out += ':';
-        out += value;
-    }
-    return out;
-}
-
-std::vector<std::pair<std::string, std::string>> decode_params(const database& db, std::string_view text) {
-    std::vector<std::pair<std::string, std::string>> params;
-    if (text.empty()) return params;
-    for (;;) {
-        const std::size_t slash = text.find('/');
-        const std::string_view item = text.substr(0, slash);
-        const std::size_t colon = item.find(':');
-        if (colon == std::string_view::npos) db.reject("stored parameters are malformed: " + std::string(text));
-        params.emplace_back(item.substr(0, colon), item.substr(colon + 1));
-        if (slash == std::string_view::npos) return params;
-        text.remove_prefix(slash + 1);
+// Binds or reads one field, by its C++ type.
+template <class T>
+void bind_value(const database& db, statement& s, const T& value) {
+    if constexpr (std::is_same_v<T, double>) {
+        s.bind_real(value);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        s.bind_text(value);
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+        s.bind_text(format_samples(value));
+    } else if constexpr (std::is_same_v<T, param_list>) {
+        try {
+            s.bind_text(format_params(value));
+        } catch (const std::invalid_argument& e) {
+            db.reject(std::string("cannot append: ") + e.what());
+        }
+    } else if constexpr (std::is_same_v<T, bool>) {
+        s.bind_int(value ? 1 : 0);
+    } else {
+        s.bind_int(static_cast<std::int64_t>(value));
     }
 }
 
-// Shortest text that reads back as the same double, independent of the C locale.
-std::string encode_samples(const std::vector<double>& samples) {
-    std::string out;
-    for (const double sample : samples) {
-        char buffer[64];
-        const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, sample);
-        assert(ec == std::errc{});  // 64 bytes hold any double's shortest form
-        if (!out.empty()) out += ' ';
-        out.append(buffer, end);
+template <class T>
+void read_value(const database& db, statement& s, T& value) {
+    if constexpr (std::is_same_v<T, double>) {
+        value = s.read_real();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        value = s.read_text();
+    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
+        const std::string text = s.read_text();
+        try {
+            if constexpr (std::is_same_v<T, param_list>)
+                value = parse_params(text);
+            else
+                value = parse_samples(text);
+        } catch (const std::invalid_argument& e) {
+            db.reject(std::string("stored value is malformed: ") + e.what());
+        }
+    } else if constexpr (std::is_same_v<T, bool>) {
+        value = s.read_int() != 0;
+    } else {
+        value = static_cast<T>(s.read_int());
     }
-    return out;
 }
 
-std::vector<double> decode_samples(const database& db, std::string_view text) {
-    std::vector<double> samples;
-    while (!text.empty()) {
-        const std::size_t space = text.find(' ');
-        const std::string_view item = text.substr(0, space);
-        double sample = 0;
-        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), sample);
-        if (ec != std::errc{} || end != item.data() + item.size())
-            db.reject("stored samples are malformed: " + std::string(item));
-        samples.push_back(sample);
-        text.remove_prefix(space == std::string_view::npos ? text.size() : space + 1);
-    }
-    return samples;
+template <class Record>
+void bind_fields(const database& db, statement& s, const Record& record, std::span<const field<Record>> fields) {
+    for (const auto& f : fields) visit_field(f, record, [&](const auto& v) { bind_value(db, s, v); });
+}
+
+template <class Record>
+void read_fields(const database& db, statement& s, Record& record, const std::vector<const field<Record>*>& fields) {
+    for (const auto* f : fields) visit_field(*f, record, [&](auto& v) { read_value(db, s, v); });
 }
 
 std::int64_t insert_run(const database& db, const machine_context& c) {
-    statement insert(db, "cannot append run", insert_run_sql);
-    insert.bind_text(c.date).bind_text(c.label).bind_text(c.host_name).bind_text(c.cpu_model);
-    insert.bind_int(c.logical_cpus).bind_text(c.cpu_list).bind_text(c.kernel).bind_text(c.compiler);
-    insert.bind_text(c.build_flags).bind_text(c.governor).bind_text(c.wait_backend);
-    insert.bind_int(c.timer_slack_ns).bind_real(c.nanosleep_1ns_us);
+    const auto fields = fields_in(context_fields(), schema_version);
+    statement insert(db, "cannot append run",
+                     "INSERT INTO runs (" + column_list(fields) + ") VALUES (" + placeholders(fields.size()) + ")");
+    bind_fields(db, insert, c, context_fields());
     insert.step();
     return sqlite3_last_insert_rowid(db.get());
 }
 
-void insert_cell(const database& db, statement& insert, std::int64_t run_id, const cell_result& cell) {
+void insert_cell(const database& db, statement& insert, statement& insert_metric, std::int64_t run_id,
+                 const cell_result& cell) {
     insert.rewind();
-    insert.bind_int(run_id).bind_text(cell.name()).bind_text(cell.suite).bind_text(cell.contender);
-    insert.bind_text(encode_params(db, cell)).bind_int(cell.workers).bind_text(cell.status).bind_text(cell.detail);
-    insert.bind_int(static_cast<std::int64_t>(cell.ops_per_worker)).bind_int(cell.repetitions);
-    insert.bind_text(encode_samples(cell.ns_per_op));
-    insert.bind_real(cell.median_ns).bind_real(cell.p25_ns).bind_real(cell.p75_ns).bind_real(cell.cpu_ns_per_op);
-    insert.bind_real(cell.min_share).bind_real(cell.max_share).bind_int(cell.has_fairness ? 1 : 0);
-    insert.bind_text(cell.affinity).bind_int(cell.oversubscribed ? 1 : 0);
+    insert.bind_int(run_id).bind_text(cell.name());
+    bind_fields(db, insert, cell, cell_fields());
     insert.step();
-}
-
-machine_context read_context(statement& row) {
-    machine_context c;
-    c.date = row.read_text();
-    c.label = row.read_text();
-    c.host_name = row.read_text();
-    c.cpu_model = row.read_text();
-    c.logical_cpus = static_cast<std::int32_t>(row.read_int());
-    c.cpu_list = row.read_text();
-    c.kernel = row.read_text();
-    c.compiler = row.read_text();
-    c.build_flags = row.read_text();
-    c.governor = row.read_text();
-    c.wait_backend = row.read_text();
-    c.timer_slack_ns = row.read_int();
-    c.nanosleep_1ns_us = row.read_real();
-    return c;
-}
-
-cell_result read_cell(const database& db, statement& row) {
-    cell_result cell;
-    cell.suite = row.read_text();
-    cell.contender = row.read_text();
-    cell.params = decode_params(db, row.read_text());
-    cell.workers = static_cast<std::int32_t>(row.read_int());
-    cell.status = row.read_text();
-    cell.detail = row.read_text();
-    cell.ops_per_worker = static_cast<std::uint64_t>(row.read_int());
-    cell.repetitions = static_cast<std::int32_t>(row.read_int());
-    cell.ns_per_op = decode_samples(db, row.read_text());
-    cell.median_ns = row.read_real();
-    cell.p25_ns = row.read_real();
-    cell.p75_ns = row.read_real();
-    cell.cpu_ns_per_op = row.read_real();
-    cell.min_share = row.read_real();
-    cell.max_share = row.read_real();
-    cell.has_fairness = row.read_int() != 0;
-    cell.affinity = row.read_text();
-    cell.oversubscribed = row.read_int() != 0;
-    return cell;
-}
-
-std::vector<cell_result> read_cells(const database& db, statement& select, std::int64_t run_id) {
-    std::vector<cell_result> cells;
-    select.rewind();
-    select.bind_int(run_id);
-    while (select.step()) cells.push_back(read_cell(db, select));
-    return cells;
+    const std::int64_t cell_id = sqlite3_last_insert_rowid(db.get());
+    for (const auto& [name, value] : cell.metrics) {
+        try {
+            check_metric_name(name);
+        } catch (const std::invalid_argument& e) {
+            db.reject(std::string("cannot append cell ") + cell.name() + ": " + e.what());
+        }
+        insert_metric.rewind();
+        insert_metric.bind_int(cell_id).bind_text(name).bind_real(value);
+        insert_metric.step();
+    }
 }
 
 }  // namespace
@@ -431,20 +434,47 @@ std::vector<cell_result> read_cells(const database& db, statement& select, std::
 class history_store::connection : public database {
 public:
     using database::database;
+    int version = schema_version;  // of the file, as opened
 };
 
-history_store::history_store(const std::string& path) : db_(std::make_unique<connection>(path)) {
-    ensure_schema(*db_);
+history_store::history_store(const std::string& path, history_access access)
+    : db_(std::make_unique<connection>(path, access == history_access::read_only)) {
+    if (access == history_access::read_only) {
+        db_->version = history_version(*db_);
+        if (db_->version == 0) db_->reject("holds no contend history (run `contend bench` first)");
+        return;
+    }
+    // Read first: this is where a file that is not a database, or one of another schema,
+    // fails, before anything writes; an up-to-date file needs no write lock at all.
+    if (history_version(*db_) != schema_version) migrate(*db_);
+    // Per connection, and outside any transaction, where SQLite would ignore it.
+    db_->exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
 }
 
 history_store::~history_store() = default;
 
+void history_store::check_appendable(const std::string& path) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (status.type() == std::filesystem::file_type::not_found) return;  // created at the first append
+    if (status.type() != std::filesystem::file_type::regular)
+        throw std::runtime_error("history: not a regular file (" + path + ")");
+    const database db(path, true);
+    (void)history_version(db);
+}
+
 std::int64_t history_store::append(const run_result& run) {
+    if (db_->read_only()) db_->reject("opened read-only: cannot append");
     transaction appending(*db_, "BEGIN IMMEDIATE", "cannot append run");
     const std::int64_t run_id = insert_run(*db_, run.context);
     {
-        statement insert(*db_, "cannot append cell", insert_cell_sql);
-        for (const cell_result& cell : run.cells) insert_cell(*db_, insert, run_id, cell);
+        const auto fields = fields_in(cell_fields(), schema_version);
+        statement insert(*db_, "cannot append cell",
+                         "INSERT INTO cells (run_id, name, " + column_list(fields) + ") VALUES (?, ?, " +
+                             placeholders(fields.size()) + ")");
+        statement insert_metric(*db_, "cannot append metric",
+                                "INSERT INTO metrics (cell_id, name, value) VALUES (?, ?, ?)");
+        for (const cell_result& cell : run.cells) insert_cell(*db_, insert, insert_metric, run_id, cell);
     }
     appending.commit();
     return run_id;
@@ -456,21 +486,46 @@ std::vector<run_result> history_store::runs(std::size_t limit) const {
     return result;
 }
 
-std::vector<stored_run> history_store::stored_runs(std::size_t limit) const {
-    constexpr auto max_limit = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
-    const std::int64_t sql_limit = limit == 0 ? -1 : static_cast<std::int64_t>(std::min(limit, max_limit));
-
+// Reads runs (`where` picks them; `bind` binds its parameters) with their cells and
+// metrics, in one snapshot.
+std::vector<stored_run> history_store::read_runs(const std::string& where, std::int64_t parameter) const {
+    const int version = db_->version;
+    const auto run_fields = fields_in(context_fields(), version);
+    const auto cell_columns = fields_in(cell_fields(), version);
     std::vector<stored_run> result;
     transaction reading(*db_, "BEGIN", "cannot read runs");
     {
-        statement select_runs(*db_, "cannot read runs", select_runs_sql);
-        statement select_cells(*db_, "cannot read cells", select_cells_sql);
-        select_runs.bind_int(sql_limit);
+        statement select_runs(*db_, "cannot read runs", "SELECT id, " + column_list(run_fields) + " FROM " + where);
+        statement select_cells(*db_, "cannot read cells",
+                               "SELECT id, " + column_list(cell_columns) + " FROM cells WHERE run_id = ? ORDER BY id");
+        std::optional<statement> select_metrics;
+        if (version >= 2)
+            select_metrics.emplace(*db_, "cannot read metrics",
+                                   "SELECT m.cell_id, m.name, m.value FROM metrics m JOIN cells c ON c.id = m.cell_id"
+                                   " WHERE c.run_id = ? ORDER BY m.rowid");
+        select_runs.bind_int(parameter);
         while (select_runs.step()) {
             stored_run stored;
             stored.id = select_runs.read_int();
-            stored.run.context = read_context(select_runs);
-            stored.run.cells = read_cells(*db_, select_cells, stored.id);
+            read_fields(*db_, select_runs, stored.run.context, run_fields);
+            std::vector<std::int64_t> cell_ids;
+            select_cells.rewind();
+            select_cells.bind_int(stored.id);
+            while (select_cells.step()) {
+                cell_ids.push_back(select_cells.read_int());
+                read_fields(*db_, select_cells, stored.run.cells.emplace_back(), cell_columns);
+            }
+            if (select_metrics) {
+                select_metrics->rewind();
+                select_metrics->bind_int(stored.id);
+                while (select_metrics->step()) {
+                    const std::int64_t cell_id = select_metrics->read_int();
+                    std::string name = select_metrics->read_text();
+                    const double value = select_metrics->read_real();
+                    const auto at = std::find(cell_ids.begin(), cell_ids.end(), cell_id) - cell_ids.begin();
+                    stored.run.cells.at(static_cast<std::size_t>(at)).metrics.emplace_back(std::move(name), value);
+                }
+            }
             result.push_back(std::move(stored));
         }
     }
@@ -478,23 +533,17 @@ std::vector<stored_run> history_store::stored_runs(std::size_t limit) const {
     return result;
 }
 
+std::vector<stored_run> history_store::stored_runs(std::size_t limit) const {
+    constexpr auto max_limit = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+    const std::int64_t sql_limit = limit == 0 ? -1 : static_cast<std::int64_t>(std::min(limit, max_limit));
+    // Newest `limit` runs (a negative limit means all), handed back oldest first.
+    return read_runs("(SELECT * FROM runs ORDER BY id DESC LIMIT ?) ORDER BY id", sql_limit);
+}
+
 std::optional<run_result> history_store::run(std::int64_t id) const {
-    transaction reading(*db_, "BEGIN", "cannot read run");
-    std::optional<run_result> found;
-    {
-        statement select_run(*db_, "cannot read run", select_run_sql);
-        select_run.bind_int(id);
-        if (select_run.step()) {
-            (void)select_run.read_int();  // the id, which the caller gave
-            run_result run;
-            run.context = read_context(select_run);
-            statement select_cells(*db_, "cannot read cells", select_cells_sql);
-            run.cells = read_cells(*db_, select_cells, id);
-            found = std::move(run);
-        }
-    }
-    reading.commit();
-    return found;
+    auto found = read_runs("runs WHERE id = ?", id);
+    if (found.empty()) return std::nullopt;
+    return std::move(found.front().run);
 }
 
 std::size_t history_store::run_count() const {
@@ -502,5 +551,7 @@ std::size_t history_store::run_count() const {
     if (!count.step()) db_->reject("cannot count runs");
     return static_cast<std::size_t>(count.read_int());
 }
+
+int history_store::schema_version_of_file() const { return db_->version; }
 
 }  // namespace contend::lab

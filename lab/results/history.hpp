@@ -20,6 +20,8 @@ struct stored_run {
     run_result run;
 };
 
+enum class history_access { read_write, read_only };
+
 // One open history file. Every failure is reported as std::runtime_error whose message
 // names the operation, SQLite's own message and the file's path.
 //
@@ -28,10 +30,21 @@ struct stored_run {
 // several threads at the same time.
 class history_store {
 public:
-    // Opens the file at `path`, creating it and any missing parent directories, and
-    // creates the schema if absent. A file that is not an SQLite database, or that holds
-    // a schema newer than this code knows, is left untouched and the constructor throws.
-    explicit history_store(const std::string& path);
+    // read_write: opens the file at `path`, creating it and any missing parent directories;
+    // creates the schema in a new or empty file, and migrates a history of an older schema
+    // version (in one transaction). read_only: opens an existing history without writing
+    // anything, not even a journal; a history of an older version is read as it is.
+    //
+    // Refused with the file left untouched, either way: a file that is not an SQLite
+    // database, an SQLite database of another schema (another program's, or a contend
+    // history missing a column), a schema version newer than this code knows; and, read
+    // only, a missing file or one that holds no history yet.
+    explicit history_store(const std::string& path, history_access access = history_access::read_write);
+
+    // Throws, as the constructor would, when `path` could not take an append: an existing
+    // file that is not a history this code can migrate. A missing file passes (append
+    // creates it). Opens nothing for writing: `contend bench` asks before its first cell.
+    static void check_appendable(const std::string& path);
     ~history_store();
 
     history_store(const history_store&) = delete;
@@ -40,9 +53,9 @@ public:
     // Stores `run` and all its cells, in order, atomically: either everything is stored
     // or, when this throws, nothing is. Returns the new run's id; ids only grow.
     //
-    // Parameters are stored as "k:v/k:v", so a parameter key must contain neither ':' nor
-    // '/' and a value must not contain '/'; a cell that breaks this makes append throw
-    // rather than store something that would read back differently.
+    // Parameters are stored in their one text form (format_params in results.hpp); a cell
+    // whose parameters or metric names that form cannot hold makes append throw rather than
+    // store something that would read back differently. Throws on a read-only store.
     std::int64_t append(const run_result& run);
 
     // The stored runs, oldest first: all of them when `limit` is 0, otherwise the newest
@@ -61,8 +74,12 @@ public:
     // How many runs are stored.
     std::size_t run_count() const;
 
+    // The file's schema version as opened (a read-only history may be older than the code).
+    int schema_version_of_file() const;
+
 private:
     class connection;
+    std::vector<stored_run> read_runs(const std::string& where, std::int64_t parameter) const;
     std::unique_ptr<connection> db_;
 };
 

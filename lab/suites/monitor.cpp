@@ -62,7 +62,7 @@ enum class scenario { enter_exit, try_enter_exit_unlocked, try_enter_when_locked
 // Every operation is counted: a success increments the shared counter under the lock, a
 // failed try increments the worker's own failure count; the two must add up exactly.
 template <class Lock, scenario S>
-class monitor_workload final : public workload {
+class monitor_workload final : public counting_workload {
 public:
     ~monitor_workload() override { stop_holder(); }
     void reset() override {

@@ -12,7 +12,7 @@
 namespace contend::lab {
 namespace {
 
-class miscounting final : public workload {
+class miscounting final : public counting_workload {
 public:
     void reset() override { counter_.store(0); }
     std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop, progress_counters& progress) override {
@@ -27,7 +27,7 @@ private:
 };
 
 // Stops making progress but keeps polling: the harness's deadline catches it in-process.
-class stalling_polite final : public workload {
+class stalling_polite final : public counting_workload {
 public:
     void reset() override {}
     std::uint64_t run(int worker, std::uint64_t, const std::atomic<bool>& stop, progress_counters& progress) override {
@@ -39,7 +39,7 @@ public:
 };
 
 // Deadlocks for good (never polls): only killing its process ends it.
-class deadlocked final : public workload {
+class deadlocked final : public counting_workload {
 public:
     void reset() override {}
     std::uint64_t run(int, std::uint64_t, const std::atomic<bool>&, progress_counters&) override {

@@ -20,7 +20,7 @@ inline constexpr std::size_t max_private_workers = 4096;  // the CLI caps --work
 // (no locked instruction): Slot is the counter alone (8 per cache line: false sharing) or
 // the counter padded to a line of its own.
 template <class Slot>
-class private_counters final : public workload {
+class private_counters final : public counting_workload {
 public:
     void reset() override {
         for (std::size_t i = 0; i < max_private_workers; ++i) counter(i).store(0, std::memory_order_relaxed);

@@ -45,7 +45,7 @@ struct locked_shared {
 // each item also makes 1/r shared increments; with r >= 1, every r-th item of a worker
 // makes one.
 template <class Shared>
-class taxed_work final : public workload {
+class taxed_work final : public counting_workload {
 public:
     taxed_work(std::uint64_t increments_per_item, std::uint64_t items_per_increment)
         : per_item_(increments_per_item), every_(items_per_increment) {}

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "results/results.hpp"
+#include <sqlite3.h>
 
 namespace contend_test {
 namespace {
@@ -69,6 +70,8 @@ run_result sample_run(const std::string& label) {
     c.wait_backend = "futex";
     c.timer_slack_ns = 50000;
     c.nanosleep_1ns_us = 55.123456789012345;
+    c.library_build_type = "release";
+    c.run_status = "interrupted by SIGINT after 3 of 4 cells";
 
     cell_result counter;
     counter.suite = "counter";
@@ -82,6 +85,8 @@ run_result sample_run(const std::string& label) {
     counter.p75_ns = 12345.678901234567;
     counter.cpu_ns_per_op = 3.3333333333333335;
     counter.affinity = "0-3";
+    counter.operation = "increment";
+    counter.metrics = {{"items_per_ms", 1234.5}, {"p99_us", std::numeric_limits<double>::quiet_NaN()}};
     run.cells.push_back(counter);
 
     cell_result hold;
@@ -106,7 +111,7 @@ run_result sample_run(const std::string& label) {
     cell_result timed_out;
     timed_out.suite = "handoff";
     timed_out.contender = "spin_lock";
-    timed_out.params = {{"", ""}};  // degenerate, but must still come back as it went in
+    timed_out.params = {{"probes", "8"}};
     timed_out.workers = 16;
     timed_out.status = "timed_out";
     timed_out.detail = "repetition 2 ran past 30 s; 'quoted' \"text\"; DROP TABLE runs; -- 20 µs";
@@ -132,6 +137,8 @@ void expect_same(const machine_context& a, const machine_context& b) {
     EXPECT_EQ(a.wait_backend, b.wait_backend);
     EXPECT_EQ(a.timer_slack_ns, b.timer_slack_ns);
     EXPECT_EQ(a.nanosleep_1ns_us, b.nanosleep_1ns_us);
+    EXPECT_EQ(a.library_build_type, b.library_build_type);
+    EXPECT_EQ(a.run_status, b.run_status);
 }
 
 // Bit-exact, so that a sample's sign of zero counts too; any NaN equals any NaN.
@@ -162,6 +169,12 @@ void expect_same(const cell_result& a, const cell_result& b) {
     EXPECT_EQ(a.has_fairness, b.has_fairness);
     EXPECT_EQ(a.affinity, b.affinity);
     EXPECT_EQ(a.oversubscribed, b.oversubscribed);
+    EXPECT_EQ(a.operation, b.operation);
+    ASSERT_EQ(a.metrics.size(), b.metrics.size());
+    for (std::size_t i = 0; i < a.metrics.size(); ++i) {
+        EXPECT_EQ(a.metrics[i].first, b.metrics[i].first);
+        EXPECT_TRUE(same_double(a.metrics[i].second, b.metrics[i].second)) << a.metrics[i].first;
+    }
 }
 
 void expect_same(const run_result& a, const run_result& b) {
@@ -288,6 +301,11 @@ TEST_F(History, AFailedAppendStoresNothing) {
     EXPECT_THROW(store.append(run), std::runtime_error);
     EXPECT_EQ(store.run_count(), 0u);
 
+    run.cells[1].params = {};
+    run.cells[1].metrics = {{"workers", 1.0}};  // a metric may not shadow a field
+    EXPECT_THROW(store.append(run), std::runtime_error);
+    EXPECT_EQ(store.run_count(), 0u);
+
     EXPECT_EQ(store.append(sample_run("good")), 1);  // the store is still usable
     EXPECT_EQ(store.runs().at(0).cells.size(), 3u);
 }
@@ -320,6 +338,96 @@ TEST_F(History, ProcessesSharingTheFileDoNotFailEachOther) {
     history_store store(db_path());
     EXPECT_EQ(store.run_count(), std::size_t{appenders * appends_each});
     for (const run_result& run : store.runs()) EXPECT_EQ(run.cells.size(), 3u);
+}
+
+// The schema as version 1 created it (the lab before the metrics and the version 2
+// fields): a history written then must keep working.
+constexpr const char* schema_v1 = R"sql(
+CREATE TABLE runs (id INTEGER PRIMARY KEY, date TEXT NOT NULL, label TEXT NOT NULL, host_name TEXT NOT NULL,
+    cpu_model TEXT NOT NULL, logical_cpus INTEGER NOT NULL, cpu_list TEXT NOT NULL, kernel TEXT NOT NULL,
+    compiler TEXT NOT NULL, build_flags TEXT NOT NULL, governor TEXT NOT NULL, wait_backend TEXT NOT NULL,
+    timer_slack_ns INTEGER NOT NULL, nanosleep_1ns_us REAL);
+CREATE TABLE cells (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+    suite TEXT NOT NULL, contender TEXT NOT NULL, params TEXT NOT NULL, workers INTEGER NOT NULL,
+    status TEXT NOT NULL, detail TEXT NOT NULL, ops_per_worker INTEGER NOT NULL, repetitions INTEGER NOT NULL,
+    samples TEXT NOT NULL, median_ns REAL, p25_ns REAL, p75_ns REAL, cpu_ns_per_op REAL, min_share REAL,
+    max_share REAL, has_fairness INTEGER NOT NULL, affinity TEXT NOT NULL, oversubscribed INTEGER NOT NULL);
+CREATE INDEX cells_by_name ON cells(name);
+CREATE INDEX cells_by_run ON cells(run_id);
+INSERT INTO runs VALUES (1, '2026-11-29T00:00:00Z', 'v1', 'host', 'AMD EPYC', 2, '0-1', 'Linux 6', 'GCC 12',
+    'Release -O2', '', 'futex', 50000, 90.5);
+INSERT INTO cells VALUES (1, 1, 'hold/contend_mutex/cs_us:20/workers:4', 'hold', 'contend_mutex', 'cs_us:20', 4,
+    'ok', '', 1000, 5, '6.5 6.25 7', 6.5, 6.25, 7, 7.25, 0.5, 1.5, 1, '', 1);
+PRAGMA user_version = 1;
+)sql";
+
+void run_sql(const std::string& path, const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+}
+
+void expect_version_one_run(const run_result& run) {
+    EXPECT_EQ(run.context.label, "v1");
+    EXPECT_EQ(run.context.run_status, "complete") << "a field added later reads as its default";
+    ASSERT_EQ(run.cells.size(), 1u);
+    EXPECT_EQ(run.cells[0].name(), "hold/contend_mutex/cs_us:20/workers:4");
+    EXPECT_EQ(run.cells[0].ns_per_op, (std::vector<double>{6.5, 6.25, 7}));
+    EXPECT_EQ(run.cells[0].operation, "op");
+    EXPECT_TRUE(run.cells[0].metrics.empty());
+}
+
+TEST_F(History, AVersionOneHistoryIsReadAsItIsAndMigratedWhenWritten) {
+    run_sql(db_path(), schema_v1);
+    const std::string v1_bytes = read_bytes(db_path());
+    {
+        const history_store reader(db_path(), contend::lab::history_access::read_only);
+        EXPECT_EQ(reader.schema_version_of_file(), 1);
+        expect_version_one_run(reader.runs().at(0));
+        EXPECT_THROW(const_cast<history_store&>(reader).append(sample_run("no")), std::runtime_error);
+    }
+    EXPECT_EQ(read_bytes(db_path()), v1_bytes) << "reading migrates nothing";
+
+    history_store store(db_path());  // opened for writing: migrated
+    EXPECT_EQ(store.schema_version_of_file(), 2);
+    expect_version_one_run(store.runs().at(0));
+    EXPECT_EQ(store.append(sample_run("after")), 2);
+    expect_same(store.runs().at(1), sample_run("after"));
+}
+
+TEST_F(History, ADatabaseOfAnotherSchemaIsRefusedAndLeftUntouched) {
+    run_sql(db_path(), "CREATE TABLE runs (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO runs (note) VALUES ('x');");
+    const std::string before = read_bytes(db_path());
+    for (const auto access : {contend::lab::history_access::read_write, contend::lab::history_access::read_only}) {
+        try {
+            history_store store(db_path(), access);
+            ADD_FAILURE() << "opened a foreign database";
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find("not a contend history"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(history_store::check_appendable(db_path()), std::runtime_error);
+    EXPECT_EQ(read_bytes(db_path()), before);
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+
+    // The same version number as ours does not make a database ours.
+    fs::remove(db_path());
+    run_sql(db_path(), "CREATE TABLE runs (id INTEGER PRIMARY KEY); PRAGMA user_version = 1;");
+    EXPECT_THROW(history_store{db_path()}, std::runtime_error);
+}
+
+TEST_F(History, ReadOnlyRefusesAMissingOrEmptyFileAndCreatesNothing) {
+    EXPECT_THROW(history_store(db_path(), contend::lab::history_access::read_only), std::runtime_error);
+    EXPECT_FALSE(fs::exists(db_path()));
+    std::ofstream(db_path()).close();
+    EXPECT_THROW(history_store(db_path(), contend::lab::history_access::read_only), std::runtime_error);
+    EXPECT_EQ(fs::file_size(db_path()), 0u);
+    EXPECT_NO_THROW(history_store::check_appendable(db_path())) << "an empty file may become a history";
+    EXPECT_NO_THROW(history_store::check_appendable((dir_ / "missing.db").string()));
+    EXPECT_EQ(fs::file_size(db_path()), 0u);
 }
 
 }  // namespace

@@ -312,6 +312,16 @@ TEST(RunFromJson, ReadsTheGoldenFile) {
         << "written again, the same document";
 }
 
+TEST(RunFromJson, ReadsAFileWrittenBeforeSchemaVersionTwo) {
+    // Parameters as an object, no operation, no run_status: the lab's first JSON shape.
+    const lab::run_result run = lab::run_from_json(read_file(CONTEND_LAB_GOLDEN_DIR "/run_v1.json"));
+    ASSERT_EQ(run.cells.size(), 1u);
+    EXPECT_EQ(run.cells[0].name(), "counter/contend_mutex/workers:2");
+    EXPECT_EQ(run.cells[0].operation, "op");
+    EXPECT_EQ(run.context.run_status, "complete");
+    EXPECT_DOUBLE_EQ(run.cells[0].min_share, 0.5);
+}
+
 TEST(RunFromJson, MalformedInputIsRefusedSayingWhy) {
     auto error_of = [](const std::string& text) -> std::string {
         try {

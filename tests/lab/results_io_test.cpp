@@ -24,6 +24,7 @@ lab::run_result sample_run() {
     run.context.wait_backend = "futex";
     run.context.timer_slack_ns = 50000;
     run.context.nanosleep_1ns_us = 90.5;
+    run.context.library_build_type = "release";
     lab::cell_result c;
     c.suite = "counter";
     c.contender = "contend_mutex";
@@ -104,6 +105,6 @@ TEST(ResultsIo, InvalidCellsAreListedNotDropped) {
     const std::string table = lab::to_table(run);
     EXPECT_NE(table.find("INVALID (timed_out)"), std::string::npos) << table;
     const std::string csv = lab::to_csv(run);
-    EXPECT_NE(csv.find("counter/tas_lock/workers:64,counter,tas_lock,64,false,timed_out"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("counter/tas_lock/workers:64,false,counter,tas_lock,,64,op,timed_out"), std::string::npos) << csv;
     EXPECT_EQ(run.valid_cells(), 1u);
 }

@@ -14,8 +14,18 @@ struct cli_outcome {
     std::string output;  // stdout and stderr together
 };
 
-inline cli_outcome run_cli(const std::string& args) {
-    const std::string command = std::string(CONTEND_CLI_PATH) + " " + args + " 2>&1";
+// `text` as one word for the shell, whatever it holds (quotes, spaces, $).
+inline std::string shell_quote(const std::string& text) {
+    std::string out = "'";
+    for (const char ch : text) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return out + "'";
+}
+
+// Runs `contend <args>` through bash (args are shell words: quote paths with shell_quote),
+// or, with prefix_cli false, the bash command `args` as it is.
+inline cli_outcome run_cli(const std::string& args, bool prefix_cli = true) {
+    const std::string line = (prefix_cli ? shell_quote(CONTEND_CLI_PATH) + " " : std::string()) + args + " 2>&1";
+    const std::string command = "bash -c " + shell_quote(line);
     cli_outcome o;
     FILE* p = popen(command.c_str(), "r");
     if (!p) return o;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,14 @@ const lab::contender& find(const std::string& suite, const std::string& id) {
     for (const auto& c : s->contenders)
         if (c.id() == id) return c;
     throw std::runtime_error("no contender " + id + " in " + suite);
+}
+// A contender's workload under the shared-counter contract.
+std::unique_ptr<lab::counting_workload> counting(const std::string& suite, const std::string& id) {
+    auto w = find(suite, id).make();
+    auto* c = dynamic_cast<lab::counting_workload*>(w.get());
+    if (!c) throw std::runtime_error(id + " is not a counting workload");
+    w.release();
+    return std::unique_ptr<lab::counting_workload>(c);
 }
 }  // namespace
 
@@ -52,7 +61,7 @@ INSTANTIATE_TEST_SUITE_P(Listed, EverySuiteContender,
 
 TEST(TaxSuite, ExpectsOneIncrementPerFullRunOfItemsPerWorker) {
     // Ratio 10: worker 0 completes 25 items (2 increments), worker 1 nine (none).
-    auto w = find("tax", "fetch_add_relaxed/items_per_inc:10").make();
+    auto w = counting("tax", "fetch_add_relaxed/items_per_inc:10");
     lab::progress_counters progress(2);
     std::atomic<bool> stop{false};
     w->reset();
@@ -63,7 +72,7 @@ TEST(TaxSuite, ExpectsOneIncrementPerFullRunOfItemsPerWorker) {
 }
 
 TEST(TaxSuite, BelowOneItemPerIncrementEachItemMakesSeveral) {
-    auto w = find("tax", "contend_mutex/items_per_inc:0.01").make();
+    auto w = counting("tax", "contend_mutex/items_per_inc:0.01");
     lab::progress_counters progress(1);
     std::atomic<bool> stop{false};
     w->reset();
@@ -74,7 +83,7 @@ TEST(TaxSuite, BelowOneItemPerIncrementEachItemMakesSeveral) {
 
 TEST(SharingSuite, PrivateCountersSumToTheWorkersOperations) {
     for (const char* id : {"packed", "padded"}) {
-        auto w = find("sharing", id).make();
+        auto w = counting("sharing", id);
         lab::progress_counters progress(3);
         std::atomic<bool> stop{false};
         w->reset();

@@ -1,0 +1,100 @@
+#include "harness/runner.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "harness/cell_runner.hpp"
+#include "harness/machine.hpp"
+#include "results/output_file.hpp"
+
+namespace contend::lab {
+
+std::string self_executable() {
+    std::error_code ec;
+    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("/proc/self/exe") : p.string();
+}
+
+bench_plan plan_suite(const bench_options& o) {
+    bench_plan plan;
+    plan.chosen_suite = find_suite(o.suite);
+    if (!plan.chosen_suite) throw std::invalid_argument("unknown suite '" + o.suite + "' (see --list)");
+    for (const auto& c : plan.chosen_suite->contenders)
+        if (glob_match(o.contenders, c.name) || glob_match(o.contenders, c.id())) plan.contenders.push_back(&c);
+    if (plan.contenders.empty())
+        throw std::invalid_argument("no contender of '" + o.suite + "' matches '" + o.contenders + "'");
+
+    plan.workers = o.workers.empty() ? plan.chosen_suite->default_workers : o.workers;
+    for (std::size_t i = 0; i < plan.workers.size(); ++i) {
+        const auto w = plan.workers[i];
+        if (w < 1 || w > max_workers)
+            throw std::invalid_argument("worker count " + std::to_string(w) + " is outside 1.." +
+                                        std::to_string(max_workers));
+        if (std::find(plan.workers.begin(), plan.workers.begin() + static_cast<std::ptrdiff_t>(i), w) !=
+            plan.workers.begin() + static_cast<std::ptrdiff_t>(i))
+            throw std::invalid_argument("worker count " + std::to_string(w) + " is given twice");
+    }
+
+    const auto& h = o.harness;
+    if (!std::isfinite(h.min_time_s) || h.min_time_s <= 0)
+        throw std::invalid_argument("the repetition time must be a positive number of milliseconds");
+    if (!std::isfinite(h.deadline_s) || h.deadline_s <= 0 || h.deadline_s > 1e6)
+        throw std::invalid_argument("the deadline must be a positive number of seconds (at most 1e6)");
+    if (h.repetitions < 1 || h.repetitions > 1000) throw std::invalid_argument("repetitions must be 1..1000");
+    for (const auto w : plan.workers) (void)placement(h.pin, w);  // throws for a pin this process cannot use
+    if (!is_printable_utf8(o.label))
+        throw std::invalid_argument("the label must be printable UTF-8 (no control characters)");
+    return plan;
+}
+
+run_result run_suite(const bench_options& o, const run_hooks& hooks) {
+    const bench_plan plan = plan_suite(o);
+    const std::string exe = o.executable.empty() ? self_executable() : o.executable;
+    // One work-loop rate for every cell of the run (each cell runs in its own process).
+    const double burn_rate = burn_iterations_per_us();
+
+    run_result run;
+    run.context = read_machine_context(o.label, format_cpu_list(allowed_cpus()));
+    const std::size_t total = plan.cell_count();
+    std::size_t done = 0;
+    for (const auto w : plan.workers) {
+        for (const auto* c : plan.contenders) {
+            if (hooks.stop && hooks.stop->load() != 0) break;
+            const std::string row = plan.chosen_suite->name + "/" + c->id() + "/workers:" + std::to_string(w);
+            if (hooks.on_cell) hooks.on_cell(done, total, row);
+            if (o.in_process) {
+                run.cells.push_back(run_cell(*c, plan.chosen_suite->name, w, o.harness));
+            } else {
+                cell_settings s;
+                s.suite = plan.chosen_suite->name;
+                s.contender = c->id();
+                s.workers = w;
+                s.min_time_s = o.harness.min_time_s;
+                s.repetitions = o.harness.repetitions;
+                s.deadline_s = o.harness.deadline_s;
+                s.pin = o.harness.pin;
+                s.burn_per_us = burn_rate;
+                s.parent_pid = static_cast<std::int64_t>(::getpid());
+                auto cell = run_cell_in_child(exe, s, hooks.stop);
+                if (!cell) break;  // stopped: the cell in progress is not a result
+                run.cells.push_back(std::move(*cell));
+            }
+            ++done;
+        }
+    }
+    if (hooks.stop && hooks.stop->load() != 0 && done < total) {
+        const int sig = hooks.stop->load();
+        const char* name = sigabbrev_np(sig);
+        run.context.run_status = std::string("interrupted by ") + (name ? "SIG" + std::string(name) : "signal " + std::to_string(sig)) +
+                                 " after " + std::to_string(done) + " of " + std::to_string(total) + " cells";
+    }
+    return run;
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,234 @@
+#include "results/output_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace contend::lab {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, const std::string& why) {
+    throw output_error(what + " " + path + ": " + why);
+}
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+// The file a path finally names: symbolic links followed as far as they resolve.
+fs::path target_of(const std::string& path) {
+    std::error_code ec;
+    fs::path p = fs::absolute(path, ec);
+    if (ec) return path;
+    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+        const fs::path link = fs::read_symlink(p, ec);
+        if (ec) break;
+        p = link.is_absolute() ? link : p.parent_path() / link;
+    }
+    return p.lexically_normal();
+}
+
+// Writes all of `text` to `fd`, retrying short writes and EINTR. Returns 0 or an errno.
+int write_all(int fd, std::string_view text) {
+    while (!text.empty()) {
+        const ssize_t n = ::write(fd, text.data(), text.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        text.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return 0;
+}
+
+void write_in_place(const std::string& what, const std::string& path, int fd, std::string_view text, bool close_it) {
+    int error = write_all(fd, text);
+    if (close_it && ::close(fd) != 0 && error == 0) error = errno;
+    if (error != 0) fail(what, path, "cannot write: " + errno_text(error));
+}
+
+void write_replacing(const std::string& what, const std::string& path, const fs::path& target, std::string_view text) {
+    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::string pattern = (folder / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) fail(what, path, "cannot create a temporary file in " + folder.string() + ": " + errno_text(errno));
+    const std::string temporary = pattern;
+    auto give_up = [&](const std::string& why) {
+        ::close(fd);
+        ::unlink(temporary.c_str());
+        fail(what, path, why + " (the previous file, if any, is unchanged)");
+    };
+    // The new file gets the old one's permissions, or what a plain create would give.
+    struct stat old {};
+    mode_t mode = 0;
+    if (::stat(target.c_str(), &old) == 0) {
+        mode = old.st_mode & 07777;
+    } else {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
+    }
+    if (::fchmod(fd, mode) != 0) give_up("cannot set permissions: " + errno_text(errno));
+    if (const int error = write_all(fd, text); error != 0) give_up("cannot write: " + errno_text(error));
+    if (::fsync(fd) != 0) give_up("cannot flush to disk: " + errno_text(errno));
+    struct stat written {};
+    if (::fstat(fd, &written) != 0) give_up("cannot check the written file: " + errno_text(errno));
+    if (static_cast<std::size_t>(written.st_size) != text.size())
+        give_up("the written file holds " + std::to_string(written.st_size) + " bytes, not " +
+                std::to_string(text.size()));
+    if (::close(fd) != 0) {
+        const int error = errno;
+        ::unlink(temporary.c_str());
+        fail(what, path, "cannot write: " + errno_text(error) + " (the previous file, if any, is unchanged)");
+    }
+    if (::rename(temporary.c_str(), target.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(temporary.c_str());
+        fail(what, path, "cannot replace: " + errno_text(error) + " (the previous file, if any, is unchanged)");
+    }
+}
+
+// Identity of an existing file, or of the path a new one would get.
+struct identity {
+    bool exists = false;
+    dev_t device = 0;
+    ino_t inode = 0;
+    std::string path;  // canonical spelling when it does not exist yet
+
+    bool same_as(const identity& other) const {
+        if (exists && other.exists) return device == other.device && inode == other.inode;
+        return !exists && !other.exists && path == other.path;
+    }
+};
+
+identity identify(const std::string& path) {
+    identity id;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+        id.exists = true;
+        id.device = st.st_dev;
+        id.inode = st.st_ino;
+    }
+    std::error_code ec;
+    id.path = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+    return id;
+}
+
+}  // namespace
+
+void check_output_path(const std::string& what, const std::string& path) {
+    if (path.empty()) fail(what, "\"\"", "an empty path");
+    if (path == "-") return;
+    const fs::path target = target_of(path);
+    std::error_code ec;
+    const auto status = fs::status(target, ec);
+    if (status.type() == fs::file_type::directory) fail(what, path, "is a folder");
+    if (status.type() != fs::file_type::not_found && status.type() != fs::file_type::regular) {
+        // A device or FIFO is written in place: it must be writable now.
+        if (::access(target.c_str(), W_OK) != 0) fail(what, path, "cannot write: " + errno_text(errno));
+        return;
+    }
+    // The nearest folder that exists must be a folder (not a file) where a new file or
+    // folder can be made: missing folders are created when the output is written.
+    fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    for (;;) {
+        const auto s = fs::status(folder, ec);
+        if (s.type() == fs::file_type::directory) break;
+        if (s.type() != fs::file_type::not_found) fail(what, path, folder.string() + " is not a folder");
+        if (!folder.has_parent_path() || folder == folder.parent_path()) break;
+        folder = folder.parent_path();
+    }
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+        fail(what, path, "cannot write in the folder " + folder.string() + ": " + errno_text(errno));
+}
+
+void check_distinct(const std::vector<named_path>& outputs, const std::vector<named_path>& inputs) {
+    std::vector<std::pair<const named_path*, identity>> seen;
+    for (const auto& in : inputs) seen.emplace_back(&in, identify(in.path));
+    const std::size_t input_count = seen.size();
+    bool stdout_taken = false;
+    for (const auto& out : outputs) {
+        if (out.path == "-") {
+            if (stdout_taken) throw output_error("only one output may go to standard output ('-'); " + out.what + " is the second");
+            stdout_taken = true;
+            continue;
+        }
+        const identity id = identify(out.path);
+        for (std::size_t i = 0; i < seen.size(); ++i) {
+            if (!seen[i].second.same_as(id)) continue;
+            const named_path& other = *seen[i].first;
+            throw output_error(out.what + " " + out.path + " is the same file as " +
+                               (i < input_count ? "the input " : "the output ") + other.what + " " + other.path +
+                               ": refusing to overwrite it; nothing was run or written");
+        }
+        seen.emplace_back(&out, id);
+    }
+}
+
+void write_output_file(const std::string& what, const std::string& path, std::string_view text) {
+    if (path == "-") {
+        std::fflush(stdout);
+        write_in_place(what, "(standard output)", STDOUT_FILENO, text, false);
+        return;
+    }
+    const fs::path target = target_of(path);
+    std::error_code ec;
+    const auto status = fs::status(target, ec);
+    if (status.type() == fs::file_type::directory) fail(what, path, "is a folder");
+    if (status.type() != fs::file_type::not_found && status.type() != fs::file_type::regular) {
+        const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) fail(what, path, "cannot open: " + errno_text(errno));
+        write_in_place(what, path, fd, text, true);
+        return;
+    }
+    if (target.has_parent_path()) {
+        fs::create_directories(target.parent_path(), ec);
+        if (ec) fail(what, path, "cannot create the folder " + target.parent_path().string() + ": " + ec.message());
+    }
+    write_replacing(what, path, target, text);
+}
+
+bool is_printable_utf8(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+            ++i;
+            continue;
+        }
+        std::size_t extra = 0;
+        std::uint32_t code = 0;
+        if ((c & 0xE0) == 0xC0) {
+            extra = 1;
+            code = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            extra = 2;
+            code = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            extra = 3;
+            code = c & 0x07;
+        } else {
+            return false;
+        }
+        if (i + extra >= text.size()) return false;
+        for (std::size_t k = 1; k <= extra; ++k) {
+            const auto cc = static_cast<unsigned char>(text[i + k]);
+            if ((cc & 0xC0) != 0x80) return false;
+            code = (code << 6) | (cc & 0x3F);
+        }
+        // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+        static constexpr std::uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+        if (code < least[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+        i += extra + 1;
+    }
+    return true;
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,51 @@
+// Writing an output file so that no failure loses what was there before: a results file, a
+// CSV, a report page. Internal to the lab.
+//
+// A path names an output as the user gave it:
+//  - "-" is standard output;
+//  - an existing file that is not a regular file (a character device such as /dev/null or
+//    /dev/full, a FIFO) is written in place, every error of the write and the close checked;
+//  - anything else is written to a new temporary file in the target's folder, flushed to
+//    disk, checked (its size must be what was written) and renamed over the target, so the
+//    target holds either its old bytes or all the new ones. A symbolic link is followed: the
+//    file it points to is replaced and the link stays a link.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace contend::lab {
+
+// Every error of this file: says which output (`what`, e.g. "--json") and which path.
+class output_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Before anything runs: can `path` take output? A folder, a path under a regular file, a
+// folder that cannot be created or written, an existing device that cannot be written are
+// refused with the reason. Creates nothing: missing folders are made when the output is
+// written.
+void check_output_path(const std::string& what, const std::string& path);
+
+// Outputs must differ from each other and from every input: the same file reached by two
+// spellings, a symbolic link or a hard link counts as the same. "-" (standard output) may be
+// named once. Throws output_error naming both roles.
+struct named_path {
+    std::string what;  // "--json", "--db", "-o"
+    std::string path;
+};
+void check_distinct(const std::vector<named_path>& outputs, const std::vector<named_path>& inputs = {});
+
+// Writes `text` as described above. Throws output_error; the target is then unchanged
+// (a regular file) or partly written (a device or FIFO, which cannot be replaced).
+void write_output_file(const std::string& what, const std::string& path, std::string_view text);
+
+// Whether `text` is valid UTF-8 without control characters other than tab: what a label
+// must be to travel through JSON, CSV, SQLite and HTML unchanged.
+bool is_printable_utf8(std::string_view text);
+
+}  // namespace contend::lab

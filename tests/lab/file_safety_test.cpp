@@ -1,0 +1,329 @@
+// The CLI never loses a user's files, whatever it is told: each test pins one way it once
+// did (an output onto an input, a full disk, a bad path or label found after the run, a
+// symbolic link, NaN, a foreign database, a signal, a bad worker list or pin). No timing is
+// asserted; every wait has a deadline.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "results/history.hpp"
+#include "results/results_io.hpp"
+#include "run_cli.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using contend_test::cli_outcome;
+using contend_test::run_cli;
+using contend_test::shell_quote;
+
+class FileSafety : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("contend_file_safety_" + std::to_string(::getpid()) + "_" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+    std::string q(const std::string& name) const { return shell_quote(path(name)); }
+    static std::string read(const fs::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    }
+    static void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+    // A quick, valid run of the self-test suite.
+    static std::string quick() { return "bench --suite selftest --contenders ok --workers 1 --min-time 1 --reps 2 "; }
+    // A history holding one run, and its bytes.
+    std::string make_history(const std::string& name) {
+        const cli_outcome o = run_cli(quick() + "--json " + q("seed.json") + " --db " + q(name));
+        EXPECT_EQ(o.exit_code, 0) << o.output;
+        return read(path(name));
+    }
+    fs::path dir_;
+};
+
+void expect_refused(const cli_outcome& o, const std::string& says) {
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
+}
+
+// --- 1. An output onto an input or onto another output -------------------------------------
+
+TEST_F(FileSafety, BenchRefusesAJsonOrCsvPathThatIsTheHistory) {
+    const std::string history = make_history("same.db");
+    expect_refused(run_cli(quick() + "--db " + q("same.db") + " --json " + q("same.db")), "same file");
+    expect_refused(run_cli(quick() + "--no-history --db " + q("same.db") + " --csv " + q("same.db")), "same file");
+    expect_refused(run_cli(quick() + "--no-history --db " + q("same.db") + " --json " + q("./same.db")), "same file");
+    EXPECT_EQ(read(path("same.db")), history);
+}
+
+TEST_F(FileSafety, ReportRefusesToWriteItsPageOverItsInput) {
+    const std::string history = make_history("r.db");
+    expect_refused(run_cli("report --db " + q("r.db") + " -o " + q("r.db")), "same file");
+    EXPECT_EQ(read(path("r.db")), history);
+    const std::string json = read(path("seed.json"));
+    expect_refused(run_cli("report --json " + q("seed.json") + " -o " + q("seed.json")), "same file");
+    EXPECT_EQ(read(path("seed.json")), json);
+}
+
+// --- 2. A full disk, a device that is full ----------------------------------------------------
+
+TEST_F(FileSafety, AFullDiskLeavesThePreviousResultsFileValid) {
+    make_history("h.db");
+    const std::string previous = read(path("seed.json"));
+    ASSERT_GT(previous.size(), 1024u);
+    // A 1 KiB file size limit fails the write the way a full disk does; SIGXFSZ ignored so
+    // that the write returns an error instead of killing the process.
+    const cli_outcome o = run_cli("bash -c " +
+                                      shell_quote("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"") + " " +
+                                      shell_quote(CONTEND_CLI_PATH) + " " + quick() + "--no-history --json " +
+                                      q("seed.json"),
+                                  false);
+    EXPECT_EQ(o.exit_code, 4) << o.output;
+    EXPECT_NE(o.output.find("could not write --json"), std::string::npos) << o.output;
+    EXPECT_EQ(read(path("seed.json")), previous) << "the previous file is untouched";
+    EXPECT_NO_THROW(contend::lab::run_from_json(read(path("seed.json"))));
+}
+
+TEST_F(FileSafety, ACsvToAFullDeviceFailsAloneAndSaysSo) {
+    const cli_outcome o = run_cli(quick() + "--json " + q("run.json") + " --db " + q("h.db") + " --csv /dev/full");
+    EXPECT_EQ(o.exit_code, 4) << o.output;
+    EXPECT_NE(o.output.find("could not write --csv /dev/full"), std::string::npos) << o.output;
+    EXPECT_NO_THROW(contend::lab::run_from_json(read(path("run.json")))) << "the JSON was still written";
+    EXPECT_EQ(contend::lab::history_store(path("h.db")).run_count(), 1u) << "and the history appended";
+}
+
+// --- 3. Paths and label checked before the first cell; outputs independent -------------------
+
+TEST_F(FileSafety, ABadOutputPathOrLabelIsRefusedBeforeAnythingRuns) {
+    write(path("plain"), "x");
+    expect_refused(run_cli(quick() + "--json " + q("plain/run.json") + " --db " + q("h.db")), "not a folder");
+    expect_refused(run_cli(quick() + "--json '' --db " + q("h.db")), "empty path");
+    expect_refused(run_cli(quick() + "--json " + q("run.json") + " --db " + q("h.db") + " --label $'\\xff\\xfe'"),
+                   "label");
+    expect_refused(run_cli(quick() + "--json " + q("run.json") + " --db " + q("h.db") + " --label $'a\\nb'"), "label");
+    EXPECT_FALSE(fs::exists(path("h.db"))) << "nothing ran, so no history was created";
+    EXPECT_FALSE(fs::exists(path("run.json")));
+}
+
+// --- 5. A symbolic link, and '-' ---------------------------------------------------------------
+
+TEST_F(FileSafety, ReportFollowsASymbolicLinkAndDashIsStandardOutput) {
+    make_history("h.db");
+    write(path("real.html"), "old");
+    fs::create_symlink("real.html", path("link.html"));
+    cli_outcome o = run_cli("report --db " + q("h.db") + " -o " + q("link.html"));
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_TRUE(fs::is_symlink(path("link.html")));
+    EXPECT_NE(read(path("real.html")).find("<!DOCTYPE html>"), std::string::npos);
+
+    o = run_cli("cd " + shell_quote(dir_.string()) + " && " + shell_quote(CONTEND_CLI_PATH) + " report --db " +
+                    q("h.db") + " -o -",
+                false);
+    ASSERT_EQ(o.exit_code, 0) << o.output.substr(0, 300);
+    EXPECT_NE(o.output.find("<!DOCTYPE html>"), std::string::npos);
+    EXPECT_FALSE(fs::exists(path("-"))) << "no file named '-'";
+}
+
+// --- 6. NaN and friends --------------------------------------------------------------------
+
+TEST_F(FileSafety, NonFiniteOrNonPositiveTimesAreRefused) {
+    const std::string files = "--json " + q("run.json") + " --db " + q("h.db") + " ";
+    for (const std::string bad : {"--min-time nan", "--min-time inf", "--min-time 0", "--min-time -5",
+                                  "--deadline nan", "--deadline -inf", "--deadline 0", "--reps 0", "--reps 1001"}) {
+        const cli_outcome o = run_cli("bench --suite selftest --contenders ok --workers 1 " + files + bad);
+        EXPECT_EQ(o.exit_code, 2) << bad << ": " << o.output;
+    }
+    EXPECT_FALSE(fs::exists(path("h.db")));
+}
+
+// --- 7. A database of another schema, an empty file -----------------------------------------
+
+void make_foreign_database(const std::string& file) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance REAL);"
+                               "INSERT INTO accounts (balance) VALUES (12.5);",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+}
+
+TEST_F(FileSafety, AForeignDatabaseIsRefusedUntouchedByBenchAndReport) {
+    make_foreign_database(path("other.db"));
+    const std::string before = read(path("other.db"));
+    cli_outcome o = run_cli(quick() + "--json " + q("run.json") + " --db " + q("other.db"));
+    expect_refused(o, "not a contend history");
+    EXPECT_FALSE(fs::exists(path("run.json"))) << "refused before the run";
+    o = run_cli("report --db " + q("other.db") + " -o " + q("page.html"));
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_NE(o.output.find("not a contend history"), std::string::npos) << o.output;
+    EXPECT_EQ(read(path("other.db")), before);
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1) << "no journal, no page";
+}
+
+TEST_F(FileSafety, ReportOnAnEmptyFileWritesNothingIntoIt) {
+    write(path("empty.db"), "");
+    const cli_outcome o = run_cli("report --db " + q("empty.db") + " -o " + q("page.html"));
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_NE(o.output.find("no contend history"), std::string::npos) << o.output;
+    EXPECT_EQ(fs::file_size(path("empty.db")), 0u) << "a read command creates no tables";
+    EXPECT_FALSE(fs::exists(path("page.html")));
+}
+
+// --- 8. A signal to the parent alone ----------------------------------------------------------
+
+// Starts the CLI with argv (no shell), its output into `log`.
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& log) {
+    std::vector<std::string> all = {CONTEND_CLI_PATH};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, all[0].c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc == 0 ? pid : -1;
+}
+
+std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> kids;
+    std::ifstream in("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) + "/children");
+    pid_t k;
+    while (in >> k) kids.push_back(k);
+    return kids;
+}
+
+// Alive and not a zombie waiting for a reaper.
+bool running(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return false;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+// Waits, up to `limit`, for `done`.
+template <class F>
+bool eventually(F done, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+        if (done()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return done();
+}
+
+// Starts a run whose second cell deadlocks (with a long deadline) and returns once that
+// cell's process runs: the first cell is then done. The first cell's repetitions last
+// 100 ms, so that its process lives long enough to be seen (at least three repetitions).
+pid_t start_run_stuck_in_second_cell(const std::string& dir, pid_t& second_child) {
+    const pid_t pid = spawn_cli({"bench", "--suite", "selftest", "--contenders", "ok,deadlock", "--workers", "1",
+                                 "--min-time", "100", "--reps", "2", "--deadline", "300", "--json", dir + "/run.json",
+                                 "--db", dir + "/h.db"},
+                                dir + "/log.txt");
+    if (pid < 0) return pid;
+    // Cell processes only: before the first cell the CLI also starts a shell (git describe).
+    auto is_cell = [](pid_t k) {
+        std::ifstream in("/proc/" + std::to_string(k) + "/cmdline");
+        const std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        return cmdline.find("__cell") != std::string::npos;
+    };
+    pid_t first = 0;
+    second_child = 0;
+    eventually([&] {
+        for (const pid_t k : children_of(pid)) {
+            if (!is_cell(k)) continue;
+            if (first == 0) first = k;
+            if (k != first) second_child = k;
+        }
+        return second_child != 0;
+    });
+    return pid;
+}
+
+TEST_F(FileSafety, ASignalToTheParentEndsTheCellChildAndKeepsTheCellsDone) {
+    for (const int sig : {SIGINT, SIGTERM}) {
+        SCOPED_TRACE(sig);
+        fs::remove(path("run.json"));
+        pid_t child = 0;
+        const pid_t pid = start_run_stuck_in_second_cell(dir_.string(), child);
+        ASSERT_GT(pid, 0);
+        ASSERT_NE(child, 0) << "the second cell never started: " << read(path("log.txt"));
+        ASSERT_EQ(kill(pid, sig), 0);  // the parent alone, not its process group
+        int status = 0;
+        ASSERT_TRUE(eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; })) << "the parent did not exit";
+        ASSERT_TRUE(WIFEXITED(status)) << "the first signal is handled, not fatal";
+        EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << read(path("log.txt"));
+        EXPECT_TRUE(eventually([&] { return !running(child); }, std::chrono::seconds(10))) << "cell child left running";
+        const auto run = contend::lab::run_from_json(read(path("run.json")));
+        ASSERT_EQ(run.cells.size(), 1u) << "the finished cell is kept";
+        EXPECT_EQ(run.cells[0].contender, "ok");
+        EXPECT_NE(run.context.run_status.find("interrupted by SIG"), std::string::npos) << run.context.run_status;
+        EXPECT_NE(run.context.run_status.find("after 1 of 2 cells"), std::string::npos) << run.context.run_status;
+    }
+    EXPECT_EQ(contend::lab::history_store(path("h.db")).run_count(), 2u);
+}
+
+TEST_F(FileSafety, ACellChildDiesWithItsKilledParent) {
+    pid_t child = 0;
+    const pid_t pid = start_run_stuck_in_second_cell(dir_.string(), child);
+    ASSERT_GT(pid, 0);
+    ASSERT_NE(child, 0) << read(path("log.txt"));
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(eventually([&] { return !running(child); }, std::chrono::seconds(10)))
+        << "the cell's process outlived its parent";
+    if (running(child)) kill(child, SIGKILL);
+}
+
+// --- 10. Worker lists, pins, numbers out of range ------------------------------------------------
+
+TEST_F(FileSafety, BadWorkerListsAndPinsAreRefusedBeforeTheRun) {
+    const std::string files = " --json " + q("run.json") + " --db " + q("h.db");
+    const std::string base = "bench --suite selftest --contenders ok --min-time 1 --reps 2";
+    expect_refused(run_cli(base + " --workers 1,1" + files), "given twice");
+    expect_refused(run_cli(base + " --workers 1,,2" + files), "not a worker count");
+    expect_refused(run_cli(base + " --workers 1,2," + files), "empty item");
+    expect_refused(run_cli(base + " --workers 0" + files), "outside 1..4096");
+    expect_refused(run_cli(base + " --workers 5000" + files), "outside 1..4096");
+    expect_refused(run_cli(base + " --workers two" + files), "not a worker count");
+    expect_refused(run_cli(base + " --workers 1 --pin 9999" + files), "not one this process may run on");
+    expect_refused(run_cli(base + " --workers 1 --pin 0,9999" + files), "not one this process may run on");
+    EXPECT_FALSE(fs::exists(path("h.db")));
+}
+
+TEST_F(FileSafety, AWorkerCountOutOfRangeInAResultsFileIsRefusedNotWrapped) {
+    make_history("h.db");
+    auto doc = nlohmann::json::parse(read(path("seed.json")));
+    doc["benchmarks"][0]["workers"] = 4294967294ull;
+    write(path("bad.json"), doc.dump());
+    const cli_outcome o = run_cli("report --json " + q("bad.json") + " -o " + q("page.html"));
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_NE(o.output.find("out of range"), std::string::npos) << o.output;
+    EXPECT_FALSE(fs::exists(path("page.html")));
+}
+
+}  // namespace

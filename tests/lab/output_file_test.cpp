@@ -1,0 +1,151 @@
+// Output files: nothing a failed write touches is lost, no output may be an input.
+#include "results/output_file.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using contend::lab::check_distinct;
+using contend::lab::check_output_path;
+using contend::lab::is_printable_utf8;
+using contend::lab::output_error;
+using contend::lab::write_output_file;
+
+class OutputFile : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("contend_output_test_" + std::to_string(::getpid()) + "_" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+    static std::string read(const fs::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    }
+    static void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+    std::size_t entries() const {
+        return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
+    }
+    fs::path dir_;
+};
+
+TEST_F(OutputFile, ReplacesTheFileWholeAndLeavesNoTemporaryFile) {
+    write(path("out.json"), "old");
+    write_output_file("--json", path("out.json"), "new text");
+    EXPECT_EQ(read(path("out.json")), "new text");
+    EXPECT_EQ(entries(), 1u);
+}
+
+TEST_F(OutputFile, CreatesMissingFoldersWhenWriting) {
+    write_output_file("-o", path("a/b/page.html"), "x");
+    EXPECT_EQ(read(path("a/b/page.html")), "x");
+}
+
+TEST_F(OutputFile, AFullDiskLeavesThePreviousFileIntact) {
+    // A file size limit makes the write fail as a full disk would (EFBIG instead of
+    // ENOSPC); the limit is set in a child process so that this one is not affected.
+    const std::string previous(3000, 'p');
+    write(path("last-run.json"), previous);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        std::signal(SIGXFSZ, SIG_IGN);
+        rlimit limit{1024, 1024};
+        setrlimit(RLIMIT_FSIZE, &limit);
+        try {
+            write_output_file("--json", path("last-run.json"), std::string(8192, 'n'));
+            _exit(1);  // no error: wrong
+        } catch (const output_error& e) {
+            _exit(std::string(e.what()).find("unchanged") != std::string::npos ? 0 : 2);
+        }
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the write must fail with an error saying the old file is unchanged";
+    EXPECT_EQ(read(path("last-run.json")), previous);
+    EXPECT_EQ(entries(), 1u) << "no temporary file left";
+}
+
+TEST_F(OutputFile, ADeviceThatIsFullIsAnError) {
+    EXPECT_THROW(write_output_file("--csv", "/dev/full", "a,b\n"), output_error);
+    EXPECT_NO_THROW(write_output_file("--csv", "/dev/null", "a,b\n"));
+    EXPECT_TRUE(fs::is_character_file("/dev/null")) << "a device is written in place, never replaced";
+}
+
+TEST_F(OutputFile, ASymbolicLinkStaysALinkAndItsTargetGetsTheText) {
+    write(path("real.html"), "old");
+    fs::create_symlink("real.html", path("link.html"));
+    write_output_file("-o", path("link.html"), "page");
+    EXPECT_TRUE(fs::is_symlink(path("link.html")));
+    EXPECT_EQ(read(path("real.html")), "page");
+}
+
+TEST_F(OutputFile, PathsThatCannotTakeOutputAreRefusedBeforeAnythingRuns) {
+    write(path("plain"), "x");
+    EXPECT_THROW(check_output_path("--json", dir_.string()), output_error) << "a folder";
+    EXPECT_THROW(check_output_path("--json", path("plain/under.json")), output_error) << "under a file";
+    EXPECT_THROW(check_output_path("--json", path("plain/deeper/under.json")), output_error);
+    EXPECT_THROW(check_output_path("--json", ""), output_error);
+    EXPECT_NO_THROW(check_output_path("--json", path("new/folder/run.json")));
+    EXPECT_FALSE(fs::exists(path("new"))) << "checking creates nothing";
+    EXPECT_NO_THROW(check_output_path("--json", "-"));
+    EXPECT_EQ(read(path("plain")), "x");
+}
+
+TEST_F(OutputFile, PathsWithQuotesAndSpacesAreJustNames) {
+    const std::string odd = path("it's \"quoted\" $(touch PWNED).json");
+    write_output_file("--json", odd, "{}");
+    EXPECT_EQ(read(odd), "{}");
+    EXPECT_FALSE(fs::exists(path("PWNED")));
+    EXPECT_FALSE(fs::exists("PWNED"));
+}
+
+TEST_F(OutputFile, AnOutputThatIsAnInputOrAnotherOutputIsRefused) {
+    write(path("history.db"), "db");
+    fs::create_symlink("history.db", path("alias.db"));
+    fs::create_hard_link(path("history.db"), path("hard.db"));
+    const std::string same_spelled_otherwise = (dir_ / "." / "history.db").string();
+    EXPECT_THROW(check_distinct({{"--json", path("history.db")}, {"--db", path("history.db")}}), output_error);
+    EXPECT_THROW(check_distinct({{"--json", same_spelled_otherwise}, {"--db", path("history.db")}}), output_error);
+    EXPECT_THROW(check_distinct({{"-o", path("alias.db")}}, {{"--db", path("history.db")}}), output_error);
+    EXPECT_THROW(check_distinct({{"-o", path("hard.db")}}, {{"--db", path("history.db")}}), output_error);
+    EXPECT_THROW(check_distinct({{"--json", path("new.json")}, {"--csv", path("new.json")}}), output_error)
+        << "two outputs to one new file";
+    EXPECT_THROW(check_distinct({{"--json", "-"}, {"--csv", "-"}}), output_error);
+    EXPECT_NO_THROW(check_distinct({{"--json", path("a.json")}, {"--csv", path("a.csv")}, {"--db", path("h.db")}}));
+    try {
+        check_distinct({{"-o", path("history.db")}}, {{"--db", path("history.db")}});
+    } catch (const output_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("-o"), std::string::npos) << what;
+        EXPECT_NE(what.find("input --db"), std::string::npos) << what;
+    }
+    EXPECT_EQ(read(path("history.db")), "db");
+}
+
+TEST(PrintableUtf8, AcceptsTextAndRefusesBrokenBytesAndControls) {
+    EXPECT_TRUE(is_printable_utf8(""));
+    EXPECT_TRUE(is_printable_utf8("v1.2 \xc2\xb5s caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x92"));
+    EXPECT_FALSE(is_printable_utf8("\xff"));
+    EXPECT_FALSE(is_printable_utf8("abc\xc3"));  // cut in the middle of a character
+    EXPECT_FALSE(is_printable_utf8("\xc0\xaf"));  // overlong '/'
+    EXPECT_FALSE(is_printable_utf8("\xed\xa0\x80"));  // a surrogate
+    EXPECT_FALSE(is_printable_utf8("line\nbreak"));
+    EXPECT_FALSE(is_printable_utf8(std::string("nul\0byte", 8)));
+}
+
+}  // namespace
