@@ -6,7 +6,6 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
-#include "contend/internal/platform.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/wait_backend.hpp"
 #include "platform/wait.hpp"
@@ -25,13 +24,6 @@ TEST(Platform, CachePaddedOccupiesWholeLines) {
     const contend::cache_padded<int> seven(std::in_place, 7);
     EXPECT_EQ(*seven, 7);
     contend::cpu_relax();  // must compile and return on every architecture
-}
-
-// internal/platform.hpp keeps the old spellings for the lab: the same entities, not copies.
-TEST(Platform, InternalNamesAreThePublicOnes) {
-    static_assert(std::is_same_v<ci::cache_padded<int>, contend::cache_padded<int>>);
-    EXPECT_EQ(&ci::cpu_relax, &contend::cpu_relax);
-    EXPECT_EQ(&ci::wait_backend_name, &contend::wait_backend_name);
 }
 
 TEST(Platform, CompactThreadIdsAreSmallUniqueAndStable) {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <vector>
 
-#include "platform/wait.hpp"
+#include "contend/wait_backend.hpp"
 #include "harness/statistics.hpp"
 
 #ifndef CONTEND_LAB_BUILD_FLAGS
@@ -103,7 +103,7 @@ machine_context read_machine_context(const std::string& label, const std::string
     c.library_build_type = "debug";  // assertions on: figures are not representative
 #endif
     c.governor = first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
-    c.wait_backend = internal::wait_backend_name();
+    c.wait_backend = contend::wait_backend_name();
     c.timer_slack_ns = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     c.nanosleep_1ns_us = measure_nanosleep_1ns_us();
     return c;

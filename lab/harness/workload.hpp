@@ -16,7 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
+#include "contend/cpu_relax.hpp"
 #include "results/results.hpp"
 
 namespace contend::lab {
@@ -24,7 +25,7 @@ namespace contend::lab {
 inline constexpr std::uint64_t poll_every = 64;
 
 // Per-worker progress, each on its own line: written by its worker only.
-using progress_counters = std::vector<internal::cache_padded<std::atomic<std::uint64_t>>>;
+using progress_counters = std::vector<contend::cache_padded<std::atomic<std::uint64_t>>>;
 
 // What a workload says of a repetition's work: nothing (status empty) when it is all
 // accounted for, otherwise why not. The status names the kind of failure ("wrong_count",
@@ -148,8 +149,8 @@ public:
     std::uint64_t observed_total() override { return counter_; }
 
 private:
-    alignas(internal::cache_line_size) Lock lock_;
-    alignas(internal::cache_line_size) std::uint64_t counter_ = 0;
+    alignas(contend::cache_line_size) Lock lock_;
+    alignas(contend::cache_line_size) std::uint64_t counter_ = 0;
 };
 
 // A direct-atomic contender: one aligned counter, updated by `Increment`.
@@ -164,7 +165,7 @@ public:
     std::uint64_t observed_total() override { return counter_.load(); }
 
 private:
-    alignas(internal::cache_line_size) std::atomic<std::uint64_t> counter_{0};
+    alignas(contend::cache_line_size) std::atomic<std::uint64_t> counter_{0};
 };
 
 // A lock contender whose critical section also burns `work_iterations` of dependent
@@ -195,8 +196,8 @@ public:
     }
 
 private:
-    alignas(internal::cache_line_size) Lock lock_;
-    alignas(internal::cache_line_size) std::uint64_t counter_ = 0;
+    alignas(contend::cache_line_size) Lock lock_;
+    alignas(contend::cache_line_size) std::uint64_t counter_ = 0;
     std::uint64_t work_;
 };
 

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <type_traits>
+#include <variant>
 
 #include "report/assets.hpp"
 #include "results/results_io.hpp"
@@ -119,7 +121,6 @@ std::string format_ns(double v) {
     return format(std::fabs(v) < 10 ? "%.3f" : std::fabs(v) < 1000 ? "%.1f" : "%.0f", v);
 }
 
-std::string format_share(double v) { return std::isfinite(v) ? format("%.2f", v) : "n/a"; }
 
 bool is_number(const std::string& s, double& value) {
     if (s.empty()) return false;
@@ -181,45 +182,56 @@ void context_table(std::string& out, const report_source& source) {
 
 // The table of a suite: one block per parameter point and worker count, in order of
 // first appearance; valid cells by median, the fastest in bold, then the invalid ones.
-void cells_table(std::string& out, const std::vector<const cell_result*>& cells) {
-    std::vector<std::pair<std::string, std::int32_t>> groups;
-    for (const auto* c : cells) {
-        const std::pair<std::string, std::int32_t> key{params_text(*c), c->workers};
-        if (std::find(groups.begin(), groups.end(), key) == groups.end()) groups.push_back(key);
+// One cell of a report table: a field's value as text. Figures of an invalid cell, and a
+// figure that was not measured (NaN: no fairness for a non-lock cell), are left blank.
+template <class T>
+std::string table_text(const T& value, bool valid) {
+    if constexpr (std::is_same_v<T, double>) {
+        return valid && std::isfinite(value) ? format_ns(value) : "";
+    } else if constexpr (std::is_same_v<T, param_list>) {
+        return html(format_params(value));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        return html(value);
+    } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::vector<double>>) {
+        return "";  // no such column has a heading
+    } else {
+        return std::to_string(value);
     }
-    out += "<table><thead><tr><th>contender</th><th>params</th><th>workers</th><th>median ns/op</th><th>p25</th>"
-           "<th>p75</th><th>CPU ns/op</th><th>min share</th><th>max share</th><th>status</th></tr></thead><tbody>\n";
-    for (const auto& [params, workers] : groups) {
-        std::vector<const cell_result*> rows;
-        for (const auto* c : cells)
-            if (c->workers == workers && params_text(*c) == params) rows.push_back(c);
-        std::stable_sort(rows.begin(), rows.end(), [](const cell_result* a, const cell_result* b) {
-            if (a->valid() != b->valid()) return a->valid();
-            return a->median_ns < b->median_ns;
-        });
+}
+
+// The table of a suite: the cells grouped as the text table groups them (group_cells), one
+// column per field that has a heading in the results model, then one per workload metric;
+// the fastest valid cell of each group in bold, invalid cells with their status and why.
+void cells_table(std::string& out, const std::vector<const cell_result*>& cells) {
+    std::vector<std::string> metrics;
+    for (const auto* c : cells)
+        for (const auto& [name, value] : c->metrics)
+            if (std::find(metrics.begin(), metrics.end(), name) == metrics.end()) metrics.push_back(name);
+    out += "<table><thead><tr>";
+    for (const auto& f : cell_fields())
+        if (!f.heading.empty()) out += "<th>" + html(f.heading) + "</th>";
+    for (const auto& m : metrics) out += "<th>" + html(m) + "</th>";
+    out += "</tr></thead><tbody>\n";
+    for (const auto& group : group_cells(cells)) {
         bool first_valid = true;
-        for (const auto* c : rows) {
+        for (const auto* c : group.rows) {
             const bool best = c->valid() && first_valid;
             if (c->valid()) first_valid = false;
             std::string cls = best ? "best" : c->valid() ? "" : "invalid";
             if (c->oversubscribed) cls += cls.empty() ? "oversubscribed" : " oversubscribed";
             out += cls.empty() ? "<tr>" : "<tr class=\"" + cls + "\">";
-            out += "<td>" + html(c->contender) + "</td><td>" + html(params) + "</td><td class=\"num\">" +
-                   std::to_string(c->workers) +
-                   (c->oversubscribed ? "<span class=\"flag\" title=\"more workers than CPUs\">oversubscribed</span>" : "") +
-                   "</td>";
-            if (c->valid()) {
-                out += "<td class=\"num\">" + format_ns(c->median_ns) + "</td><td class=\"num\">" + format_ns(c->p25_ns) +
-                       "</td><td class=\"num\">" + format_ns(c->p75_ns) + "</td><td class=\"num\">" +
-                       format_ns(c->cpu_ns_per_op) + "</td>";
-                out += c->has_fairness ? "<td class=\"num\">" + format_share(c->min_share) + "</td><td class=\"num\">" +
-                                             format_share(c->max_share) + "</td>"
-                                       : "<td></td><td></td>";
-                out += "<td>ok</td>";
-            } else {
-                out += "<td colspan=\"6\"></td><td><span class=\"bad\">" + html(c->status) + "</span>" +
-                       (c->detail.empty() ? "" : ": " + html(c->detail)) + "</td>";
+            for (const auto& f : cell_fields()) {
+                if (f.heading.empty()) continue;
+                std::string text = visit_field(f, *c, [&](const auto& v) { return table_text(v, c->valid()); });
+                const bool numeric = std::holds_alternative<double cell_result::*>(f.member) ||
+                                     std::holds_alternative<std::int32_t cell_result::*>(f.member);
+                if (f.name == "status" && !c->valid())
+                    text = "<span class=\"bad\">" + text + "</span>" + (c->detail.empty() ? "" : ": " + html(c->detail));
+                if (f.name == "workers" && c->oversubscribed)
+                    text += "<span class=\"flag\" title=\"more workers than CPUs\">oversubscribed</span>";
+                out += numeric ? "<td class=\"num\">" + text + "</td>" : "<td>" + text + "</td>";
             }
+            for (const auto& m : metrics) out += "<td class=\"num\">" + table_text(c->metric(m), c->valid()) + "</td>";
             out += "</tr>\n";
         }
     }
@@ -431,30 +443,5 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     return out;
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    std::error_code ec;
-    if (target.has_parent_path()) {
-        fs::create_directories(target.parent_path(), ec);
-        if (ec) throw std::runtime_error("cannot create directory " + target.parent_path().string() + ": " + ec.message());
-    }
-    const fs::path temporary = target.string() + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.close();
-        if (!out) {
-            fs::remove(temporary, ec);
-            throw std::runtime_error("cannot write " + temporary.string());
-        }
-    }
-    fs::rename(temporary, target, ec);
-    if (ec) {
-        std::error_code ignored;
-        fs::remove(temporary, ignored);
-        throw std::runtime_error("cannot write " + path + ": " + ec.message());
-    }
-}
 
 }  // namespace contend::lab

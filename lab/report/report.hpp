@@ -72,10 +72,6 @@ std::string render_report(const std::vector<report_source>& sources, std::string
 // in a script starts an escaped state that can swallow the element's end).
 std::string_view inlinable(std::string_view text, std::string_view element, std::string_view what);
 
-// Writes `text` to `path` (creating parent directories) through a temporary file renamed
-// into place, so a failure leaves no half-written page. Throws std::runtime_error.
-void write_file_atomically(const std::string& path, const std::string& text);
-
 // Chart.js as compiled into this binary (lab/CMakeLists.txt embeds the bundle when the
 // build is configured), or empty when the bundle was missing then; chart_library_path() is
 // where the build looked for it.

@@ -56,7 +56,10 @@ void write_in_place(const std::string& what, const std::string& path, int fd, st
 
 void write_replacing(const std::string& what, const std::string& path, const fs::path& target, std::string_view text) {
     const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    std::string pattern = (folder / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+    // Appends only: GCC 12 warns (-Wrestrict, a false positive) on "." + std::string&&.
+    std::string name = ".";
+    name.append(target.filename().string()).append(".tmp.XXXXXX");
+    std::string pattern = (folder / name).string();
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) fail(what, path, "cannot create a temporary file in " + folder.string() + ": " + errno_text(errno));
     const std::string temporary = pattern;

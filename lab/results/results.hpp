@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,6 +56,9 @@ void check_metric_name(std::string_view name);
 
 // --- The records ---------------------------------------------------------------------------
 
+// A figure that was not measured: JSON null, SQL NULL, an empty CSV cell, a blank in tables.
+inline constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
+
 // Where and how a run happened. Every field is recorded with every run: a figure means
 // little without the machine, compiler and placement it came from.
 struct machine_context {
@@ -97,7 +101,8 @@ struct cell_result {
     std::vector<double> ns_per_op;  // one sample per repetition: wall ns / total ops
     double median_ns = 0, p25_ns = 0, p75_ns = 0;
     double cpu_ns_per_op = 0;  // median over repetitions of (sum of worker CPU ns) / ops
-    double min_share = 0, max_share = 0;  // fairness, median over repetitions (lock cells)
+    // Fairness, median over repetitions: lock cells at 2 or more workers; NaN otherwise.
+    double min_share = not_measured, max_share = not_measured;
     bool has_fairness = false;
     std::string affinity;  // CPUs the workers were pinned to ("" when not pinned)
     bool oversubscribed = false;  // workers outnumber the CPUs they may use

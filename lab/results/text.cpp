@@ -87,7 +87,8 @@ std::vector<cell_group> group_cells(const std::vector<const cell_result*>& cells
     auto params_of = [compares_points](const cell_result& c) {
         std::string p;
         if (compares_points) return p;
-        for (const auto& [k, v] : c.params) p += (p.empty() ? "" : ", ") + k + " " + v;
+        // Appends only: GCC 12 warns (-Wrestrict, a false positive) on "x" + std::string&&.
+        for (const auto& [k, v] : c.params) p.append(p.empty() ? "" : ", ").append(k).append(" ").append(v);
         return p;
     };
     std::vector<cell_group> groups;
@@ -115,16 +116,15 @@ std::string to_table(const run_result& run) {
         for (const auto& g : group_cells(cells)) {
             const bool over = g.rows.front()->oversubscribed;
             const std::string& operation = g.rows.front()->operation;
-            out << "\n"
-                << suite << (g.params.empty() ? "" : ", " + g.params) << ", " << g.workers
+            out << "\n" << suite << (g.params.empty() ? "" : ", ") << g.params << ", " << g.workers
                 << (g.workers == 1 ? " worker" : " workers")
-                << (operation.empty() || operation == "op" ? "" : ", ns per " + operation)
+                << (operation.empty() || operation == "op" ? "" : ", ns per ") << (operation == "op" ? "" : operation)
                 << (over ? "  (oversubscribed: more workers than CPUs)" : "") << "\n";
             out << "  " << std::string(24, ' ') << "   ns/op    p25-p75          cpu ns/op   min/max share\n";
             bool first_valid = true;
             for (const auto* c : g.rows) {
                 std::string label = c->contender;
-                if (g.compares_points && !c->params.empty()) label += "/" + format_params(c->params);
+                if (g.compares_points && !c->params.empty()) label.append("/").append(format_params(c->params));
                 char line[256];
                 if (!c->valid()) {
                     std::snprintf(line, sizeof line, "  %-24s   INVALID (%s) ", label.c_str(), c->status.c_str());
@@ -136,7 +136,7 @@ std::string to_table(const run_result& run) {
                 std::snprintf(line, sizeof line, "%s %-24s %8.3f  %8.3f-%-8.3f %10.3f   %-13s", first_valid ? "*" : " ",
                               label.c_str(), c->median_ns, c->p25_ns, c->p75_ns, c->cpu_ns_per_op, share.c_str());
                 std::string row = line;
-                for (const auto& [name, value] : c->metrics) row += "  " + name + " " + num(value, "%.4g");
+                for (const auto& [name, value] : c->metrics) row.append("  ").append(name).append(" ").append(num(value, "%.4g"));
                 while (!row.empty() && row.back() == ' ') row.pop_back();
                 out << row << "\n";
                 first_valid = false;

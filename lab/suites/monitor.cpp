@@ -120,9 +120,9 @@ private:
         holder_.join();
     }
 
-    alignas(internal::cache_line_size) Lock lock_;
-    alignas(internal::cache_line_size) std::uint64_t counter_ = 0;
-    alignas(internal::cache_line_size) std::atomic<std::uint64_t> failures_{0};
+    alignas(contend::cache_line_size) Lock lock_;
+    alignas(contend::cache_line_size) std::uint64_t counter_ = 0;
+    alignas(contend::cache_line_size) std::atomic<std::uint64_t> failures_{0};
     std::thread holder_;
     std::mutex m_;
     std::condition_variable cv_;
@@ -146,6 +146,7 @@ contender point(const std::string& lock_name, const std::string& description) {
     c.is_lock = true;
     c.params = {{"scenario", scenario_name(S)}};
     c.workload_type = demangled_type_name<monitor_workload<Lock, S>>();
+    c.operation = "call";  // one enter+exit, or one try_enter (+exit)
     c.make = [] { return std::make_unique<monitor_workload<Lock, S>>(); };
     return c;
 }

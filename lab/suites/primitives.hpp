@@ -9,7 +9,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
+#include "contend/cpu_relax.hpp"
 #include "harness/tsan_annotations.hpp"
 
 namespace contend::lab {
@@ -77,7 +78,7 @@ struct event_lock {
 #if defined(__aarch64__)
                 asm volatile("wfe" ::: "memory");
 #else
-                internal::cpu_relax();
+                contend::cpu_relax();
 #endif
             }
         }

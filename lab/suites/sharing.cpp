@@ -7,7 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
+#include "contend/cpu_relax.hpp"
 #include "suites/primitives.hpp"
 #include "suites/suite_parts.hpp"
 
@@ -44,7 +45,7 @@ private:
         else
             return slots_[i].value;
     }
-    alignas(internal::cache_line_size) std::array<Slot, max_private_workers> slots_{};
+    alignas(contend::cache_line_size) std::array<Slot, max_private_workers> slots_{};
 };
 
 template <class Slot>
@@ -61,7 +62,7 @@ suite make_sharing_suite() {
             "against one truly shared atomic",
             {
                 private_contender<std::atomic<std::uint64_t>>("packed", "private counters, 8 per cache line"),
-                private_contender<internal::cache_padded<std::atomic<std::uint64_t>>>("padded",
+                private_contender<contend::cache_padded<std::atomic<std::uint64_t>>>("padded",
                                                                                       "private counters, one per line"),
                 atomic_contender<fetch_add_relaxed>("shared", "one shared counter, relaxed fetch_add"),
             },

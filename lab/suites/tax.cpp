@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
+#include "contend/cpu_relax.hpp"
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
 #include "suites/primitives.hpp"
@@ -21,7 +22,7 @@ namespace {
 // The shared word of the tax suite, behind one primitive.
 template <class Increment>
 struct atomic_shared {
-    alignas(internal::cache_line_size) std::atomic<std::uint64_t> value{0};
+    alignas(contend::cache_line_size) std::atomic<std::uint64_t> value{0};
     void increment() { Increment{}(value); }
     std::uint64_t read() const { return value.load(); }
     void clear() { value.store(0); }
@@ -29,8 +30,8 @@ struct atomic_shared {
 
 template <class Lock>
 struct locked_shared {
-    alignas(internal::cache_line_size) Lock lock;
-    alignas(internal::cache_line_size) std::uint64_t value = 0;
+    alignas(contend::cache_line_size) Lock lock;
+    alignas(contend::cache_line_size) std::uint64_t value = 0;
     void increment() {
         lock.lock();
         value = value + 1;
@@ -101,6 +102,7 @@ void add_tax_points(std::vector<contender>& out, const std::string& name, const 
         c.is_lock = is_lock;
         c.params = {{"items_per_inc", r.label}};
         c.workload_type = demangled_type_name<taxed_work<Shared>>();
+        c.operation = "work_item";
         c.make = [r] { return std::make_unique<taxed_work<Shared>>(r.increments_per_item, r.items_per_increment); };
         out.push_back(std::move(c));
     }

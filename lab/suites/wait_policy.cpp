@@ -8,7 +8,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "contend/internal/platform.hpp"
+#include "contend/cache_padded.hpp"
+#include "contend/cpu_relax.hpp"
 #include "contend/parking_lot.hpp"
 #include "suites/suite_parts.hpp"
 
@@ -46,13 +47,13 @@ struct retry_policy : spin_release {
     void wait(std::atomic<std::uint32_t>&) {}
 };
 struct pause_policy : spin_release {
-    void wait(std::atomic<std::uint32_t>&) { internal::cpu_relax(); }
+    void wait(std::atomic<std::uint32_t>&) { contend::cpu_relax(); }
 };
 // Doubles the pauses after every failed probe, up to 1,024; starts over per acquisition.
 struct exp_pause_policy : spin_release {
     std::uint32_t pauses = 1;
     void wait(std::atomic<std::uint32_t>&) {
-        for (std::uint32_t i = 0; i < pauses; ++i) internal::cpu_relax();
+        for (std::uint32_t i = 0; i < pauses; ++i) contend::cpu_relax();
         if (pauses < 1024) pauses *= 2;
     }
 };

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
 #include <set>
 
+#include "results/results_io.hpp"
 #include "suites/suites.hpp"
 
 namespace lab = contend::lab;
@@ -124,4 +127,89 @@ TEST(Harness, ContenderIdsAreUniqueWithinEachSuite) {
         std::set<std::string> ids;
         for (const auto& c : s.contenders) EXPECT_TRUE(ids.insert(c.id()).second) << s.name << ": " << c.id();
     }
+}
+
+// --- The workload contract: a workload's own check and metrics --------------------------------
+
+namespace {
+
+// Items through a queue-like workload: every item must be accounted for, and it reports
+// items per ms. `lose` drops one item per repetition.
+class item_workload final : public lab::workload {
+public:
+    explicit item_workload(bool lose) : lose_(lose) {}
+    void reset() override { processed_ = 0; }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      lab::progress_counters& progress) override {
+        return lab::run_polled(worker, ops, stop, progress, [this] { processed_.fetch_add(1); });
+    }
+    lab::check_result check(const std::vector<std::uint64_t>& completed) override {
+        std::uint64_t sent = 0;
+        for (const auto c : completed) sent += c;
+        const std::uint64_t arrived = processed_.load() - (lose_ ? 1 : 0);
+        if (arrived == sent) return {};
+        return {"items_lost", std::to_string(sent - arrived) + " of " + std::to_string(sent) + " items never arrived"};
+    }
+    void measure(const lab::repetition_facts& facts, lab::metric_list& out) override {
+        out.emplace_back("items_per_ms", static_cast<double>(facts.completed) / (facts.wall_ns / 1e6));
+        out.emplace_back("workers_seen", static_cast<double>(facts.per_worker->size()));
+    }
+
+private:
+    bool lose_;
+    std::atomic<std::uint64_t> processed_{0};
+};
+
+lab::contender item_contender(bool lose) {
+    lab::contender c;
+    c.name = "items";
+    c.operation = "item";
+    c.make = [lose] { return std::make_unique<item_workload>(lose); };
+    return c;
+}
+
+}  // namespace
+
+TEST(Harness, AWorkloadsMetricsAreKeptAsTheMedianOfItsRepetitions) {
+    const auto cell = lab::run_cell(item_contender(false), "pool", 2, quick());
+    ASSERT_TRUE(cell.valid()) << cell.detail;
+    EXPECT_EQ(cell.operation, "item");
+    ASSERT_EQ(cell.metrics.size(), 2u);
+    EXPECT_EQ(cell.metrics[0].first, "items_per_ms");
+    EXPECT_GT(cell.metric("items_per_ms"), 0);
+    EXPECT_EQ(cell.metric("workers_seen"), 2);
+    EXPECT_TRUE(std::isnan(cell.metric("no_such_metric")));
+
+    // Through every writer, by name, with no code that knows this workload.
+    lab::run_result run;
+    run.cells.push_back(cell);
+    const auto back = lab::run_from_json(lab::to_json(run));
+    EXPECT_EQ(back.cells.at(0).metric("workers_seen"), 2);
+    EXPECT_EQ(lab::cell_to_json(cell).at("items_per_ms"), cell.metric("items_per_ms")) << "a row field of its own";
+    const std::string csv = lab::to_csv(run);
+    EXPECT_NE(csv.substr(0, csv.find('\n')).find(",items_per_ms,workers_seen"), std::string::npos) << csv;
+    EXPECT_NE(lab::to_table(run).find("workers_seen 2"), std::string::npos) << lab::to_table(run);
+}
+
+TEST(Harness, AWorkloadsOwnCheckMakesTheCellInvalidWithItsReason) {
+    const auto cell = lab::run_cell(item_contender(true), "pool", 1, quick());
+    EXPECT_EQ(cell.status, "items_lost");
+    EXPECT_NE(cell.detail.find("never arrived"), std::string::npos) << cell.detail;
+}
+
+TEST(Harness, EveryContenderIdReadsBackThroughTheOneFormat) {
+    for (const auto& s : lab::all_suites())
+        for (const auto& c : s.contenders) {
+            const auto parsed = lab::parse_id(c.id());
+            EXPECT_EQ(parsed.name, c.name);
+            EXPECT_EQ(parsed.params, c.params) << c.id();
+        }
+    EXPECT_THROW(lab::parse_id("a/b"), std::invalid_argument) << "a parameter without ':'";
+    EXPECT_THROW(lab::parse_id("a/k:"), std::invalid_argument) << "an empty value";
+    EXPECT_THROW(lab::parse_id("a/K:1"), std::invalid_argument) << "an upper-case key";
+    EXPECT_THROW(lab::format_params({{"k", "a/b"}}), std::invalid_argument);
+    EXPECT_EQ(lab::parse_params("cs_us:20/gap:1:2"), (lab::param_list{{"cs_us", "20"}, {"gap", "1:2"}}));
+    EXPECT_THROW(lab::check_metric_name("median_ns"), std::invalid_argument) << "a field's name";
+    EXPECT_THROW(lab::check_metric_name("real_time"), std::invalid_argument) << "a field's JSON key";
+    EXPECT_THROW(lab::check_metric_name("Items"), std::invalid_argument);
 }

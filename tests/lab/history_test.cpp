@@ -164,8 +164,8 @@ void expect_same(const cell_result& a, const cell_result& b) {
     EXPECT_EQ(a.p25_ns, b.p25_ns);
     EXPECT_EQ(a.p75_ns, b.p75_ns);
     EXPECT_EQ(a.cpu_ns_per_op, b.cpu_ns_per_op);
-    EXPECT_EQ(a.min_share, b.min_share);
-    EXPECT_EQ(a.max_share, b.max_share);
+    EXPECT_TRUE(same_double(a.min_share, b.min_share));
+    EXPECT_TRUE(same_double(a.max_share, b.max_share));
     EXPECT_EQ(a.has_fairness, b.has_fairness);
     EXPECT_EQ(a.affinity, b.affinity);
     EXPECT_EQ(a.oversubscribed, b.oversubscribed);

@@ -366,6 +366,19 @@ TEST(RunFromJson, MalformedInputIsRefusedSayingWhy) {
     EXPECT_NE(error_of(row_not_object.dump()).find("not a JSON object"), std::string::npos);
 }
 
+TEST(Report, AWorkloadsMetricsGetAColumnEachWithNoCodeForThem) {
+    lab::run_result run;
+    auto a = cell("pool", "contend", 4, 120.0, {{"queue", "local"}});
+    a.metrics = {{"items_per_ms", 8333.25}};
+    auto b = cell("pool", "tbb", 4, 150.0, {{"queue", "local"}});  // no such metric: a blank
+    run.cells = {a, b};
+    const std::string page = lab::render_report({{"f", run}}, fake_library);
+    EXPECT_NE(page.find("<th>items_per_ms</th>"), std::string::npos);
+    EXPECT_NE(page.find(">8333<"), std::string::npos) << "its value, formatted as every figure is";
+    for (const char* heading : {"<th>median ns/op</th>", "<th>p25</th>", "<th>min share</th>", "<th>status</th>"})
+        EXPECT_NE(page.find(heading), std::string::npos) << heading << ": the field table's headings";
+}
+
 // --- Picking runs from the history --------------------------------------------------------
 
 TEST(Report, TheHistoryGivesTheNewestRunOfEachSuite) {
@@ -494,14 +507,3 @@ TEST_F(ReportCli, HelpListsTheOptions) {
         EXPECT_NE(o.output.find(option), std::string::npos) << option;
 }
 
-TEST(WriteFileAtomically, LeavesNothingWhenItCannotWrite) {
-    const fs::path dir = fs::temp_directory_path() / ("contend_report_atomic_" + std::to_string(::getpid()));
-    fs::create_directories(dir / "a_directory");
-    EXPECT_THROW(lab::write_file_atomically((dir / "a_directory").string(), "x"), std::runtime_error);
-    std::size_t entries = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
-    EXPECT_EQ(entries, 1u) << "no temporary file left behind";
-    lab::write_file_atomically((dir / "new" / "page.html").string(), "hello");
-    EXPECT_EQ(read_file(dir / "new" / "page.html"), "hello");
-    fs::remove_all(dir);
-}
