@@ -2,11 +2,14 @@
 # The test command: installs what is missing, then builds and runs the whole suite
 # optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer, each on both OS
 # wait backends (futex and portable; the lab's tests, which do not depend on the backend,
-# run on the futex builds only), and finally builds a consumer project against the
-# installed package. Exits non-zero on the first failure.
+# run on the futex builds only), and finally installs the package (library and the
+# `contend` tool) and builds a consumer project against it. Before any build it checks
+# that every C++ file is laid out as .clang-format says. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Layout first: it takes seconds, and a misformatted file fails the run before any build.
+scripts/check_format.sh
 jobs=$(nproc)
 presets=(release release-portable asan asan-portable tsan tsan-portable)
 if [ $# -gt 0 ]; then presets=("$@"); fi
@@ -26,5 +29,6 @@ if [[ " ${presets[*]} " == *" release "* ]]; then
   cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
   cmake --build build/consumer -j "$jobs"
   build/consumer/consumer
+  build/install/bin/contend bench --list >/dev/null  # the tool is installed beside the library
 fi
 echo "all test configurations passed: ${presets[*]}"

@@ -1,8 +1,8 @@
 // contend: the command-line front of the lab. Parsing and printing only: the work is done
 // by the lab library (run_suite, the results model and its writers, the history, the
 // report), which the tests call directly.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -123,8 +123,8 @@ int run_bench(bench_args& a) {
         hooks.on_cell = [&](std::size_t done, std::size_t total, const std::string& row) {
             const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             const double eta = done ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
-            std::fprintf(stderr, "\r[cell %zu/%zu] %s  elapsed %.0fs, about %.0fs left   ", done + 1, total, row.c_str(),
-                         elapsed, eta);
+            std::fprintf(stderr, "\r[cell %zu/%zu] %s  elapsed %.0fs, about %.0fs left   ", done + 1, total,
+                         row.c_str(), elapsed, eta);
         };
     const lab::run_result run = lab::run_suite(o, hooks);
     if (progress) std::fprintf(stderr, "\r%100s\r", "");
@@ -220,8 +220,8 @@ int run_report(const lab::report_request& request, const std::string& output) {
     std::size_t cells = 0;
     for (const auto& s : sources) cells += s.run.cells.size();
     (output == "-" ? std::cerr : std::cout)
-        << "contend report: wrote " << (output == "-" ? "standard output" : output) << " (" << cells
-        << " cells from " << sources.size() << (sources.size() == 1 ? " run" : " runs") << ")\n";
+        << "contend report: wrote " << (output == "-" ? "standard output" : output) << " (" << cells << " cells from "
+        << sources.size() << (sources.size() == 1 ? " run" : " runs") << ")\n";
     return 0;
 }
 
@@ -265,8 +265,9 @@ int main(int argc, char** argv) {
     std::int64_t report_run_id = 0;
     std::string report_output = ".contend/report.html";
     auto* report = app.add_subcommand("report", "Write one self-contained HTML page: a chart and a table per suite");
-    auto* report_json = report->add_option("--json", report_request.json_path,
-                                           "Read a results file written by `contend bench --json` instead of the history");
+    auto* report_json =
+        report->add_option("--json", report_request.json_path,
+                           "Read a results file written by `contend bench --json` instead of the history");
     report->add_option("--db", report_request.db_path, "SQLite history database (opened read-only)")
         ->capture_default_str();
     report->add_option("--run", report_run_id, "Show this history run only (default: the newest run of each suite)")

@@ -61,9 +61,15 @@ bool write_fully(int fd, const std::string& text) {
 }  // namespace
 
 nlohmann::json settings_to_json(const cell_settings& s) {
-    return {{"suite", s.suite},           {"contender", s.contender},     {"workers", s.workers},
-            {"min_time_s", s.min_time_s}, {"repetitions", s.repetitions}, {"deadline_s", s.deadline_s},
-            {"pin", s.pin},               {"burn_per_us", s.burn_per_us}, {"parent_pid", s.parent_pid}};
+    return {{"suite", s.suite},
+            {"contender", s.contender},
+            {"workers", s.workers},
+            {"min_time_s", s.min_time_s},
+            {"repetitions", s.repetitions},
+            {"deadline_s", s.deadline_s},
+            {"pin", s.pin},
+            {"burn_per_us", s.burn_per_us},
+            {"parent_pid", s.parent_pid}};
 }
 
 cell_settings settings_from_json(const nlohmann::json& j) {
@@ -170,9 +176,9 @@ std::optional<cell_result> run_cell_in_child(const std::string& executable, cons
     }
     if (WIFSIGNALED(status))
         return failed_cell(settings, "crashed", "killed by signal " + std::to_string(WTERMSIG(status)));
-    return failed_cell(settings, "crashed",
-                       "exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                           " and no result");
+    return failed_cell(
+        settings, "crashed",
+        "exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " and no result");
 }
 
 int cell_child_main() {
@@ -209,7 +215,8 @@ int cell_child_main() {
             std::fflush(stdout);
         };
         const cell_result cell = run_cell(c, s.suite, s.workers, opts);
-        std::printf("cell %s\n", cell_to_json(cell).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        std::printf("cell %s\n",
+                    cell_to_json(cell).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         std::fflush(stdout);
         return 0;
     }

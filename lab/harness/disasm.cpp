@@ -150,9 +150,10 @@ disassembly disassemble_run(const std::string& executable, const std::string& wo
     }
     const int status = objdump.finish();
     if (status != 0)
-        throw std::runtime_error("objdump -d " + executable + " failed (" +
-                                 (status < 0 ? std::string("killed by a signal") : "exit status " + std::to_string(status)) +
-                                 "; is it an executable, and is binutils installed?)");
+        throw std::runtime_error(
+            "objdump -d " + executable + " failed (" +
+            (status < 0 ? std::string("killed by a signal") : "exit status " + std::to_string(status)) +
+            "; is it an executable, and is binutils installed?)");
     if (!found) throw std::runtime_error("no function " + workload_type + "::run in " + executable);
     return d;
 }

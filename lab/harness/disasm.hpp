@@ -1,7 +1,7 @@
 // `contend disasm`: the instructions of a contender's hot loop as this binary was built,
-// with the atomic instructions marked. Seed 003 found two of its results wrong only by
-// reading what the machine executed (an outlined helper where LSE was expected, a flag
-// that changed nothing): a figure is not believed until its loop has been read.
+// with the atomic instructions marked. The sleeping-spinlock study (docs/references.md) found two of its results wrong
+// only by reading what the machine executed (an outlined helper where LSE was expected, a flag that changed nothing): a
+// figure is not believed until its loop has been read.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// The harness: runs one cell (a contender at a worker count) the way seed 003 says a
-// contention benchmark must be run.
+// The harness: runs one cell (a contender at a worker count) the way the sleeping-spinlock study (docs/references.md)
+// says a contention benchmark must be run.
 //  - Workers are created, pinned and counted outside the timed interval, then released
 //    together from a parking start gate (never a spinning one: with 64 workers on 2 cores
 //    a spinning gate starves the last arrival). The clock runs from the gate opening to
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "results/results.hpp"
 #include "harness/workload.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

@@ -91,8 +91,9 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
     if (hooks.stop && hooks.stop->load() != 0 && done < total) {
         const int sig = hooks.stop->load();
         const char* name = sigabbrev_np(sig);
-        run.context.run_status = std::string("interrupted by ") + (name ? "SIG" + std::string(name) : "signal " + std::to_string(sig)) +
-                                 " after " + std::to_string(done) + " of " + std::to_string(total) + " cells";
+        run.context.run_status = std::string("interrupted by ") +
+                                 (name ? "SIG" + std::string(name) : "signal " + std::to_string(sig)) + " after " +
+                                 std::to_string(done) + " of " + std::to_string(total) + " cells";
     }
     return run;
 }

@@ -119,8 +119,8 @@ struct contender {
 // cost; an operation that lasts microseconds (the hold suite's) polls after each one, or
 // fairness, read from the published progress, would see only multiples of 64.
 template <std::uint64_t Every = poll_every, class Op>
-std::uint64_t run_polled(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
-                         progress_counters& progress, Op&& op) {
+std::uint64_t run_polled(int worker, std::uint64_t ops, const std::atomic<bool>& stop, progress_counters& progress,
+                         Op&& op) {
     auto& mine = progress[static_cast<std::size_t>(worker)].value;
     std::uint64_t done = 0;
     while (done < ops) {
@@ -133,7 +133,8 @@ std::uint64_t run_polled(int worker, std::uint64_t ops, const std::atomic<bool>&
     return done;
 }
 
-// A lock contender: the lock word and the plain counter on separate lines (seed 003).
+// A lock contender: the lock word and the plain counter on separate lines (the sleeping-spinlock study,
+// docs/references.md).
 template <class Lock>
 class locked_counter final : public counting_workload {
 public:
@@ -216,7 +217,11 @@ std::string demangled_type_name() {
 
 template <class Lock>
 contender lock_contender(std::string name, std::string description) {
-    return {std::move(name), std::move(description), true, [] { return std::make_unique<locked_counter<Lock>>(); }, {},
+    return {std::move(name),
+            std::move(description),
+            true,
+            [] { return std::make_unique<locked_counter<Lock>>(); },
+            {},
             demangled_type_name<locked_counter<Lock>>()};
 }
 
@@ -251,16 +256,18 @@ void append_hold_points(std::vector<contender>& out, const std::string& name, co
 // suites run the same list of locks.
 template <class Lock>
 void append_lock(std::vector<contender>& out, bool hold, std::string name, std::string description) {
-    if (hold)
-        append_hold_points<Lock>(out, name, description);
-    else
-        out.push_back(lock_contender<Lock>(std::move(name), std::move(description)));
+    if (hold) append_hold_points<Lock>(out, name, description);
+    else out.push_back(lock_contender<Lock>(std::move(name), std::move(description)));
 }
 
 template <class Increment>
 contender atomic_contender(std::string name, std::string description) {
-    return {std::move(name), std::move(description), false, [] { return std::make_unique<atomic_counter<Increment>>(); },
-            {}, demangled_type_name<atomic_counter<Increment>>()};
+    return {std::move(name),
+            std::move(description),
+            false,
+            [] { return std::make_unique<atomic_counter<Increment>>(); },
+            {},
+            demangled_type_name<atomic_counter<Increment>>()};
 }
 
 }  // namespace contend::lab

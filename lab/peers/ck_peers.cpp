@@ -1,8 +1,8 @@
 // Concurrency Kit's spinlocks. CK's headers are C and convert void* implicitly, which C++
 // rejects, so this file alone is compiled with -fpermissive (lab/CMakeLists.txt); the
 // lock and unlock paths stay inline, as they would be in a C caller.
-#include "peers/peers.hpp"
 #include "harness/tsan_annotations.hpp"
+#include "peers/peers.hpp"
 
 extern "C" {
 #include <ck_spinlock.h>

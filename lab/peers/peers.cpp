@@ -53,7 +53,6 @@ struct tbb_queuing_mutex {
 thread_local std::optional<tbb::queuing_mutex::scoped_lock> tbb_queuing_mutex::node;
 #endif
 
-
 }  // namespace
 
 void append_peer_locks(std::vector<contender>& out, bool hold) {

@@ -16,8 +16,8 @@ struct embedded_file {
 // The page's own script and style, lab/report/assets/*, embedded at build time: editing one
 // takes effect on the next `cmake --build`. The comments in them explain them.
 extern const embedded_file error_trap_js;  // assets/error_trap.js, the page's first script
-extern const embedded_file render_js;      // assets/render.js, draws the charts
-extern const embedded_file style_css;      // assets/style.css
+extern const embedded_file render_js;  // assets/render.js, draws the charts
+extern const embedded_file style_css;  // assets/style.css
 
 // Chart.js's UMD bundle (the CONTEND_CHART_JS cache variable; scripts/setup.sh installs it),
 // embedded at configure time (see lab/CMakeLists.txt for why). Optional: `text` is empty when

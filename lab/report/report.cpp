@@ -1,7 +1,7 @@
 #include "report/report.hpp"
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -41,7 +41,6 @@ std::string read_text_file(const std::string& path) {
     return text.str();
 }
 
-
 // --- Escaping ----------------------------------------------------------------------------
 
 std::string html(std::string_view text) {
@@ -49,12 +48,23 @@ std::string html(std::string_view text) {
     out.reserve(text.size());
     for (const char ch : text) {
         switch (ch) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += ch;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += ch;
         }
     }
     return out;
@@ -70,10 +80,17 @@ std::string script_safe_json(const json& j) {
     out.reserve(text.size());
     for (const char ch : text) {
         switch (ch) {
-            case '<': out += "\\u003c"; break;
-            case '>': out += "\\u003e"; break;
-            case '&': out += "\\u0026"; break;
-            default: out += ch;
+            case '<':
+                out += "\\u003c";
+                break;
+            case '>':
+                out += "\\u003e";
+                break;
+            case '&':
+                out += "\\u0026";
+                break;
+            default:
+                out += ch;
         }
     }
     return out;
@@ -103,7 +120,8 @@ std::string library_name(std::string_view code) {
     const std::size_t at = head.find("Chart.js v");
     if (at == std::string_view::npos) return "Chart.js";
     std::size_t end = at + 10;
-    while (end < head.size() && (std::isalnum(static_cast<unsigned char>(head[end])) || head[end] == '.' || head[end] == '-'))
+    while (end < head.size() &&
+           (std::isalnum(static_cast<unsigned char>(head[end])) || head[end] == '.' || head[end] == '-'))
         ++end;
     return std::string(head.substr(at, end - at));
 }
@@ -120,7 +138,6 @@ std::string format_ns(double v) {
     if (!std::isfinite(v)) return "n/a";
     return format(std::fabs(v) < 10 ? "%.3f" : std::fabs(v) < 1000 ? "%.1f" : "%.0f", v);
 }
-
 
 bool is_number(const std::string& s, double& value) {
     if (s.empty()) return false;
@@ -169,14 +186,16 @@ void context_table(std::string& out, const report_source& source) {
         {"timer slack", std::to_string(c.timer_slack_ns) + " ns"},
         {"1 ns nanosleep takes", format_ns(c.nanosleep_1ns_us) + " \u00b5s"},
         {"wait backend", c.wait_backend},
-        {"suites", [&] {
+        {"suites",
+         [&] {
              std::string s;
              for (const auto& name : suites_of(source.run)) s += (s.empty() ? "" : ", ") + name;
              return s;
          }()},
     };
     out += "<table class=\"context\"><caption>" + html(source.origin) + "</caption>\n";
-    for (const auto& [name, value] : rows) out += "<tr><th>" + std::string(name) + "</th><td>" + html(value) + "</td></tr>\n";
+    for (const auto& [name, value] : rows)
+        out += "<tr><th>" + std::string(name) + "</th><td>" + html(value) + "</td></tr>\n";
     out += "</table>\n";
 }
 
@@ -226,7 +245,8 @@ void cells_table(std::string& out, const std::vector<const cell_result*>& cells)
                 const bool numeric = std::holds_alternative<double cell_result::*>(f.member) ||
                                      std::holds_alternative<std::int32_t cell_result::*>(f.member);
                 if (f.name == "status" && !c->valid())
-                    text = "<span class=\"bad\">" + text + "</span>" + (c->detail.empty() ? "" : ": " + html(c->detail));
+                    text =
+                        "<span class=\"bad\">" + text + "</span>" + (c->detail.empty() ? "" : ": " + html(c->detail));
                 if (f.name == "workers" && c->oversubscribed)
                     text += "<span class=\"flag\" title=\"more workers than CPUs\">oversubscribed</span>";
                 out += numeric ? "<td class=\"num\">" + text + "</td>" : "<td>" + text + "</td>";
@@ -267,12 +287,8 @@ json chart_data(const std::string& canvas_id, const std::string& suite, const st
     std::string title = suite;
     if (axis.key != "workers" && !cells.empty())
         title += ", " + std::to_string(cells.front()->workers) + (cells.front()->workers == 1 ? " worker" : " workers");
-    return {{"canvas", canvas_id},
-            {"suite", suite},
-            {"title", title},
-            {"x_title", axis.key},
-            {"labels", axis.values},
-            {"series", series}};
+    return {{"canvas", canvas_id}, {"suite", suite},        {"title", title},
+            {"x_title", axis.key}, {"labels", axis.values}, {"series", series}};
 }
 
 }  // namespace
@@ -314,13 +330,15 @@ std::vector<report_source> load_report_sources(const report_request& request) {
         if (request.run_id) {
             auto run = store.run(*request.run_id);
             if (!run)
-                throw std::runtime_error("history " + request.db_path + " has no run " + std::to_string(*request.run_id) +
-                                         " (it holds " + std::to_string(store.run_count()) + " runs)");
+                throw std::runtime_error("history " + request.db_path + " has no run " +
+                                         std::to_string(*request.run_id) + " (it holds " +
+                                         std::to_string(store.run_count()) + " runs)");
             sources.push_back({"history run " + std::to_string(*request.run_id), std::move(*run)});
         } else {
             sources = newest_run_per_suite(store.stored_runs());
             if (sources.empty())
-                throw std::runtime_error("history " + request.db_path + " holds no results yet (run `contend bench` first)");
+                throw std::runtime_error("history " + request.db_path +
+                                         " holds no results yet (run `contend bench` first)");
         }
     }
     const bool any_cell =
@@ -332,7 +350,8 @@ std::vector<report_source> load_report_sources(const report_request& request) {
 std::string_view inlinable(std::string_view text, std::string_view element, std::string_view what) {
     const std::string end_tag = "</" + std::string(element);
     if (contains_case_insensitive(text, end_tag) || text.find("<!--") != std::string_view::npos)
-        throw std::runtime_error(std::string(what) + " contains \"" + end_tag + "\" or \"<!--\" and cannot be inlined as is");
+        throw std::runtime_error(std::string(what) + " contains \"" + end_tag +
+                                 "\" or \"<!--\" and cannot be inlined as is");
     return text;
 }
 
@@ -387,15 +406,16 @@ std::string render_report(const std::vector<report_source>& sources, std::string
                 if (c.suite == suite) cells.push_back(&c);
             const std::string id = "chart-" + std::to_string(suite_count++);
             const json chart = chart_data(id, suite, cells);
-            const auto valid = std::count_if(cells.begin(), cells.end(), [](const cell_result* c) { return c->valid(); });
+            const auto valid =
+                std::count_if(cells.begin(), cells.end(), [](const cell_result* c) { return c->valid(); });
             std::string axis_note = "x axis: " + chart["x_title"].get<std::string>();
             if (chart["x_title"] != "workers") axis_note += " (the suite ran one worker count)";
             sections += "<section class=\"suite\" id=\"suite-" + std::to_string(suite_count - 1) + "\" data-suite=\"" +
-                        html(suite) + "\">\n<h2>" + html(suite) + "</h2>\n<p class=\"note\">From " + html(source.origin) +
-                        " (" + html(source.run.context.date) + (source.run.context.label.empty() ? "" : ", ") +
-                        html(source.run.context.label) + "). " + std::to_string(valid) + " of " +
-                        std::to_string(cells.size()) + " cells valid; invalid cells are listed, not plotted. " +
-                        html(axis_note) + ".</p>\n";
+                        html(suite) + "\">\n<h2>" + html(suite) + "</h2>\n<p class=\"note\">From " +
+                        html(source.origin) + " (" + html(source.run.context.date) +
+                        (source.run.context.label.empty() ? "" : ", ") + html(source.run.context.label) + "). " +
+                        std::to_string(valid) + " of " + std::to_string(cells.size()) +
+                        " cells valid; invalid cells are listed, not plotted. " + html(axis_note) + ".</p>\n";
             sections += "<div class=\"suite-body\">\n<div class=\"chart-box\"><div class=\"chart\"><canvas id=\"" + id +
                         "\" role=\"img\" aria-label=\"" + html(suite) +
                         ": median ns per operation\"></canvas></div></div>\n<div class=\"cells\">\n";
@@ -409,8 +429,9 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     out.reserve(library.size() + sections.size() + 16384);
     out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
     // Nothing may be fetched: everything the page needs is in it.
-    out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
-           "style-src 'unsafe-inline'; img-src data:\">\n";
+    out +=
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+        "style-src 'unsafe-inline'; img-src data:\">\n";
     out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>contend report</title>\n";
     out += "<style>\n";
     out += style;
@@ -420,18 +441,20 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     out += "<script>\n";
     out += error_trap;
     out += "</script>\n";
-    out += "<h1>contend report</h1>\n<p class=\"note\">Median wall-clock ns per operation (all workers together) "
-           "against workers or the suite's parameter, one line per contender, log scale; the tables hold every "
-           "cell. Compare figures of one machine only.</p>\n";
+    out +=
+        "<h1>contend report</h1>\n<p class=\"note\">Median wall-clock ns per operation (all workers together) "
+        "against workers or the suite's parameter, one line per contender, log scale; the tables hold every "
+        "cell. Compare figures of one machine only.</p>\n";
     out += "<noscript><p class=\"bad\">The charts need JavaScript; the tables below do not.</p></noscript>\n";
     out += "<h2>Runs</h2>\n<div class=\"runs\">\n";
     for (const auto& source : sources) context_table(out, source);
     out += "</div>\n";
     out += sections;
-    out += "<footer>Written by <code>contend report</code>. Bold: the fastest valid cell of its parameter point and "
-           "worker count. min/max share: the least and most served worker's progress as a fraction of the mean. "
-           "Charts drawn by " +
-           html(library_name(library)) + " (MIT licence), inlined in this page.</footer>\n";
+    out +=
+        "<footer>Written by <code>contend report</code>. Bold: the fastest valid cell of its parameter point and "
+        "worker count. min/max share: the least and most served worker's progress as a fraction of the mean. "
+        "Charts drawn by " +
+        html(library_name(library)) + " (MIT licence), inlined in this page.</footer>\n";
     out += "<script type=\"application/json\" id=\"report-data\">" + script_safe_json({{"charts", charts}}) +
            "</script>\n";
     out += "<script>\n";
@@ -442,6 +465,5 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     out += "</script>\n</body>\n</html>\n";
     return out;
 }
-
 
 }  // namespace contend::lab

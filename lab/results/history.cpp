@@ -13,12 +13,12 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <type_traits>
-#include <vector>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace contend::lab {
 namespace {
@@ -88,15 +88,17 @@ std::string placeholders(std::size_t n) {
 std::string schema_sql() {
     std::string sql = "CREATE TABLE runs (id INTEGER PRIMARY KEY";
     for (const auto& f : context_fields()) sql += ", " + column_definition(f);
-    sql += ");\nCREATE TABLE cells (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), "
-           "name TEXT NOT NULL";
+    sql +=
+        ");\nCREATE TABLE cells (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), "
+        "name TEXT NOT NULL";
     for (const auto& f : cell_fields()) sql += ", " + column_definition(f);
-    sql += ");\n"
-           "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL, value REAL,"
-           " UNIQUE (cell_id, name));\n"
-           "CREATE INDEX cells_by_name ON cells(name);\n"
-           "CREATE INDEX cells_by_run ON cells(run_id);\n"
-           "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
+    sql +=
+        ");\n"
+        "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL, value REAL,"
+        " UNIQUE (cell_id, name));\n"
+        "CREATE INDEX cells_by_name ON cells(name);\n"
+        "CREATE INDEX cells_by_run ON cells(run_id);\n"
+        "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
     return sql;
 }
 
@@ -117,8 +119,8 @@ void make_parent_directory(const std::string& path) {
     std::error_code ec;
     std::filesystem::create_directories(parent, ec);
     if (ec)
-        throw std::runtime_error("history: cannot create directory " + parent.string() + ": " + ec.message() +
-                                 " (" + path + ")");
+        throw std::runtime_error("history: cannot create directory " + parent.string() + ": " + ec.message() + " (" +
+                                 path + ")");
 }
 
 // An open database, with the path every error message names.
@@ -140,8 +142,8 @@ public:
 
     // Throws for an error SQLite just reported on this connection.
     [[noreturn]] void fail(std::string_view what) const {
-        throw std::runtime_error("history: " + std::string(what) + ": " + sqlite3_errmsg(db_.get()) + " (" +
-                                 path_ + ")");
+        throw std::runtime_error("history: " + std::string(what) + ": " + sqlite3_errmsg(db_.get()) + " (" + path_ +
+                                 ")");
     }
 
     // Throws for a problem SQLite knows nothing about (bad input, unexpected content).
@@ -211,7 +213,8 @@ public:
         const int column = next_column();
         const unsigned char* text = sqlite3_column_text(stmt_.get(), column);
         if (text == nullptr) return {};
-        return {reinterpret_cast<const char*>(text), static_cast<std::size_t>(sqlite3_column_bytes(stmt_.get(), column))};
+        return {reinterpret_cast<const char*>(text),
+                static_cast<std::size_t>(sqlite3_column_bytes(stmt_.get(), column))};
     }
 
     std::int64_t read_int() { return sqlite3_column_int64(stmt_.get(), next_column()); }
@@ -285,8 +288,7 @@ std::vector<std::string> columns_of(const database& db, const char* table) {
 }
 
 std::size_t table_count(const database& db) {
-    statement query(db, "cannot read the schema",
-                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+    statement query(db, "cannot read the schema", "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
     if (!query.step()) db.reject("cannot read the schema");
     return static_cast<std::size_t>(query.read_int());
 }
@@ -336,9 +338,10 @@ void migrate(const database& db) {
         for (const auto& f : cell_fields())
             if (f.since_schema > found) sql += "ALTER TABLE cells ADD COLUMN " + column_definition(f) + ";\n";
         if (found < 2)
-            sql += "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL,"
-                   " value REAL, UNIQUE (cell_id, name));\n"
-                   "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
+            sql +=
+                "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL,"
+                " value REAL, UNIQUE (cell_id, name));\n"
+                "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
         db.exec(sql.c_str(), "cannot migrate the schema");
     }
     // A pragma takes no bound parameters; the value is this file's own constant.
@@ -377,10 +380,8 @@ void read_value(const database& db, statement& s, T& value) {
     } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
         const std::string text = s.read_text();
         try {
-            if constexpr (std::is_same_v<T, param_list>)
-                value = parse_params(text);
-            else
-                value = parse_samples(text);
+            if constexpr (std::is_same_v<T, param_list>) value = parse_params(text);
+            else value = parse_samples(text);
         } catch (const std::invalid_argument& e) {
             db.reject(std::string("stored value is malformed: ") + e.what());
         }

@@ -14,7 +14,7 @@ using nlohmann::json;
 namespace {
 
 // Keys a row carries besides its fields, for Google Benchmark's tools. Written, never read.
-constexpr std::string_view derived_row_keys[] = {"name",   "run_name", "run_type",  "aggregate_name",
+constexpr std::string_view derived_row_keys[] = {"name",    "run_name", "run_type",  "aggregate_name",
                                                  "threads", "cpu_time", "time_unit", "valid"};
 
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -207,8 +207,8 @@ std::string to_json(const run_result& run) {
     for (const auto& c : run.cells) rows.push_back(cell_to_json(c));
     // Text that is not UTF-8 (a label given on the command line is checked; a host name or
     // a compiler string is not) becomes U+FFFD instead of failing the whole file.
-    return json{{"context", context_to_json(run.context)}, {"benchmarks", rows}}.dump(
-               2, ' ', false, json::error_handler_t::replace) +
+    return json{{"context", context_to_json(run.context)}, {"benchmarks", rows}}.dump(2, ' ', false,
+                                                                                      json::error_handler_t::replace) +
            "\n";
 }
 

@@ -159,7 +159,8 @@ void check_distinct(const std::vector<named_path>& outputs, const std::vector<na
     bool stdout_taken = false;
     for (const auto& out : outputs) {
         if (out.path == "-") {
-            if (stdout_taken) throw output_error("only one output may go to standard output ('-'); " + out.what + " is the second");
+            if (stdout_taken)
+                throw output_error("only one output may go to standard output ('-'); " + out.what + " is the second");
             stdout_taken = true;
             continue;
         }

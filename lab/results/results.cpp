@@ -92,8 +92,8 @@ void check_metric_name(std::string_view name) {
     for (const auto& f : cell_fields())
         if (f.name == name || f.json == name)
             throw std::invalid_argument("metric name " + quoted(name) + " is already a field of a cell");
-    for (const std::string_view derived : {"name", "run_name", "run_type", "aggregate_name", "threads", "cpu_time",
-                                           "time_unit", "valid"})
+    for (const std::string_view derived :
+         {"name", "run_name", "run_type", "aggregate_name", "threads", "cpu_time", "time_unit", "valid"})
         if (derived == name) throw std::invalid_argument("metric name " + quoted(name) + " is a field of the JSON row");
 }
 

@@ -127,9 +127,9 @@ struct run_result {
 // How a field is stored: text, whole numbers, a real (NaN allowed: JSON null, SQL NULL, an
 // empty CSV cell), a flag, the samples (a list of reals), or the parameters (format_params).
 template <class Record>
-using field_member = std::variant<std::string Record::*, std::int32_t Record::*, std::int64_t Record::*,
-                                  std::uint64_t Record::*, double Record::*, bool Record::*,
-                                  std::vector<double> Record::*, param_list Record::*>;
+using field_member =
+    std::variant<std::string Record::*, std::int32_t Record::*, std::int64_t Record::*, std::uint64_t Record::*,
+                 double Record::*, bool Record::*, std::vector<double> Record::*, param_list Record::*>;
 
 template <class Record>
 struct field {

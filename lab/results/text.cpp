@@ -116,7 +116,8 @@ std::string to_table(const run_result& run) {
         for (const auto& g : group_cells(cells)) {
             const bool over = g.rows.front()->oversubscribed;
             const std::string& operation = g.rows.front()->operation;
-            out << "\n" << suite << (g.params.empty() ? "" : ", ") << g.params << ", " << g.workers
+            out << "\n"
+                << suite << (g.params.empty() ? "" : ", ") << g.params << ", " << g.workers
                 << (g.workers == 1 ? " worker" : " workers")
                 << (operation.empty() || operation == "op" ? "" : ", ns per ") << (operation == "op" ? "" : operation)
                 << (over ? "  (oversubscribed: more workers than CPUs)" : "") << "\n";
@@ -136,7 +137,8 @@ std::string to_table(const run_result& run) {
                 std::snprintf(line, sizeof line, "%s %-24s %8.3f  %8.3f-%-8.3f %10.3f   %-13s", first_valid ? "*" : " ",
                               label.c_str(), c->median_ns, c->p25_ns, c->p75_ns, c->cpu_ns_per_op, share.c_str());
                 std::string row = line;
-                for (const auto& [name, value] : c->metrics) row.append("  ").append(name).append(" ").append(num(value, "%.4g"));
+                for (const auto& [name, value] : c->metrics)
+                    row.append("  ").append(name).append(" ").append(num(value, "%.4g"));
                 while (!row.empty() && row.back() == ' ') row.pop_back();
                 out << row << "\n";
                 first_valid = false;

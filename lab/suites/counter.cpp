@@ -1,4 +1,4 @@
-// The counter suite, seed 003's main table: direct atomics, CAS loops, the spin-lock
+// The counter suite, the main table of the sleeping-spinlock study: direct atomics, CAS loops, the spin-lock
 // family, the platform mutexes and contend's own, each incrementing one shared 64-bit
 // counter.
 #include "suites/locks.hpp"
@@ -9,7 +9,7 @@ namespace contend::lab {
 
 suite make_counter_suite() {
     suite s{"counter",
-            "seed 003's main table: every contender increments one shared 64-bit counter",
+            "the main table of the sleeping-spinlock study: every contender increments one shared 64-bit counter",
             {
                 atomic_contender<fetch_add_relaxed>("fetch_add_relaxed", "atomic fetch_add, relaxed"),
                 atomic_contender<fetch_add_seq_cst>("fetch_add_seq_cst", "atomic fetch_add, seq_cst"),

@@ -1,7 +1,7 @@
-// The monitor suite: seed 000's Monitor scenarios (enter/exit, try-enter/exit when unlocked,
-// try-enter when another thread holds the lock) for thin_lock, a thin_lock inflated
-// beforehand (fat), monitor:: on an address, and contend::mutex and std::recursive_mutex
-// beside them. Rows: monitor/<lock>/scenario:<scenario>/workers:N.
+// The monitor suite: the Monitor scenarios of the dotnet/runtime thin-lock PR (enter/exit, try-enter/exit when
+// unlocked, try-enter when another thread holds the lock) for thin_lock, a thin_lock inflated beforehand (fat),
+// monitor:: on an address, and contend::mutex and std::recursive_mutex beside them. Rows:
+// monitor/<lock>/scenario:<scenario>/workers:N.
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -89,13 +89,11 @@ public:
         failures_.fetch_add(failed, std::memory_order_relaxed);
         return done;
     }
-    std::uint64_t observed_total() override {
-        return counter_ + failures_.load();
-    }
+    std::uint64_t observed_total() override { return counter_ + failures_.load(); }
 
 private:
     // A thread that holds the lock for the whole cell, so every try by a worker meets a
-    // lock held elsewhere (seed 000's MonitorTryEnterWhenLocked).
+    // lock held elsewhere (MonitorTryEnterWhenLocked of the dotnet/runtime thin-lock PR).
     void start_holder() {
         if (holder_.joinable()) return;
         std::unique_lock lk(m_);
@@ -131,9 +129,12 @@ private:
 
 const char* scenario_name(scenario s) {
     switch (s) {
-        case scenario::enter_exit: return "enter_exit";
-        case scenario::try_enter_exit_unlocked: return "try_enter_exit_unlocked";
-        case scenario::try_enter_when_locked: return "try_enter_when_locked";
+        case scenario::enter_exit:
+            return "enter_exit";
+        case scenario::try_enter_exit_unlocked:
+            return "try_enter_exit_unlocked";
+        case scenario::try_enter_when_locked:
+            return "try_enter_when_locked";
     }
     return "?";
 }
@@ -162,7 +163,8 @@ void add_lock(std::vector<contender>& out, const std::string& name, const std::s
 
 suite make_monitor_suite() {
     suite s{"monitor",
-            "seed 000's Monitor scenarios: enter/exit, try-enter/exit when unlocked, try-enter when another "
+            "the Monitor scenarios of the dotnet/runtime thin-lock PR: enter/exit, try-enter/exit when unlocked, "
+            "try-enter when another "
             "thread holds the lock; thin_lock, an inflated thin_lock, monitor:: on an address, contend::mutex, "
             "std::recursive_mutex",
             {},

@@ -67,7 +67,7 @@ struct c11_mtx_adapter {
     }
 };
 
-// The event lock of seed 003: spin, then wait for an event. x86 has no event wait, so
+// The event lock of the sleeping-spinlock study: spin, then wait for an event. x86 has no event wait, so
 // its wait is a pause loop: a documented bad baseline (on arm64: WFE, and SEV on unlock).
 struct event_lock {
     std::atomic<std::uint32_t> state{0};

@@ -1,4 +1,4 @@
-// The probes suite: seed 003's sleeping lock (read before exchanging, then leave the run
+// The probes suite: the sleeping-spinlock study's sleeping lock (read before exchanging, then leave the run
 // queue for a 1 ns nanosleep) with 1 to 32 read-only probes before each sleep: how long a
 // waiter should keep reading the word before it gives up the CPU.
 #include <time.h>
@@ -12,7 +12,7 @@
 namespace contend::lab {
 namespace {
 
-// The seed's sleeping lock with Probes read-only probes (each exchanging only when the
+// The study's sleeping lock with Probes read-only probes (each exchanging only when the
 // word reads free) before each 1 ns nanosleep.
 template <int Probes>
 class probing_lock {
@@ -20,8 +20,7 @@ public:
     void lock() {
         for (;;) {
             for (int probe = 0; probe < Probes; ++probe) {
-                if (state_.load(std::memory_order_relaxed) == 0 &&
-                    state_.exchange(1, std::memory_order_acquire) == 0)
+                if (state_.load(std::memory_order_relaxed) == 0 && state_.exchange(1, std::memory_order_acquire) == 0)
                     return;
             }
             const timespec one{0, 1};
@@ -46,7 +45,7 @@ contender probes_point() {
 
 suite make_probes_suite() {
     return {"probes",
-            "seed 003's sleeping lock with 1 to 32 read-only probes before each 1 ns nanosleep",
+            "the sleeping-spinlock study's sleeping lock with 1 to 32 read-only probes before each 1 ns nanosleep",
             {probes_point<1>(), probes_point<2>(), probes_point<4>(), probes_point<8>(), probes_point<12>(),
              probes_point<16>(), probes_point<24>(), probes_point<32>()},
             {2, 64}};

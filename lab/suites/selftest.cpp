@@ -15,8 +15,10 @@ namespace {
 class miscounting final : public counting_workload {
 public:
     void reset() override { counter_.store(0); }
-    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop, progress_counters& progress) override {
-        const auto done = run_polled(worker, ops, stop, progress, [this] { counter_.fetch_add(1, std::memory_order_relaxed); });
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      progress_counters& progress) override {
+        const auto done =
+            run_polled(worker, ops, stop, progress, [this] { counter_.fetch_add(1, std::memory_order_relaxed); });
         if (worker == 0) counter_.fetch_sub(1);  // loses one increment per repetition
         return done;
     }
@@ -50,7 +52,7 @@ public:
 
 template <class W>
 contender custom(std::string name, std::string description, bool is_lock) {
-    return {std::move(name), std::move(description), is_lock, [] { return std::make_unique<W>(); }, {},
+    return {std::move(name),         std::move(description), is_lock, [] { return std::make_unique<W>(); }, {},
             demangled_type_name<W>()};
 }
 

@@ -40,18 +40,20 @@ public:
 
 private:
     std::atomic<std::uint64_t>& counter(std::size_t i) {
-        if constexpr (sizeof(Slot) == sizeof(std::atomic<std::uint64_t>))
-            return slots_[i];
-        else
-            return slots_[i].value;
+        if constexpr (sizeof(Slot) == sizeof(std::atomic<std::uint64_t>)) return slots_[i];
+        else return slots_[i].value;
     }
     alignas(contend::cache_line_size) std::array<Slot, max_private_workers> slots_{};
 };
 
 template <class Slot>
 contender private_contender(std::string name, std::string description) {
-    return {std::move(name), std::move(description), false, [] { return std::make_unique<private_counters<Slot>>(); },
-            {}, demangled_type_name<private_counters<Slot>>()};
+    return {std::move(name),
+            std::move(description),
+            false,
+            [] { return std::make_unique<private_counters<Slot>>(); },
+            {},
+            demangled_type_name<private_counters<Slot>>()};
 }
 
 }  // namespace
@@ -63,7 +65,7 @@ suite make_sharing_suite() {
             {
                 private_contender<std::atomic<std::uint64_t>>("packed", "private counters, 8 per cache line"),
                 private_contender<contend::cache_padded<std::atomic<std::uint64_t>>>("padded",
-                                                                                      "private counters, one per line"),
+                                                                                     "private counters, one per line"),
                 atomic_contender<fetch_add_relaxed>("shared", "one shared counter, relaxed fetch_add"),
             },
             {1, 2, 64}};

@@ -6,7 +6,7 @@
 
 namespace contend::lab {
 
-// counter.cpp: seed 003's main table, every contender incrementing one shared counter.
+// counter.cpp: the main table of the sleeping-spinlock study, every contender incrementing one shared counter.
 suite make_counter_suite();
 // hold.cpp: the counter suite's locks (locks.hpp) with 0 to 200 us of work inside.
 suite make_hold_suite();
@@ -21,7 +21,7 @@ suite make_sharing_suite();
 // tax.cpp: the synchronization tax, local work with a shared increment at a controlled ratio.
 suite make_tax_suite();
 
-// monitor.cpp: seed 000's Monitor scenarios for thin_lock, monitor:: and the mutexes.
+// monitor.cpp: the Monitor scenarios of the dotnet/runtime thin-lock PR for thin_lock, monitor:: and the mutexes.
 suite make_monitor_suite();
 
 // selftest.cpp: the harness's failure modes, for its tests (hidden from --list).

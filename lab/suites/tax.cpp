@@ -118,8 +118,8 @@ suite make_tax_suite() {
     add_tax_points<atomic_shared<fetch_add_relaxed>>(s.contenders, "fetch_add_relaxed", "relaxed fetch_add", false);
     add_tax_points<atomic_shared<cas_backoff_sleep>>(s.contenders, "cas_backoff", "CAS, 1 ns nanosleep on failure",
                                                      false);
-    add_tax_points<locked_shared<contend::sleeping_spin_lock>>(s.contenders, "sleeping_spin_lock",
-                                                                "sleeping spin lock", true);
+    add_tax_points<locked_shared<contend::sleeping_spin_lock>>(s.contenders, "sleeping_spin_lock", "sleeping spin lock",
+                                                               true);
     add_tax_points<locked_shared<std::mutex>>(s.contenders, "std_mutex", "std::mutex", true);
     add_tax_points<locked_shared<contend::mutex>>(s.contenders, "contend_mutex", "contend::mutex", true);
     return s;

@@ -1,7 +1,6 @@
-// The wait-policy suite: seed 003 separated the two choices inside its sleeping lock
-// (read before exchanging; eventually leave the run queue) by holding the lock and the
-// critical section fixed and changing only what a losing waiter does. The probes suite
-// (probes.cpp) sweeps the other choice.
+// The wait-policy suite: the sleeping-spinlock study (docs/references.md) separated the two choices inside its sleeping
+// lock (read before exchanging; eventually leave the run queue) by holding the lock and the critical section fixed and
+// changing only what a losing waiter does. The probes suite (probes.cpp) sweeps the other choice.
 #include <sched.h>
 #include <time.h>
 

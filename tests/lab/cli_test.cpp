@@ -19,9 +19,9 @@ cli_outcome run(const std::string& args) { return contend_test::run_cli(args); }
 class Cli : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("contend_cli_test_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ =
+            std::filesystem::temp_directory_path() / ("contend_cli_test_" + std::to_string(::getpid()) + "_" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
         std::filesystem::create_directories(dir_);
     }
     void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -40,8 +40,8 @@ protected:
 TEST_F(Cli, ADeadlockedCellIsKilledAndTheRunGoesOn) {
     // Cells run per worker count in suite order: ok/1, deadlock/1, ok/2, deadlock/2. The
     // cell after the first killed one must still run and be valid.
-    const auto o = run("bench --suite selftest --contenders deadlock,ok --workers 1,2 --min-time 1 --reps 2 --deadline 1 " +
-                       files());
+    const auto o = run(
+        "bench --suite selftest --contenders deadlock,ok --workers 1,2 --min-time 1 --reps 2 --deadline 1 " + files());
     ASSERT_EQ(o.exit_code, 0) << o.output;
     const auto rows = result()["benchmarks"];
     ASSERT_EQ(rows.size(), 4u) << o.output;
@@ -104,7 +104,8 @@ TEST_F(Cli, DisasmMarksTheAtomicInstructionsOfTheHotLoop) {
     EXPECT_NE(o.output.find("lock cmpxchg"), std::string::npos) << o.output;
     const auto direct = run("disasm counter fetch_add_relaxed");
     EXPECT_NE(direct.output.find("lock add"), std::string::npos) << direct.output;
-#if !defined(__SANITIZE_ADDRESS__)  // instrumented code adds checks, not atomics, but keep the count exact only unsanitized
+#if !defined( \
+    __SANITIZE_ADDRESS__)  // instrumented code adds checks, not atomics, but keep the count exact only unsanitized
     EXPECT_NE(direct.output.find("1 atomic instruction"), std::string::npos) << direct.output;
 #endif
 #endif

@@ -123,9 +123,7 @@ INSTANTIATE_TEST_SUITE_P(Defect4, DisasmPath, testing::Values("q'$(touch PWNED)'
 TEST(DisasmObjdump, AFileObjdumpCannotReadIsAnErrorNotAnEmptyListing) {
     const fs::path dir = fs::temp_directory_path() / ("contend_disasm_bad_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    {
-        std::ofstream(dir / "not_an_executable") << "plain text\n";
-    }
+    { std::ofstream(dir / "not_an_executable") << "plain text\n"; }
     EXPECT_THROW(lab::disassemble_run((dir / "not_an_executable").string(), "x"), std::runtime_error);
     EXPECT_THROW(lab::disassemble_run((dir / "no such file").string(), "x"), std::runtime_error);
     fs::remove_all(dir);
@@ -143,10 +141,8 @@ TEST(DisasmObjdump, AMissingObjdumpIsAClearError) {
     } catch (const std::runtime_error& e) {
         message = e.what();
     }
-    if (old)
-        ::setenv("PATH", saved.c_str(), 1);
-    else
-        ::unsetenv("PATH");
+    if (old) ::setenv("PATH", saved.c_str(), 1);
+    else ::unsetenv("PATH");
     fs::remove_all(empty);
     EXPECT_NE(message.find("objdump"), std::string::npos) << message;
 }

@@ -52,7 +52,7 @@ protected:
     static std::string quick() { return "bench --suite selftest --contenders ok --workers 1 --min-time 1 --reps 2 "; }
     // A history holding one run, and its bytes.
     std::string make_history(const std::string& name) {
-        const cli_outcome o = run_cli(quick() + "--json " + q("seed.json") + " --db " + q(name));
+        const cli_outcome o = run_cli(quick() + "--json " + q("first.json") + " --db " + q(name));
         EXPECT_EQ(o.exit_code, 0) << o.output;
         return read(path(name));
     }
@@ -78,28 +78,27 @@ TEST_F(FileSafety, ReportRefusesToWriteItsPageOverItsInput) {
     const std::string history = make_history("r.db");
     expect_refused(run_cli("report --db " + q("r.db") + " -o " + q("r.db")), "same file");
     EXPECT_EQ(read(path("r.db")), history);
-    const std::string json = read(path("seed.json"));
-    expect_refused(run_cli("report --json " + q("seed.json") + " -o " + q("seed.json")), "same file");
-    EXPECT_EQ(read(path("seed.json")), json);
+    const std::string json = read(path("first.json"));
+    expect_refused(run_cli("report --json " + q("first.json") + " -o " + q("first.json")), "same file");
+    EXPECT_EQ(read(path("first.json")), json);
 }
 
 // --- 2. A full disk, a device that is full ----------------------------------------------------
 
 TEST_F(FileSafety, AFullDiskLeavesThePreviousResultsFileValid) {
     make_history("h.db");
-    const std::string previous = read(path("seed.json"));
+    const std::string previous = read(path("first.json"));
     ASSERT_GT(previous.size(), 1024u);
     // A 1 KiB file size limit fails the write the way a full disk does; SIGXFSZ ignored so
     // that the write returns an error instead of killing the process.
-    const cli_outcome o = run_cli("bash -c " +
-                                      shell_quote("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"") + " " +
-                                      shell_quote(CONTEND_CLI_PATH) + " " + quick() + "--no-history --json " +
-                                      q("seed.json"),
-                                  false);
+    const cli_outcome o =
+        run_cli("bash -c " + shell_quote("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"") + " " +
+                    shell_quote(CONTEND_CLI_PATH) + " " + quick() + "--no-history --json " + q("first.json"),
+                false);
     EXPECT_EQ(o.exit_code, 4) << o.output;
     EXPECT_NE(o.output.find("could not write --json"), std::string::npos) << o.output;
-    EXPECT_EQ(read(path("seed.json")), previous) << "the previous file is untouched";
-    EXPECT_NO_THROW(contend::lab::run_from_json(read(path("seed.json"))));
+    EXPECT_EQ(read(path("first.json")), previous) << "the previous file is untouched";
+    EXPECT_NO_THROW(contend::lab::run_from_json(read(path("first.json"))));
 }
 
 TEST_F(FileSafety, ACsvToAFullDeviceFailsAloneAndSaysSo) {
@@ -146,8 +145,8 @@ TEST_F(FileSafety, ReportFollowsASymbolicLinkAndDashIsStandardOutput) {
 
 TEST_F(FileSafety, NonFiniteOrNonPositiveTimesAreRefused) {
     const std::string files = "--json " + q("run.json") + " --db " + q("h.db") + " ";
-    for (const std::string bad : {"--min-time nan", "--min-time inf", "--min-time 0", "--min-time -5",
-                                  "--deadline nan", "--deadline -inf", "--deadline 0", "--reps 0", "--reps 1001"}) {
+    for (const std::string bad : {"--min-time nan", "--min-time inf", "--min-time 0", "--min-time -5", "--deadline nan",
+                                  "--deadline -inf", "--deadline 0", "--reps 0", "--reps 1001"}) {
         const cli_outcome o = run_cli("bench --suite selftest --contenders ok --workers 1 " + files + bad);
         EXPECT_EQ(o.exit_code, 2) << bad << ": " << o.output;
     }
@@ -159,8 +158,9 @@ TEST_F(FileSafety, NonFiniteOrNonPositiveTimesAreRefused) {
 void make_foreign_database(const std::string& file) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance REAL);"
-                               "INSERT INTO accounts (balance) VALUES (12.5);",
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance REAL);"
+                           "INSERT INTO accounts (balance) VALUES (12.5);",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(db);
@@ -239,10 +239,10 @@ bool eventually(F done, std::chrono::seconds limit = std::chrono::seconds(60)) {
 // cell's process runs: the first cell is then done. The first cell's repetitions last
 // 100 ms, so that its process lives long enough to be seen (at least three repetitions).
 pid_t start_run_stuck_in_second_cell(const std::string& dir, pid_t& second_child) {
-    const pid_t pid = spawn_cli({"bench", "--suite", "selftest", "--contenders", "ok,deadlock", "--workers", "1",
-                                 "--min-time", "100", "--reps", "2", "--deadline", "300", "--json", dir + "/run.json",
-                                 "--db", dir + "/h.db"},
-                                dir + "/log.txt");
+    const pid_t pid =
+        spawn_cli({"bench", "--suite", "selftest", "--contenders", "ok,deadlock", "--workers", "1", "--min-time", "100",
+                   "--reps", "2", "--deadline", "300", "--json", dir + "/run.json", "--db", dir + "/h.db"},
+                  dir + "/log.txt");
     if (pid < 0) return pid;
     // Cell processes only: before the first cell the CLI also starts a shell (git describe).
     auto is_cell = [](pid_t k) {
@@ -317,7 +317,7 @@ TEST_F(FileSafety, BadWorkerListsAndPinsAreRefusedBeforeTheRun) {
 
 TEST_F(FileSafety, AWorkerCountOutOfRangeInAResultsFileIsRefusedNotWrapped) {
     make_history("h.db");
-    auto doc = nlohmann::json::parse(read(path("seed.json")));
+    auto doc = nlohmann::json::parse(read(path("first.json")));
     doc["benchmarks"][0]["workers"] = 4294967294ull;
     write(path("bad.json"), doc.dump());
     const cli_outcome o = run_cli("report --json " + q("bad.json") + " -o " + q("page.html"));

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "results/results.hpp"
 #include <sqlite3.h>
+#include "results/results.hpp"
 
 namespace contend_test {
 namespace {
@@ -159,7 +159,8 @@ void expect_same(const cell_result& a, const cell_result& b) {
     EXPECT_EQ(a.repetitions, b.repetitions);
     ASSERT_EQ(a.ns_per_op.size(), b.ns_per_op.size());
     for (std::size_t i = 0; i < a.ns_per_op.size(); ++i)
-        EXPECT_TRUE(same_double(a.ns_per_op[i], b.ns_per_op[i])) << i << ": " << a.ns_per_op[i] << " vs " << b.ns_per_op[i];
+        EXPECT_TRUE(same_double(a.ns_per_op[i], b.ns_per_op[i]))
+            << i << ": " << a.ns_per_op[i] << " vs " << b.ns_per_op[i];
     EXPECT_EQ(a.median_ns, b.median_ns);
     EXPECT_EQ(a.p25_ns, b.p25_ns);
     EXPECT_EQ(a.p75_ns, b.p75_ns);

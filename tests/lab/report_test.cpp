@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "run_cli.hpp"
 #include <unistd.h>
+#include "run_cli.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -149,7 +149,8 @@ TEST(Report, AChartOfOneWorkerCountPutsTheMostVariedParameterOnTheXAxis) {
     // Two parameters: the one with more values is the axis, the other splits the lines.
     lab::run_result two;
     for (const char* size : {"64", "128", "256"})
-        for (const char* mode : {"fast", "slow"}) two.cells.push_back(cell("s", "a", 4, 3, {{"mode", mode}, {"size", size}}));
+        for (const char* mode : {"fast", "slow"})
+            two.cells.push_back(cell("s", "a", 4, 3, {{"mode", mode}, {"size", size}}));
     const lab::chart_axis by_size = lab::choose_x_axis(cells_of(two, "s"));
     EXPECT_EQ(by_size.key, "size");
     EXPECT_EQ(by_size.values, (std::vector<std::string>{"64", "128", "256"}));
@@ -207,8 +208,8 @@ TEST(Report, NamesCannotBreakOutOfTheirElements) {
 }
 
 TEST(Report, TheLibraryIsInlinedWithoutItsSourceMapAndRefusedIfItCouldCloseItsElement) {
-    const std::string page =
-        lab::render_report({{"f", fixture()}}, "window.Chart = function () {};\n//# sourceMappingURL=chart.umd.js.map\n");
+    const std::string page = lab::render_report(
+        {{"f", fixture()}}, "window.Chart = function () {};\n//# sourceMappingURL=chart.umd.js.map\n");
     EXPECT_NE(page.find("window.Chart = function () {};"), std::string::npos);
     EXPECT_EQ(page.find("sourceMappingURL"), std::string::npos);
     EXPECT_NE(page.find("Chart.js (MIT"), std::string::npos) << "no version banner: the name alone";
@@ -250,7 +251,8 @@ TEST(Report, ThePagesFilesAreCompiledInByteForByteAndInlinedInOrder) {
 
 TEST(Report, TextThatCouldEndItsElementIsNotInlined) {
     EXPECT_EQ(lab::inlinable("var a = b < c;", "script", "x"), "var a = b < c;");
-    EXPECT_EQ(lab::inlinable("var s = '</style>';", "script", "x"), "var s = '</style>';") << "ends a style, not a script";
+    EXPECT_EQ(lab::inlinable("var s = '</style>';", "script", "x"), "var s = '</style>';")
+        << "ends a style, not a script";
     EXPECT_THROW(lab::inlinable("var s = '</script>';", "script", "x"), std::runtime_error);
     EXPECT_THROW(lab::inlinable("var s = '</ScRiPt ';", "script", "x"), std::runtime_error);
     EXPECT_THROW(lab::inlinable("var s = '<!--';", "script", "x"), std::runtime_error);
@@ -506,4 +508,3 @@ TEST_F(ReportCli, HelpListsTheOptions) {
     for (const char* option : {"--db", "--json", "--run", "--output"})
         EXPECT_NE(o.output.find(option), std::string::npos) << option;
 }
-

@@ -56,7 +56,8 @@ void expect_same_shape(const json& want, const json& got, const std::string& whe
             ASSERT_TRUE(got.contains(k)) << where << " lacks '" << k << "'";
             expect_same_shape(v, got.at(k), where + "." + k);
         }
-        for (const auto& [k, v] : got.items()) EXPECT_TRUE(want.contains(k)) << where << " has unexpected '" << k << "'";
+        for (const auto& [k, v] : got.items())
+            EXPECT_TRUE(want.contains(k)) << where << " has unexpected '" << k << "'";
     } else if (want.is_array() && !want.empty() && !got.empty()) {
         expect_same_shape(want.front(), got.front(), where + "[0]");
     }
@@ -105,6 +106,7 @@ TEST(ResultsIo, InvalidCellsAreListedNotDropped) {
     const std::string table = lab::to_table(run);
     EXPECT_NE(table.find("INVALID (timed_out)"), std::string::npos) << table;
     const std::string csv = lab::to_csv(run);
-    EXPECT_NE(csv.find("counter/tas_lock/workers:64,false,counter,tas_lock,,64,op,timed_out"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("counter/tas_lock/workers:64,false,counter,tas_lock,,64,op,timed_out"), std::string::npos)
+        << csv;
     EXPECT_EQ(run.valid_cells(), 1u);
 }
