@@ -321,6 +321,15 @@ int history_version(const database& db) {
     return version;
 }
 
+// history_version in one read transaction: its several queries then see one snapshot, not a
+// schema another process is creating between two of them.
+int history_version_snapshot(const database& db) {
+    transaction reading(db, "BEGIN", "cannot read the schema");
+    const int version = history_version(db);
+    reading.commit();
+    return version;
+}
+
 // Brings a file of an older version (or an empty one) to the current schema, in one
 // transaction: either the whole migration happens or none of it.
 void migrate(const database& db) {
@@ -441,13 +450,13 @@ public:
 history_store::history_store(const std::string& path, history_access access)
     : db_(std::make_unique<connection>(path, access == history_access::read_only)) {
     if (access == history_access::read_only) {
-        db_->version = history_version(*db_);
+        db_->version = history_version_snapshot(*db_);
         if (db_->version == 0) db_->reject("holds no contend history (run `contend bench` first)");
         return;
     }
     // Read first: this is where a file that is not a database, or one of another schema,
     // fails, before anything writes; an up-to-date file needs no write lock at all.
-    if (history_version(*db_) != schema_version) migrate(*db_);
+    if (history_version_snapshot(*db_) != schema_version) migrate(*db_);
     // Per connection, and outside any transaction, where SQLite would ignore it.
     db_->exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
 }
@@ -461,7 +470,7 @@ void history_store::check_appendable(const std::string& path) {
     if (status.type() != std::filesystem::file_type::regular)
         throw std::runtime_error("history: not a regular file (" + path + ")");
     const database db(path, true);
-    (void)history_version(db);
+    (void)history_version_snapshot(db);
 }
 
 std::int64_t history_store::append(const run_result& run) {
@@ -487,16 +496,17 @@ std::vector<run_result> history_store::runs(std::size_t limit) const {
     return result;
 }
 
-// Reads runs (`where` picks them; `bind` binds its parameters) with their cells and
-// metrics, in one snapshot.
-std::vector<stored_run> history_store::read_runs(const std::string& where, std::int64_t parameter) const {
+// Reads the runs that `from` selects (SQL after FROM, with one '?' bound to `parameter`)
+// with their cells and metrics, in one snapshot. The columns read are those of the file's
+// schema version: a field added later keeps its default.
+std::vector<stored_run> history_store::read_runs(const std::string& from, std::int64_t parameter) const {
     const int version = db_->version;
     const auto run_fields = fields_in(context_fields(), version);
     const auto cell_columns = fields_in(cell_fields(), version);
     std::vector<stored_run> result;
     transaction reading(*db_, "BEGIN", "cannot read runs");
     {
-        statement select_runs(*db_, "cannot read runs", "SELECT id, " + column_list(run_fields) + " FROM " + where);
+        statement select_runs(*db_, "cannot read runs", "SELECT id, " + column_list(run_fields) + " FROM " + from);
         statement select_cells(*db_, "cannot read cells",
                                "SELECT id, " + column_list(cell_columns) + " FROM cells WHERE run_id = ? ORDER BY id");
         std::optional<statement> select_metrics;

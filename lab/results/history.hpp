@@ -79,7 +79,7 @@ public:
 
 private:
     class connection;
-    std::vector<stored_run> read_runs(const std::string& where, std::int64_t parameter) const;
+    std::vector<stored_run> read_runs(const std::string& from, std::int64_t parameter) const;
     std::unique_ptr<connection> db_;
 };
 

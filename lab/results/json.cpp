@@ -127,8 +127,6 @@ const std::set<std::string>& known_row_keys() {
         std::set<std::string> k;
         for (const auto& f : cell_fields()) k.emplace(f.json);
         for (const auto d : derived_row_keys) k.emplace(d);
-        k.emplace("min_share");
-        k.emplace("max_share");
         return k;
     }();
     return keys;
