@@ -252,12 +252,79 @@ void append_hold_points(std::vector<contender>& out, const std::string& name, co
     }
 }
 
-// A lock as the counter suite runs it (hold = false) or as the hold suite does: the two
-// suites run the same list of locks.
+// Many locks: a table of `stripes` (lock, counter) pairs laid out as a program lays out a
+// striped table (not padded: neighbouring stripes share cache lines). Each operation picks
+// a stripe at random (xorshift64, one stream per worker) and increments its counter under
+// its lock. With few stripes and more workers than CPUs, a holder is often preempted while
+// others want its stripe; with many, most acquisitions find the lock free.
 template <class Lock>
-void append_lock(std::vector<contender>& out, bool hold, std::string name, std::string description) {
-    if (hold) append_hold_points<Lock>(out, name, description);
-    else out.push_back(lock_contender<Lock>(std::move(name), std::move(description)));
+class striped_counters final : public counting_workload {
+public:
+    explicit striped_counters(std::size_t stripes) : stripes_(new stripe[stripes]), count_(stripes) {}
+    void reset() override {
+        for (std::size_t i = 0; i < count_; ++i) stripes_[i].count = 0;
+    }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      progress_counters& progress) override {
+        std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(worker + 1) | 1;
+        return run_polled(worker, ops, stop, progress, [&] {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            stripe& s = stripes_[x % count_];
+            s.lock.lock();
+            s.count = s.count + 1;
+            s.lock.unlock();
+        });
+    }
+    std::uint64_t observed_total() override {
+        std::uint64_t sum = 0;
+        for (std::size_t i = 0; i < count_; ++i) sum += stripes_[i].count;
+        return sum;
+    }
+
+private:
+    struct stripe {
+        Lock lock;
+        std::uint64_t count = 0;
+    };
+    std::unique_ptr<stripe[]> stripes_;
+    std::size_t count_;
+};
+
+// The striped suite's points for one lock: 1 to 65,536 locks.
+template <class Lock>
+void append_striped_points(std::vector<contender>& out, const std::string& name, const std::string& description) {
+    for (const std::size_t locks : {1, 4, 16, 64, 1024, 65536}) {
+        contender c;
+        c.name = name;
+        c.description = description + ", one of " + std::to_string(locks) + " locks at random";
+        c.is_lock = true;
+        c.params = {{"locks", std::to_string(locks)}};
+        c.workload_type = demangled_type_name<striped_counters<Lock>>();
+        c.make = [locks] { return std::make_unique<striped_counters<Lock>>(locks); };
+        out.push_back(std::move(c));
+    }
+}
+
+// How a suite runs its list of locks: around one plain increment (counter), around 0 to
+// 200 us of work (hold), or as a table of many locks (striped). The suites run the same
+// list of locks (suites/locks.cpp).
+enum class lock_use { counter, hold, striped };
+
+template <class Lock>
+void append_lock(std::vector<contender>& out, lock_use use, std::string name, std::string description) {
+    switch (use) {
+        case lock_use::counter:
+            out.push_back(lock_contender<Lock>(std::move(name), std::move(description)));
+            break;
+        case lock_use::hold:
+            append_hold_points<Lock>(out, name, description);
+            break;
+        case lock_use::striped:
+            append_striped_points<Lock>(out, name, description);
+            break;
+    }
 }
 
 template <class Increment>

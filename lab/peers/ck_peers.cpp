@@ -50,10 +50,10 @@ thread_local ck_spinlock_mcs_context_t ck_mcs::node;
 
 }  // namespace
 
-void append_ck_locks(std::vector<contender>& out, bool hold) {
-    append_lock<ck_ticket>(out, hold, "ck_ticket", "Concurrency Kit ticket spinlock");
-    append_lock<ck_mcs>(out, hold, "ck_mcs", "Concurrency Kit MCS queue spinlock");
-    append_lock<ck_fas>(out, hold, "ck_fas", "Concurrency Kit fetch-and-store spinlock");
+void append_ck_locks(std::vector<contender>& out, lock_use use) {
+    append_lock<ck_ticket>(out, use, "ck_ticket", "Concurrency Kit ticket spinlock");
+    append_lock<ck_mcs>(out, use, "ck_mcs", "Concurrency Kit MCS queue spinlock");
+    append_lock<ck_fas>(out, use, "ck_fas", "Concurrency Kit fetch-and-store spinlock");
 }
 
 }  // namespace contend::lab

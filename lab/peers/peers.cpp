@@ -55,21 +55,21 @@ thread_local std::optional<tbb::queuing_mutex::scoped_lock> tbb_queuing_mutex::n
 
 }  // namespace
 
-void append_peer_locks(std::vector<contender>& out, bool hold) {
+void append_peer_locks(std::vector<contender>& out, lock_use use) {
 #if CONTEND_HAVE_ABSL
-    append_lock<absl_mutex_shipped>(out, hold, "absl_mutex", "absl::Mutex as Debian ships it (deadlock detection on)");
-    append_lock<absl_mutex_nodetect>(out, hold, "absl_mutex_nodetect", "absl::Mutex, deadlock detection off");
+    append_lock<absl_mutex_shipped>(out, use, "absl_mutex", "absl::Mutex as Debian ships it (deadlock detection on)");
+    append_lock<absl_mutex_nodetect>(out, use, "absl_mutex_nodetect", "absl::Mutex, deadlock detection off");
 #endif
 #if CONTEND_HAVE_TBB
-    append_lock<tbb::spin_mutex>(out, hold, "tbb_spin_mutex", "oneTBB spin_mutex");
-    append_lock<tbb_queuing_mutex>(out, hold, "tbb_queuing_mutex", "oneTBB queuing_mutex (FIFO)");
-    append_lock<tbb::mutex>(out, hold, "tbb_mutex", "oneTBB mutex");
+    append_lock<tbb::spin_mutex>(out, use, "tbb_spin_mutex", "oneTBB spin_mutex");
+    append_lock<tbb_queuing_mutex>(out, use, "tbb_queuing_mutex", "oneTBB queuing_mutex (FIFO)");
+    append_lock<tbb::mutex>(out, use, "tbb_mutex", "oneTBB mutex");
 #endif
 #if CONTEND_HAVE_CK
-    append_ck_locks(out, hold);
+    append_ck_locks(out, use);
 #endif
     (void)out;
-    (void)hold;
+    (void)use;
 }
 
 std::string peers_found() {

@@ -10,11 +10,11 @@
 namespace contend::lab {
 
 // Appends the lock contenders of every peer found at build time, as the counter suite
-// runs them or (hold) as the hold suite does.
-void append_peer_locks(std::vector<contender>& out, bool hold = false);
+// runs them, as the hold suite does or as the striped suite does (`use`).
+void append_peer_locks(std::vector<contender>& out, lock_use use = lock_use::counter);
 
 // Concurrency Kit's spinlocks (peers/ck_peers.cpp, compiled only when CK is found).
-void append_ck_locks(std::vector<contender>& out, bool hold);
+void append_ck_locks(std::vector<contender>& out, lock_use use);
 
 // "absl tbb ck", the peers compiled in (for the run's context and `--list`).
 std::string peers_found();

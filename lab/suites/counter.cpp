@@ -18,7 +18,7 @@ suite make_counter_suite() {
                 atomic_contender<cas_backoff_sleep>("cas_backoff", "strong CAS, 1 ns nanosleep after a failure"),
             },
             {1, 2, 4, 16, 64}};
-    append_lock_contenders(s.contenders, false);
+    append_lock_contenders(s.contenders, lock_use::counter);
     return s;
 }
 

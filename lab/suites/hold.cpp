@@ -11,7 +11,7 @@ suite make_hold_suite() {
             "acquisition, where a spin lock must lose to a parking one",
             {},
             {4}};
-    append_lock_contenders(s.contenders, true);
+    append_lock_contenders(s.contenders, lock_use::hold);
     return s;
 }
 

@@ -13,6 +13,7 @@ const std::vector<suite>& all_suites() {
         std::vector<suite> s;
         s.push_back(make_counter_suite());
         s.push_back(make_hold_suite());
+        s.push_back(make_striped_suite());
         s.push_back(make_wait_policy_suite());
         s.push_back(make_probes_suite());
         s.push_back(make_sharing_suite());

@@ -10,6 +10,8 @@ namespace contend::lab {
 suite make_counter_suite();
 // hold.cpp: the counter suite's locks (locks.hpp) with 0 to 200 us of work inside.
 suite make_hold_suite();
+// striped.cpp: the same locks as a table of 1 to 65,536 stripes, each operation on a random one.
+suite make_striped_suite();
 
 // wait_policy.cpp: one read-before-exchange lock, only the loser's wait changes.
 suite make_wait_policy_suite();

@@ -51,7 +51,8 @@ TEST_P(EverySuiteContender, KeepsAnExactCountAtTwoWorkers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Listed, EverySuiteContender,
-                         testing::Values("counter", "hold", "wait-policy", "probes", "sharing", "tax", "monitor"),
+                         testing::Values("counter", "hold", "striped", "wait-policy", "probes", "sharing", "tax",
+                                         "monitor"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (auto& ch : n)
