@@ -23,12 +23,28 @@ for preset in "${presets[@]}"; do
   echo "=== $preset: passed in $(( $(date +%s) - start ))s"
 done
 if [[ " ${presets[*]} " == *" release "* ]]; then
-  echo "=== install + find_package(contend) consumer"
-  rm -rf build/install build/consumer
+  # One program, examples/consumer/main.cpp, built each way a user can take contend.
+  rm -rf build/install build/consumer build/consumer-pkg-config build/consumer-subdirectory
+  echo "=== install"
   cmake --install build/release --prefix build/install >/dev/null
+  build/install/bin/contend bench --list >/dev/null  # the tool is installed beside the library
+  echo "=== consumer (a): find_package(contend) from the installed prefix"
   cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
   cmake --build build/consumer -j "$jobs"
   build/consumer/consumer
-  build/install/bin/contend bench --list >/dev/null  # the tool is installed beside the library
+  echo "=== consumer (b): pkg-config (contend.pc) from the installed prefix, one compiler command"
+  mkdir -p build/consumer-pkg-config
+  examples/consumer/build_with_pkg_config.sh "$PWD/build/install" build/consumer-pkg-config/consumer
+  build/consumer-pkg-config/consumer
+  echo "=== consumer (c): add_subdirectory on the source tree, which builds the library only"
+  cmake -S examples/consumer_subdirectory -B build/consumer-subdirectory -DCMAKE_BUILD_TYPE=Release >/dev/null
+  for part in tests bench lab; do
+    if [ -e "build/consumer-subdirectory/contend-build/$part" ]; then
+      echo "consumer (c): contend's $part is configured although contend is a subproject" >&2
+      exit 1
+    fi
+  done
+  cmake --build build/consumer-subdirectory -j "$jobs"
+  build/consumer-subdirectory/consumer
 fi
 echo "all test configurations passed: ${presets[*]}"
