@@ -3,8 +3,9 @@
 # optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer, each on both OS
 # wait backends (futex and portable; the lab's tests, which do not depend on the backend,
 # run on the futex builds only), and finally installs the package (library and the
-# `contend` tool) and builds a consumer project against it. Before any build it checks
-# that every C++ file is laid out as .clang-format says. Exits non-zero on the first failure.
+# `contend` tool) and builds the example consumer three ways: find_package, pkg-config and
+# add_subdirectory. Before any build it checks that every C++ file is laid out as
+# .clang-format says. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -17,6 +17,7 @@
 #include "harness/disasm.hpp"
 #include "harness/machine.hpp"
 #include "harness/runner.hpp"
+#include "harness/version.hpp"
 #include "peers/peers.hpp"
 #include "report/report.hpp"
 #include "results/history.hpp"
@@ -49,15 +50,23 @@ void install_stop_handlers() {
     std::signal(SIGPIPE, SIG_IGN);
 }
 
+// The default run is the short one: steady cells stop after 3 repetitions, a repetition
+// has 5 s, and a contender that timed out is not run at more workers. --full runs every
+// cell, every repetition, with 20 s each.
+constexpr std::int32_t default_min_repetitions = 3;
+constexpr double default_deadline_s = 5, full_deadline_s = 20;
+
 struct bench_args {
     bool list = false;
     bool quick = false;
+    bool full = false;
     std::string workers;
     double min_time_ms = 50;
     std::string json_path = ".contend/last-run.json";
     std::string csv_path;
     std::string db_path = ".contend/history.db";
     bool no_history = false;
+    bool deadline_given = false;
     lab::bench_options options;
 };
 
@@ -90,6 +99,9 @@ int run_bench(bench_args& a) {
     auto& o = a.options;
     o.harness.min_time_s = (a.quick ? 5 : a.min_time_ms) / 1e3;
     if (a.quick) o.harness.repetitions = 3;
+    o.run_after_timeout = a.full;
+    o.harness.min_repetitions = a.full ? o.harness.repetitions : default_min_repetitions;
+    if (!a.deadline_given) o.harness.deadline_s = a.full ? full_deadline_s : default_deadline_s;
     if (!a.workers.empty()) o.workers = parse_workers(a.workers);
     if (a.quick && o.workers.empty()) o.workers = {1, 2};
 
@@ -165,6 +177,18 @@ int run_bench(bench_args& a) {
             return "history run " + std::to_string(store.append(run));
         });
     const std::size_t valid = run.valid_cells();
+    std::size_t short_cells = 0, skipped = 0;
+    for (const auto& cell : run.cells) {
+        short_cells += cell.valid() && cell.repetitions < o.harness.repetitions;
+        skipped += cell.status == "skipped";
+    }
+    if (short_cells > 0)
+        text << "\n"
+             << short_cells << " cells stopped after fewer than " << o.harness.repetitions
+             << " repetitions: their p25-p75 spread was within " << o.harness.spread_to_stop * 100
+             << " % of the median (--full runs every repetition).";
+    if (skipped > 0)
+        text << "\n" << skipped << " cells skipped: their contender timed out at fewer workers (--full runs them).";
     text << "\n" << valid << " of " << run.cells.size() << " cells valid";
     if (c.run_status != "complete") text << "; the run was " << c.run_status;
     text << ". Wrote:\n";
@@ -233,6 +257,7 @@ int main(int argc, char** argv) {
 
     CLI::App app{"contend: the contention lab. Measures locks, atomics and their wait policies on this machine."};
     app.require_subcommand(1);
+    app.set_version_flag("--version", "contend " + lab::version_text(), "Print the version and git commit, then exit");
     bench_args a;
     auto& o = a.options;
     auto* bench = app.add_subcommand("bench", "Run a suite of contention benchmarks");
@@ -248,7 +273,10 @@ int main(int argc, char** argv) {
     bench->add_flag("--quick", a.quick, "Smoke run: 5 ms repetitions, 3 of them, workers 1 and 2");
     bench->add_option("--min-time", a.min_time_ms, "Minimum duration of one repetition, ms")->capture_default_str();
     bench->add_option("--reps", o.harness.repetitions, "Timed repetitions per cell, 1..1000")->capture_default_str();
-    bench->add_option("--deadline", o.harness.deadline_s, "Deadline of one repetition, s")->capture_default_str();
+    bench->add_option("--deadline", o.harness.deadline_s, "Deadline of one repetition, s (default 5; --full: 20)");
+    bench->add_flag("--full", a.full,
+                    "Every cell and every repetition: no stop at a small spread, no skip after a timeout, 20 s "
+                    "deadlines");
     bench->add_option("--pin", o.harness.pin, "none | compact | spread | <cpu list>")->capture_default_str();
     bench->add_option("--json", a.json_path, "Write results as JSON here")->capture_default_str();
     bench->add_option("--csv", a.csv_path, "Also write results as CSV here");
@@ -275,6 +303,7 @@ int main(int argc, char** argv) {
     report->add_option("-o,--output", report_output, "Write the page here ('-': standard output)")
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    a.deadline_given = bench->count("--deadline") > 0;
     install_stop_handlers();
     const std::string command = app.get_subcommands().front()->get_name();
     try {

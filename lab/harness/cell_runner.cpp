@@ -61,13 +61,16 @@ bool write_fully(int fd, const std::string& text) {
 }  // namespace
 
 nlohmann::json settings_to_json(const cell_settings& s) {
+    const harness_options& h = s.harness;
     return {{"suite", s.suite},
             {"contender", s.contender},
             {"workers", s.workers},
-            {"min_time_s", s.min_time_s},
-            {"repetitions", s.repetitions},
-            {"deadline_s", s.deadline_s},
-            {"pin", s.pin},
+            {"min_time_s", h.min_time_s},
+            {"repetitions", h.repetitions},
+            {"min_repetitions", h.min_repetitions},
+            {"spread_to_stop", h.spread_to_stop},
+            {"deadline_s", h.deadline_s},
+            {"pin", h.pin},
             {"burn_per_us", s.burn_per_us},
             {"parent_pid", s.parent_pid}};
 }
@@ -75,13 +78,16 @@ nlohmann::json settings_to_json(const cell_settings& s) {
 cell_settings settings_from_json(const nlohmann::json& j) {
     try {
         cell_settings s;
+        harness_options& h = s.harness;
         s.suite = j.at("suite").get<std::string>();
         s.contender = j.at("contender").get<std::string>();
         s.workers = j.at("workers").get<std::int32_t>();
-        s.min_time_s = j.at("min_time_s").get<double>();
-        s.repetitions = j.at("repetitions").get<std::int32_t>();
-        s.deadline_s = j.at("deadline_s").get<double>();
-        s.pin = j.at("pin").get<std::string>();
+        h.min_time_s = j.at("min_time_s").get<double>();
+        h.repetitions = j.at("repetitions").get<std::int32_t>();
+        h.min_repetitions = j.at("min_repetitions").get<std::int32_t>();
+        h.spread_to_stop = j.at("spread_to_stop").get<double>();
+        h.deadline_s = j.at("deadline_s").get<double>();
+        h.pin = j.at("pin").get<std::string>();
         s.burn_per_us = j.at("burn_per_us").get<double>();
         s.parent_pid = j.at("parent_pid").get<std::int64_t>();
         return s;
@@ -123,7 +129,8 @@ std::optional<cell_result> run_cell_in_child(const std::string& executable, cons
 
     // A repetition (or calibration step) must finish within the deadline; allow the child
     // some grace on top to notice its own deadline and report.
-    const auto silence_limit = std::chrono::duration<double>(settings.deadline_s + 2.0 + settings.deadline_s * 0.25);
+    const auto silence_limit =
+        std::chrono::duration<double>(settings.harness.deadline_s + 2.0 + settings.harness.deadline_s * 0.25);
     std::string buffer, result_line;
     bool killed = false, stopped = false;
     auto last_news = std::chrono::steady_clock::now();
@@ -205,11 +212,7 @@ int cell_child_main() {
     }
     for (const auto& c : found->contenders) {
         if (c.id() != s.contender) continue;
-        harness_options opts;
-        opts.min_time_s = s.min_time_s;
-        opts.repetitions = s.repetitions;
-        opts.deadline_s = s.deadline_s;
-        opts.pin = s.pin;
+        harness_options opts = s.harness;
         opts.on_repetition = [] {
             std::fputs("rep\n", stdout);
             std::fflush(stdout);

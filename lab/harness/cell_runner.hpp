@@ -28,10 +28,7 @@ struct cell_settings {
     std::string suite;
     std::string contender;  // the contender's id
     std::int32_t workers = 1;
-    double min_time_s = 0.05;
-    std::int32_t repetitions = 5;
-    double deadline_s = 20;
-    std::string pin = "none";
+    harness_options harness;  // all but on_repetition, which the child sets itself
     double burn_per_us = 0;  // locked_work's rate; 0: the child measures its own
     std::int64_t parent_pid = 0;  // the child exits at once if its parent is not this one
 };

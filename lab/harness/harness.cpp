@@ -311,6 +311,14 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
             max_shares.push_back(mean > 0 ? static_cast<double>(*hi) / mean : 0);
         }
         ++cell.repetitions;
+        // Enough once the spread is small: the quartiles of the samples so far lie within
+        // spread_to_stop of their median (at least min_repetitions samples).
+        if (cell.repetitions >= options.min_repetitions && cell.repetitions < options.repetitions) {
+            const double mid = median(cell.ns_per_op);
+            if (mid > 0 &&
+                quantile(cell.ns_per_op, 0.75) - quantile(cell.ns_per_op, 0.25) <= options.spread_to_stop * mid)
+                break;
+        }
     }
     if (cell.repetitions == 0) {
         cell.status = "no_repetitions";

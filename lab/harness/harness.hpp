@@ -5,7 +5,8 @@
 //    a spinning gate starves the last arrival). The clock runs from the gate opening to
 //    the last worker's finish.
 //  - Calibration: the work per worker doubles (or more) until one repetition lasts at
-//    least min_time; then `reps` timed repetitions, reported as median and quartiles.
+//    least min_time; then `reps` timed repetitions (fewer when the spread is already small,
+//    see harness_options), reported as median and quartiles.
 //  - Every repetition checks the exact final count: a wrong count makes the cell invalid.
 //  - Every repetition has a deadline: workers poll a stop flag, and a repetition that
 //    misses its deadline marks the cell timed out. (A worker stuck inside lock() cannot
@@ -27,6 +28,11 @@ namespace contend::lab {
 struct harness_options {
     double min_time_s = 0.05;
     std::int32_t repetitions = 5;
+    // Fewer repetitions when the figure is already steady: after min_repetitions (and each
+    // later one), a cell stops when its samples' interquartile range is at most
+    // spread_to_stop times their median. min_repetitions >= repetitions: always all of them.
+    std::int32_t min_repetitions = 5;
+    double spread_to_stop = 0.02;
     double deadline_s = 20;
     // "none", "compact" (worker i on the i-th allowed CPU, wrapping), "spread" (workers
     // spaced evenly over the allowed CPUs), or a CPU list such as "0-3,8" (every worker

@@ -12,6 +12,7 @@
 
 #include "contend/wait_backend.hpp"
 #include "harness/statistics.hpp"
+#include "harness/version.hpp"
 
 #ifndef CONTEND_LAB_BUILD_FLAGS
 #define CONTEND_LAB_BUILD_FLAGS "unknown"
@@ -96,6 +97,7 @@ machine_context read_machine_context(const std::string& label, const std::string
 #elif defined(__GNUC__)
     c.compiler = std::string("GCC ") + __VERSION__;
 #endif
+    c.version = version_text();
     c.build_flags = CONTEND_LAB_BUILD_FLAGS;
 #ifdef NDEBUG
     c.library_build_type = "release";

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "harness/cell_runner.hpp"
@@ -47,6 +48,9 @@ bench_plan plan_suite(const bench_options& o) {
     if (!std::isfinite(h.deadline_s) || h.deadline_s <= 0 || h.deadline_s > 1e6)
         throw std::invalid_argument("the deadline must be a positive number of seconds (at most 1e6)");
     if (h.repetitions < 1 || h.repetitions > 1000) throw std::invalid_argument("repetitions must be 1..1000");
+    if (h.min_repetitions < 1) throw std::invalid_argument("the minimum number of repetitions must be at least 1");
+    if (!std::isfinite(h.spread_to_stop) || h.spread_to_stop < 0)
+        throw std::invalid_argument("the spread that ends repetitions must be a number >= 0");
     for (const auto w : plan.workers) (void)placement(h.pin, w);  // throws for a pin this process cannot use
     if (!is_printable_utf8(o.label))
         throw std::invalid_argument("the label must be printable UTF-8 (no control characters)");
@@ -63,11 +67,30 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
     run.context = read_machine_context(o.label, format_cpu_list(allowed_cpus()));
     const std::size_t total = plan.cell_count();
     std::size_t done = 0;
+    // Contender ids that timed out, with the fewest workers they did at.
+    std::map<std::string, std::int32_t> timed_out_at;
     for (const auto w : plan.workers) {
         for (const auto* c : plan.contenders) {
             if (hooks.stop && hooks.stop->load() != 0) break;
             const std::string row = plan.chosen_suite->name + "/" + c->id() + "/workers:" + std::to_string(w);
             if (hooks.on_cell) hooks.on_cell(done, total, row);
+            const auto failed = timed_out_at.find(c->id());
+            if (!o.run_after_timeout && failed != timed_out_at.end() && failed->second < w) {
+                // More workers only make a lock that could not finish at fewer slower: a FIFO
+                // spin lock with more waiters than CPUs waits a scheduler slice per handoff.
+                cell_result skipped;
+                skipped.suite = plan.chosen_suite->name;
+                skipped.contender = c->name;
+                skipped.params = c->params;
+                skipped.workers = w;
+                skipped.operation = c->operation;
+                skipped.status = "skipped";
+                skipped.detail = "timed out at " + std::to_string(failed->second) +
+                                 " workers earlier in this run, so not run at more (--full runs it)";
+                run.cells.push_back(std::move(skipped));
+                ++done;
+                continue;
+            }
             if (o.in_process) {
                 run.cells.push_back(run_cell(*c, plan.chosen_suite->name, w, o.harness));
             } else {
@@ -75,15 +98,17 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
                 s.suite = plan.chosen_suite->name;
                 s.contender = c->id();
                 s.workers = w;
-                s.min_time_s = o.harness.min_time_s;
-                s.repetitions = o.harness.repetitions;
-                s.deadline_s = o.harness.deadline_s;
-                s.pin = o.harness.pin;
+                s.harness = o.harness;
+                s.harness.on_repetition = nullptr;
                 s.burn_per_us = burn_rate;
                 s.parent_pid = static_cast<std::int64_t>(::getpid());
                 auto cell = run_cell_in_child(exe, s, hooks.stop);
                 if (!cell) break;  // stopped: the cell in progress is not a result
                 run.cells.push_back(std::move(*cell));
+            }
+            if (run.cells.back().status == "timed_out") {
+                const auto [at, first] = timed_out_at.emplace(c->id(), w);
+                if (!first) at->second = std::min(at->second, w);
             }
             ++done;
         }

@@ -21,6 +21,10 @@ struct bench_options {
     harness_options harness;  // min_time_s, repetitions, deadline_s, pin
     std::string label;  // empty: git describe of the source tree
     bool in_process = false;  // run cells in this process (no protection against hangs)
+    // A contender that timed out at some worker count is not run at larger counts in the
+    // same run: its cells there are recorded as "skipped", with the reason. true: run every
+    // cell anyway (contend bench --full).
+    bool run_after_timeout = false;
     std::string executable;  // runs a cell as `<executable> __cell`; empty: this program
 };
 
@@ -52,7 +56,8 @@ struct run_hooks {
 };
 
 // Plans (throwing as plan_suite does), then measures every cell: each in its own process
-// unless in_process, with one work-loop rate for all of them.
+// unless in_process, with one work-loop rate for all of them. Cells of a contender that
+// timed out at fewer workers are skipped (see bench_options::run_after_timeout).
 run_result run_suite(const bench_options& options, const run_hooks& hooks = {});
 
 // This program's own path (for `__cell` children and `contend disasm`).

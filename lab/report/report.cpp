@@ -170,37 +170,6 @@ json nullable(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // --- Page parts --------------------------------------------------------------------------
 
-void context_table(std::string& out, const report_source& source) {
-    const machine_context& c = source.run.context;
-    const std::pair<const char*, std::string> rows[] = {
-        {"date", c.date},
-        {"label", c.label},
-        {"host", c.host_name},
-        {"CPU model", c.cpu_model},
-        {"CPUs (online)", std::to_string(c.logical_cpus)},
-        {"CPU list used", c.cpu_list},
-        {"kernel", c.kernel},
-        {"compiler", c.compiler},
-        {"build flags", c.build_flags},
-        {"governor", c.governor.empty() ? "(not readable)" : c.governor},
-        {"timer slack", std::to_string(c.timer_slack_ns) + " ns"},
-        {"1 ns nanosleep takes", format_ns(c.nanosleep_1ns_us) + " \u00b5s"},
-        {"wait backend", c.wait_backend},
-        {"suites",
-         [&] {
-             std::string s;
-             for (const auto& name : suites_of(source.run)) s += (s.empty() ? "" : ", ") + name;
-             return s;
-         }()},
-    };
-    out += "<table class=\"context\"><caption>" + html(source.origin) + "</caption>\n";
-    for (const auto& [name, value] : rows)
-        out += "<tr><th>" + std::string(name) + "</th><td>" + html(value) + "</td></tr>\n";
-    out += "</table>\n";
-}
-
-// The table of a suite: one block per parameter point and worker count, in order of
-// first appearance; valid cells by median, the fastest in bold, then the invalid ones.
 // One cell of a report table: a field's value as text. Figures of an invalid cell, and a
 // figure that was not measured (NaN: no fairness for a non-lock cell), are left blank.
 template <class T>
@@ -218,6 +187,22 @@ std::string table_text(const T& value, bool valid) {
     }
 }
 
+// The run's context: every field of context_fields() that has a heading, then the suites.
+void context_table(std::string& out, const report_source& source) {
+    out += "<table class=\"context\"><caption>" + html(source.origin) + "</caption>\n";
+    for (const auto& f : context_fields()) {
+        if (f.heading.empty()) continue;
+        std::string text = visit_field(f, source.run.context, [](const auto& v) { return table_text(v, true); });
+        if (text.empty()) text = "(not known)";
+        out += "<tr><th>" + html(f.heading) + "</th><td>" + text + "</td></tr>\n";
+    }
+    std::string suites;
+    for (const auto& name : suites_of(source.run)) suites.append(suites.empty() ? "" : ", ").append(name);
+    out += "<tr><th>suites</th><td>" + html(suites) + "</td></tr>\n</table>\n";
+}
+
+// The table of a suite: one block per parameter point and worker count, in order of
+// first appearance; valid cells by median, the fastest in bold, then the invalid ones.
 // The table of a suite: the cells grouped as the text table groups them (group_cells), one
 // column per field that has a heading in the results model, then one per workload metric;
 // the fastest valid cell of each group in bold, invalid cells with their status and why.

@@ -118,26 +118,27 @@ std::size_t run_result::valid_cells() const {
     return n;
 }
 
-// Order is the order of CSV columns and of the JSON keys. Schema version 2 added
+// Order is the order of CSV columns and of the JSON keys. Schema version 2 added version,
 // library_build_type, run_status and operation (and the metrics table).
 std::span<const field<machine_context>> context_fields() {
     using c = machine_context;
-    static const std::array<field<c>, 15> fields{{
-        {"date", "date", &c::date},
-        {"label", "label", &c::label},
-        {"host_name", "host_name", &c::host_name},
-        {"cpu_model", "cpu_model", &c::cpu_model},
-        {"logical_cpus", "num_cpus", &c::logical_cpus},
-        {"cpu_list", "cpu_list", &c::cpu_list},
-        {"kernel", "kernel", &c::kernel},
-        {"compiler", "compiler", &c::compiler},
-        {"build_flags", "build_flags", &c::build_flags},
+    static const std::array<field<c>, 16> fields{{
+        {"date", "date", &c::date, 1, "date"},
+        {"label", "label", &c::label, 1, "label"},
+        {"host_name", "host_name", &c::host_name, 1, "host"},
+        {"cpu_model", "cpu_model", &c::cpu_model, 1, "CPU model"},
+        {"logical_cpus", "num_cpus", &c::logical_cpus, 1, "CPUs (online)"},
+        {"cpu_list", "cpu_list", &c::cpu_list, 1, "CPU list used"},
+        {"kernel", "kernel", &c::kernel, 1, "kernel"},
+        {"compiler", "compiler", &c::compiler, 1, "compiler"},
+        {"version", "contend_version", &c::version, 2, "contend version"},
+        {"build_flags", "build_flags", &c::build_flags, 1, "build flags"},
         {"library_build_type", "library_build_type", &c::library_build_type, 2},
-        {"governor", "governor", &c::governor},
-        {"wait_backend", "wait_backend", &c::wait_backend},
-        {"timer_slack_ns", "timer_slack_ns", &c::timer_slack_ns},
-        {"nanosleep_1ns_us", "nanosleep_1ns_us", &c::nanosleep_1ns_us},
-        {"run_status", "run_status", &c::run_status, 2},
+        {"governor", "governor", &c::governor, 1, "governor"},
+        {"wait_backend", "wait_backend", &c::wait_backend, 1, "wait backend"},
+        {"timer_slack_ns", "timer_slack_ns", &c::timer_slack_ns, 1, "timer slack, ns"},
+        {"nanosleep_1ns_us", "nanosleep_1ns_us", &c::nanosleep_1ns_us, 1, "1 ns nanosleep takes, \u00b5s"},
+        {"run_status", "run_status", &c::run_status, 2, "run"},
     }};
     return fields;
 }

@@ -70,6 +70,7 @@ struct machine_context {
     std::string cpu_list;  // the CPUs the run was allowed to use, e.g. "0-1"
     std::string kernel;  // uname -sr
     std::string compiler;  // e.g. "GCC 12.2.0"
+    std::string version;  // contend's version and git commit: "0.1.0 (git 3f5e6813a0b1)"
     std::string build_flags;  // build type and flags the lab was compiled with
     std::string library_build_type;  // "release" (NDEBUG) or "debug", as Google Benchmark says it
     std::string governor;  // cpufreq governor of cpu0, "" when not readable
@@ -90,7 +91,8 @@ struct cell_result {
     std::string operation = "op";  // what one operation is: "increment", "work_item", "byte"
 
     // "ok", or why the cell is not valid: "wrong_count" (or another failed workload check),
-    // "timed_out", "affinity_mismatch", "crashed", "no_repetitions". An invalid cell is
+    // "timed_out", "affinity_mismatch", "crashed", "no_repetitions", "skipped" (not run: the
+    // contender timed out at fewer workers in the same run). An invalid cell is
     // reported, never dropped.
     std::string status = "ok";
     std::string detail;  // human-readable reason for a non-ok status

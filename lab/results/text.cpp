@@ -127,6 +127,11 @@ std::string to_table(const run_result& run) {
                 std::string label = c->contender;
                 if (g.compares_points && !c->params.empty()) label.append("/").append(format_params(c->params));
                 char line[256];
+                if (c->status == "skipped") {
+                    std::snprintf(line, sizeof line, "  %-24s   skipped: ", label.c_str());
+                    out << line << c->detail << "\n";
+                    continue;
+                }
                 if (!c->valid()) {
                     std::snprintf(line, sizeof line, "  %-24s   INVALID (%s) ", label.c_str(), c->status.c_str());
                     out << line << c->detail << "\n";

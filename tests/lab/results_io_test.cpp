@@ -25,6 +25,7 @@ lab::run_result sample_run() {
     run.context.timer_slack_ns = 50000;
     run.context.nanosleep_1ns_us = 90.5;
     run.context.library_build_type = "release";
+    run.context.version = "0.1.0 (git 0123456789ab)";
     lab::cell_result c;
     c.suite = "counter";
     c.contender = "contend_mutex";
