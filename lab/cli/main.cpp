@@ -50,11 +50,11 @@ void install_stop_handlers() {
     std::signal(SIGPIPE, SIG_IGN);
 }
 
-// The default run is the short one: steady cells stop after 3 repetitions, a repetition
-// has 5 s, and a contender that timed out is not run at more workers. --full runs every
-// cell, every repetition, with 20 s each.
+// The default run is the short one: steady or long cells stop after 3 repetitions, a
+// repetition has 3 s, and a contender that timed out is not run at more workers. --full
+// runs every cell, every repetition, with 20 s each.
 constexpr std::int32_t default_min_repetitions = 3;
-constexpr double default_deadline_s = 5, full_deadline_s = 20;
+constexpr double default_deadline_s = 3, full_deadline_s = 20;
 
 struct bench_args {
     bool list = false;
@@ -101,6 +101,7 @@ int run_bench(bench_args& a) {
     if (a.quick) o.harness.repetitions = 3;
     o.run_after_timeout = a.full;
     o.harness.min_repetitions = a.full ? o.harness.repetitions : default_min_repetitions;
+    o.harness.time_to_stop_s = 20 * o.harness.min_time_s;  // 1 s at the default 50 ms
     if (!a.deadline_given) o.harness.deadline_s = a.full ? full_deadline_s : default_deadline_s;
     if (!a.workers.empty()) o.workers = parse_workers(a.workers);
     if (a.quick && o.workers.empty()) o.workers = {1, 2};
@@ -186,7 +187,8 @@ int run_bench(bench_args& a) {
         text << "\n"
              << short_cells << " cells stopped after fewer than " << o.harness.repetitions
              << " repetitions: their p25-p75 spread was within " << o.harness.spread_to_stop * 100
-             << " % of the median (--full runs every repetition).";
+             << " % of the median, or their repetitions had lasted " << o.harness.time_to_stop_s
+             << " s in all (--full runs every repetition).";
     if (skipped > 0)
         text << "\n" << skipped << " cells skipped: their contender timed out at fewer workers (--full runs them).";
     text << "\n" << valid << " of " << run.cells.size() << " cells valid";
@@ -273,7 +275,7 @@ int main(int argc, char** argv) {
     bench->add_flag("--quick", a.quick, "Smoke run: 5 ms repetitions, 3 of them, workers 1 and 2");
     bench->add_option("--min-time", a.min_time_ms, "Minimum duration of one repetition, ms")->capture_default_str();
     bench->add_option("--reps", o.harness.repetitions, "Timed repetitions per cell, 1..1000")->capture_default_str();
-    bench->add_option("--deadline", o.harness.deadline_s, "Deadline of one repetition, s (default 5; --full: 20)");
+    bench->add_option("--deadline", o.harness.deadline_s, "Deadline of one repetition, s (default 3; --full: 20)");
     bench->add_flag("--full", a.full,
                     "Every cell and every repetition: no stop at a small spread, no skip after a timeout, 20 s "
                     "deadlines");

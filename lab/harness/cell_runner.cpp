@@ -69,6 +69,7 @@ nlohmann::json settings_to_json(const cell_settings& s) {
             {"repetitions", h.repetitions},
             {"min_repetitions", h.min_repetitions},
             {"spread_to_stop", h.spread_to_stop},
+            {"time_to_stop_s", h.time_to_stop_s},
             {"deadline_s", h.deadline_s},
             {"pin", h.pin},
             {"burn_per_us", s.burn_per_us},
@@ -86,6 +87,7 @@ cell_settings settings_from_json(const nlohmann::json& j) {
         h.repetitions = j.at("repetitions").get<std::int32_t>();
         h.min_repetitions = j.at("min_repetitions").get<std::int32_t>();
         h.spread_to_stop = j.at("spread_to_stop").get<double>();
+        h.time_to_stop_s = j.at("time_to_stop_s").get<double>();
         h.deadline_s = j.at("deadline_s").get<double>();
         h.pin = j.at("pin").get<std::string>();
         s.burn_per_us = j.at("burn_per_us").get<double>();

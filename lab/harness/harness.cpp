@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <sstream>
@@ -224,8 +225,15 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     return result;
 }
 
-std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns) {
-    if (wall_ns >= min_time_ns || ops >= (std::uint64_t{1} << 40)) return 0;
+std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns, bool may_shrink) {
+    if (ops >= (std::uint64_t{1} << 40)) return 0;
+    if (wall_ns >= min_time_ns) {
+        if (!may_shrink || wall_ns <= calibration_overshoot * min_time_ns || ops <= 64) return 0;
+        // Far too long: the work did not scale linearly (a lock that convoys only once the
+        // run is long enough for its waiters to be descheduled). Aim at the minimum again.
+        const auto shrunk = static_cast<std::uint64_t>(static_cast<double>(ops) * min_time_ns * 1.2 / wall_ns);
+        return std::max<std::uint64_t>(shrunk, 64);
+    }
     const double grow = wall_ns > 0 ? min_time_ns * 1.2 / wall_ns : 16.0;
     return static_cast<std::uint64_t>(static_cast<double>(ops) * std::clamp(grow, 2.0, 16.0));
 }
@@ -261,7 +269,9 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
             cell.detail = r.affinity_detail;
         } else if (r.timed_out) {
             cell.status = "timed_out";
-            cell.detail = "a repetition missed its " + std::to_string(options.deadline_s) + " s deadline";
+            char seconds[32];
+            std::snprintf(seconds, sizeof seconds, "%g", options.deadline_s);
+            cell.detail = std::string("a repetition missed its ") + seconds + " s deadline";
         } else if (!r.check.ok()) {
             cell.status = r.check.status;
             cell.detail = r.check.detail;
@@ -271,18 +281,21 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
 
     // Calibration: grow the work until one repetition lasts min_time (untimed warm-ups).
     std::uint64_t ops = 64;
-    for (;;) {
+    for (int shrinks = 0;;) {
         const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s, 0);
         if (options.on_repetition) options.on_repetition();
         if (!check(r)) return cell;
-        const std::uint64_t next = next_calibration_ops(ops, r.wall_ns, options.min_time_s * 1e9);
+        const std::uint64_t next =
+            next_calibration_ops(ops, r.wall_ns, options.min_time_s * 1e9, shrinks < max_calibration_shrinks);
         if (next == 0) break;
+        if (next < ops) ++shrinks;
         ops = next;
     }
     cell.ops_per_worker = ops;
 
     std::vector<double> cpu_per_op, min_shares, max_shares;
     std::vector<std::pair<std::string, std::vector<double>>> metric_samples;  // per name, per repetition
+    double timed_ns = 0;
     for (std::int32_t rep = 0; rep < options.repetitions; ++rep) {
         const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s,
                                       cell.has_fairness ? fairness_window * options.min_time_s : 0);
@@ -311,13 +324,14 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
             max_shares.push_back(mean > 0 ? static_cast<double>(*hi) / mean : 0);
         }
         ++cell.repetitions;
-        // Enough once the spread is small: the quartiles of the samples so far lie within
-        // spread_to_stop of their median (at least min_repetitions samples).
+        timed_ns += r.wall_ns;
+        // Enough, after min_repetitions, once the spread is small (the quartiles of the
+        // samples so far lie within spread_to_stop of their median) or the repetitions have
+        // lasted time_to_stop_s in all (a lock whose runs convoy can take a second each).
         if (cell.repetitions >= options.min_repetitions && cell.repetitions < options.repetitions) {
             const double mid = median(cell.ns_per_op);
-            if (mid > 0 &&
-                quantile(cell.ns_per_op, 0.75) - quantile(cell.ns_per_op, 0.25) <= options.spread_to_stop * mid)
-                break;
+            const double spread = quantile(cell.ns_per_op, 0.75) - quantile(cell.ns_per_op, 0.25);
+            if ((mid > 0 && spread <= options.spread_to_stop * mid) || timed_ns >= options.time_to_stop_s * 1e9) break;
         }
     }
     if (cell.repetitions == 0) {

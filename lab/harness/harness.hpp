@@ -28,11 +28,13 @@ namespace contend::lab {
 struct harness_options {
     double min_time_s = 0.05;
     std::int32_t repetitions = 5;
-    // Fewer repetitions when the figure is already steady: after min_repetitions (and each
-    // later one), a cell stops when its samples' interquartile range is at most
-    // spread_to_stop times their median. min_repetitions >= repetitions: always all of them.
+    // Fewer repetitions when more would add little: after min_repetitions (and each later
+    // one), a cell stops when its samples' interquartile range is at most spread_to_stop
+    // times their median, or when its timed repetitions have lasted time_to_stop_s in all.
+    // min_repetitions >= repetitions: always all of them.
     std::int32_t min_repetitions = 5;
     double spread_to_stop = 0.02;
+    double time_to_stop_s = 1;
     double deadline_s = 20;
     // "none", "compact" (worker i on the i-th allowed CPU, wrapping), "spread" (workers
     // spaced evenly over the allowed CPUs), or a CPU list such as "0-3,8" (every worker
@@ -83,10 +85,16 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
 inline constexpr double fairness_window = 0.75;
 
 // Calibration rule: after a repetition of `ops` per worker took `wall_ns`, the next
-// size to try, or 0 when `ops` already lasts min_time_ns. Grows by the measured shortfall
-// (plus 20 %), at least 2x and at most 16x per step, so a noisy first step cannot
-// overshoot wildly.
-std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns);
+// size to try, or 0 when `ops` is right. Too short: grow by the measured shortfall (plus
+// 20 %), at least 2x and at most 16x per step, so a noisy first step cannot overshoot
+// wildly. Long enough: done, unless it lasted more than calibration_overshoot times
+// min_time and `may_shrink`: then shrink by the measured excess. Work that does not scale
+// linearly (a FIFO lock whose waiters start being descheduled only in longer runs) can
+// make a 16x step last a second where 50 ms were asked for, and every repetition after it
+// would too. run_cell allows max_calibration_shrinks, so calibration always ends.
+inline constexpr double calibration_overshoot = 3;
+inline constexpr int max_calibration_shrinks = 2;
+std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns, bool may_shrink = true);
 
 // Calibrates and runs one cell in this process.
 cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,

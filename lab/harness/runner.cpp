@@ -49,8 +49,9 @@ bench_plan plan_suite(const bench_options& o) {
         throw std::invalid_argument("the deadline must be a positive number of seconds (at most 1e6)");
     if (h.repetitions < 1 || h.repetitions > 1000) throw std::invalid_argument("repetitions must be 1..1000");
     if (h.min_repetitions < 1) throw std::invalid_argument("the minimum number of repetitions must be at least 1");
-    if (!std::isfinite(h.spread_to_stop) || h.spread_to_stop < 0)
-        throw std::invalid_argument("the spread that ends repetitions must be a number >= 0");
+    if (!std::isfinite(h.spread_to_stop) || h.spread_to_stop < 0 || std::isnan(h.time_to_stop_s) ||
+        h.time_to_stop_s < 0)
+        throw std::invalid_argument("the spread and the time that end repetitions must be numbers >= 0");
     for (const auto w : plan.workers) (void)placement(h.pin, w);  // throws for a pin this process cannot use
     if (!is_printable_utf8(o.label))
         throw std::invalid_argument("the label must be printable UTF-8 (no control characters)");

@@ -49,6 +49,17 @@ TEST(Harness, CalibrationGrowsTheWorkUntilARepetitionLastsTheMinimumTime) {
     EXPECT_EQ(lab::next_calibration_ops(1000, 60e6, min_time_ns), 0u);
 }
 
+TEST(Harness, CalibrationShrinksAStepThatLastedFarTooLong) {
+    // A step that lasted 20x the minimum (work that convoys only in longer runs): aim at the
+    // minimum again, by the measured excess; within 3x, or when shrinking is used up, keep it.
+    const double min_time_ns = 50e6;
+    const std::uint64_t next = lab::next_calibration_ops(1'000'000, 20 * min_time_ns, min_time_ns);
+    EXPECT_EQ(next, 60'000u);
+    EXPECT_EQ(lab::next_calibration_ops(1'000'000, 2.5 * min_time_ns, min_time_ns), 0u);
+    EXPECT_EQ(lab::next_calibration_ops(1'000'000, 20 * min_time_ns, min_time_ns, false), 0u);
+    EXPECT_EQ(lab::next_calibration_ops(64, 20 * min_time_ns, min_time_ns), 0u) << "never below the first size";
+}
+
 TEST(Harness, ACorrectContenderIsValidWithItsSamplesAndQuartiles) {
     const auto cell = lab::run_cell(selftest("ok"), "selftest", 2, quick());
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
