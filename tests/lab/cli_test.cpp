@@ -10,29 +10,17 @@
 #include "harness/disasm.hpp"
 #include "run_cli.hpp"
 #include "suites/suites.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
 using contend_test::cli_outcome;
 cli_outcome run(const std::string& args) { return contend_test::run_cli(args); }
 
-class Cli : public ::testing::Test {
+class Cli : public contend_test::temp_dir_test {
 protected:
-    void SetUp() override {
-        dir_ =
-            std::filesystem::temp_directory_path() / ("contend_cli_test_" + std::to_string(::getpid()) + "_" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-    std::string files() const {
-        return "--json " + (dir_ / "run.json").string() + " --db " + (dir_ / "history.db").string();
-    }
-    nlohmann::json result() const {
-        std::ifstream in(dir_ / "run.json");
-        return nlohmann::json::parse(in);
-    }
-    std::filesystem::path dir_;
+    std::string files() const { return "--json " + path("run.json") + " --db " + path("history.db"); }
+    nlohmann::json result() const { return nlohmann::json::parse(read(dir_ / "run.json")); }
 };
 
 }  // namespace

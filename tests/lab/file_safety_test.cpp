@@ -22,6 +22,7 @@
 #include "results/history.hpp"
 #include "results/results_io.hpp"
 #include "run_cli.hpp"
+#include "temp_dir.hpp"
 
 extern char** environ;
 
@@ -32,22 +33,9 @@ using contend_test::cli_outcome;
 using contend_test::run_cli;
 using contend_test::shell_quote;
 
-class FileSafety : public ::testing::Test {
+class FileSafety : public contend_test::temp_dir_test {
 protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("contend_file_safety_" + std::to_string(::getpid()) + "_" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
     std::string q(const std::string& name) const { return shell_quote(path(name)); }
-    static std::string read(const fs::path& p) {
-        std::ifstream in(p, std::ios::binary);
-        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    }
-    static void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
     // A quick, valid run of the self-test suite.
     static std::string quick() { return "bench --suite selftest --contenders ok --workers 1 --min-time 1 --reps 2 "; }
     // A history holding one run, and its bytes.
@@ -56,7 +44,6 @@ protected:
         EXPECT_EQ(o.exit_code, 0) << o.output;
         return read(path(name));
     }
-    fs::path dir_;
 };
 
 void expect_refused(const cli_outcome& o, const std::string& says) {

@@ -1,6 +1,7 @@
 #include "results/history.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cmath>
 #include <cstdint>
@@ -15,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include <sqlite3.h>
 #include "results/results.hpp"
+#include "temp_dir.hpp"
 
 namespace contend_test {
 namespace {
@@ -27,31 +28,10 @@ using contend::lab::history_store;
 using contend::lab::machine_context;
 using contend::lab::run_result;
 
-// Each test gets its own directory, so tests neither see nor clean up each other's files.
-class History : public ::testing::Test {
+class History : public temp_dir_test {
 protected:
-    void SetUp() override {
-        std::random_device random;
-        const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        dir_ = fs::temp_directory_path() /
-               ("contend_history_" + test + "_" + std::to_string(random()) + "_" + std::to_string(random()));
-        ASSERT_TRUE(fs::create_directory(dir_)) << dir_;
-    }
-
-    void TearDown() override {
-        std::error_code ignored;
-        fs::remove_all(dir_, ignored);
-    }
-
-    std::string db_path() const { return (dir_ / "history.db").string(); }
-
-    fs::path dir_;
+    std::string db_path() const { return path("history.db"); }
 };
-
-std::string read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // Every field distinct from its neighbours, so that two swapped columns cannot pass.
 run_result sample_run(const std::string& label) {
@@ -285,7 +265,7 @@ TEST_F(History, RefusesAFileThatIsNotADatabaseAndLeavesItAlone) {
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find(db_path()), std::string::npos) << e.what();
     }
-    EXPECT_EQ(read_bytes(db_path()), garbage);
+    EXPECT_EQ(read(db_path()), garbage);
     // No journal or other file left beside it either.
     EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
 }
@@ -383,14 +363,14 @@ void expect_version_one_run(const run_result& run) {
 
 TEST_F(History, AVersionOneHistoryIsReadAsItIsAndMigratedWhenWritten) {
     run_sql(db_path(), schema_v1);
-    const std::string v1_bytes = read_bytes(db_path());
+    const std::string v1_bytes = read(db_path());
     {
         const history_store reader(db_path(), contend::lab::history_access::read_only);
         EXPECT_EQ(reader.schema_version_of_file(), 1);
         expect_version_one_run(reader.runs().at(0));
         EXPECT_THROW(const_cast<history_store&>(reader).append(sample_run("no")), std::runtime_error);
     }
-    EXPECT_EQ(read_bytes(db_path()), v1_bytes) << "reading migrates nothing";
+    EXPECT_EQ(read(db_path()), v1_bytes) << "reading migrates nothing";
 
     history_store store(db_path());  // opened for writing: migrated
     EXPECT_EQ(store.schema_version_of_file(), 2);
@@ -401,7 +381,7 @@ TEST_F(History, AVersionOneHistoryIsReadAsItIsAndMigratedWhenWritten) {
 
 TEST_F(History, ADatabaseOfAnotherSchemaIsRefusedAndLeftUntouched) {
     run_sql(db_path(), "CREATE TABLE runs (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO runs (note) VALUES ('x');");
-    const std::string before = read_bytes(db_path());
+    const std::string before = read(db_path());
     for (const auto access : {contend::lab::history_access::read_write, contend::lab::history_access::read_only}) {
         try {
             history_store store(db_path(), access);
@@ -411,7 +391,7 @@ TEST_F(History, ADatabaseOfAnotherSchemaIsRefusedAndLeftUntouched) {
         }
     }
     EXPECT_THROW(history_store::check_appendable(db_path()), std::runtime_error);
-    EXPECT_EQ(read_bytes(db_path()), before);
+    EXPECT_EQ(read(db_path()), before);
     EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
 
     // The same version number as ours does not make a database ours.

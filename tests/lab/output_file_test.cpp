@@ -12,6 +12,8 @@
 #include <iterator>
 #include <string>
 
+#include "temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -21,25 +23,11 @@ using contend::lab::is_printable_utf8;
 using contend::lab::output_error;
 using contend::lab::write_output_file;
 
-class OutputFile : public ::testing::Test {
+class OutputFile : public contend_test::temp_dir_test {
 protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("contend_output_test_" + std::to_string(::getpid()) + "_" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-    static std::string read(const fs::path& p) {
-        std::ifstream in(p, std::ios::binary);
-        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    }
-    static void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
     std::size_t entries() const {
         return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
     }
-    fs::path dir_;
 };
 
 TEST_F(OutputFile, ReplacesTheFileWholeAndLeavesNoTemporaryFile) {

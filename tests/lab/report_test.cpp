@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 #include "run_cli.hpp"
+#include "temp_dir.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -421,14 +422,8 @@ namespace {
 using contend_test::cli_outcome;
 using contend_test::run_cli;
 
-class ReportCli : public ::testing::Test {
+class ReportCli : public contend_test::temp_dir_test {
 protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("contend_report_test_" + std::to_string(::getpid()) + "_" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
     std::string page() const { return (dir_ / "out" / "page.html").string(); }
     // Fails unless the command fails, says `says`, and leaves no page behind.
     void expect_refused(const std::string& args, const std::string& says) const {
@@ -438,7 +433,6 @@ protected:
         EXPECT_FALSE(fs::exists(page())) << args;
         EXPECT_FALSE(fs::exists(dir_ / "out")) << "nothing half-written";
     }
-    fs::path dir_;
 };
 
 }  // namespace
