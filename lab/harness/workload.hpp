@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -234,33 +236,50 @@ double burn_iterations_per_us();
 // cell to cell, which is the size of the differences the hold suite looks for).
 void set_burn_iterations_per_us(double rate);
 
+// One lock contender per point of a suite's parameter `key`: `describe(v)` is appended to
+// the description, `make(v)` builds the workload (of type Workload, whose run() holds the
+// hot loop that `contend disasm` looks for).
+template <class Workload, class Value, class Describe, class Make>
+void append_lock_points(std::vector<contender>& out, const std::string& name, const std::string& description,
+                        const char* key, std::initializer_list<Value> values, Describe describe, Make make) {
+    for (const Value v : values) {
+        contender c;
+        c.name = name;
+        c.description = description + describe(v);
+        c.is_lock = true;
+        c.params = {{key, std::to_string(v)}};
+        c.workload_type = demangled_type_name<Workload>();
+        c.make = [make, v]() -> std::unique_ptr<workload> { return make(v); };
+        out.push_back(std::move(c));
+    }
+}
+
 // The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.
 template <class Lock>
 void append_hold_points(std::vector<contender>& out, const std::string& name, const std::string& description) {
-    for (const int cs_us : {0, 1, 20, 200}) {
-        contender c;
-        c.name = name;
-        c.description = description + ", " + std::to_string(cs_us) + " us of work inside";
-        c.is_lock = true;
-        c.params = {{"cs_us", std::to_string(cs_us)}};
-        c.workload_type = demangled_type_name<locked_work<Lock>>();
-        c.make = [cs_us] {
+    append_lock_points<locked_work<Lock>, int>(
+        out, name, description, "cs_us", {0, 1, 20, 200},
+        [](int cs_us) { return ", " + std::to_string(cs_us) + " us of work inside"; },
+        [](int cs_us) {
             const auto iterations = static_cast<std::uint64_t>(burn_iterations_per_us() * cs_us);
             return std::make_unique<locked_work<Lock>>(iterations);
-        };
-        out.push_back(std::move(c));
-    }
+        });
 }
 
 // Many locks: a table of `stripes` (lock, counter) pairs laid out as a program lays out a
 // striped table (not padded: neighbouring stripes share cache lines). Each operation picks
 // a stripe at random (xorshift64, one stream per worker) and increments its counter under
 // its lock. With few stripes and more workers than CPUs, a holder is often preempted while
-// others want its stripe; with many, most acquisitions find the lock free.
+// others want its stripe; with many, most acquisitions find the lock free. The count is a
+// power of two, so a stripe is picked with a mask: a `%` would put a 64-bit division
+// (tens of cycles) into every operation of every contender.
 template <class Lock>
 class striped_counters final : public counting_workload {
 public:
-    explicit striped_counters(std::size_t stripes) : stripes_(new stripe[stripes]), count_(stripes) {}
+    explicit striped_counters(std::size_t stripes) : stripes_(new stripe[stripes]), count_(stripes) {
+        if (stripes == 0 || (stripes & (stripes - 1)) != 0)
+            throw std::invalid_argument("the stripe count must be a power of two");
+    }
     void reset() override {
         for (std::size_t i = 0; i < count_; ++i) stripes_[i].count = 0;
     }
@@ -271,7 +290,7 @@ public:
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            stripe& s = stripes_[x % count_];
+            stripe& s = stripes_[x & (count_ - 1)];
             s.lock.lock();
             s.count = s.count + 1;
             s.lock.unlock();
@@ -295,16 +314,10 @@ private:
 // The striped suite's points for one lock: 1 to 65,536 locks.
 template <class Lock>
 void append_striped_points(std::vector<contender>& out, const std::string& name, const std::string& description) {
-    for (const std::size_t locks : {1, 4, 16, 64, 1024, 65536}) {
-        contender c;
-        c.name = name;
-        c.description = description + ", one of " + std::to_string(locks) + " locks at random";
-        c.is_lock = true;
-        c.params = {{"locks", std::to_string(locks)}};
-        c.workload_type = demangled_type_name<striped_counters<Lock>>();
-        c.make = [locks] { return std::make_unique<striped_counters<Lock>>(locks); };
-        out.push_back(std::move(c));
-    }
+    append_lock_points<striped_counters<Lock>, std::size_t>(
+        out, name, description, "locks", {1, 4, 16, 64, 1024, 65536},
+        [](std::size_t locks) { return ", one of " + std::to_string(locks) + " locks at random"; },
+        [](std::size_t locks) { return std::make_unique<striped_counters<Lock>>(locks); });
 }
 
 // How a suite runs its list of locks: around one plain increment (counter), around 0 to

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -59,6 +60,19 @@ INSTANTIATE_TEST_SUITE_P(Listed, EverySuiteContender,
                                  if (ch == '-') ch = '_';
                              return n;
                          });
+
+TEST(StripedSuite, TheStripeCountIsAPowerOfTwoSoAMaskPicksTheStripe) {
+    // A `%` would put a 64-bit division into every operation of every contender.
+    EXPECT_THROW(lab::striped_counters<std::mutex>(3), std::invalid_argument);
+    EXPECT_THROW(lab::striped_counters<std::mutex>(0), std::invalid_argument);
+    auto w = counting("striped", "std_mutex/locks:16");
+    lab::progress_counters progress(2);
+    std::atomic<bool> stop{false};
+    w->reset();
+    EXPECT_EQ(w->run(0, 1000, stop, progress), 1000u);
+    EXPECT_EQ(w->run(1, 500, stop, progress), 500u);
+    EXPECT_EQ(w->observed_total(), 1500u);
+}
 
 TEST(TaxSuite, ExpectsOneIncrementPerFullRunOfItemsPerWorker) {
     // Ratio 10: worker 0 completes 25 items (2 increments), worker 1 nine (none).
