@@ -1,7 +1,7 @@
 // The lock family beside the platform mutex, as the sleeping-spinlock study measures them
 // (see docs/references.md, sleeping-spinlock-study).
 //
-//   uncontended/<lock>         lock+unlock on one thread; bare_cas_pair is the physical
+//   uncontended/<lock>         lock+unlock on one thread (thin_lock too); bare_cas_pair is the physical
 //                              floor: one CAS-acquire and one release store
 //   counter/<lock>/threads:N   N threads increment one plain counter under the lock
 //                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
@@ -29,6 +29,7 @@
 
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
+#include "contend/thin_lock.hpp"
 
 namespace {
 
@@ -199,6 +200,8 @@ int main(int argc, char** argv) {
         contend::mutex::set_spin_limit(static_cast<std::uint32_t>(std::atoi(spin)));
     benchmark::RegisterBenchmark("uncontended/bare_cas_pair", uncontended<bare_cas_pair>);
     register_lock<contend::mutex>("contend_mutex");
+    // The thin lock (the Monitor's header word) shares the mutex's fast-path design.
+    benchmark::RegisterBenchmark("uncontended/thin_lock", uncontended<contend::thin_lock>);
     register_lock<std::mutex>("std_mutex");
     register_lock<contend::backoff_spin_lock>("backoff_spin_lock");
     register_lock<contend::sleeping_spin_lock>("sleeping_spin_lock");

@@ -1,11 +1,15 @@
 #include <atomic>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <type_traits>
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
+#include "contend/internal/prefetch.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/wait_backend.hpp"
 #include "platform/wait.hpp"
@@ -63,6 +67,31 @@ TEST(Platform, CompactThreadIdsAreReusedAfterThreadsExit) {
     // 200 threads one after another must not walk up through 200 fresh ids.
     EXPECT_LE(high_water, live_before + 64);
     EXPECT_EQ(ci::live_compact_thread_ids(), live_before);
+}
+
+// The mutex's fast path issues PREFETCHW only where the CPU reports it: the library's
+// detection must agree with the kernel's view of the same CPUID bit.
+TEST(Platform, PrefetchForWriteIsEnabledExactlyWhereTheCpuReportsIt) {
+#if defined(__x86_64__) && defined(__linux__)
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    ASSERT_TRUE(cpuinfo) << "cannot read /proc/cpuinfo";
+    std::string line;
+    bool found_flags = false, reported = false;
+    while (std::getline(cpuinfo, line)) {
+        if (line.rfind("flags", 0) != 0) continue;
+        found_flags = true;
+        std::istringstream words(line.substr(line.find(':') + 1));
+        for (std::string w; words >> w;) reported = reported || w == "3dnowprefetch";
+        break;
+    }
+    ASSERT_TRUE(found_flags);
+    EXPECT_EQ(ci::prefetchw_supported, reported);
+#else
+    EXPECT_FALSE(ci::prefetchw_supported);
+#endif
+    char byte = 0;
+    ci::prefetch_for_write(&byte);  // a hint: must neither fault nor change the byte
+    EXPECT_EQ(byte, 0);
 }
 
 TEST(WaitBackend, ReturnsAtOnceWhenTheWordDiffers) {

@@ -26,12 +26,13 @@
 // and counted in a waiter slot (internal/waiter_slots.hpp); src/waiter_registry.cpp says
 // why a plain-store unlock still cannot miss one.
 //
-// Costs: lock() is a load and one CAS when free. unlock() is a load, a release store and
-// two loads of a read-mostly slot when nobody waits, and a load and a store when a
-// designee naps. A contended lock() spins briefly (set_spin_limit), then becomes the
-// designee or queues; when at least two waiters per CPU want the mutex, a new waiter
-// stays runnable and yields (up to 20 ms) instead of queueing, so that the scheduler, not
-// one wake-up at a time, rotates a crowd (CPU time for throughput and fairness).
+// Costs: lock() is a prefetch for write, a load and one CAS when free. unlock() is a
+// load, a release store and two loads of a read-mostly slot when nobody waits, and a load
+// and a store when a designee naps. A contended lock() spins briefly (set_spin_limit),
+// then becomes the designee or queues; when at least two waiters per CPU want the mutex, a
+// new waiter stays runnable and yields (up to 20 ms) instead of queueing, so that the
+// scheduler, not one wake-up at a time, rotates a crowd (CPU time for throughput and
+// fairness).
 //
 // Fairness: barging is allowed (throughput), but the designee is handed the mutex after
 // 1 ms, designees are drawn from the queue in order, and an unlock that wakes a queued
@@ -50,6 +51,7 @@
 #include <cstdint>
 
 #include "contend/internal/deadline.hpp"
+#include "contend/internal/prefetch.hpp"
 #include "contend/internal/waiter_slots.hpp"
 
 namespace contend {
@@ -63,7 +65,9 @@ public:
     void lock() {
         // Load first: a free mutex may carry WAKING (a designee naps while the holder
         // re-acquires), and a CAS expecting exactly 0 would send every such acquisition
-        // down the slow path. The load hits the line the CAS needs anyway.
+        // down the slow path. The prefetch asks for the line exclusive, so the load does
+        // not fetch it shared only for the CAS to wait for ownership (internal/prefetch.hpp).
+        internal::prefetch_for_write(&state_);
         std::uint8_t s = state_.load(std::memory_order_relaxed);
         if ((s & held_bit) || !state_.compare_exchange_strong(s, static_cast<std::uint8_t>(s | held_bit),
                                                               std::memory_order_acquire, std::memory_order_relaxed))
