@@ -6,12 +6,16 @@
 // no waiter in between release one thread: it is a flag, not a counting semaphore).
 //
 // State word (both):
-//   | bit          | meaning                                      |
-//   |--------------|----------------------------------------------|
-//   | 0x1 SET      | signalled                                    |
-//   | 0x2 WAITERS  | threads may be parked on the event's address |
+//   | bit          | meaning                                         | written by                  |
+//   |--------------|-------------------------------------------------|-----------------------------|
+//   | 0x1 SET      | signalled                                       | set, reset, a consuming wait|
+//   | 0x2 WAITERS  | threads may be parked on the event's address    | park's validation, set      |
+//   | 0x4 WATCHED  | a registered wait of a thread pool watches it:  | watch_event / unwatch_event,|
+//   |              | set() notifies the watchers (src/event.cpp)     | under the watch table lock  |
 // set() on an event nobody waits on is one locked instruction (manual: a fetch_or; auto: a
 // load and a CAS); wait() on a set event is one load (manual) or a load and a CAS (auto).
+// set() tests WAITERS and WATCHED together in the old value it already has, so watching
+// costs an unwatched event nothing.
 #pragma once
 
 #include <atomic>
@@ -21,6 +25,10 @@
 #include "contend/internal/deadline.hpp"
 
 namespace contend {
+
+namespace internal {
+struct event_access;
+}
 
 class manual_reset_event {
 public:
@@ -45,9 +53,12 @@ public:
     }
 
 private:
+    friend struct internal::event_access;
     static constexpr std::uint32_t set_bit = 1;
     static constexpr std::uint32_t waiters_bit = 2;
+    static constexpr std::uint32_t watched_bit = 4;
     bool wait_until_internal(internal::deadline until) noexcept;
+    void set_slow(std::uint32_t before) noexcept;
 
     std::atomic<std::uint32_t> state_;
 };
@@ -75,8 +86,10 @@ public:
     }
 
 private:
+    friend struct internal::event_access;
     static constexpr std::uint32_t set_bit = 1;
     static constexpr std::uint32_t waiters_bit = 2;
+    static constexpr std::uint32_t watched_bit = 4;
 
     bool try_consume() noexcept {
         std::uint32_t s = state_.load(std::memory_order_relaxed);
@@ -90,5 +103,33 @@ private:
 
     std::atomic<std::uint32_t> state_;
 };
+
+// Watching, for the thread pool's registered waits (src/pool/wait_thread.cpp): one service
+// thread follows many events without parking on any of them. `event` is a
+// manual_reset_event (auto_reset false) or an auto_reset_event (true) that outlives the watch.
+namespace internal {
+
+// Embedded in whatever watches; one watcher may watch one event at a time.
+struct event_watcher {
+    // Called by set(), on the setting thread, for every set() that finds WATCHED (on an
+    // auto_reset_event: every set() that leaves the event set, not one handed to a parked
+    // thread). It runs under the watch table's lock: it must be short, must not throw, and
+    // must not set, watch or unwatch an event.
+    void (*signalled)(event_watcher* self) noexcept = nullptr;
+};
+
+// Adds the watcher (and sets WATCHED); from the return on, every set() calls
+// watcher->signalled. Returns whether the event was set when WATCHED went on: a set()
+// before that point notified nobody, so the caller must treat `true` as a signal. Throws
+// std::bad_alloc.
+bool watch_event(void* event, bool auto_reset, event_watcher* watcher);
+// Removes the watcher (and clears WATCHED with the last one). Once it returns, no
+// signalled() call for this watcher is running or will start.
+void unwatch_event(void* event, bool auto_reset, event_watcher* watcher) noexcept;
+// What a waiting thread would get: manual, whether the event is set; auto, whether this
+// call consumed a set (a parked thread or another consumer may have taken it first).
+bool take_event(void* event, bool auto_reset) noexcept;
+
+}  // namespace internal
 
 }  // namespace contend

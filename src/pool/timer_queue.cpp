@@ -1,0 +1,120 @@
+// The timer thread sleeps on a condition variable until the earliest deadline; add() wakes
+// it only when the new timer becomes the earliest, so 100,000 timers cost one wake-up per
+// batch of due ones, not one per add. Due callbacks are handed to dispatch outside the
+// lock, so a callback (or the pool) may add and cancel timers while others are dispatched.
+#include "pool/timer_queue.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+namespace contend::internal {
+
+namespace {
+
+// Rebuild the heap only when it is mostly dead entries and big enough for it to matter: a
+// rebuild is linear, so at most one per as many cancels as there were live timers.
+constexpr std::size_t compact_min_heap = 1024;
+
+}  // namespace
+
+timer_queue::timer_queue(std::string name, dispatch_fn dispatch)
+    : name_(std::move(name)), dispatch_(std::move(dispatch)) {}
+
+timer_queue::~timer_queue() {
+    {
+        std::lock_guard guard(lock_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    for (auto& [id, node] : pending_) node->discard(node);
+}
+
+std::uint64_t timer_queue::add(clock::time_point due, task_node* callback) {
+    task_holder held(callback);  // discarded, not leaked, if anything below throws
+    bool earliest = false;
+    std::uint64_t id = 0;
+    {
+        std::lock_guard guard(lock_);
+        if (!thread_.joinable()) thread_ = os_thread(name_ + "-timer", service_thread_stack, [this] { run(); });
+        id = next_id_++;
+        pending_.emplace(id, held.node);
+        try {
+            heap_.push_back(entry{due, id});
+        } catch (...) {
+            pending_.erase(id);
+            throw;
+        }
+        held.release();
+        // Cancelled entries may sit above the new one: waking for it then costs a spurious
+        // wake-up at worst, while not waking could sleep past its deadline.
+        earliest = heap_.size() == 1 || due < heap_.front().due;
+        std::push_heap(heap_.begin(), heap_.end(), later{});
+    }
+    if (earliest) wake_.notify_one();
+    return id;
+}
+
+bool timer_queue::cancel(std::uint64_t id) {
+    task_node* node = nullptr;
+    {
+        std::lock_guard guard(lock_);
+        const auto it = pending_.find(id);
+        if (it == pending_.end()) return false;
+        node = it->second;
+        pending_.erase(it);
+        compact_if_stale();
+    }
+    node->discard(node);  // outside the lock: a captured object's destructor may do anything
+    return true;
+}
+
+std::size_t timer_queue::size() const {
+    std::lock_guard guard(lock_);
+    return pending_.size();
+}
+
+void timer_queue::compact_if_stale() {
+    if (heap_.size() < compact_min_heap || heap_.size() - pending_.size() <= pending_.size()) return;
+    std::erase_if(heap_, [this](const entry& e) { return !pending_.contains(e.id); });
+    std::make_heap(heap_.begin(), heap_.end(), later{});
+}
+
+void timer_queue::run() {
+    std::vector<task_node*> due;
+    std::unique_lock lk(lock_);
+    while (!stopping_) {
+        // Cancelled timers on top would only cost a wake-up at their old deadline.
+        while (!heap_.empty() && !pending_.contains(heap_.front().id)) {
+            std::pop_heap(heap_.begin(), heap_.end(), later{});
+            heap_.pop_back();
+        }
+        if (heap_.empty()) {
+            wake_.wait(lk);
+            continue;
+        }
+        const auto now = clock::now();
+        if (heap_.front().due > now) {
+            wake_.wait_until(lk, heap_.front().due);
+            continue;
+        }
+        // Never early: only entries whose deadline is at or before a clock reading taken
+        // now leave the heap, in (due, id) order.
+        while (!heap_.empty() && heap_.front().due <= now) {
+            const std::uint64_t id = heap_.front().id;
+            std::pop_heap(heap_.begin(), heap_.end(), later{});
+            heap_.pop_back();
+            const auto it = pending_.find(id);
+            if (it == pending_.end()) continue;  // cancelled
+            due.push_back(it->second);
+            pending_.erase(it);
+        }
+        lk.unlock();
+        for (task_node* node : due) dispatch_(node);
+        due.clear();
+        lk.lock();
+    }
+}
+
+}  // namespace contend::internal

@@ -1,0 +1,333 @@
+// The pool's timer queue (src/pool/timer_queue.hpp) on its own: callbacks are dispatched
+// inline, on the timer thread itself, so the order the thread hands them over is the order
+// they run.
+#include "pool/timer_queue.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "contend/event.hpp"
+#include "test_support.hpp"
+
+using namespace contend_test;
+using contend::internal::make_task;
+using contend::internal::task_node;
+using contend::internal::timer_queue;
+
+namespace {
+
+void run_inline(task_node* n) { n->run(n); }
+
+// Counts its own destructions: a callback that captures one shows when the queue freed it.
+struct destruction_counter {
+    std::atomic<int>* count;
+    explicit destruction_counter(std::atomic<int>* c) : count(c) {}
+    destruction_counter(const destruction_counter&) = delete;
+    ~destruction_counter() { count->fetch_add(1); }
+};
+
+// Whether a thread of this process has this name (Linux: /proc/self/task/*/comm).
+bool thread_named(const std::string& name) {
+#if defined(__linux__)
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string line;
+        if (std::getline(comm, line) && line == name) return true;
+    }
+    return false;
+#else
+    (void)name;
+    return true;
+#endif
+}
+
+// Holds the timer thread inside a callback until released, so that timers added meanwhile
+// are all due together when it comes back: their order then depends on the queue alone.
+struct thread_holder {
+    contend::manual_reset_event entered;
+    contend::manual_reset_event release;
+
+    void hold(timer_queue& q) {
+        q.add(steady::now(), make_task([this] {
+                  entered.set();
+                  release.wait_for(30s);
+              }));
+        ASSERT_TRUE(entered.wait_for(30s));
+    }
+};
+
+}  // namespace
+
+TEST(TimerQueue, NeverFiresBeforeItsDeadline) {
+    watchdog dog(120s);
+    const int n = static_cast<int>(scaled(4000));
+    std::atomic<int> fired{0};
+    std::atomic<int> early{0};
+    timer_queue q("early", run_inline);
+    std::mt19937 rng(12345);
+    std::uniform_int_distribution<int> delay_us(0, 50'000);
+    for (int i = 0; i < n; ++i) {
+        const auto due = steady::now() + std::chrono::microseconds(delay_us(rng));
+        q.add(due, make_task([&fired, &early, due] {
+                  if (steady::now() < due) early.fetch_add(1);
+                  fired.fetch_add(1);
+              }));
+    }
+    ASSERT_TRUE(eventually([&] { return fired.load() == n; }, 60s));
+    EXPECT_EQ(early.load(), 0);
+    EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(TimerQueue, FiresInDeadlineOrder) {
+    watchdog dog(60s);
+    std::mutex m;
+    std::vector<int> order;
+    thread_holder holder;
+    timer_queue q("order", run_inline);
+    holder.hold(q);
+    // Distinct deadlines, added shuffled, all in the past by the time the thread returns.
+    const int n = 1000;
+    std::vector<int> keys(n);
+    std::iota(keys.begin(), keys.end(), 0);
+    std::shuffle(keys.begin(), keys.end(), std::mt19937(7));
+    const auto base = steady::now();
+    for (int k : keys) {
+        q.add(base + std::chrono::microseconds(k), make_task([&, k] {
+                  std::lock_guard lk(m);
+                  order.push_back(k);
+              }));
+    }
+    std::this_thread::sleep_for(2ms);  // the last deadline is 1 ms after base
+    holder.release.set();
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lk(m);
+        return order.size() == static_cast<std::size_t>(n);
+    }));
+    std::lock_guard lk(m);
+    EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+}
+
+TEST(TimerQueue, EqualDeadlinesFireInInsertionOrder) {
+    watchdog dog(60s);
+    std::mutex m;
+    std::vector<int> order;
+    thread_holder holder;
+    timer_queue q("ties", run_inline);
+    holder.hold(q);
+    const auto due = steady::now();
+    const int n = 1000;
+    for (int i = 0; i < n; ++i) {
+        q.add(due, make_task([&, i] {
+                  std::lock_guard lk(m);
+                  order.push_back(i);
+              }));
+    }
+    holder.release.set();
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lk(m);
+        return order.size() == static_cast<std::size_t>(n);
+    }));
+    std::lock_guard lk(m);
+    std::vector<int> expected(n);
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(order, expected);
+}
+
+TEST(TimerQueue, IdsStartAtOneAndAreNeverReused) {
+    timer_queue q("ids", run_inline);
+    std::uint64_t last = 0;
+    for (int i = 0; i < 100; ++i) {
+        const auto id = q.add(steady::now() + 1h, make_task([] {}));
+        if (i == 0) {
+            EXPECT_EQ(id, 1u);
+        }
+        EXPECT_GT(id, last);
+        if (i % 2 == 0) {
+            EXPECT_TRUE(q.cancel(id));
+        }
+        last = id;
+    }
+    EXPECT_GE(last, 100u);
+}
+
+TEST(TimerQueue, CancelReturnsTrueOnceAndTheCallbackNeverRunsButIsFreed) {
+    std::atomic<int> ran{0};
+    std::atomic<int> freed{0};
+    timer_queue q("cancel", run_inline);
+    auto guard = std::make_shared<destruction_counter>(&freed);
+    const auto id = q.add(steady::now() + 1h, make_task([&ran, guard] { ran.fetch_add(1); }));
+    guard.reset();
+    EXPECT_EQ(q.size(), 1u);
+    EXPECT_TRUE(q.cancel(id));
+    EXPECT_EQ(freed.load(), 1) << "cancel discards the node at once";
+    EXPECT_FALSE(q.cancel(id));
+    EXPECT_EQ(q.size(), 0u);
+    EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(TimerQueue, CancelledTimersAmongDueOnesNeverRun) {
+    watchdog dog(60s);
+    const int n = 200;
+    std::vector<std::atomic<int>> ran(n);
+    std::atomic<bool> sentinel{false};
+    timer_queue q("cancel-mix", run_inline);
+    const auto due = steady::now() + 20ms;
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(q.add(due, make_task([&ran, i] { ran[i].fetch_add(1); })));
+    for (int i = 1; i < n; i += 2) EXPECT_TRUE(q.cancel(ids[i]));
+    EXPECT_EQ(q.size(), static_cast<std::size_t>(n / 2));
+    // Later than every other timer: once it ran, all the others had their turn.
+    q.add(due + 10ms, make_task([&sentinel] { sentinel.store(true); }));
+    ASSERT_TRUE(eventually([&] { return sentinel.load(); }));
+    for (int i = 0; i < n; ++i) EXPECT_EQ(ran[i].load(), i % 2 == 0 ? 1 : 0) << "timer " << i;
+}
+
+TEST(TimerQueue, CancelAfterDispatchReturnsFalse) {
+    watchdog dog(60s);
+    std::atomic<int> ran{0};
+    timer_queue q("late-cancel", run_inline);
+    const auto id = q.add(steady::now(), make_task([&ran] { ran.fetch_add(1); }));
+    ASSERT_TRUE(eventually([&] { return ran.load() == 1; }));
+    EXPECT_FALSE(q.cancel(id));
+    EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(TimerQueue, CancelOfAnIdNeverIssuedReturnsFalse) {
+    timer_queue q("bad-id", run_inline);
+    EXPECT_FALSE(q.cancel(0));
+    EXPECT_FALSE(q.cancel(12345));
+    const auto id = q.add(steady::now() + 1h, make_task([] {}));
+    EXPECT_FALSE(q.cancel(id + 1));
+    EXPECT_EQ(q.size(), 1u);
+}
+
+TEST(TimerQueue, SizeCountsTimersAddedAndNotYetDispatchedOrCancelled) {
+    watchdog dog(60s);
+    std::atomic<int> ran{0};
+    timer_queue q("size", run_inline);
+    EXPECT_EQ(q.size(), 0u);
+    std::vector<std::uint64_t> far;
+    for (int i = 0; i < 10; ++i) far.push_back(q.add(steady::now() + 1h, make_task([] {})));
+    for (int i = 0; i < 5; ++i) q.add(steady::now(), make_task([&ran] { ran.fetch_add(1); }));
+    ASSERT_TRUE(eventually([&] { return ran.load() == 5; }));
+    EXPECT_EQ(q.size(), 10u);
+    for (int i = 0; i < 4; ++i) q.cancel(far[i]);
+    EXPECT_EQ(q.size(), 6u);
+}
+
+TEST(TimerQueue, DestructorDiscardsPendingCallbacksWithoutRunningThem) {
+    std::atomic<int> ran{0};
+    std::atomic<int> freed{0};
+    {
+        timer_queue q("teardown", run_inline);
+        for (int i = 0; i < 100; ++i) {
+            auto guard = std::make_shared<destruction_counter>(&freed);
+            q.add(steady::now() + 1h, make_task([&ran, guard] { ran.fetch_add(1); }));
+        }
+        EXPECT_EQ(freed.load(), 0);
+    }
+    EXPECT_EQ(freed.load(), 100);
+    EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(TimerQueue, AnUnusedQueueStartsNoThreadAndIsDestroyedCleanly) {
+    timer_queue q("tq8", run_inline);
+    EXPECT_EQ(q.size(), 0u);
+    EXPECT_FALSE(q.cancel(1));
+    EXPECT_FALSE(thread_named("tq8-timer"));
+}
+
+TEST(TimerQueue, ServiceThreadStartsWithTheFirstTimerAndIsNamed) {
+    timer_queue q("tq9", run_inline);
+    EXPECT_FALSE(thread_named("tq9-timer"));
+    q.add(steady::now() + 1h, make_task([] {}));
+    EXPECT_TRUE(eventually([] { return thread_named("tq9-timer"); }));  // the thread names itself
+}
+
+TEST(TimerQueue, AnEarlierTimerWakesTheSleepingThread) {
+    watchdog dog(60s);
+    std::atomic<bool> ran{false};
+    timer_queue q("earlier", run_inline);
+    q.add(steady::now() + 1h, make_task([] {}));
+    std::this_thread::sleep_for(10ms);  // the thread now sleeps until the hour is up
+    q.add(steady::now() + 10ms, make_task([&ran] { ran.store(true); }));
+    EXPECT_TRUE(eventually([&] { return ran.load(); }, 30s));
+}
+
+TEST(TimerQueue, CallbacksMayAddAndCancelTimers) {
+    watchdog dog(60s);
+    std::atomic<int> chain{0};
+    std::atomic<bool> cancelled{false};
+    timer_queue q("reentrant", run_inline);
+    const auto victim = q.add(steady::now() + 1h, make_task([] {}));
+    std::function<void()> step;
+    step = [&] {
+        if (chain.fetch_add(1) + 1 < 10) q.add(steady::now() + 1ms, make_task([&] { step(); }));
+        else cancelled.store(q.cancel(victim));
+    };
+    q.add(steady::now(), make_task([&] { step(); }));
+    ASSERT_TRUE(eventually([&] { return chain.load() == 10; }));
+    ASSERT_TRUE(eventually([&] { return cancelled.load(); }));
+    EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(TimerQueue, HundredThousandTimersEachFireOnceNeverEarlyAndCancelsAreExact) {
+    watchdog dog(240s);
+    const int n = static_cast<int>(scaled(100'000));
+    std::vector<std::atomic<int>> ran(n);
+    std::atomic<int> fired{0};
+    std::atomic<int> early{0};
+    timer_queue q("many", run_inline);
+    std::mt19937 rng(99);
+    std::uniform_int_distribution<int> delay_us(50'000, 250'000);
+    std::vector<std::uint64_t> ids;
+    ids.reserve(n);
+    for (int i = 0; i < n; ++i) {
+        const auto due = steady::now() + std::chrono::microseconds(delay_us(rng));
+        ids.push_back(q.add(due, make_task([&, i, due] {
+                                if (steady::now() < due) early.fetch_add(1);
+                                ran[i].fetch_add(1);
+                                fired.fetch_add(1);
+                            })));
+    }
+    // Cancel every third; the ones that fired meanwhile report false.
+    std::vector<char> was_cancelled(n, 0);
+    int cancelled = 0;
+    for (int i = 0; i < n; i += 3) {
+        was_cancelled[i] = q.cancel(ids[i]) ? 1 : 0;
+        cancelled += was_cancelled[i];
+    }
+    const int expected = n - cancelled;
+    ASSERT_TRUE(eventually([&] { return fired.load() == expected; }, 120s)) << fired.load() << " of " << expected;
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(fired.load(), expected);
+    EXPECT_EQ(q.size(), 0u);
+    EXPECT_EQ(early.load(), 0);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(ran[i].load(), was_cancelled[i] ? 0 : 1) << "timer " << i;
+}
+
+TEST(TimerQueue, CancellingMostTimersKeepsSizeExactAndTheRestStillFire) {
+    watchdog dog(60s);
+    std::atomic<int> ran{0};
+    timer_queue q("compact", run_inline);
+    const int n = static_cast<int>(scaled(20'000));
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(q.add(steady::now() + 1h, make_task([] {})));
+    for (int i = 0; i < n; ++i) {
+        if (i % 10 == 0) continue;
+        ASSERT_TRUE(q.cancel(ids[i]));
+    }
+    EXPECT_EQ(q.size(), static_cast<std::size_t>(n / 10));
+    for (int i = 0; i < n; i += 10) ASSERT_TRUE(q.cancel(ids[i]));
+    EXPECT_EQ(q.size(), 0u);
+    q.add(steady::now() + 1ms, make_task([&ran] { ran.fetch_add(1); }));
+    ASSERT_TRUE(eventually([&] { return ran.load() == 1; }));
+}
