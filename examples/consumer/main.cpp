@@ -20,6 +20,11 @@ int main() {
         });
     }
     for (auto& t : threads) t.join();
-    std::printf("consumer: counter=%ld (expected 40000), wait backend %s\n", counter, contend::wait_backend_name());
-    return counter == 40000 ? 0 : 1;
+    // The pool, through the installed headers: a submitted item's result comes back.
+    contend::thread_pool pool(contend::thread_pool_options{.min_threads = 2, .max_threads = 4});
+    auto answer = pool.submit([] { return 42; });
+    const int got = answer.get();
+    std::printf("consumer: counter=%ld (expected 40000), pool answered %d (expected 42), wait backend %s\n", counter,
+                got, contend::wait_backend_name());
+    return counter == 40000 && got == 42 ? 0 : 1;
 }

@@ -11,4 +11,5 @@
 #include "contend/spin_lock.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contend/thin_lock.hpp"
+#include "contend/thread_pool.hpp"
 #include "contend/wait_backend.hpp"

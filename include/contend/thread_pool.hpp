@@ -1,0 +1,210 @@
+// contend::thread_pool: a work-stealing pool with a global FIFO queue, hill climbing,
+// starvation injection, timers, registered waits and coroutine scheduling.
+//
+// After .NET's portable thread pool (see docs/references.md, dotnet-runtime-portable-thread-pool):
+//   - post() appends to a global FIFO queue (fairness between producers); post_local(),
+//     called on a worker, pushes on that worker's own deque, which the owner pops LIFO
+//     without a lock and idle workers steal from FIFO (src/pool/work_stealing_deque.hpp).
+//   - A worker that finds no work spins briefly, then sleeps on a LIFO semaphore (the most
+//     recently idle worker, whose cache is warmest, wakes first). A post wakes at most one
+//     sleeper, and only when no worker is already searching: no thundering herd.
+//   - Hill climbing moves the number of running workers between min_threads and
+//     max_threads by the completion rate it observes (src/pool/hill_climbing.hpp).
+//   - A gate thread adds a worker when queued work has made no progress for 500 ms
+//     (blocked items starving the queue); blocking_scope asks for one at once.
+//   - Timer and registered-wait callbacks go to a time-sensitive queue that workers serve
+//     before the global queue, so a backed-up queue does not starve them.
+//
+// Every item posted before the destructor starts (and every item those items post) runs
+// exactly once before it returns. An exception escaping an item goes to
+// options.on_exception (or stderr) and the worker goes on; submit() puts it in the future.
+#pragma once
+
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "contend/event.hpp"
+#include "contend/internal/task.hpp"
+
+namespace contend {
+
+// One decision of the hill climber, for tracing (thread_pool_options::on_adjustment).
+struct hill_climbing_adjustment {
+    std::size_t from_threads = 0;
+    std::size_t to_threads = 0;
+    double throughput = 0;  // completions per second measured at from_threads
+    const char* reason = "";  // "probe", "climb", "revert", "starvation", "blocking"
+};
+
+struct thread_pool_options {
+    std::size_t min_threads = 0;  // 0: std::thread::hardware_concurrency()
+    std::size_t max_threads = 0;  // 0: max(min_threads, 4 * hardware threads, 64), at most 32,767
+    std::string name = "contend";  // workers are "<name>-worker-N" at OS level (truncated to 15 bytes)
+    bool hill_climbing = true;
+    std::function<void(std::exception_ptr)> on_exception;  // empty: print to stderr, go on
+    // Tracing hooks; called on the thread concerned (start/stop) or the adjusting thread.
+    // They must not throw.
+    std::function<void(std::size_t worker_index)> on_thread_start;
+    std::function<void(std::size_t worker_index)> on_thread_stop;
+    std::function<void(const hill_climbing_adjustment&)> on_adjustment;
+};
+
+struct thread_pool_stats {
+    std::size_t threads = 0;  // worker threads alive
+    std::size_t active = 0;  // running an item now
+    std::size_t idle = 0;  // alive, not running an item
+    std::size_t global_queue_length = 0;  // global and time-sensitive queues
+    std::size_t local_queue_length = 0;  // all workers' deques together
+    std::uint64_t completed = 0;  // items that have finished (normally or by throwing)
+    std::uint64_t steals = 0;
+    std::uint64_t starvation_injections = 0;  // workers added by the gate thread
+    std::uint64_t hill_climbing_adjustments = 0;
+    double last_throughput = 0;  // completions/s in the hill climber's last sample
+    std::size_t thread_goal = 0;  // workers the hill climber currently wants running
+    std::size_t active_timers = 0;
+    std::size_t registered_waits = 0;
+    std::uint64_t unhandled_exceptions = 0;
+    std::size_t min_threads = 0;
+    std::size_t max_threads = 0;
+};
+
+namespace internal {
+struct pool_core;
+struct wait_record;
+}  // namespace internal
+
+// A registered wait (thread_pool::register_wait). Move-only. Destroying it, or calling
+// unregister(), ends the wait: no callback is dispatched afterwards (one already handed to
+// the pool may still run). Safe to destroy after the pool itself.
+class wait_registration {
+public:
+    wait_registration() noexcept = default;
+    wait_registration(wait_registration&&) noexcept = default;
+    wait_registration& operator=(wait_registration&& other) noexcept;
+    ~wait_registration();
+    void unregister() noexcept;
+    // False once unregistered, or once a `once` wait has fired.
+    bool active() const noexcept;
+
+private:
+    friend class thread_pool;
+    explicit wait_registration(std::shared_ptr<internal::wait_record> r) noexcept : record_(std::move(r)) {}
+    std::shared_ptr<internal::wait_record> record_;
+};
+
+class thread_pool {
+public:
+    using timer_id = std::uint64_t;
+    static constexpr std::chrono::steady_clock::duration no_timeout = std::chrono::steady_clock::duration::max();
+
+    // Throws std::invalid_argument for max_threads < min_threads, counts above 32,767, or
+    // an environment override that is not a number.
+    explicit thread_pool(thread_pool_options options = {});
+    ~thread_pool();
+    thread_pool(const thread_pool&) = delete;
+    thread_pool& operator=(const thread_pool&) = delete;
+
+    template <class F>
+    void post(F&& f) {
+        post_node(internal::make_task(std::forward<F>(f)), false);
+    }
+    // On one of this pool's workers: that worker's deque. Elsewhere: the global queue.
+    template <class F>
+    void post_local(F&& f) {
+        post_node(internal::make_task(std::forward<F>(f)), true);
+    }
+    template <class F>
+    auto submit(F&& f) -> std::future<std::invoke_result_t<std::decay_t<F>>> {
+        std::packaged_task<std::invoke_result_t<std::decay_t<F>>()> job(std::forward<F>(f));
+        auto result = job.get_future();
+        post_node(internal::make_task(std::move(job)), false);
+        return result;
+    }
+
+    // co_await pool.schedule(): the coroutine continues on a worker (global queue).
+    struct schedule_awaiter {
+        thread_pool* pool;
+        bool local;
+        bool await_ready() const noexcept { return false; }
+        void await_suspend(std::coroutine_handle<> h) {
+            pool->post_node(internal::make_task([h] { h.resume(); }), local);
+        }
+        void await_resume() const noexcept {}
+    };
+    schedule_awaiter schedule() noexcept { return {this, false}; }
+    schedule_awaiter schedule_local() noexcept { return {this, true}; }
+
+    // Runs f on the pool once the time has come (never earlier). Ids are never reused.
+    template <class F>
+    timer_id post_after(std::chrono::steady_clock::duration delay, F&& f) {
+        return add_timer(std::chrono::steady_clock::now() + delay, internal::make_task(std::forward<F>(f)));
+    }
+    template <class F>
+    timer_id post_at(std::chrono::steady_clock::time_point when, F&& f) {
+        return add_timer(when, internal::make_task(std::forward<F>(f)));
+    }
+    // True only if the timer had not been dispatched yet (its callback will never run).
+    bool cancel_timer(timer_id id);
+
+    // Calls f(false) on the pool when the event is set, f(true) when `timeout` passes
+    // first (no_timeout: never). once: at most one call; otherwise the wait re-arms after
+    // each call and the timeout restarts. On an auto_reset_event a firing consumes the set.
+    // Firings of one registration never overlap: the wait re-arms when the callback returns
+    // (or throws), so a manual event left set fires again after each call, one call at a
+    // time; reset it in the callback, or use `once` or an auto_reset_event, for one call per
+    // set. A set while the wait is disarmed is not lost (it fires on re-arm). When a set and
+    // the timeout coincide, the set wins. The event must outlive the registration (or the
+    // pool): unregistering clears a bit in the event's state word.
+    template <class Event, class F>
+    requires(std::is_same_v<Event, manual_reset_event> || std::is_same_v<Event, auto_reset_event>) wait_registration
+        register_wait(Event& event, F&& f, std::chrono::steady_clock::duration timeout, bool once) {
+        return register_wait_impl(&event, std::is_same_v<Event, auto_reset_event>,
+                                  std::function<void(bool)>(std::forward<F>(f)), timeout, once);
+    }
+
+    bool set_min_threads(std::size_t n);  // false, nothing changed, if 0 or > max
+    bool set_max_threads(std::size_t n);  // false, nothing changed, if 0 or < min
+    // Until every item posted so far (and every item they post) has finished. Timers not yet
+    // due are not waited for. Must not be called from a worker of this pool (throws
+    // std::logic_error: it would wait for itself).
+    void wait_idle();
+    thread_pool_stats stats() const;
+
+    // The pool whose worker the calling thread is, or nullptr.
+    static thread_pool* current() noexcept;
+
+private:
+    friend class blocking_scope;
+    void post_node(internal::task_node* node, bool local);
+    timer_id add_timer(std::chrono::steady_clock::time_point when, internal::task_node* node);
+    wait_registration register_wait_impl(void* event, bool auto_reset, std::function<void(bool)> callback,
+                                         std::chrono::steady_clock::duration timeout, bool once);
+
+    std::unique_ptr<internal::pool_core> core_;
+};
+
+// RAII: on a pool worker, tells the pool this worker is about to block (a lock, I/O, a
+// sleep). The pool starts or wakes another worker at once (bounded by max_threads) so the
+// queued work goes on; when the scope ends, the extra worker retires once the work allows.
+// Elsewhere it does nothing. Nesting is allowed; only the outermost scope counts.
+class blocking_scope {
+public:
+    blocking_scope() noexcept;
+    ~blocking_scope();
+    blocking_scope(const blocking_scope&) = delete;
+    blocking_scope& operator=(const blocking_scope&) = delete;
+
+private:
+    internal::pool_core* core_ = nullptr;
+};
+
+}  // namespace contend

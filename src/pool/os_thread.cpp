@@ -1,0 +1,72 @@
+#include "pool/os_thread.hpp"
+
+#include <pthread.h>
+
+#include <memory>
+#include <system_error>
+#include <utility>
+
+namespace contend::internal {
+namespace {
+
+struct start_args {
+    std::string name;
+    std::function<void()> body;
+};
+
+void* thread_main(void* p) {
+    std::unique_ptr<start_args> args(static_cast<start_args*>(p));
+    set_current_thread_name(args->name);
+    args->body();
+    return nullptr;
+}
+
+}  // namespace
+
+void set_current_thread_name(const std::string& name) noexcept {
+#if defined(__linux__)
+    const std::string short_name = name.substr(0, 15);  // the kernel's limit, 16 with the NUL
+    pthread_setname_np(pthread_self(), short_name.c_str());
+#else
+    (void)name;
+#endif
+}
+
+os_thread::os_thread(const std::string& name, std::size_t stack_size, std::function<void()> body) {
+    pthread_attr_t attr;
+    if (int e = pthread_attr_init(&attr); e != 0)
+        throw std::system_error(e, std::generic_category(), "pthread_attr_init");
+    if (stack_size != 0) pthread_attr_setstacksize(&attr, stack_size);
+    auto args = std::make_unique<start_args>(start_args{name, std::move(body)});
+    pthread_t t{};
+    const int e = pthread_create(&t, &attr, &thread_main, args.get());
+    pthread_attr_destroy(&attr);
+    if (e != 0) throw std::system_error(e, std::generic_category(), "pthread_create");
+    args.release();  // the thread owns it now
+    handle_ = static_cast<unsigned long>(t);
+    started_ = true;
+}
+
+os_thread::os_thread(os_thread&& other) noexcept
+    : handle_(std::exchange(other.handle_, 0)), started_(std::exchange(other.started_, false)) {}
+
+os_thread& os_thread::operator=(os_thread&& other) noexcept {
+    if (this != &other) {
+        if (started_) join();
+        handle_ = std::exchange(other.handle_, 0);
+        started_ = std::exchange(other.started_, false);
+    }
+    return *this;
+}
+
+os_thread::~os_thread() {
+    if (started_) join();
+}
+
+void os_thread::join() {
+    if (!started_) return;
+    pthread_join(static_cast<pthread_t>(handle_), nullptr);
+    started_ = false;
+}
+
+}  // namespace contend::internal

@@ -1,0 +1,40 @@
+// A named OS thread with a chosen stack size. Internal to the pool.
+//
+// std::thread cannot choose a stack size; the pool's own threads (gate, timer, wait) run no
+// user code and need little stack, so they take 256 KiB instead of the default 8 MiB of
+// address space (.NET gives its service threads a small stack for the same reason).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace contend::internal {
+
+inline constexpr std::size_t service_thread_stack = 256 * 1024;
+
+class os_thread {
+public:
+    os_thread() noexcept = default;
+    // Starts `body` on a new thread named `name` (truncated to the OS's 15 bytes); a
+    // stack_size of 0 takes the platform default. Throws std::system_error if the thread
+    // cannot be created.
+    os_thread(const std::string& name, std::size_t stack_size, std::function<void()> body);
+    os_thread(os_thread&& other) noexcept;
+    os_thread& operator=(os_thread&& other) noexcept;
+    os_thread(const os_thread&) = delete;
+    os_thread& operator=(const os_thread&) = delete;
+    ~os_thread();  // joins if still joinable
+
+    bool joinable() const noexcept { return started_; }
+    void join();
+
+private:
+    unsigned long handle_ = 0;  // pthread_t
+    bool started_ = false;
+};
+
+// Names the calling thread (truncated to 15 bytes); best effort.
+void set_current_thread_name(const std::string& name) noexcept;
+
+}  // namespace contend::internal

@@ -1,0 +1,131 @@
+// The thread pool's shared state: workers, queues, counters. Internal; the public face is
+// include/contend/thread_pool.hpp. The worker loop and the posting paths are in
+// thread_pool.cpp, the gate thread (hill climbing, starvation) in gate_thread.cpp.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "contend/cache_padded.hpp"
+#include "contend/event.hpp"
+#include "contend/internal/task.hpp"
+#include "contend/thread_pool.hpp"
+#include "pool/global_queue.hpp"
+#include "pool/hill_climbing.hpp"
+#include "pool/idle_stack.hpp"
+#include "pool/os_thread.hpp"
+#include "pool/timer_queue.hpp"
+#include "pool/wait_thread.hpp"
+#include "pool/work_stealing_deque.hpp"
+
+namespace contend::internal {
+
+// No pool has more workers than this (the slot table is sized once).
+inline constexpr std::size_t max_pool_threads = 32767;
+
+struct pool_core;
+
+struct worker {
+    pool_core* core = nullptr;
+    std::size_t index = 0;
+    work_stealing_deque<task_node*> deque;
+    idle_waiter idle;
+    std::thread thread;
+    // Written by the owner only; read by stats and wait_idle.
+    cache_padded<std::atomic<std::uint64_t>> completed;
+    cache_padded<std::atomic<std::uint64_t>> posted;  // items this worker posted to this pool
+    std::atomic<std::uint64_t> steals{0};
+    std::atomic<bool> running_item{false};
+    std::atomic<bool> alive{false};
+    // Owner-thread state.
+    bool searching = false;
+    std::uint32_t tick = 0;
+    std::uint64_t rng = 0;
+    int blocking_depth = 0;
+};
+
+struct pool_core {
+    explicit pool_core(thread_pool* owner, thread_pool_options opts);
+    ~pool_core();
+    void shutdown();  // runs what is queued, stops every thread; idempotent
+    bool shut_down = false;
+
+    // Posting.
+    void post(task_node* n, bool local);
+    void post_urgent(task_node* n);  // timers and registered waits: served before the global queue
+    void notify();  // a new item is visible: make sure some worker will look
+
+    // Workers.
+    void worker_main(worker* self);
+    task_node* find_work(worker* self);
+    task_node* steal(worker* self);
+    bool any_work_visible() const noexcept;
+    std::size_t queued() const noexcept;
+    void run_item(worker* self, task_node* n);
+    void stop_searching(worker* self);
+    bool try_retire(worker* self);
+    void wake_one();
+    std::size_t target_threads() const noexcept;
+    void ensure_workers();  // start workers up to the target while work is queued
+    bool spawn_worker();
+    bool quiescent() const noexcept;
+    std::uint64_t completed_sum() const noexcept;
+    void wait_idle();
+    void begin_blocking(worker* w);
+    void end_blocking(worker* w);
+    void adjust_goal(std::size_t to, const char* reason, double throughput);
+    void gate_main();
+
+    thread_pool* owner;
+    thread_pool_options options;
+
+    std::atomic<std::size_t> min_threads{0};
+    std::atomic<std::size_t> max_threads{0};
+    std::atomic<std::size_t> goal{0};  // workers the hill climber wants
+    std::atomic<std::size_t> blocked{0};  // workers inside a blocking_scope
+    std::atomic<std::size_t> alive{0};  // worker threads alive (or starting)
+    std::atomic<bool> stopping{false};
+
+    global_queue<task_node*> global;
+    global_queue<task_node*> urgent;
+    idle_stack idle;
+    cache_padded<std::atomic<std::size_t>> searching;
+
+    // Items posted, in stripes by posting thread (completions are counted per worker).
+    static constexpr std::size_t post_stripes = 64;
+    cache_padded<std::atomic<std::uint64_t>> posted[post_stripes];
+
+    // Worker slots: thieves scan [0, slots_used) without a lock; worker objects are never
+    // freed before the pool, a slot's object is reused only after its old thread is joined.
+    std::unique_ptr<std::atomic<worker*>[]> slots;
+    std::atomic<std::size_t> slots_used{0};
+    std::mutex workers_lock;  // spawning, retiring, reusing slots
+    std::vector<std::unique_ptr<worker>> workers;
+
+    std::atomic<std::uint64_t> unhandled_exceptions{0};
+    std::atomic<std::uint64_t> starvation_injections{0};
+    std::atomic<std::uint64_t> adjustments{0};
+    std::atomic<double> last_throughput{0};
+    std::mutex config_lock;  // set_min_threads / set_max_threads
+    std::atomic<bool> climber_reset{false};
+
+    // wait_idle and the destructor's drain sleep here; a worker that runs dry notifies.
+    std::mutex idle_wait_lock;
+    std::condition_variable idle_wait_cv;
+    std::atomic<int> idle_waiters{0};
+
+    // The gate thread sleeps on this between ticks; the destructor sets it to stop it.
+    manual_reset_event gate_stop;
+    os_thread gate;
+
+    std::unique_ptr<timer_queue> timers;
+    std::unique_ptr<wait_thread> waits;
+};
+
+}  // namespace contend::internal

@@ -1,0 +1,571 @@
+// contend::thread_pool: posting, the worker loop, waking and retiring workers.
+//
+// Waking without a herd (after Tokio's "searching" workers; see docs/references.md,
+// tokio-scheduler): a worker that runs out of local work becomes a searcher (it spins over
+// the queues for a short while); a post wakes a sleeping worker only when no worker is
+// searching, and the woken worker starts as a searcher, so a burst of posts wakes one
+// thread, which wakes the next when it finds work, and so on: at most one wake-up per item
+// found, none for items a spinning worker takes.
+//
+// Why no wake-up is lost: a worker about to sleep pushes itself on the idle stack, stops
+// searching (an RMW on `searching`), issues a full fence and looks at the queues once more;
+// a poster pushes its item, issues a full fence, and reads `searching` and the idle count.
+// With both fences seq_cst, either the worker's last look sees the item, or the poster sees
+// the worker (idle, or still searching, in which case that worker's last look sees it).
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "contend/cpu_relax.hpp"
+#include "contend/internal/thread_id.hpp"
+#include "pool/pool_core.hpp"
+
+namespace contend {
+namespace internal {
+namespace {
+
+thread_local worker* current_worker = nullptr;
+
+// A worker that found nothing spins this many rounds (each a few pauses and a look at every
+// queue) before it sleeps: about 20-50 us here, long enough to catch the next item of a
+// steady stream without a wake-up, short enough that an idle pool sleeps at once.
+constexpr int idle_spin_rounds = 64;
+constexpr int pauses_per_round = 32;
+// A sleeping worker above min_threads retires after this long without work.
+constexpr auto idle_retire_after = std::chrono::seconds(5);
+// Tokio and Go look at the global queue first every 61st item (docs/references.md,
+// tokio-scheduler), so that two items posting each other locally cannot keep a worker from
+// the global queue forever.
+constexpr std::uint32_t global_check_interval = 61;
+
+std::size_t hardware_threads() noexcept {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : n;
+}
+
+// Reads an environment override: unset, the default; set, a number or std::invalid_argument.
+bool env_size(const char* name, std::size_t& out) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return false;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno != 0 || v[0] == '-')
+        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is not a count: '" + v + "'");
+    out = static_cast<std::size_t>(n);
+    return true;
+}
+
+bool env_bool(const char* name, bool& out) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return false;
+    const std::string s(v);
+    if (s == "1" || s == "true" || s == "on") out = true;
+    else if (s == "0" || s == "false" || s == "off") out = false;
+    else
+        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is not 0/1/true/false/on/off: '" +
+                                    s + "'");
+    return true;
+}
+
+std::uint64_t next_random(std::uint64_t& s) noexcept {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+}
+
+std::string worker_name(const std::string& pool_name, std::size_t index) {
+    // Linux keeps 15 bytes of a thread name: keep the "-worker-N" suffix whole and shorten
+    // the pool's name in front of it.
+    const std::string suffix = "-worker-" + std::to_string(index);
+    const std::size_t room = suffix.size() < 15 ? 15 - suffix.size() : 0;
+    return pool_name.substr(0, room) + suffix;
+}
+
+}  // namespace
+
+pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), options(std::move(opts)) {
+    // Overrides apply to fields left at their defaults.
+    if (options.min_threads == 0) env_size("CONTEND_POOL_MIN_THREADS", options.min_threads);
+    if (options.max_threads == 0) env_size("CONTEND_POOL_MAX_THREADS", options.max_threads);
+    if (options.hill_climbing) env_bool("CONTEND_POOL_HILL_CLIMBING", options.hill_climbing);
+
+    std::size_t min_n = options.min_threads == 0 ? hardware_threads() : options.min_threads;
+    std::size_t max_n = options.max_threads;
+    if (max_n == 0) max_n = std::max({min_n, 4 * hardware_threads(), std::size_t{64}});
+    max_n = std::min(max_n, max_pool_threads);
+    if (min_n > max_pool_threads || options.max_threads > max_pool_threads)
+        throw std::invalid_argument("contend::thread_pool: at most 32767 threads");
+    if (max_n < min_n)
+        throw std::invalid_argument("contend::thread_pool: max_threads (" + std::to_string(max_n) +
+                                    ") is below min_threads (" + std::to_string(min_n) + ")");
+    min_threads.store(min_n);
+    max_threads.store(max_n);
+    goal.store(min_n);
+
+    slots = std::make_unique<std::atomic<worker*>[]>(max_pool_threads);
+    timers = std::make_unique<timer_queue>(options.name, [this](task_node* n) { post_urgent(n); });
+    waits = std::make_unique<wait_thread>(options.name, [this](task_node* n) { post_urgent(n); });
+
+    for (std::size_t i = 0; i < min_n; ++i) spawn_worker();
+    gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
+}
+
+pool_core::~pool_core() { shutdown(); }
+
+void pool_core::shutdown() {
+    if (shut_down) return;
+    shut_down = true;
+    // No more timer or wait callbacks: pending timers are discarded, waits end.
+    timers.reset();
+    waits.reset();
+    wait_idle();  // every item posted so far, and what they post, runs
+    stopping.store(true, std::memory_order_seq_cst);
+    gate_stop.set();
+    gate.join();
+    // Wake every sleeper; one about to sleep sees `stopping` after pushing itself.
+    while (idle_waiter* iw = idle.pop()) {
+        searching->fetch_add(1, std::memory_order_seq_cst);
+        iw->wake.set();
+    }
+    std::vector<std::thread> threads;
+    {
+        std::lock_guard guard(workers_lock);  // not held while joining: a worker may still want it
+        for (auto& w : workers)
+            if (w->thread.joinable()) threads.push_back(std::move(w->thread));
+    }
+    for (auto& t : threads) t.join();
+    // Anything posted by an outside thread while we were stopping never ran: free it.
+    task_node* n = nullptr;
+    while (urgent.pop(n)) n->discard(n);
+    while (global.pop(n)) n->discard(n);
+    for (auto& w : workers)
+        while (w->deque.pop(n)) n->discard(n);
+}
+
+std::size_t pool_core::target_threads() const noexcept {
+    const std::size_t g = std::max(goal.load(std::memory_order_relaxed), min_threads.load(std::memory_order_relaxed));
+    return std::min(g + blocked.load(std::memory_order_relaxed), max_threads.load(std::memory_order_relaxed));
+}
+
+bool pool_core::spawn_worker() {
+    std::lock_guard guard(workers_lock);
+    if (stopping.load(std::memory_order_relaxed)) return false;
+    if (alive.load(std::memory_order_relaxed) >= max_threads.load(std::memory_order_relaxed)) return false;
+    worker* w = nullptr;
+    for (auto& candidate : workers) {
+        if (!candidate->alive.load(std::memory_order_acquire)) {
+            w = candidate.get();
+            break;
+        }
+    }
+    if (w == nullptr) {
+        if (workers.size() >= max_pool_threads) return false;
+        workers.push_back(std::make_unique<worker>());
+        w = workers.back().get();
+        w->core = this;
+        w->index = workers.size() - 1;
+        w->rng = 0x9E3779B97F4A7C15ull * (w->index + 1);
+        slots[w->index].store(w, std::memory_order_release);
+        slots_used.store(workers.size(), std::memory_order_release);
+    }
+    if (w->thread.joinable()) w->thread.join();  // a retired thread that has not quite returned
+    w->searching = false;
+    w->blocking_depth = 0;
+    w->alive.store(true, std::memory_order_release);
+    alive.fetch_add(1, std::memory_order_relaxed);
+    try {
+        w->thread = std::thread([this, w] { worker_main(w); });
+    } catch (...) {
+        w->alive.store(false, std::memory_order_release);
+        alive.fetch_sub(1, std::memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
+void pool_core::ensure_workers() {
+    while (alive.load(std::memory_order_relaxed) < target_threads() && queued() > 0) {
+        if (!spawn_worker()) return;
+    }
+}
+
+void pool_core::post(task_node* n, bool local) {
+    worker* w = current_worker;
+    if (w != nullptr && w->core == this) {
+        // A worker counts its own posts: one writer, no locked instruction.
+        w->posted->store(w->posted->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        if (local) w->deque.push(n);
+        else global.push(n);
+    } else {
+        posted[compact_thread_id() % post_stripes]->fetch_add(1, std::memory_order_relaxed);
+        global.push(n);
+    }
+    notify();
+}
+
+void pool_core::post_urgent(task_node* n) {
+    posted[compact_thread_id() % post_stripes]->fetch_add(1, std::memory_order_relaxed);
+    urgent.push(n);
+    notify();
+}
+
+void pool_core::notify() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (searching->load(std::memory_order_relaxed) == 0 && idle.size() > 0) wake_one();
+}
+
+void pool_core::wake_one() {
+    if (idle_waiter* iw = idle.pop()) {
+        // Counted as searching before it runs, so the next posts do not wake another.
+        searching->fetch_add(1, std::memory_order_seq_cst);
+        iw->wake.set();
+    }
+}
+
+std::size_t pool_core::queued() const noexcept {
+    std::size_t n = global.size() + urgent.size();
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i)
+        if (worker* w = slots[i].load(std::memory_order_acquire)) n += w->deque.size();
+    return n;
+}
+
+bool pool_core::any_work_visible() const noexcept {
+    if (!global.empty() || !urgent.empty()) return true;
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i)
+        if (worker* w = slots[i].load(std::memory_order_acquire); w && !w->deque.empty()) return true;
+    return false;
+}
+
+task_node* pool_core::steal(worker* self) {
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    if (used <= 1) return nullptr;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        bool lost = false;
+        const std::size_t start = next_random(self->rng) % used;
+        for (std::size_t k = 0; k < used; ++k) {
+            worker* v = slots[(start + k) % used].load(std::memory_order_acquire);
+            if (v == nullptr || v == self) continue;
+            task_node* n = nullptr;
+            switch (v->deque.steal(n)) {
+                case work_stealing_deque<task_node*>::steal_result::success:
+                    self->steals.store(self->steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+                    return n;
+                case work_stealing_deque<task_node*>::steal_result::lost_race:
+                    lost = true;
+                    break;
+                case work_stealing_deque<task_node*>::steal_result::empty:
+                    break;
+            }
+        }
+        if (!lost) break;
+    }
+    return nullptr;
+}
+
+task_node* pool_core::find_work(worker* self) {
+    task_node* n = nullptr;
+    if (!urgent.empty() && urgent.pop(n)) return n;
+    if (++self->tick % global_check_interval == 0 && global.pop(n)) return n;
+    if (self->deque.pop(n)) return n;
+    if (global.pop(n)) return n;
+    return steal(self);
+}
+
+void pool_core::stop_searching(worker* self) {
+    self->searching = false;
+    // The last searcher to find work wakes another, which searches for the rest: the
+    // chain that spreads a burst without waking everyone at once.
+    if (searching->fetch_sub(1, std::memory_order_seq_cst) == 1 && any_work_visible()) notify();
+}
+
+void pool_core::run_item(worker* self, task_node* n) {
+    self->running_item.store(true, std::memory_order_relaxed);
+    try {
+        n->run(n);
+    } catch (...) {
+        unhandled_exceptions.fetch_add(1, std::memory_order_relaxed);
+        const auto e = std::current_exception();
+        bool reported = false;
+        if (options.on_exception) {
+            try {
+                options.on_exception(e);
+                reported = true;
+            } catch (...) {
+            }
+        }
+        if (!reported) {
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                std::fprintf(stderr, "contend::thread_pool '%s': a work item threw: %s\n", options.name.c_str(),
+                             ex.what());
+            } catch (...) {
+                std::fprintf(stderr, "contend::thread_pool '%s': a work item threw a non-standard exception\n",
+                             options.name.c_str());
+            }
+        }
+    }
+    self->running_item.store(false, std::memory_order_relaxed);
+    // Release: wait_idle reads completions before it trusts the item's effects.
+    self->completed->store(self->completed->load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+bool pool_core::try_retire(worker* self) {
+    if (stopping.load(std::memory_order_relaxed) || self->blocking_depth > 0) return false;
+    std::size_t a = alive.load(std::memory_order_relaxed);
+    const std::size_t target = target_threads();
+    while (a > target && a > min_threads.load(std::memory_order_relaxed)) {
+        if (alive.compare_exchange_weak(a, a - 1, std::memory_order_relaxed)) {
+            // Hand back what this worker still owns; thieves may race for it, which is fine.
+            task_node* n = nullptr;
+            bool moved = false;
+            while (self->deque.pop(n)) {
+                global.push(n);
+                moved = true;
+            }
+            if (moved) notify();
+            return true;
+        }
+    }
+    return false;
+}
+
+void pool_core::worker_main(worker* self) {
+    current_worker = self;
+    set_current_thread_name(worker_name(options.name, self->index));
+    if (options.on_thread_start) options.on_thread_start(self->index);
+    for (;;) {
+        if (task_node* n = find_work(self)) {
+            if (self->searching) stop_searching(self);
+            run_item(self, n);
+            if (alive.load(std::memory_order_relaxed) > target_threads() && try_retire(self)) break;
+            continue;
+        }
+        if (idle_waiters.load(std::memory_order_relaxed) > 0) {
+            std::lock_guard guard(idle_wait_lock);
+            idle_wait_cv.notify_all();
+        }
+        if (stopping.load(std::memory_order_acquire) && !any_work_visible()) {
+            alive.fetch_sub(1, std::memory_order_relaxed);
+            break;
+        }
+        // Spin a little: the next item of a steady stream usually comes within microseconds.
+        if (!self->searching) {
+            self->searching = true;
+            searching->fetch_add(1, std::memory_order_seq_cst);
+        }
+        bool found = false;
+        for (int round = 0; round < idle_spin_rounds && !found; ++round) {
+            for (int i = 0; i < pauses_per_round; ++i) cpu_relax();
+            found = any_work_visible();
+            if (round % 16 == 15) sched_yield();  // share the CPU with a producer on a small machine
+        }
+        if (found) continue;
+
+        // Sleep. See the top of the file for why this order loses no wake-up.
+        idle.push(&self->idle);
+        self->searching = false;
+        searching->fetch_sub(1, std::memory_order_seq_cst);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (any_work_visible() || stopping.load(std::memory_order_seq_cst)) {
+            if (!idle.remove(&self->idle)) {
+                self->idle.wake.wait();  // a waker popped us: consume its wake-up
+                self->searching = true;  // and it counted us as searching
+            }
+            continue;
+        }
+        if (self->idle.wake.wait_for(idle_retire_after)) {
+            self->searching = true;
+            continue;
+        }
+        // Idle for long: retire if above the minimum, else sleep again.
+        if (idle.remove(&self->idle)) {
+            std::size_t a = alive.load(std::memory_order_relaxed);
+            bool retired = false;
+            while (a > min_threads.load(std::memory_order_relaxed) && !stopping.load(std::memory_order_relaxed)) {
+                if (alive.compare_exchange_weak(a, a - 1, std::memory_order_relaxed)) {
+                    retired = true;
+                    break;
+                }
+            }
+            if (retired) break;
+        } else {
+            self->idle.wake.wait();
+            self->searching = true;
+        }
+    }
+    if (self->searching) {
+        self->searching = false;
+        searching->fetch_sub(1, std::memory_order_seq_cst);
+    }
+    if (options.on_thread_stop) options.on_thread_stop(self->index);
+    current_worker = nullptr;
+    self->alive.store(false, std::memory_order_release);
+}
+
+bool pool_core::quiescent() const noexcept {
+    // Completions first, then posts: if the sums match, at the moment the completions were
+    // read every item posted by then had finished (each completion follows its post, and
+    // both only grow).
+    const std::uint64_t done = completed_sum();
+    std::uint64_t started = 0;
+    for (const auto& stripe : posted) started += stripe->load(std::memory_order_acquire);
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i)
+        if (worker* w = slots[i].load(std::memory_order_acquire)) started += w->posted->load(std::memory_order_acquire);
+    return done == started;
+}
+
+std::uint64_t pool_core::completed_sum() const noexcept {
+    std::uint64_t done = 0;
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i)
+        if (worker* w = slots[i].load(std::memory_order_acquire)) done += w->completed->load(std::memory_order_acquire);
+    return done;
+}
+
+void pool_core::wait_idle() {
+    idle_waiters.fetch_add(1, std::memory_order_seq_cst);
+    while (!quiescent()) {
+        ensure_workers();  // a pool whose workers all retired must start one for new work
+        std::unique_lock lock(idle_wait_lock);
+        idle_wait_cv.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    idle_waiters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void pool_core::adjust_goal(std::size_t to, const char* reason, double throughput) {
+    const std::size_t from = goal.exchange(to, std::memory_order_relaxed);
+    if (from == to) return;
+    adjustments.fetch_add(1, std::memory_order_relaxed);
+    if (options.on_adjustment) options.on_adjustment(hill_climbing_adjustment{from, to, throughput, reason});
+    ensure_workers();
+}
+
+void pool_core::begin_blocking(worker* w) {
+    if (w->blocking_depth++ > 0) return;
+    blocked.fetch_add(1, std::memory_order_relaxed);
+    // Another worker now, not at the gate's next tick: wake a sleeper if there is one
+    // (it will find the queued work), else start a thread if the target allows.
+    if (queued() > 0) {
+        if (idle.size() > 0) wake_one();
+        else if (alive.load(std::memory_order_relaxed) < target_threads()) spawn_worker();
+    }
+}
+
+void pool_core::end_blocking(worker* w) {
+    if (--w->blocking_depth > 0) return;
+    blocked.fetch_sub(1, std::memory_order_relaxed);  // the surplus retires after its item
+}
+
+}  // namespace internal
+
+thread_pool::thread_pool(thread_pool_options options)
+    : core_(std::make_unique<internal::pool_core>(this, std::move(options))) {}
+
+thread_pool::~thread_pool() {
+    if (internal::current_worker != nullptr && internal::current_worker->core == core_.get())
+        std::terminate();  // destroying a pool from its own worker would join that worker
+    // Drain and stop while core_ still points at the core: items running now may post.
+    core_->shutdown();
+    core_.reset();
+}
+
+void thread_pool::post_node(internal::task_node* node, bool local) { core_->post(node, local); }
+
+thread_pool::timer_id thread_pool::add_timer(std::chrono::steady_clock::time_point when, internal::task_node* node) {
+    return core_->timers->add(when, node);
+}
+
+bool thread_pool::cancel_timer(timer_id id) { return core_->timers->cancel(id); }
+
+wait_registration thread_pool::register_wait_impl(void* event, bool auto_reset, std::function<void(bool)> callback,
+                                                  std::chrono::steady_clock::duration timeout, bool once) {
+    return wait_registration(core_->waits->add(event, auto_reset, std::move(callback), timeout, once));
+}
+
+bool thread_pool::set_min_threads(std::size_t n) {
+    std::lock_guard guard(core_->config_lock);
+    if (n == 0 || n > core_->max_threads.load()) return false;
+    core_->min_threads.store(n);
+    if (core_->goal.load() < n) core_->goal.store(n);
+    core_->climber_reset.store(true);
+    while (core_->alive.load() < n)
+        if (!core_->spawn_worker()) break;
+    return true;
+}
+
+bool thread_pool::set_max_threads(std::size_t n) {
+    std::lock_guard guard(core_->config_lock);
+    if (n == 0 || n < core_->min_threads.load() || n > internal::max_pool_threads) return false;
+    core_->max_threads.store(n);
+    if (core_->goal.load() > n) core_->goal.store(n);
+    core_->climber_reset.store(true);
+    return true;  // workers above the new maximum retire after their current item
+}
+
+void thread_pool::wait_idle() {
+    if (internal::current_worker != nullptr && internal::current_worker->core == core_.get())
+        throw std::logic_error("contend::thread_pool::wait_idle: called from a worker of the same pool");
+    core_->wait_idle();
+}
+
+thread_pool_stats thread_pool::stats() const {
+    thread_pool_stats s;
+    const auto& c = *core_;
+    const std::size_t used = c.slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i) {
+        internal::worker* w = c.slots[i].load(std::memory_order_acquire);
+        if (w == nullptr) continue;
+        s.completed += w->completed->load(std::memory_order_relaxed);
+        s.steals += w->steals.load(std::memory_order_relaxed);
+        s.local_queue_length += w->deque.size();
+        if (w->alive.load(std::memory_order_relaxed)) {
+            ++s.threads;
+            if (w->running_item.load(std::memory_order_relaxed)) ++s.active;
+        }
+    }
+    s.idle = s.threads - s.active;
+    s.global_queue_length = c.global.size() + c.urgent.size();
+    s.starvation_injections = c.starvation_injections.load(std::memory_order_relaxed);
+    s.hill_climbing_adjustments = c.adjustments.load(std::memory_order_relaxed);
+    s.last_throughput = c.last_throughput.load(std::memory_order_relaxed);
+    s.thread_goal = c.target_threads();
+    s.active_timers = c.timers ? c.timers->size() : 0;
+    s.registered_waits = c.waits ? c.waits->size() : 0;
+    s.unhandled_exceptions = c.unhandled_exceptions.load(std::memory_order_relaxed);
+    s.min_threads = c.min_threads.load(std::memory_order_relaxed);
+    s.max_threads = c.max_threads.load(std::memory_order_relaxed);
+    return s;
+}
+
+thread_pool* thread_pool::current() noexcept {
+    return internal::current_worker != nullptr ? internal::current_worker->core->owner : nullptr;
+}
+
+blocking_scope::blocking_scope() noexcept {
+    if (internal::current_worker != nullptr) {
+        core_ = internal::current_worker->core;
+        try {
+            core_->begin_blocking(internal::current_worker);
+        } catch (...) {
+            // Starting a thread failed: the gate thread will inject one if work starves.
+        }
+    }
+}
+
+blocking_scope::~blocking_scope() {
+    if (core_ != nullptr && internal::current_worker != nullptr) core_->end_blocking(internal::current_worker);
+}
+
+}  // namespace contend

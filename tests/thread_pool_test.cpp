@@ -1,0 +1,540 @@
+// contend::thread_pool: every item runs exactly once, stealing, starvation injection,
+// blocking_scope, timers and waits through the pool, exceptions, coroutines, hill climbing,
+// options and an idle pool's CPU. Every wait is bounded (watchdog or `eventually`).
+#include "contend/thread_pool.hpp"
+
+#include <dirent.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <coroutine>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.hpp"
+
+using namespace contend_test;
+using contend::thread_pool;
+using contend::thread_pool_options;
+
+namespace {
+
+thread_pool_options fixed(std::size_t n) {
+    thread_pool_options o;
+    o.min_threads = n;
+    o.max_threads = n;
+    o.hill_climbing = false;
+    return o;
+}
+
+struct run_counts {
+    explicit run_counts(std::size_t n) : counts(n) {}
+    std::vector<std::atomic<std::uint8_t>> counts;
+    void hit(std::size_t i) { counts[i].fetch_add(1, std::memory_order_relaxed); }
+    // Index of the first item not run exactly once, or size() if all were.
+    std::size_t first_wrong() const {
+        for (std::size_t i = 0; i < counts.size(); ++i)
+            if (counts[i].load() != 1) return i;
+        return counts.size();
+    }
+};
+
+double process_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::vector<std::string> thread_names() {
+    std::vector<std::string> names;
+    if (DIR* d = opendir("/proc/self/task")) {
+        while (dirent* e = readdir(d)) {
+            if (e->d_name[0] == '.') continue;
+            std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+            std::string name;
+            std::getline(comm, name);
+            names.push_back(name);
+        }
+        closedir(d);
+    }
+    return names;
+}
+
+}  // namespace
+
+TEST(ThreadPool, AMillionItemsPostedFromEightOutsideThreadsEachRunExactlyOnce) {
+    watchdog dog(240s);
+    constexpr std::size_t per_thread = 125'000;
+    run_counts runs(8 * per_thread);
+    {
+        thread_pool pool(fixed(2));
+        run_threads(8, [&](int t) {
+            for (std::size_t i = 0; i < per_thread; ++i) {
+                const std::size_t k = static_cast<std::size_t>(t) * per_thread + i;
+                pool.post([&runs, k] { runs.hit(k); });
+            }
+        });
+        pool.wait_idle();
+        EXPECT_EQ(pool.stats().completed, 8 * per_thread);
+    }
+    EXPECT_EQ(runs.first_wrong(), runs.counts.size());
+}
+
+TEST(ThreadPool, AMillionItemsPostedLocallyByWorkersEachRunExactlyOnce) {
+    watchdog dog(240s);
+    constexpr std::size_t roots = 100, per_root = 10'000;
+    run_counts runs(roots * per_root);
+    thread_pool pool(fixed(2));
+    for (std::size_t r = 0; r < roots; ++r) {
+        pool.post([&, r] {
+            for (std::size_t i = 0; i < per_root; ++i) pool.post_local([&runs, k = r * per_root + i] { runs.hit(k); });
+        });
+    }
+    pool.wait_idle();
+    EXPECT_EQ(runs.first_wrong(), runs.counts.size());
+    EXPECT_EQ(pool.stats().completed, roots + roots * per_root);
+}
+
+TEST(ThreadPool, AMillionItemsMixingGlobalLocalAndChainedPostsEachRunExactlyOnce) {
+    watchdog dog(240s);
+    constexpr std::size_t outside = 4, chains_per_thread = 2'500, chain_length = 100;
+    run_counts runs(outside * chains_per_thread * chain_length);
+    thread_pool pool(fixed(3));
+    // Each chain: an item posted from outside, which posts the next link alternately to the
+    // local and the global queue, chain_length links in all.
+    struct link {
+        static void run(thread_pool& p, run_counts& r, std::size_t base, std::size_t i) {
+            r.hit(base + i);
+            if (i + 1 == chain_length) return;
+            auto next = [&p, &r, base, i] { run(p, r, base, i + 1); };
+            if (i % 2 == 0) p.post_local(next);
+            else p.post(next);
+        }
+    };
+    run_threads(static_cast<int>(outside), [&](int t) {
+        for (std::size_t c = 0; c < chains_per_thread; ++c) {
+            const std::size_t base = (static_cast<std::size_t>(t) * chains_per_thread + c) * chain_length;
+            pool.post([&pool, &runs, base] { link::run(pool, runs, base, 0); });
+        }
+    });
+    pool.wait_idle();
+    EXPECT_EQ(runs.first_wrong(), runs.counts.size());
+}
+
+TEST(ThreadPool, IdleWorkersStealFromAWorkerThatPostsLocally) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(4));
+    std::atomic<int> ran{0};
+    pool.post([&] {
+        for (int i = 0; i < 2'000; ++i) {
+            pool.post_local([&] {
+                // Long enough that the poster cannot drain its own deque before others look.
+                const auto until = steady::now() + 20us;
+                while (steady::now() < until) {
+                }
+                ran.fetch_add(1);
+            });
+        }
+    });
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(), 2'000);
+    EXPECT_GT(pool.stats().steals, 0u);
+}
+
+TEST(ThreadPool, TheGateThreadUnblocksItemsThatWaitForEachOther) {
+    watchdog dog(120s);
+    thread_pool_options o;
+    o.min_threads = 2;
+    o.max_threads = 32;
+    o.hill_climbing = false;
+    thread_pool pool(o);
+    std::atomic<int> started{0};
+    std::atomic<int> finished{0};
+    for (int i = 0; i < 16; ++i) {
+        pool.post([&] {
+            started.fetch_add(1);
+            // Blocks until all 16 have started: impossible with 2 threads unless the gate
+            // thread adds 14 (one per 500 ms when no progress is made).
+            eventually([&] { return started.load() == 16; }, 100s);
+            finished.fetch_add(1);
+        });
+    }
+    EXPECT_TRUE(eventually([&] { return finished.load() == 16; }, 90s));
+    EXPECT_GE(pool.stats().starvation_injections, 14u);
+    pool.wait_idle();
+}
+
+TEST(ThreadPool, BlockingScopeAddsAThreadAtOnceWithoutTheGateThread) {
+    watchdog dog(120s);
+    thread_pool_options o;
+    o.min_threads = 2;
+    o.max_threads = 32;
+    o.hill_climbing = false;
+    thread_pool pool(o);
+    std::atomic<int> started{0};
+    std::atomic<int> finished{0};
+    for (int i = 0; i < 16; ++i) {
+        pool.post([&] {
+            started.fetch_add(1);
+            contend::blocking_scope blocking;
+            eventually([&] { return started.load() == 16; }, 100s);
+            finished.fetch_add(1);
+        });
+    }
+    EXPECT_TRUE(eventually([&] { return finished.load() == 16; }, 90s));
+    // Every extra thread came from blocking_scope: the gate never had to step in (its first
+    // check comes 500 ms after the pool starts; the scopes act within microseconds).
+    EXPECT_EQ(pool.stats().starvation_injections, 0u);
+    pool.wait_idle();
+    // The extra threads retire once the scopes end and there is no work for them.
+    EXPECT_TRUE(eventually([&] { return pool.stats().threads <= 2; }, 30s)) << pool.stats().threads;
+}
+
+TEST(ThreadPool, TimersNeverFireEarlyAndFireInDeadlineOrder) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(1));  // one worker: callbacks run in the order they were dispatched
+    std::mutex m;
+    std::vector<int> order;
+    std::atomic<int> early{0};
+    const auto base = steady::now();
+    const int delays_ms[] = {50, 10, 40, 20, 30, 0, 60};
+    for (int d : delays_ms) {
+        const auto due = base + std::chrono::milliseconds(d);
+        pool.post_at(due, [&, d, due] {
+            if (steady::now() < due) early.fetch_add(1);
+            std::lock_guard g(m);
+            order.push_back(d);
+        });
+    }
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard g(m);
+        return order.size() == 7;
+    }));
+    EXPECT_EQ(early.load(), 0);
+    EXPECT_EQ(order, (std::vector<int>{0, 10, 20, 30, 40, 50, 60}));
+}
+
+TEST(ThreadPool, ACancelledTimerNeverRunsAndCancelSaysWhetherItWasPending) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(1));
+    std::atomic<int> ran{0};
+    const auto id = pool.post_after(200ms, [&] { ran.fetch_add(1); });
+    EXPECT_EQ(pool.stats().active_timers, 1u);
+    EXPECT_TRUE(pool.cancel_timer(id));
+    EXPECT_FALSE(pool.cancel_timer(id));
+    const auto fired = pool.post_after(1ms, [&] { ran.fetch_add(10); });
+    ASSERT_TRUE(eventually([&] { return ran.load() == 10; }));
+    EXPECT_FALSE(pool.cancel_timer(fired));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(ran.load(), 10);
+    EXPECT_EQ(pool.stats().active_timers, 0u);
+}
+
+TEST(ThreadPool, ATimerFiresWhileTenThousandSlowItemsAreQueued) {
+    watchdog dog(120s);
+    thread_pool pool(fixed(2));
+    std::atomic<int> done{0};
+    for (int i = 0; i < 10'000; ++i)
+        pool.post([&] {
+            std::this_thread::sleep_for(1ms);
+            done.fetch_add(1);
+        });
+    std::atomic<int> done_at_fire{-1};
+    pool.post_after(10ms, [&] { done_at_fire.store(done.load()); });
+    ASSERT_TRUE(eventually([&] { return done_at_fire.load() >= 0; }, 60s));
+    // The timer jumped the queue: most of the 10,000 items (each >= 1 ms, two at a time)
+    // were still waiting when it ran.
+    EXPECT_LT(done_at_fire.load(), 5'000);
+    pool.wait_idle();
+}
+
+TEST(ThreadPool, RegisteredWaitsFireOnSetAndOnTimeout) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(2));
+    contend::manual_reset_event ev;
+    std::atomic<int> signalled{0}, timed_out{0};
+    auto reg = pool.register_wait(
+        ev, [&](bool to) { (to ? timed_out : signalled).fetch_add(1); }, thread_pool::no_timeout, true);
+    EXPECT_TRUE(reg.active());
+    ev.set();
+    ASSERT_TRUE(eventually([&] { return signalled.load() == 1; }));
+    contend::auto_reset_event never;
+    auto reg2 = pool.register_wait(
+        never, [&](bool to) { (to ? timed_out : signalled).fetch_add(1); }, 20ms, false);
+    ASSERT_TRUE(eventually([&] { return timed_out.load() >= 3; }));  // repeating: the timeout re-arms
+    reg2.unregister();
+    EXPECT_FALSE(reg2.active());
+    EXPECT_EQ(signalled.load(), 1);
+}
+
+TEST(ThreadPool, DestructionRunsEveryQueuedItem) {
+    watchdog dog(60s);
+    std::atomic<int> ran{0};
+    {
+        thread_pool pool(fixed(1));
+        for (int i = 0; i < 2'000; ++i)
+            pool.post([&] {
+                std::this_thread::sleep_for(10us);
+                ran.fetch_add(1);
+            });
+    }
+    EXPECT_EQ(ran.load(), 2'000);
+}
+
+TEST(ThreadPool, DestructionRunsItemsPostedByItemsWhileDraining) {
+    watchdog dog(60s);
+    std::atomic<int> ran{0};
+    {
+        thread_pool pool(fixed(2));
+        for (int i = 0; i < 100; ++i)
+            pool.post([&] {
+                ran.fetch_add(1);
+                pool.post_local([&] { ran.fetch_add(1); });
+            });
+    }
+    EXPECT_EQ(ran.load(), 200);
+}
+
+TEST(ThreadPool, AThrowingItemGoesToTheHandlerAndThePoolKeepsWorking) {
+    watchdog dog(60s);
+    std::atomic<int> handled{0};
+    thread_pool_options o = fixed(2);
+    o.on_exception = [&](std::exception_ptr e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::runtime_error&) {
+            handled.fetch_add(1);
+        }
+    };
+    thread_pool pool(o);
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 100; ++i) {
+        pool.post([] { throw std::runtime_error("boom"); });
+        pool.post([&] { ran.fetch_add(1); });
+    }
+    pool.wait_idle();
+    EXPECT_EQ(handled.load(), 100);
+    EXPECT_EQ(ran.load(), 100);
+    EXPECT_EQ(pool.stats().unhandled_exceptions, 100u);
+    EXPECT_EQ(pool.stats().threads, 2u);
+}
+
+TEST(ThreadPool, SubmitCarriesTheResultAndTheException) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(2));
+    auto value = pool.submit([] { return 42; });
+    auto failure = pool.submit([]() -> int { throw std::out_of_range("nope"); });
+    auto move_only = pool.submit([p = std::make_unique<int>(7)] { return *p; });
+    ASSERT_EQ(value.wait_for(30s), std::future_status::ready);
+    EXPECT_EQ(value.get(), 42);
+    ASSERT_EQ(failure.wait_for(30s), std::future_status::ready);
+    EXPECT_THROW(failure.get(), std::out_of_range);
+    ASSERT_EQ(move_only.wait_for(30s), std::future_status::ready);
+    EXPECT_EQ(move_only.get(), 7);
+    EXPECT_EQ(pool.stats().unhandled_exceptions, 0u);
+}
+
+namespace {
+struct fire_and_forget {
+    struct promise_type {
+        fire_and_forget get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::abort(); }
+    };
+};
+
+fire_and_forget hop(thread_pool& pool, int hops, bool local, std::atomic<int>& on_pool, std::atomic<bool>& done) {
+    for (int i = 0; i < hops; ++i) {
+        if (local) co_await pool.schedule_local();
+        else co_await pool.schedule();
+        if (thread_pool::current() == &pool) on_pool.fetch_add(1, std::memory_order_relaxed);
+    }
+    done.store(true);
+}
+}  // namespace
+
+TEST(ThreadPool, AHundredThousandCoroutineHopsEachResumeOnAWorker) {
+    watchdog dog(120s);
+    thread_pool pool(fixed(2));
+    std::atomic<int> on_pool{0};
+    std::atomic<bool> done_global{false}, done_local{false};
+    hop(pool, 50'000, false, on_pool, done_global);
+    hop(pool, 50'000, true, on_pool, done_local);
+    ASSERT_TRUE(eventually([&] { return done_global.load() && done_local.load(); }, 100s));
+    EXPECT_EQ(on_pool.load(), 100'000);
+    pool.wait_idle();
+}
+
+TEST(ThreadPool, HillClimbingAddsThreadsForBlockingItems) {
+    watchdog dog(120s);
+    thread_pool_options o;
+    o.min_threads = 2;
+    o.max_threads = 64;
+    thread_pool pool(o);
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> done{0};
+    // A steady stream: each item sleeps 1 ms and posts its successor; 64 streams keep the
+    // queue non-empty whatever the thread count.
+    struct stream {
+        static void step(thread_pool& p, std::atomic<bool>& s, std::atomic<std::uint64_t>& d) {
+            std::this_thread::sleep_for(1ms);
+            d.fetch_add(1);
+            if (!s.load()) p.post([&p, &s, &d] { step(p, s, d); });
+        }
+    };
+    for (int i = 0; i < 64; ++i) pool.post([&] { stream::step(pool, stop, done); });
+    const auto rate_over = [&](std::chrono::milliseconds span) {
+        const auto before = done.load();
+        std::this_thread::sleep_for(span);
+        return static_cast<double>(done.load() - before) / std::chrono::duration<double>(span).count();
+    };
+    const double first = rate_over(500ms);
+    const bool grew = eventually([&] { return pool.stats().thread_goal >= 5; }, 30s);
+    const double later = rate_over(500ms);
+    stop.store(true);
+    pool.wait_idle();
+    EXPECT_TRUE(grew) << "goal " << pool.stats().thread_goal;
+    EXPECT_GT(pool.stats().hill_climbing_adjustments, 0u);
+    EXPECT_GT(later, first * 1.5) << "first " << first << "/s, later " << later << "/s";
+}
+
+TEST(ThreadPool, HillClimbingDoesNotGrowFarPastTheCoresForCpuWork) {
+    watchdog dog(120s);
+    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    thread_pool_options o;
+    o.min_threads = cores;
+    o.max_threads = 64;
+    thread_pool pool(o);
+    std::atomic<bool> stop{false};
+    struct stream {
+        static void step(thread_pool& p, std::atomic<bool>& s) {
+            const auto until = steady::now() + 200us;
+            while (steady::now() < until) {
+            }
+            if (!s.load()) p.post([&p, &s] { step(p, s); });
+        }
+    };
+    for (int i = 0; i < 64; ++i) pool.post([&] { stream::step(pool, stop); });
+    std::size_t most = 0;
+    const auto until = steady::now() + 4s;
+    while (steady::now() < until) {
+        most = std::max(most, pool.stats().thread_goal);
+        std::this_thread::sleep_for(20ms);
+    }
+    stop.store(true);
+    pool.wait_idle();
+    EXPECT_LE(most, 2 * cores + 2);
+}
+
+TEST(ThreadPool, InvalidThreadLimitsChangeNothing) {
+    thread_pool_options o;
+    o.min_threads = 2;
+    o.max_threads = 8;
+    thread_pool pool(o);
+    EXPECT_FALSE(pool.set_min_threads(0));
+    EXPECT_FALSE(pool.set_min_threads(9));
+    EXPECT_FALSE(pool.set_max_threads(0));
+    EXPECT_FALSE(pool.set_max_threads(1));
+    EXPECT_EQ(pool.stats().min_threads, 2u);
+    EXPECT_EQ(pool.stats().max_threads, 8u);
+    EXPECT_TRUE(pool.set_max_threads(4));
+    EXPECT_TRUE(pool.set_min_threads(3));
+    EXPECT_EQ(pool.stats().min_threads, 3u);
+    EXPECT_EQ(pool.stats().max_threads, 4u);
+}
+
+TEST(ThreadPool, InvalidOptionsThrowInvalidArgument) {
+    thread_pool_options o;
+    o.min_threads = 4;
+    o.max_threads = 2;
+    EXPECT_THROW(thread_pool{o}, std::invalid_argument);
+    thread_pool_options huge;
+    huge.min_threads = 40'000;
+    EXPECT_THROW(thread_pool{huge}, std::invalid_argument);
+}
+
+TEST(ThreadPool, EnvironmentOverridesApplyToDefaultOptionsAndRejectGarbage) {
+    ::setenv("CONTEND_POOL_MIN_THREADS", "3", 1);
+    ::setenv("CONTEND_POOL_MAX_THREADS", "5", 1);
+    ::setenv("CONTEND_POOL_HILL_CLIMBING", "0", 1);
+    {
+        thread_pool pool;
+        EXPECT_EQ(pool.stats().min_threads, 3u);
+        EXPECT_EQ(pool.stats().max_threads, 5u);
+        thread_pool_options explicit_options;
+        explicit_options.min_threads = 1;
+        explicit_options.max_threads = 2;
+        thread_pool pool2(explicit_options);  // fields set by the caller win
+        EXPECT_EQ(pool2.stats().min_threads, 1u);
+        EXPECT_EQ(pool2.stats().max_threads, 2u);
+    }
+    ::setenv("CONTEND_POOL_MIN_THREADS", "three", 1);
+    EXPECT_THROW(thread_pool{}, std::invalid_argument);
+    ::unsetenv("CONTEND_POOL_MIN_THREADS");
+    ::setenv("CONTEND_POOL_HILL_CLIMBING", "maybe", 1);
+    EXPECT_THROW(thread_pool{}, std::invalid_argument);
+    ::unsetenv("CONTEND_POOL_HILL_CLIMBING");
+    ::unsetenv("CONTEND_POOL_MAX_THREADS");
+}
+
+TEST(ThreadPool, WaitIdleFromAWorkerOfTheSamePoolThrows) {
+    watchdog dog(30s);
+    thread_pool pool(fixed(1));
+    auto f = pool.submit([&] { pool.wait_idle(); });
+    ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+    EXPECT_THROW(f.get(), std::logic_error);
+}
+
+TEST(ThreadPool, WorkersAreNamedAndHooksSeeThemStartAndStop) {
+    watchdog dog(30s);
+    std::atomic<int> starts{0}, stops{0};
+    {
+        thread_pool_options o = fixed(2);
+        o.name = "tp";
+        o.on_thread_start = [&](std::size_t) { starts.fetch_add(1); };
+        o.on_thread_stop = [&](std::size_t) { stops.fetch_add(1); };
+        thread_pool pool(o);
+        ASSERT_TRUE(eventually([&] { return starts.load() == 2; }));
+        // Each thread names itself as it starts: poll until all three have.
+        const auto has = [](const std::vector<std::string>& names, const char* name) {
+            return std::find(names.begin(), names.end(), name) != names.end();
+        };
+        std::vector<std::string> names;
+        EXPECT_TRUE(eventually([&] {
+            names = thread_names();
+            return has(names, "tp-worker-0") && has(names, "tp-worker-1") && has(names, "tp-gate");
+        }));
+    }
+    EXPECT_EQ(stops.load(), 2);
+}
+
+TEST(ThreadPool, PostLocalFromOutsideAPoolGoesToTheGlobalQueue) {
+    watchdog dog(30s);
+    thread_pool pool(fixed(1));
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 1000; ++i) pool.post_local([&] { ran.fetch_add(1); });
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(), 1000);
+    EXPECT_EQ(thread_pool::current(), nullptr);
+}
+
+TEST(ThreadPool, AnIdlePoolBurnsNextToNoCpu) {
+    watchdog dog(30s);
+    thread_pool pool(fixed(4));
+    for (int i = 0; i < 100; ++i) pool.post([] {});
+    pool.wait_idle();
+    std::this_thread::sleep_for(200ms);  // past the workers' short spin
+    const double before = process_cpu_seconds();
+    std::this_thread::sleep_for(1s);
+    const double used = process_cpu_seconds() - before;
+    // A spinning worker would use ~1 s here; the gate thread's ticks use microseconds.
+    EXPECT_LT(used, 0.05) << used << " s of CPU in an idle second";
+}
