@@ -14,15 +14,30 @@
 #include <oneapi/tbb/spin_mutex.h>
 #endif
 
-#if CONTEND_HAVE_ABSL && defined(__SANITIZE_THREAD__)
+#if (CONTEND_HAVE_ABSL || CONTEND_HAVE_TBB) && defined(__SANITIZE_THREAD__)
 // Debian's absl is not built with ThreadSanitizer. The adapters below annotate each
 // absl::Mutex itself, but with deadlock detection on, absl also keeps a global graph of the
 // mutexes in use, guarded by an internal lock that ThreadSanitizer cannot see: with many
 // mutexes held in turn (the striped suite) it reports races inside that graph's code. Only
 // those frames are suppressed; a race in the lab's own code is still reported.
+//
+// Nor is Debian's oneTBB: its scheduler (the pool suite's tbb rows) hands a task to another
+// thread through atomics inside libtbb, which ThreadSanitizer cannot see, so every task's
+// memory looks raced (and libtbb recycles it for the next task). Reports with a frame of
+// libtbb or of its task headers in either stack are suppressed; the same work items run
+// unsuppressed under contend's, Asio's and the mutex pool.
 extern "C" const char* __tsan_default_suppressions() {
-    return "race:synchronization_internal::GraphCycles\n"
-           "race:libabsl_graphcycles_internal\n";
+    return
+#if CONTEND_HAVE_ABSL
+        "race:synchronization_internal::GraphCycles\n"
+        "race:libabsl_graphcycles_internal\n"
+#endif
+#if CONTEND_HAVE_TBB
+        "race:libtbb.so\n"
+        "race:oneapi/tbb/task_arena.h\n"
+        "race:oneapi/tbb/task_group.h\n"
+#endif
+        "";
 }
 #endif
 
@@ -94,6 +109,9 @@ std::string peers_found() {
 #endif
 #if CONTEND_HAVE_CK
     found += "ck ";
+#endif
+#if CONTEND_HAVE_ASIO
+    found += "asio ";
 #endif
     if (!found.empty()) found.pop_back();
     return found.empty() ? "none" : found;

@@ -6,13 +6,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness/harness.hpp"
+#include "peers/peers.hpp"
+#include "suites/pool_workload.hpp"
 
 namespace lab = contend::lab;
 
@@ -201,4 +209,205 @@ TEST(SuiteRegistry, CounterAndHoldRunTheSameLocks) {
         if (c.params.front().second == "0") hold_locks.push_back(c.name);
     EXPECT_FALSE(counter_locks.empty());
     EXPECT_EQ(counter_locks, hold_locks);
+}
+
+// --- the pool suite ---------------------------------------------------------------------------
+
+namespace {
+// The row a cell of `c` at 2 workers gets: the name tools outside the project read.
+std::string pool_row(const lab::contender& c) {
+    lab::cell_result cell;
+    cell.suite = "pool";
+    cell.contender = c.name;
+    cell.params = c.params;
+    cell.workers = 2;
+    return cell.name();
+}
+bool peer_built_in(const std::string& peer) {
+    const std::string found = " " + lab::peers_found() + " ";
+    return found.find(" " + peer + " ") != std::string::npos;
+}
+lab::harness_options quick_pool_options() {
+    lab::harness_options o;
+    o.min_time_s = 0.001;
+    o.repetitions = 1;
+    o.min_repetitions = 1;
+    o.deadline_s = 20;
+    return o;
+}
+}  // namespace
+
+TEST(PoolSuite, ListsEveryPoolInEveryModeUnderTheDesignRowNames) {
+    const auto* s = lab::find_suite("pool");
+    ASSERT_NE(s, nullptr);
+    std::vector<std::string> pools = {"contend", "mutex_pool", "no_pool"};
+    if (peer_built_in("tbb")) pools.push_back("tbb");
+    if (peer_built_in("asio")) pools.push_back("asio");
+    std::set<std::string> rows;
+    for (const auto& c : s->contenders) {
+        EXPECT_NE(std::find(pools.begin(), pools.end(), c.name), pools.end()) << c.name;
+        EXPECT_FALSE(c.is_lock) << c.id();
+        EXPECT_EQ(c.operation, "item") << c.id();
+        rows.insert(pool_row(c));
+    }
+    const std::vector<std::string> modes = {"sustained", "burst:1", "burst:4", "burst:16", "burst:64", "burst:256"};
+    std::size_t expected = 1;  // no_pool's one row
+    for (const auto& pool : pools) {
+        if (pool == "no_pool") continue;
+        // mutex_pool has one queue: its local rows would run the same code again.
+        const std::vector<std::string> queues =
+            pool == "mutex_pool" ? std::vector<std::string>{"global"} : std::vector<std::string>{"global", "local"};
+        for (const auto& queue : queues)
+            for (const auto& mode : modes) {
+                const std::string row = "pool/" + pool + "/queue:" + queue + "/mode:" + mode + "/workers:2";
+                EXPECT_EQ(rows.count(row), 1u) << row;
+                ++expected;
+            }
+    }
+    EXPECT_EQ(rows.count("pool/no_pool/queue:none/mode:sustained/workers:2"), 1u);
+    EXPECT_EQ(rows.count("pool/mutex_pool/queue:local/mode:sustained/workers:2"), 0u);
+    EXPECT_EQ(s->contenders.size(), expected);
+    EXPECT_EQ(s->default_workers, std::vector<std::int32_t>{static_cast<std::int32_t>(lab::allowed_cpus().size())})
+        << "one pool thread per CPU this process may use, as .NET's benchmark runs";
+}
+
+TEST(PoolSuite, EveryContenderRunsItsItemsWithExactCountsAndReportsItemsPerMs) {
+    const auto* s = lab::find_suite("pool");
+    ASSERT_NE(s, nullptr);
+    for (const auto& c : s->contenders) {
+        const auto cell = lab::run_cell(c, "pool", 2, quick_pool_options());
+        ASSERT_TRUE(cell.valid()) << c.id() << ": " << cell.status << ": " << cell.detail;
+        EXPECT_GT(cell.metric("items_per_ms"), 0) << c.id();
+        EXPECT_GT(cell.metric("cpu_ns_per_item"), 0) << c.id();
+        EXPECT_GE(cell.metric("threads_seen"), 1) << c.id();
+        EXPECT_LE(cell.metric("threads_seen"), 2) << c.id() << ": the pool must run exactly its 2 threads";
+        EXPECT_FALSE(cell.has_fairness) << c.id();
+    }
+}
+
+TEST(PoolSuite, ABurstRepetitionRunsWholeBurstsAndSustainedAtLeastTheItemsAsked) {
+    for (const auto& c : lab::find_suite("pool")->contenders) {
+        if (c.name != "contend" && c.name != "mutex_pool") continue;
+        auto w = c.make();
+        lab::progress_counters progress(2);
+        std::atomic<bool> stop{false};
+        for (int rep = 0; rep < 2; ++rep) {  // the second on a pool that ran the first
+            w->reset();
+            const std::uint64_t done = w->run(0, 100, stop, progress);  // 200 items asked at 2 threads
+            EXPECT_EQ(w->run(1, 100, stop, progress), 0u) << "harness worker 1 is not a producer";
+            const auto& mode = c.params.at(1).second;
+            if (mode == "sustained") {
+                EXPECT_GE(done, 200u) << c.id();
+            } else {
+                const std::uint64_t burst = 2 * std::stoull(mode.substr(mode.find(':') + 1));
+                EXPECT_EQ(done, (200 + burst - 1) / burst * burst) << c.id();
+            }
+            EXPECT_TRUE(w->check({done, 0}).ok()) << c.id() << ": " << w->check({done, 0}).detail;
+            EXPECT_EQ(w->check({done + 1, 0}).status, "wrong_count") << c.id();
+        }
+    }
+}
+
+namespace {
+// A one-thread pool that, once armed, loses the next item posted or queues it twice: the
+// suite's checks must catch it, and the producer's waits must end when the harness says
+// stop. Armed after the first run() (which builds the pool and warms it up).
+class faulty_pool {
+public:
+    enum class fault { none, lose, twice };
+    static inline std::atomic<fault> armed{fault::none};
+    explicit faulty_pool(int) : worker_([this] { work(); }) {}
+    ~faulty_pool() {
+        {
+            std::lock_guard lk(m_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        worker_.join();
+    }
+    template <class F>
+    void post(F&& f, lab::pool_bench::queue_kind, bool) {
+        const fault now = armed.exchange(fault::none);
+        if (now == fault::lose) return;
+        {
+            std::lock_guard lk(m_);
+            queue_.emplace_back(f);
+            if (now == fault::twice) queue_.emplace_back(f);
+        }
+        cv_.notify_one();
+    }
+
+private:
+    void work() {
+        std::unique_lock lk(m_);
+        for (;;) {
+            cv_.wait(lk, [this] { return !queue_.empty() || stopping_; });
+            if (queue_.empty()) return;
+            auto item = std::move(queue_.front());
+            queue_.pop_front();
+            lk.unlock();
+            item();
+            lk.lock();
+        }
+    }
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    bool stopping_ = false;
+    std::thread worker_;
+};
+
+using faulty_workload = lab::pool_bench::pool_throughput<faulty_pool>;
+
+// One repetition of `w` with a stop flag the harness would raise at `deadline`; how long
+// the producer took to come back.
+double timed_repetition(lab::workload& w, std::uint64_t ops, std::chrono::milliseconds deadline, std::uint64_t& done) {
+    lab::progress_counters progress(1);
+    std::atomic<bool> stop{false};
+    std::mutex m;
+    std::condition_variable cv;
+    bool returned = false;
+    w.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread deadline_keeper([&] {
+        std::unique_lock lk(m);
+        if (!cv.wait_for(lk, deadline, [&] { return returned; })) stop.store(true);
+    });
+    done = w.run(0, ops, stop, progress);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    {
+        std::lock_guard lk(m);
+        returned = true;
+    }
+    cv.notify_all();
+    deadline_keeper.join();
+    return seconds;
+}
+}  // namespace
+
+TEST(PoolSuite, ALostItemEndsTheRepetitionAtTheDeadlineAndFailsTheCheck) {
+    for (const std::uint32_t burst : {0u, 4u}) {
+        faulty_workload w(lab::pool_bench::queue_kind::global, burst);
+        std::uint64_t done = 0;
+        timed_repetition(w, 100, std::chrono::seconds(20), done);  // builds and warms up the pool
+        ASSERT_TRUE(w.check({done}).ok()) << w.check({done}).detail;
+        faulty_pool::armed = faulty_pool::fault::lose;
+        const double seconds = timed_repetition(w, 100, std::chrono::milliseconds(200), done);
+        EXPECT_GE(seconds, 0.15) << "burst " << burst << ": the producer waited for the lost item";
+        EXPECT_LT(seconds, 10) << "burst " << burst;
+        const auto verdict = w.check({done});
+        EXPECT_FALSE(verdict.ok()) << "burst " << burst << ": a lost item must fail the check";
+    }
+}
+
+TEST(PoolSuite, AnItemRunTwiceFailsTheCountAtOnce) {
+    faulty_workload w(lab::pool_bench::queue_kind::global, 0);
+    std::uint64_t done = 0;
+    timed_repetition(w, 100, std::chrono::seconds(20), done);
+    ASSERT_TRUE(w.check({done}).ok()) << w.check({done}).detail;
+    faulty_pool::armed = faulty_pool::fault::twice;
+    const double seconds = timed_repetition(w, 100, std::chrono::seconds(20), done);
+    EXPECT_LT(seconds, 10) << "more items ran than were posted: no need to wait for the deadline";
+    // items_lost, or wrong_count when the copy was still running as the producer returned.
+    EXPECT_FALSE(w.check({done}).ok()) << "an item that ran twice must fail the check";
 }
