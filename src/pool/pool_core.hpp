@@ -65,6 +65,7 @@ struct pool_core {
     void worker_main(worker* self);
     task_node* find_work(worker* self);
     task_node* steal(worker* self);
+    bool take_from_global(worker* self, task_node*& out);
     bool any_work_visible() const noexcept;
     std::size_t queued() const noexcept;
     void run_item(worker* self, task_node* n);

@@ -43,6 +43,8 @@ constexpr auto idle_retire_after = std::chrono::seconds(5);
 // tokio-scheduler), so that two items posting each other locally cannot keep a worker from
 // the global queue forever.
 constexpr std::uint32_t global_check_interval = 61;
+// At most this many items move from the global queue to a worker's deque at once.
+constexpr std::size_t global_batch_max = 32;
 
 std::size_t hardware_threads() noexcept {
     const unsigned n = std::thread::hardware_concurrency();
@@ -272,12 +274,29 @@ task_node* pool_core::steal(worker* self) {
     return nullptr;
 }
 
+bool pool_core::take_from_global(worker* self, task_node*& out) {
+    // Take a share of the global queue at once (Go's runtime takes len/workers + 1, up to
+    // half its local queue): one lock hold for several items, and the rest sit in this
+    // worker's deque where idle workers can steal them.
+    const std::size_t len = global.size();
+    if (len == 0) return false;
+    const std::size_t workers_now = std::max<std::size_t>(1, alive.load(std::memory_order_relaxed));
+    task_node* batch[global_batch_max];
+    const std::size_t want = std::min(global_batch_max, len / workers_now + 1);
+    const std::size_t got = global.pop_batch(batch, want);
+    if (got == 0) return false;
+    out = batch[0];
+    for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);  // LIFO pops them in FIFO order
+    if (got > 1) notify();
+    return true;
+}
+
 task_node* pool_core::find_work(worker* self) {
     task_node* n = nullptr;
     if (!urgent.empty() && urgent.pop(n)) return n;
     if (++self->tick % global_check_interval == 0 && global.pop(n)) return n;
     if (self->deque.pop(n)) return n;
-    if (global.pop(n)) return n;
+    if (take_from_global(self, n)) return n;
     return steal(self);
 }
 
