@@ -303,9 +303,10 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
         if (!check(r)) return cell;
         const double total = static_cast<double>(r.completed);
         cell.ns_per_op.push_back(r.wall_ns / total);
-        cpu_per_op.push_back(r.cpu_ns / total);
+        const repetition_facts facts{r.wall_ns, r.cpu_ns, r.completed, &r.per_worker};
+        cpu_per_op.push_back(workload->cpu_ns(facts) / total);
         metric_list metrics;
-        workload->measure({r.wall_ns, r.cpu_ns, r.completed, &r.per_worker}, metrics);
+        workload->measure(facts, metrics);
         for (auto& [name, value] : metrics) {
             auto it = std::find_if(metric_samples.begin(), metric_samples.end(),
                                    [&](const auto& m) { return m.first == name; });

@@ -72,6 +72,10 @@ public:
         (void)facts;
         (void)out;
     }
+    // The CPU time this repetition's operations cost, for cpu_ns_per_op. Default: the
+    // harness's worker threads, summed. A workload whose work runs on threads the harness
+    // does not own (a thread pool's workers) measures its own and returns it here.
+    virtual double cpu_ns(const repetition_facts& facts) const { return facts.cpu_ns; }
 };
 
 // The contract of a shared counter (every lock and atomic contender): the counter's final

@@ -147,6 +147,8 @@ public:
     void measure(const repetition_facts& facts, metric_list& out) override {
         add_pool_metrics(facts, cpu_ns_, threads_seen(), out);
     }
+    // The pool's workers are not the harness's threads: the process's CPU over the window.
+    double cpu_ns(const repetition_facts&) const override { return cpu_ns_; }
 
 private:
     static constexpr std::uint32_t extra_slots = 64;  // room to see a pool run too many threads

@@ -282,6 +282,9 @@ TEST(PoolSuite, EveryContenderRunsItsItemsWithExactCountsAndReportsItemsPerMs) {
         EXPECT_GE(cell.metric("threads_seen"), 1) << c.id();
         EXPECT_LE(cell.metric("threads_seen"), 2) << c.id() << ": the pool must run exactly its 2 threads";
         EXPECT_FALSE(cell.has_fairness) << c.id();
+        // The row's CPU per operation is the whole process's (the pool's workers are not
+        // the harness's threads), the same figure as the metric.
+        EXPECT_DOUBLE_EQ(cell.cpu_ns_per_op, cell.metric("cpu_ns_per_item")) << c.id();
     }
 }
 
