@@ -8,6 +8,7 @@
 #include "contend/monitor.hpp"
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
+#include "contend/pipe.hpp"
 #include "contend/spin_lock.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contend/thin_lock.hpp"

@@ -1,0 +1,738 @@
+// contend::pipe: the shared state, the writer's and the reader's paths.
+//
+// Who touches what:
+//   writer only, no lock   its tail segment's bytes past the flushed end, the tail's `end`
+//                          (atomic: the reader's iterator reads it), new segments and their
+//                          links, the unflushed count, renting segments from the pool
+//   reader only, no lock   iterating its buffer (segments from the consumed position up to
+//                          the flushed end of the last read), returning segments to the pool
+//   under the lock         the flushed end, consumed and examined positions, completion,
+//                          cancellation, pending waits and callbacks, the counters
+// A segment goes back to the pool only once the consumed position has moved into a later
+// segment: the writer never writes behind the flushed end, so no segment is in both hands.
+// Renting and returning happen outside the lock (what the Pipelines contention PR moved out
+// of it; see docs/references.md, dotnet-runtime-pipelines-contention), and so do callbacks.
+#include "contend/pipe.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "contend/condition_variable.hpp"
+#include "contend/mutex.hpp"
+#include "contend/thread_pool.hpp"
+#include "pipe/segment_pool.hpp"
+
+namespace contend {
+namespace internal {
+
+struct pipe_segment {
+    explicit pipe_segment(std::size_t cap) : data(new std::byte[cap]), capacity(cap) {}
+    std::unique_ptr<std::byte[]> data;
+    std::size_t capacity;
+    std::atomic<std::size_t> end{0};  // bytes committed by the writer
+    std::uint64_t running_index = 0;  // stream offset of data[0]
+    pipe_segment* next = nullptr;  // set by the writer before the bytes after it are flushed
+};
+
+// The pipe's lock: contend::mutex or std::mutex (pipe_options::lock), counting every
+// acquisition that found it taken (one try_lock first: the count is exact, the cost nil
+// when it is free).
+class pipe_lock {
+public:
+    explicit pipe_lock(pipe_lock_kind kind) noexcept : kind_(kind) {}
+    void lock() {
+        if (kind_ == pipe_lock_kind::contend_mutex) {
+            if (!fast_.try_lock()) {
+                contentions_.fetch_add(1, std::memory_order_relaxed);
+                fast_.lock();
+            }
+        } else {
+            if (!platform_.try_lock()) {
+                contentions_.fetch_add(1, std::memory_order_relaxed);
+                platform_.lock();
+            }
+        }
+    }
+    void unlock() {
+        if (kind_ == pipe_lock_kind::contend_mutex) fast_.unlock();
+        else platform_.unlock();
+    }
+    std::uint64_t contentions() const noexcept { return contentions_.load(std::memory_order_relaxed); }
+
+private:
+    const pipe_lock_kind kind_;
+    contend::mutex fast_;
+    std::mutex platform_;
+    std::atomic<std::uint64_t> contentions_{0};
+};
+
+class pipe_state {
+public:
+    explicit pipe_state(pipe_options o);
+    ~pipe_state();
+
+    // Writer.
+    std::span<std::byte> get_span(std::size_t hint);
+    void advance(std::size_t bytes);
+    flush_result flush();
+    void flush_async(std::function<void(flush_result)> done);
+    std::size_t unflushed() const noexcept { return unflushed_; }
+    void complete_writer(std::exception_ptr e);
+    void cancel_flush();
+
+    // Reader.
+    read_result read(std::size_t at_least);
+    bool try_read(read_result& out);
+    void read_async(std::function<void(read_result)> done);
+    void advance_to(sequence_position consumed, sequence_position examined);
+    void complete_reader(std::exception_ptr e);
+    void cancel_read();
+    std::exception_ptr writer_error();
+
+    void reset();
+    pipe_stats stats();
+
+private:
+    using guard = std::unique_lock<pipe_lock>;
+
+    pipe_segment* rent(std::size_t at_least);
+    void give_back(pipe_segment* chain_begin, pipe_segment* chain_end);
+    void publish_unflushed();  // under the lock
+    bool read_ready(std::size_t at_least) const;  // under the lock
+    read_result take_read();  // under the lock; marks the read outstanding
+    bool writer_must_wait() const;  // under the lock
+    void schedule(thread_pool* pool, std::function<void()> fn);
+    // Under the lock: whatever pending async read/flush can complete now, returned for
+    // running after unlock.
+    std::function<void()> ready_continuations();
+    void throw_if_writer_error_and_drained();
+    bool writer_completed_no_lock() const noexcept { return writer_completed_flag_.load(std::memory_order_relaxed); }
+
+    const pipe_options options_;
+    pipe_lock lock_;
+    contend::condition_variable reader_cv_;
+    contend::condition_variable writer_cv_;
+    spsc_pool<pipe_segment*> pool_;
+
+    // Writer-only.
+    pipe_segment* tail_ = nullptr;
+    pipe_segment* writer_first_ = nullptr;  // first segment since construction or reset
+    std::size_t span_given_ = 0;  // bytes the last get_span offered
+    std::size_t unflushed_ = 0;
+    std::uint64_t committed_offset_ = 0;  // stream offset the writer has committed up to
+
+    // Under lock_.
+    pipe_segment* head_ = nullptr;  // consumed position
+    std::size_t head_index_ = 0;
+    std::uint64_t consumed_ = 0;
+    pipe_segment* flushed_segment_ = nullptr;  // flushed end
+    std::size_t flushed_index_ = 0;
+    std::uint64_t flushed_ = 0;
+    std::uint64_t examined_ = 0;
+    bool writer_completed_ = false;
+    bool reader_completed_ = false;
+    std::exception_ptr writer_error_;
+    std::exception_ptr reader_error_;
+    bool read_outstanding_ = false;  // a read's buffer not yet advanced past
+    bool read_waiting_ = false;  // a blocking read or a read_async is pending
+    std::uint64_t read_id_ = 0;
+    std::size_t read_at_least_ = 0;  // what a pending read_at_least asks for
+    bool flush_waiting_ = false;
+    bool cancel_read_ = false;
+    bool cancel_flush_ = false;
+    std::function<void(read_result)> pending_read_;
+    std::function<void(flush_result)> pending_flush_;
+    std::uint64_t writer_pauses_ = 0;
+    std::uint64_t bytes_consumed_ = 0;
+    std::uint64_t flushed_total_ = 0;  // bytes flushed before the last reset
+    std::atomic<bool> writer_completed_flag_{false};  // writer_completed_, for the writer's own checks
+    std::uint64_t segments_allocated_ = 0;  // by the writer; read by stats under the lock
+    std::atomic<std::uint64_t> segments_reused_{0};
+};
+
+pipe_state::pipe_state(pipe_options o)
+    : options_(std::move(o)), lock_(options_.lock), pool_(options_.max_pooled_segments) {}
+
+pipe_state::~pipe_state() {
+    // Segments before head_ went back to the pool already; before the first flush, the
+    // writer's chain starts at writer_first_.
+    pipe_segment* s = head_ != nullptr ? head_ : writer_first_;
+    while (s != nullptr) delete std::exchange(s, s->next);
+    pipe_segment* p = nullptr;
+    while (pool_.pop(p)) delete p;
+}
+
+// ---- Writer ----
+
+pipe_segment* pipe_state::rent(std::size_t at_least) {
+    const std::size_t size = std::max(options_.minimum_segment_size, at_least);
+    if (size == options_.minimum_segment_size) {
+        pipe_segment* s = nullptr;
+        if (pool_.pop(s)) {
+            segments_reused_.fetch_add(1, std::memory_order_relaxed);
+            return s;
+        }
+    }
+    ++segments_allocated_;
+    return new pipe_segment(size);
+}
+
+void pipe_state::give_back(pipe_segment* s, pipe_segment* stop) {
+    while (s != stop) {
+        pipe_segment* next = s->next;
+        if (s->capacity == options_.minimum_segment_size) {
+            s->end.store(0, std::memory_order_relaxed);
+            s->next = nullptr;
+            s->running_index = 0;
+            if (!pool_.push(s)) delete s;
+        } else {
+            delete s;
+        }
+        s = next;
+    }
+}
+
+std::span<std::byte> pipe_state::get_span(std::size_t hint) {
+    if (writer_completed_no_lock()) throw pipe_error("contend::pipe_writer::get_span: the writer has completed");
+    const std::size_t want = std::max<std::size_t>(hint, 1);
+    if (tail_ == nullptr || tail_->capacity - tail_->end.load(std::memory_order_relaxed) < want) {
+        pipe_segment* s = rent(want);  // outside the lock
+        s->running_index = committed_offset_;
+        if (tail_ == nullptr) writer_first_ = s;
+        else tail_->next = s;  // published to the reader by the flush that covers bytes in s
+        tail_ = s;
+    }
+    const std::size_t end = tail_->end.load(std::memory_order_relaxed);
+    span_given_ = tail_->capacity - end;
+    return {tail_->data.get() + end, span_given_};
+}
+
+void pipe_state::advance(std::size_t bytes) {
+    if (writer_completed_no_lock()) throw pipe_error("contend::pipe_writer::advance: the writer has completed");
+    if (bytes > span_given_)
+        throw pipe_error("contend::pipe_writer::advance: " + std::to_string(bytes) + " bytes is past the " +
+                         std::to_string(span_given_) + " the last get_span gave");
+    if (bytes == 0) return;
+    tail_->end.store(tail_->end.load(std::memory_order_relaxed) + bytes, std::memory_order_release);
+    span_given_ = 0;
+    unflushed_ += bytes;
+    committed_offset_ += bytes;
+}
+
+void pipe_state::publish_unflushed() {
+    if (tail_ == nullptr) return;
+    if (head_ == nullptr) {
+        head_ = writer_first_;
+        head_index_ = 0;
+    }
+    flushed_segment_ = tail_;
+    flushed_index_ = tail_->end.load(std::memory_order_relaxed);
+    flushed_ = committed_offset_;
+    unflushed_ = 0;
+}
+
+bool pipe_state::writer_must_wait() const {
+    if (reader_completed_ || cancel_flush_ || options_.pause_writer_threshold == 0) return false;
+    const std::uint64_t unexamined = flushed_ - examined_;
+    if (unexamined < options_.pause_writer_threshold) return false;
+    // A reader asking for more than is buffered (read_at_least) lets the writer go on.
+    if (read_waiting_ && read_at_least_ > flushed_ - consumed_) return false;
+    return true;
+}
+
+flush_result pipe_state::flush() {
+    std::function<void()> run_after;
+    flush_result result;
+    {
+        guard g(lock_);
+        if (writer_completed_) throw pipe_error("contend::pipe_writer::flush: the writer has completed");
+        if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush: another flush is pending");
+        publish_unflushed();
+        run_after = ready_continuations();
+        if (writer_must_wait()) {
+            ++writer_pauses_;
+            flush_waiting_ = true;
+            if (run_after) {  // wake an async reader before sleeping
+                g.unlock();
+                std::exchange(run_after, nullptr)();
+                g.lock();
+            }
+            reader_cv_.notify_one();
+            writer_cv_.wait(g, [&] { return !writer_must_wait(); });
+            flush_waiting_ = false;
+        }
+        result.is_canceled = std::exchange(cancel_flush_, false);
+        result.is_completed = reader_completed_;
+        reader_cv_.notify_one();
+    }
+    if (run_after) run_after();
+    return result;
+}
+
+void pipe_state::flush_async(std::function<void(flush_result)> done) {
+    std::function<void()> run_after;
+    std::function<void(flush_result)> immediate;
+    flush_result result;
+    {
+        guard g(lock_);
+        if (writer_completed_) throw pipe_error("contend::pipe_writer::flush_async: the writer has completed");
+        if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush_async: another flush is pending");
+        publish_unflushed();
+        if (writer_must_wait()) {
+            ++writer_pauses_;
+            flush_waiting_ = true;
+            pending_flush_ = std::move(done);
+        } else {
+            result.is_canceled = std::exchange(cancel_flush_, false);
+            result.is_completed = reader_completed_;
+            immediate = std::move(done);
+        }
+        run_after = ready_continuations();
+        reader_cv_.notify_one();
+    }
+    if (run_after) run_after();
+    if (immediate) immediate(result);  // completed synchronously: run inline, as Pipelines does
+}
+
+void pipe_state::complete_writer(std::exception_ptr e) {
+    std::function<void()> run_after;
+    {
+        guard g(lock_);
+        if (writer_completed_) return;
+        publish_unflushed();  // what was advanced is delivered, as Pipelines' Complete commits
+        writer_completed_ = true;
+        writer_completed_flag_.store(true, std::memory_order_relaxed);
+        writer_error_ = std::move(e);
+        run_after = ready_continuations();
+        reader_cv_.notify_all();
+    }
+    if (run_after) run_after();
+}
+
+void pipe_state::cancel_flush() {
+    std::function<void()> run_after;
+    {
+        guard g(lock_);
+        cancel_flush_ = true;
+        run_after = ready_continuations();
+        writer_cv_.notify_all();
+    }
+    if (run_after) run_after();
+}
+
+// ---- Reader ----
+
+bool pipe_state::read_ready(std::size_t at_least) const {
+    if (cancel_read_ || writer_completed_) return true;
+    if (at_least > 0) return flushed_ - consumed_ >= at_least;
+    return flushed_ > examined_;
+}
+
+read_result pipe_state::take_read() {
+    read_result r;
+    r.is_canceled = std::exchange(cancel_read_, false);
+    r.is_completed = writer_completed_;
+    ++read_id_;
+    byte_sequence& b = r.buffer;
+    b.segment_ = head_;
+    b.index_ = head_index_;
+    b.offset_ = consumed_;
+    b.length_ = static_cast<std::size_t>(flushed_ - consumed_);
+    b.read_id_ = read_id_;
+    read_outstanding_ = true;
+    return r;
+}
+
+void pipe_state::throw_if_writer_error_and_drained() {
+    if (writer_completed_ && writer_error_ && flushed_ == consumed_) std::rethrow_exception(writer_error_);
+}
+
+read_result pipe_state::read(std::size_t at_least) {
+    std::function<void()> run_after;
+    read_result r;
+    {
+        guard g(lock_);
+        if (reader_completed_) throw pipe_error("contend::pipe_reader::read: the reader has completed");
+        if (read_waiting_) throw pipe_error("contend::pipe_reader::read: another read is pending");
+        if (read_outstanding_)
+            throw pipe_error("contend::pipe_reader::read: the last read's buffer was not advanced past (advance_to)");
+        if (!read_ready(at_least)) {
+            read_waiting_ = true;
+            read_at_least_ = at_least;
+            writer_cv_.notify_all();  // a read_at_least may unpause the writer
+            run_after = ready_continuations();
+            if (run_after) {
+                g.unlock();
+                std::exchange(run_after, nullptr)();
+                g.lock();
+            }
+            reader_cv_.wait(g, [&] { return read_ready(at_least); });
+            read_waiting_ = false;
+            read_at_least_ = 0;
+        }
+        throw_if_writer_error_and_drained();
+        r = take_read();
+    }
+    return r;
+}
+
+bool pipe_state::try_read(read_result& out) {
+    guard g(lock_);
+    if (reader_completed_) throw pipe_error("contend::pipe_reader::try_read: the reader has completed");
+    if (read_waiting_) throw pipe_error("contend::pipe_reader::try_read: another read is pending");
+    if (read_outstanding_)
+        throw pipe_error("contend::pipe_reader::try_read: the last read's buffer was not advanced past (advance_to)");
+    if (!read_ready(0)) return false;
+    throw_if_writer_error_and_drained();
+    out = take_read();
+    return true;
+}
+
+void pipe_state::read_async(std::function<void(read_result)> done) {
+    std::function<void(read_result)> immediate;
+    read_result r;
+    std::function<void()> run_after;
+    {
+        guard g(lock_);
+        if (reader_completed_) throw pipe_error("contend::pipe_reader::read_async: the reader has completed");
+        if (read_waiting_) throw pipe_error("contend::pipe_reader::read_async: another read is pending");
+        if (read_outstanding_)
+            throw pipe_error(
+                "contend::pipe_reader::read_async: the last read's buffer was not advanced past (advance_to)");
+        if (read_ready(0)) {
+            r = take_read();
+            immediate = std::move(done);
+        } else {
+            read_waiting_ = true;
+            pending_read_ = std::move(done);
+            run_after = ready_continuations();
+        }
+    }
+    if (run_after) run_after();
+    if (immediate) immediate(std::move(r));
+}
+
+void pipe_state::advance_to(sequence_position consumed, sequence_position examined) {
+    pipe_segment* release_begin = nullptr;
+    pipe_segment* release_end = nullptr;
+    std::function<void()> run_after;
+    {
+        guard g(lock_);
+        if (!read_outstanding_)
+            throw pipe_error("contend::pipe_reader::advance_to: no read's buffer to advance past (read first)");
+        if (consumed.read_id_ != read_id_ || examined.read_id_ != read_id_)
+            throw pipe_error("contend::pipe_reader::advance_to: a position from an older read");
+        if (consumed.offset_ < consumed_ || consumed.offset_ > flushed_ || examined.offset_ > flushed_)
+            throw pipe_error("contend::pipe_reader::advance_to: a position outside the data read");
+        if (consumed.offset_ > examined.offset_)
+            throw pipe_error("contend::pipe_reader::advance_to: consumed is after examined");
+        if (examined.offset_ < examined_)
+            throw pipe_error("contend::pipe_reader::advance_to: examined moved backwards");
+
+        pipe_segment* seg = consumed.segment_ != nullptr ? consumed.segment_ : head_;
+        std::size_t index = consumed.segment_ != nullptr ? consumed.index_ : head_index_;
+        // Step over segments fully consumed; never past the flushed segment (the writer's).
+        while (seg != nullptr && seg != flushed_segment_ && index >= seg->end.load(std::memory_order_acquire) &&
+               seg->next != nullptr) {
+            seg = seg->next;
+            index = 0;
+        }
+        if (seg != head_) {
+            release_begin = head_;
+            release_end = seg;
+        }
+        head_ = seg;
+        head_index_ = index;
+        const std::uint64_t newly = consumed.offset_ - consumed_;
+        consumed_ = consumed.offset_;
+        bytes_consumed_ += newly;
+        examined_ = examined.offset_;
+        read_outstanding_ = false;
+        run_after = ready_continuations();
+        writer_cv_.notify_all();
+    }
+    if (release_begin != nullptr) give_back(release_begin, release_end);  // outside the lock
+    if (run_after) run_after();
+}
+
+void pipe_state::complete_reader(std::exception_ptr e) {
+    std::function<void()> run_after;
+    {
+        guard g(lock_);
+        if (reader_completed_) return;
+        reader_completed_ = true;
+        reader_error_ = std::move(e);
+        read_outstanding_ = false;
+        run_after = ready_continuations();
+        writer_cv_.notify_all();
+    }
+    if (run_after) run_after();
+}
+
+void pipe_state::cancel_read() {
+    std::function<void()> run_after;
+    {
+        guard g(lock_);
+        cancel_read_ = true;
+        run_after = ready_continuations();
+        reader_cv_.notify_all();
+    }
+    if (run_after) run_after();
+}
+
+std::exception_ptr pipe_state::writer_error() {
+    guard g(lock_);
+    return writer_completed_ ? writer_error_ : nullptr;
+}
+
+// ---- Continuations ----
+
+void pipe_state::schedule(thread_pool* pool, std::function<void()> fn) {
+    if (pool == nullptr) fn();
+    else pool->post_local(std::move(fn));  // the local queue on a worker, the global one elsewhere
+}
+
+std::function<void()> pipe_state::ready_continuations() {
+    std::function<void()> read_fn, flush_fn;
+    if (pending_read_ && read_ready(0)) {
+        read_waiting_ = false;
+        auto done = std::move(pending_read_);
+        pending_read_ = nullptr;
+        if (writer_completed_ && writer_error_ && flushed_ == consumed_) {
+            // The callback form has no error channel: an empty, completed result; the
+            // awaitable rethrows writer_error().
+            read_result r;
+            r.is_completed = true;
+            ++read_id_;
+            read_fn = [done = std::move(done), r] { done(r); };
+        } else {
+            read_fn = [done = std::move(done), r = take_read()] { done(r); };
+        }
+    }
+    if (pending_flush_ && !writer_must_wait()) {
+        flush_waiting_ = false;
+        flush_result fr;
+        fr.is_canceled = std::exchange(cancel_flush_, false);
+        fr.is_completed = reader_completed_;
+        flush_fn = [done = std::move(pending_flush_), fr] { done(fr); };
+        pending_flush_ = nullptr;
+    }
+    if (!read_fn && !flush_fn) return nullptr;
+    thread_pool* rs = options_.reader_scheduler;
+    thread_pool* ws = options_.writer_scheduler;
+    return [this, rs, ws, read_fn = std::move(read_fn), flush_fn = std::move(flush_fn)]() mutable {
+        if (read_fn) schedule(rs, std::move(read_fn));
+        if (flush_fn) schedule(ws, std::move(flush_fn));
+    };
+}
+
+// ---- Whole pipe ----
+
+void pipe_state::reset() {
+    pipe_segment* chain = nullptr;
+    {
+        guard g(lock_);
+        if (!writer_completed_ || !reader_completed_)
+            throw pipe_error("contend::pipe::reset: both the reader and the writer must have completed");
+        chain = head_ != nullptr ? head_ : writer_first_;
+        head_ = nullptr;
+        head_index_ = 0;
+        flushed_total_ += flushed_;
+        consumed_ = flushed_ = examined_ = 0;
+        flushed_segment_ = nullptr;
+        flushed_index_ = 0;
+        writer_completed_ = reader_completed_ = false;
+        writer_completed_flag_.store(false, std::memory_order_relaxed);
+        writer_error_ = reader_error_ = nullptr;
+        read_outstanding_ = read_waiting_ = flush_waiting_ = false;
+        cancel_read_ = cancel_flush_ = false;
+        read_at_least_ = 0;
+        tail_ = writer_first_ = nullptr;
+        span_given_ = unflushed_ = 0;
+        committed_offset_ = 0;
+    }
+    give_back(chain, nullptr);
+}
+
+pipe_stats pipe_state::stats() {
+    guard g(lock_);
+    pipe_stats s;
+    s.bytes_written = flushed_total_ + flushed_;
+    s.bytes_consumed = bytes_consumed_;
+    s.writer_pauses = writer_pauses_;
+    s.lock_contentions = lock_.contentions();
+    s.segments_allocated = segments_allocated_;
+    s.segments_reused = segments_reused_.load(std::memory_order_relaxed);
+    s.buffered_bytes = static_cast<std::size_t>(flushed_ - consumed_);
+    s.pooled_segments = pool_.size();
+    return s;
+}
+
+}  // namespace internal
+
+// ---- Public types ----
+
+sequence_position byte_sequence::start() const noexcept { return {segment_, index_, offset_, read_id_}; }
+
+sequence_position byte_sequence::position(std::size_t offset) const {
+    if (offset > length_)
+        throw pipe_error("contend::byte_sequence::position: offset " + std::to_string(offset) + " is past the " +
+                         std::to_string(length_) + " bytes of the sequence");
+    internal::pipe_segment* s = segment_;
+    std::size_t index = index_;
+    std::size_t left = offset;
+    while (s != nullptr) {
+        const std::size_t here = s->end.load(std::memory_order_acquire) - index;
+        if (left <= here || s->next == nullptr) break;  // a position at a segment's end stays in it
+        left -= here;
+        s = s->next;
+        index = 0;
+    }
+    return {s, index + left, offset_ + offset, read_id_};
+}
+
+sequence_position byte_sequence::end() const noexcept {
+    // position(length_) cannot throw.
+    internal::pipe_segment* s = segment_;
+    std::size_t index = index_;
+    std::size_t left = length_;
+    while (s != nullptr) {
+        const std::size_t here = s->end.load(std::memory_order_acquire) - index;
+        if (left <= here || s->next == nullptr) break;
+        left -= here;
+        s = s->next;
+        index = 0;
+    }
+    return {s, index + left, offset_ + length_, read_id_};
+}
+
+byte_sequence byte_sequence::slice(std::size_t offset, std::size_t length) const {
+    if (offset > length_ || length > length_ - offset)
+        throw pipe_error("contend::byte_sequence::slice: [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                         ") is not inside the " + std::to_string(length_) + " bytes of the sequence");
+    const sequence_position p = position(offset);
+    byte_sequence b = *this;
+    b.segment_ = p.segment_;
+    b.index_ = p.index_;
+    b.offset_ = p.offset_;
+    b.length_ = length;
+    return b;
+}
+
+std::size_t byte_sequence::copy_to(std::span<std::byte> out) const noexcept {
+    std::size_t copied = 0;
+    for (const auto piece : segments()) {
+        const std::size_t n = std::min(piece.size(), out.size() - copied);
+        std::memcpy(out.data() + copied, piece.data(), n);
+        copied += n;
+        if (copied == out.size()) break;
+    }
+    return copied;
+}
+
+byte_sequence::segment_range byte_sequence::segments() const noexcept {
+    segment_iterator first(segment_, index_, length_);
+    // Skip empty segments so that no span is empty.
+    while (first.remaining_ > 0 && first.segment_ != nullptr &&
+           first.index_ >= first.segment_->end.load(std::memory_order_acquire)) {
+        first.segment_ = first.segment_->next;
+        first.index_ = 0;
+    }
+    return {first, segment_iterator(nullptr, 0, 0)};
+}
+
+std::span<const std::byte> byte_sequence::segment_iterator::operator*() const noexcept {
+    const std::size_t here = std::min(segment_->end.load(std::memory_order_acquire) - index_, remaining_);
+    return {segment_->data.get() + index_, here};
+}
+
+byte_sequence::segment_iterator& byte_sequence::segment_iterator::operator++() noexcept {
+    const std::size_t here = std::min(segment_->end.load(std::memory_order_acquire) - index_, remaining_);
+    remaining_ -= here;
+    if (remaining_ == 0) {
+        segment_ = nullptr;
+        index_ = 0;
+        return *this;
+    }
+    segment_ = segment_->next;
+    index_ = 0;
+    while (segment_ != nullptr && segment_->end.load(std::memory_order_acquire) == 0) segment_ = segment_->next;
+    return *this;
+}
+
+std::span<std::byte> pipe_writer::get_span(std::size_t size_hint) { return state_->get_span(size_hint); }
+void pipe_writer::advance(std::size_t bytes) { state_->advance(bytes); }
+flush_result pipe_writer::flush() { return state_->flush(); }
+flush_result pipe_writer::write(std::span<const std::byte> bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const auto span = state_->get_span(std::min<std::size_t>(bytes.size() - done, 1));
+        const std::size_t n = std::min(span.size(), bytes.size() - done);
+        std::memcpy(span.data(), bytes.data() + done, n);
+        state_->advance(n);
+        done += n;
+    }
+    return state_->flush();
+}
+void pipe_writer::flush_async(std::function<void(flush_result)> done) { state_->flush_async(std::move(done)); }
+bool pipe_writer::flush_awaiter::await_suspend(std::coroutine_handle<> h) {
+    // The callback may run before flush_async returns (nothing to wait for): then the
+    // coroutine resumes from inside this call, which is allowed; `this` is not touched after.
+    writer->flush_async([this, h](flush_result r) {
+        result = r;
+        h.resume();
+    });
+    return true;
+}
+std::size_t pipe_writer::unflushed_bytes() const noexcept { return state_->unflushed(); }
+void pipe_writer::complete(std::exception_ptr error) { state_->complete_writer(std::move(error)); }
+void pipe_writer::cancel_pending_flush() { state_->cancel_flush(); }
+
+read_result pipe_reader::read() { return state_->read(0); }
+bool pipe_reader::try_read(read_result& result) { return state_->try_read(result); }
+read_result pipe_reader::read_at_least(std::size_t bytes) { return state_->read(std::max<std::size_t>(bytes, 1)); }
+void pipe_reader::read_async(std::function<void(read_result)> done) { state_->read_async(std::move(done)); }
+bool pipe_reader::read_awaiter::await_suspend(std::coroutine_handle<> h) {
+    reader->read_async([this, h](read_result r) {
+        result = std::move(r);
+        h.resume();
+    });
+    return true;
+}
+read_result pipe_reader::read_awaiter::await_resume() {
+    if (result.is_completed && result.buffer.empty())
+        if (auto e = reader->state_->writer_error()) std::rethrow_exception(e);
+    return std::move(result);
+}
+void pipe_reader::advance_to(sequence_position consumed) { state_->advance_to(consumed, consumed); }
+void pipe_reader::advance_to(sequence_position consumed, sequence_position examined) {
+    state_->advance_to(consumed, examined);
+}
+void pipe_reader::complete(std::exception_ptr error) { state_->complete_reader(std::move(error)); }
+void pipe_reader::cancel_pending_read() { state_->cancel_read(); }
+
+namespace {
+pipe_options checked(pipe_options o) {
+    if (o.pause_writer_threshold != 0 && o.resume_writer_threshold > o.pause_writer_threshold)
+        throw std::invalid_argument("contend::pipe: resume_writer_threshold (" +
+                                    std::to_string(o.resume_writer_threshold) + ") exceeds pause_writer_threshold (" +
+                                    std::to_string(o.pause_writer_threshold) + ")");
+    if (o.minimum_segment_size == 0) throw std::invalid_argument("contend::pipe: minimum_segment_size is 0");
+    return o;
+}
+}  // namespace
+
+pipe::pipe(pipe_options options)
+    : state_(std::make_unique<internal::pipe_state>(checked(std::move(options)))),
+      reader_(state_.get()),
+      writer_(state_.get()) {}
+pipe::~pipe() = default;
+void pipe::reset() { state_->reset(); }
+pipe_stats pipe::stats() const { return state_->stats(); }
+
+}  // namespace contend
