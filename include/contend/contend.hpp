@@ -9,6 +9,7 @@
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/pipe.hpp"
+#include "contend/pipe_fd.hpp"
 #include "contend/spin_lock.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contend/thin_lock.hpp"

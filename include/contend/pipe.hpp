@@ -19,6 +19,7 @@
 // threads). Misuse throws contend::pipe_error and leaves the pipe as it was.
 #pragma once
 
+#include <atomic>
 #include <compare>
 #include <coroutine>
 #include <cstddef>
@@ -177,9 +178,12 @@ public:
     // writer_scheduler (its local queue from a worker) or, without one, on the thread that
     // lets it complete (the reader's advance_to, a cancel, a completion).
     void flush_async(std::function<void(flush_result)> done);
+    // co_await writer.flush_awaitable(). A flush that completes at once does not suspend
+    // (no stack growth over a long run of ready flushes).
     struct flush_awaiter {
         pipe_writer* writer;
         flush_result result{};
+        std::atomic<int> phase{0};  // 1: the callback ran; 2: await_suspend returned true
         bool await_ready() const noexcept { return false; }
         bool await_suspend(std::coroutine_handle<> h);
         flush_result await_resume() const noexcept { return result; }
@@ -210,10 +214,12 @@ public:
     // that the threshold would otherwise hold back.
     read_result read_at_least(std::size_t bytes);
     void read_async(std::function<void(read_result)> done);
+    // co_await reader.read_awaitable(): the read_result, or the writer's error rethrown. A
+    // read that completes at once does not suspend.
     struct read_awaiter {
         pipe_reader* reader;
         read_result result{};
-        std::exception_ptr error{};
+        std::atomic<int> phase{0};  // 1: the callback ran; 2: await_suspend returned true
         bool await_ready() const noexcept { return false; }
         bool await_suspend(std::coroutine_handle<> h);
         read_result await_resume();

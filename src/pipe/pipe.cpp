@@ -105,6 +105,8 @@ private:
     void publish_unflushed();  // under the lock
     bool read_ready(std::size_t at_least) const;  // under the lock
     read_result take_read();  // under the lock; marks the read outstanding
+    bool reader_needs_more() const;  // under the lock
+    bool flush_must_pause() const;  // under the lock
     bool writer_must_wait() const;  // under the lock
     void schedule(thread_pool* pool, std::function<void()> fn);
     // Under the lock: whatever pending async read/flush can complete now, returned for
@@ -151,7 +153,7 @@ private:
     std::uint64_t bytes_consumed_ = 0;
     std::uint64_t flushed_total_ = 0;  // bytes flushed before the last reset
     std::atomic<bool> writer_completed_flag_{false};  // writer_completed_, for the writer's own checks
-    std::uint64_t segments_allocated_ = 0;  // by the writer; read by stats under the lock
+    std::atomic<std::uint64_t> segments_allocated_{0};  // counted by the writer, read by stats
     std::atomic<std::uint64_t> segments_reused_{0};
 };
 
@@ -178,7 +180,7 @@ pipe_segment* pipe_state::rent(std::size_t at_least) {
             return s;
         }
     }
-    ++segments_allocated_;
+    segments_allocated_.fetch_add(1, std::memory_order_relaxed);
     return new pipe_segment(size);
 }
 
@@ -236,13 +238,26 @@ void pipe_state::publish_unflushed() {
     unflushed_ = 0;
 }
 
+// A reader blocked in read_at_least(n) needs the writer to go on until n bytes are
+// buffered, whatever the thresholds say (Pipelines' ReadAtLeastAsync does the same).
+bool pipe_state::reader_needs_more() const {
+    return read_waiting_ && read_at_least_ > 0 && flushed_ - consumed_ <= read_at_least_;
+}
+
+// Whether a flush that just published its bytes must wait: unexamined bytes at or past the
+// pause threshold.
+bool pipe_state::flush_must_pause() const {
+    if (reader_completed_ || cancel_flush_ || options_.pause_writer_threshold == 0) return false;
+    return flushed_ - examined_ >= options_.pause_writer_threshold && !reader_needs_more();
+}
+
+// Whether a paused flush must go on waiting: until unexamined bytes fall below the resume
+// threshold (hysteresis: a reader examining a few bytes does not wake the writer for each),
+// and with a resume threshold of 0, until the reader has examined everything.
 bool pipe_state::writer_must_wait() const {
     if (reader_completed_ || cancel_flush_ || options_.pause_writer_threshold == 0) return false;
-    const std::uint64_t unexamined = flushed_ - examined_;
-    if (unexamined < options_.pause_writer_threshold) return false;
-    // A reader asking for more than is buffered (read_at_least) lets the writer go on.
-    if (read_waiting_ && read_at_least_ > flushed_ - consumed_) return false;
-    return true;
+    if (reader_needs_more()) return false;
+    return flushed_ - examined_ >= std::max<std::size_t>(options_.resume_writer_threshold, 1);
 }
 
 flush_result pipe_state::flush() {
@@ -254,7 +269,7 @@ flush_result pipe_state::flush() {
         if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush: another flush is pending");
         publish_unflushed();
         run_after = ready_continuations();
-        if (writer_must_wait()) {
+        if (flush_must_pause()) {
             ++writer_pauses_;
             flush_waiting_ = true;
             if (run_after) {  // wake an async reader before sleeping
@@ -283,7 +298,7 @@ void pipe_state::flush_async(std::function<void(flush_result)> done) {
         if (writer_completed_) throw pipe_error("contend::pipe_writer::flush_async: the writer has completed");
         if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush_async: another flush is pending");
         publish_unflushed();
-        if (writer_must_wait()) {
+        if (flush_must_pause()) {
             ++writer_pauses_;
             flush_waiting_ = true;
             pending_flush_ = std::move(done);
@@ -503,16 +518,10 @@ std::function<void()> pipe_state::ready_continuations() {
         read_waiting_ = false;
         auto done = std::move(pending_read_);
         pending_read_ = nullptr;
-        if (writer_completed_ && writer_error_ && flushed_ == consumed_) {
-            // The callback form has no error channel: an empty, completed result; the
-            // awaitable rethrows writer_error().
-            read_result r;
-            r.is_completed = true;
-            ++read_id_;
-            read_fn = [done = std::move(done), r] { done(r); };
-        } else {
-            read_fn = [done = std::move(done), r = take_read()] { done(r); };
-        }
+        // A writer that failed with nothing left to read: an empty, completed result that is
+        // still an outstanding read (advance_to(buffer.end()) is valid); the callback form
+        // has no error channel, the awaitable rethrows writer_error().
+        read_fn = [done = std::move(done), r = take_read()] { done(r); };
     }
     if (pending_flush_ && !writer_must_wait()) {
         flush_waiting_ = false;
@@ -566,7 +575,7 @@ pipe_stats pipe_state::stats() {
     s.bytes_consumed = bytes_consumed_;
     s.writer_pauses = writer_pauses_;
     s.lock_contentions = lock_.contentions();
-    s.segments_allocated = segments_allocated_;
+    s.segments_allocated = segments_allocated_.load(std::memory_order_relaxed);
     s.segments_reused = segments_reused_.load(std::memory_order_relaxed);
     s.buffered_bytes = static_cast<std::size_t>(flushed_ - consumed_);
     s.pooled_segments = pool_.size();
@@ -681,13 +690,13 @@ flush_result pipe_writer::write(std::span<const std::byte> bytes) {
 }
 void pipe_writer::flush_async(std::function<void(flush_result)> done) { state_->flush_async(std::move(done)); }
 bool pipe_writer::flush_awaiter::await_suspend(std::coroutine_handle<> h) {
-    // The callback may run before flush_async returns (nothing to wait for): then the
-    // coroutine resumes from inside this call, which is allowed; `this` is not touched after.
+    // Whoever comes second resumes: the callback, if await_suspend has already said
+    // "suspended"; otherwise await_suspend returns false and the coroutine just goes on.
     writer->flush_async([this, h](flush_result r) {
         result = r;
-        h.resume();
+        if (phase.exchange(1, std::memory_order_acq_rel) == 2) h.resume();
     });
-    return true;
+    return phase.exchange(2, std::memory_order_acq_rel) == 0;
 }
 std::size_t pipe_writer::unflushed_bytes() const noexcept { return state_->unflushed(); }
 void pipe_writer::complete(std::exception_ptr error) { state_->complete_writer(std::move(error)); }
@@ -700,9 +709,9 @@ void pipe_reader::read_async(std::function<void(read_result)> done) { state_->re
 bool pipe_reader::read_awaiter::await_suspend(std::coroutine_handle<> h) {
     reader->read_async([this, h](read_result r) {
         result = std::move(r);
-        h.resume();
+        if (phase.exchange(1, std::memory_order_acq_rel) == 2) h.resume();
     });
-    return true;
+    return phase.exchange(2, std::memory_order_acq_rel) == 0;
 }
 read_result pipe_reader::read_awaiter::await_resume() {
     if (result.is_completed && result.buffer.empty())
