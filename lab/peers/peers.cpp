@@ -113,6 +113,9 @@ std::string peers_found() {
 #if CONTEND_HAVE_ASIO
     found += "asio ";
 #endif
+#if CONTEND_HAVE_RWQ
+    found += "rwq ";
+#endif
     if (!found.empty()) found.pop_back();
     return found.empty() ? "none" : found;
 }

@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "suites/pipe_suite.hpp"
 #include "suites/pool_suite.hpp"
 #include "suites/suite_parts.hpp"
 
@@ -21,6 +22,7 @@ const std::vector<suite>& all_suites() {
         s.push_back(make_tax_suite());
         s.push_back(make_monitor_suite());
         s.push_back(make_pool_suite());
+        s.push_back(make_pipe_suite());
         s.push_back(make_selftest_suite());
         return s;
     }();
