@@ -8,12 +8,16 @@
 // reader's examined position brings them below resume_writer_threshold. A reader that has
 // examined everything and waits for more never deadlocks a paused writer.
 //
-// After the Pipelines contention PR: memory is rented and segments returned outside the
-// lock; spare segments sit in a FIFO single-producer single-consumer pool (the reader
-// returns at one end, the writer takes at the other); the shared state is guarded by a
-// contend::mutex (or std::mutex, for comparison: pipe_options::lock), and every acquisition
-// that found the lock taken is counted (pipe_stats::lock_contentions); continuations of
-// read_async/flush_async run on a thread_pool's local queue when one is given.
+// After the Pipelines contention PR, and further: memory is rented and segments returned
+// outside the lock; spare segments sit in a FIFO single-producer single-consumer pool (the
+// reader returns at one end, the writer takes at the other); and while both sides keep up,
+// a flush, a read and an advance_to take no lock at all (positions are published in
+// atomics, src/pipe/pipe.cpp says how a wait still cannot miss its wake-up). The lock, a
+// contend::mutex (or std::mutex, for comparison: pipe_options::lock), guards waiting,
+// completion and cancellation; every acquisition that found it taken is counted
+// (pipe_stats::lock_contentions). A side that must wait polls for some microseconds before
+// it sleeps. Continuations of read_async/flush_async run on a thread_pool's local queue
+// when one is given.
 //
 // One thread at a time may use the writer, and one the reader (they may be different
 // threads). Misuse throws contend::pipe_error and leaves the pipe as it was.

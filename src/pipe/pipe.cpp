@@ -1,27 +1,38 @@
 // contend::pipe: the shared state, the writer's and the reader's paths.
 //
+// The lock is for the rare cases. While both sides keep up with each other, a flush, a
+// read and an advance_to take no lock at all: the writer publishes its flushed end and the
+// reader its consumed and examined positions in atomics, and each looks at one flag word
+// that says whether the other side needs the lock's attention (a sleeping or pending
+// reader, a paused writer, a completion, a cancellation). So the two threads meet on the
+// lock only when one of them must wait: the lighter lock the Pipelines contention PR asked
+// for, taken further (see docs/references.md, dotnet-runtime-pipelines-contention).
+//
 // Who touches what:
-//   writer only, no lock   its tail segment's bytes past the flushed end, the tail's `end`
+//   writer only            its tail segment's bytes past the flushed end, the tail's `end`
 //                          (atomic: the reader's iterator reads it), new segments and their
-//                          links, the unflushed count, renting segments from the pool
-//   reader only, no lock   iterating its buffer (segments from the consumed position up to
-//                          the flushed end of the last read), returning segments to the pool
-//   under the lock         the flushed end, consumed and examined positions, completion,
-//                          cancellation, pending waits and callbacks, the counters
+//                          `next` links (atomic, release), the unflushed count, renting
+//   reader only            its consumed position (segment, index), the last read's id and
+//                          end, whether a read is outstanding, returning segments
+//   atomics                flushed_ (writer), consumed_ and examined_ (reader), the two
+//                          slow-path flags (kept under the lock)
+//   under the lock         completion, errors, cancellation, pending waits and callbacks
 // A segment goes back to the pool only once the consumed position has moved into a later
-// segment: the writer never writes behind the flushed end, so no segment is in both hands.
-// Renting and returning happen outside the lock (what the Pipelines contention PR moved out
-// of it; see docs/references.md, dotnet-runtime-pipelines-contention), and so do callbacks.
+// segment, that is once the writer has linked a next one and will not write it again.
+//
+// Why a wait cannot miss its wake-up: a side about to wait sets its flag (a seq_cst store
+// under the lock) and then reads the other side's atomic again; the other side stores its
+// atomic (seq_cst) and then reads the flag. One of them sees the other.
 #include "contend/pipe.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
 
+#include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"
 #include "contend/cpu_relax.hpp"
 #include "contend/mutex.hpp"
@@ -37,7 +48,7 @@ struct pipe_segment {
     std::size_t capacity;
     std::atomic<std::size_t> end{0};  // bytes committed by the writer
     std::uint64_t running_index = 0;  // stream offset of data[0]
-    pipe_segment* next = nullptr;  // set by the writer before the bytes after it are flushed
+    std::atomic<pipe_segment*> next{nullptr};  // linked by the writer before it writes there
 };
 
 // The pipe's lock: contend::mutex or std::mutex (pipe_options::lock), counting every
@@ -51,9 +62,8 @@ public:
         contentions_.fetch_add(1, std::memory_order_relaxed);
         // The other side holds the lock for a few stores: try again for a moment before a
         // blocking lock(). contend::mutex's designee would otherwise nap about 100 us on a
-        // lock that is free again within nanoseconds (the lab's pipe suite: 0.3 GB/s at
-        // 4 KiB chunks without these tries). Both lock kinds get the same tries, so the
-        // std::mutex variant differs only in the lock.
+        // lock that is free again within nanoseconds. Both lock kinds get the same tries,
+        // so the std::mutex variant differs only in the lock.
         for (int i = 0; i < lock_tries; ++i) {
             for (int p = 0; p < 4; ++p) cpu_relax();
             if (try_lock()) return;
@@ -75,6 +85,16 @@ private:
     std::mutex platform_;
     std::atomic<std::uint64_t> contentions_{0};
 };
+
+// A waiter polls for this long before it takes the lock to sleep: the other side usually
+// answers within microseconds, and a futex sleep and wake-up costs more than that on each
+// side (10-20 us on the 2-core reference VM).
+constexpr int wait_spin_rounds = 256;  // x 8 pauses: some 20-50 us
+
+// Segment sizes are the minimum or a power-of-two multiple of it, so that a stream of large
+// writes reuses its segments too. Segments up to this size go back to the pool; a rented
+// one too small for the request is freed and replaced (the FIFO fills with the size in use).
+constexpr std::size_t max_pooled_segment_size = std::size_t{1} << 20;
 
 class pipe_state {
 public:
@@ -107,69 +127,82 @@ private:
 
     pipe_segment* rent(std::size_t at_least);
     void give_back(pipe_segment* chain_begin, pipe_segment* chain_end);
-    void publish_unflushed();  // under the lock
+    void publish_unflushed();  // writer
     bool read_ready(std::size_t at_least) const;  // under the lock
-    read_result take_read();  // under the lock; marks the read outstanding
+    // locked: under the lock (completion and cancellation are read); otherwise the reader's
+    // lock-free fast path, which runs only while neither is set.
+    read_result take_read(bool locked);
     bool reader_needs_more() const;  // under the lock
     bool flush_must_pause() const;  // under the lock
     bool writer_must_wait() const;  // under the lock
+    void refresh_flags();  // under the lock, after any change to the flags' inputs
     void schedule(thread_pool* pool, std::function<void()> fn);
-    // Under the lock: whatever pending async read/flush can complete now, returned for
-    // running after unlock.
-    std::function<void()> ready_continuations();
-    void throw_if_writer_error_and_drained();
-    // Under the lock: something a waiter may be waiting for happened.
-    void wake_reader();
-    void wake_writer();
-    // Under the lock (g): until ready(), first polling outside the lock, then asleep.
+    std::function<void()> ready_continuations();  // under the lock; run the result after
+    void throw_if_writer_error_and_drained();  // under the lock
+    void wake_reader();  // under the lock
+    void wake_writer();  // under the lock
     template <class Ready>
     void wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, Ready ready);
-    bool writer_completed_no_lock() const noexcept { return writer_completed_flag_.load(std::memory_order_relaxed); }
+    void check_reader_can_read(const char* what);  // reader thread
+    std::uint64_t unexamined() const noexcept {
+        return flushed_.load(std::memory_order_seq_cst) - examined_.load(std::memory_order_seq_cst);
+    }
 
     const pipe_options options_;
     pipe_lock lock_;
     contend::condition_variable reader_cv_;
     contend::condition_variable writer_cv_;
-    bool reader_sleeping_ = false;  // under lock_: a reader is in reader_cv_.wait
-    bool writer_sleeping_ = false;
-    // Bumped (under lock_) by every change a waiter may be waiting for; polled without the
-    // lock by a waiter's spin.
-    std::atomic<std::uint64_t> epoch_{0};
     spsc_pool<pipe_segment*> pool_;
 
-    // Writer-only.
-    pipe_segment* tail_ = nullptr;
-    pipe_segment* writer_first_ = nullptr;  // first segment since construction or reset
+    // Atomics shared without the lock, one cache line per writer: the writer's flushed end,
+    // the reader's positions, and the flags (written rarely, read on every fast path).
+    // Sharing a line made each side's store evict the line the other was polling (the lab's
+    // pipe suite at 4 KiB: 7.7 GB/s on one line).
+    alignas(cache_line_size) std::atomic<std::uint64_t> flushed_{0};  // the writer has flushed up to
+    std::atomic<pipe_segment*> first_segment_{nullptr};  // where the stream starts
+    alignas(cache_line_size) std::atomic<std::uint64_t> consumed_{0};  // the reader has released up to
+    std::atomic<std::uint64_t> examined_{0};  // the reader has looked at up to
+    alignas(cache_line_size) std::atomic<bool> writer_needs_lock_{
+        false};  // a reader waits or completed, or a flush is canceled
+    std::atomic<bool> read_needs_lock_{false};  // the writer completed, or a read is canceled
+    std::atomic<bool> advance_needs_lock_{false};  // a flush waits for the reader
+    alignas(cache_line_size) std::atomic<std::uint64_t> epoch_{
+        0};  // bumped by every wake-up, polled by spinning waiters
+
+    // Writer only.
+    alignas(cache_line_size) pipe_segment* tail_ = nullptr;
     std::size_t span_given_ = 0;  // bytes the last get_span offered
     std::size_t unflushed_ = 0;
-    std::uint64_t committed_offset_ = 0;  // stream offset the writer has committed up to
+    std::uint64_t committed_offset_ = 0;
+    bool writer_done_ = false;  // this side called complete()
+    std::atomic<std::uint64_t> writer_pauses_{0};
 
-    // Under lock_.
-    pipe_segment* head_ = nullptr;  // consumed position
+    // Reader only (and under the lock for a pending read_async, when the reader is idle).
+    alignas(cache_line_size) pipe_segment* head_ = nullptr;  // consumed position
     std::size_t head_index_ = 0;
-    std::uint64_t consumed_ = 0;
-    pipe_segment* flushed_segment_ = nullptr;  // flushed end
-    std::size_t flushed_index_ = 0;
-    std::uint64_t flushed_ = 0;
-    std::uint64_t examined_ = 0;
+    std::uint64_t read_id_ = 0;
+    std::uint64_t read_end_ = 0;  // stream offset where the last read's buffer ends
+    bool read_outstanding_ = false;
+    bool reader_done_ = false;  // this side called complete()
+    std::atomic<std::uint64_t> bytes_consumed_{0};
+
+    // Under the lock.
     bool writer_completed_ = false;
     bool reader_completed_ = false;
     std::exception_ptr writer_error_;
     std::exception_ptr reader_error_;
-    bool read_outstanding_ = false;  // a read's buffer not yet advanced past
     bool read_waiting_ = false;  // a blocking read or a read_async is pending
-    std::uint64_t read_id_ = 0;
     std::size_t read_at_least_ = 0;  // what a pending read_at_least asks for
     bool flush_waiting_ = false;
     bool cancel_read_ = false;
     bool cancel_flush_ = false;
+    bool reader_sleeping_ = false;
+    bool writer_sleeping_ = false;
     std::function<void(read_result)> pending_read_;
     std::function<void(flush_result)> pending_flush_;
-    std::uint64_t writer_pauses_ = 0;
-    std::uint64_t bytes_consumed_ = 0;
     std::uint64_t flushed_total_ = 0;  // bytes flushed before the last reset
-    std::atomic<bool> writer_completed_flag_{false};  // writer_completed_, for the writer's own checks
-    std::atomic<std::uint64_t> segments_allocated_{0};  // counted by the writer, read by stats
+
+    std::atomic<std::uint64_t> segments_allocated_{0};
     std::atomic<std::uint64_t> segments_reused_{0};
 };
 
@@ -177,22 +210,21 @@ pipe_state::pipe_state(pipe_options o)
     : options_(std::move(o)), lock_(options_.lock), pool_(options_.max_pooled_segments) {}
 
 pipe_state::~pipe_state() {
-    // Segments before head_ went back to the pool already; before the first flush, the
-    // writer's chain starts at writer_first_.
-    pipe_segment* s = head_ != nullptr ? head_ : writer_first_;
-    while (s != nullptr) delete std::exchange(s, s->next);
+    // Segments before head_ went back to the pool already; before the first read, the chain
+    // starts at the first segment.
+    pipe_segment* s = head_ != nullptr ? head_ : first_segment_.load(std::memory_order_relaxed);
+    while (s != nullptr) delete std::exchange(s, s->next.load(std::memory_order_relaxed));
     pipe_segment* p = nullptr;
     while (pool_.pop(p)) delete p;
 }
 
-// ---- Waiting ----
+// ---- Flags, waking, waiting ----
 
-// A waiter first polls the epoch outside the lock for a short while: the other side usually
-// answers within microseconds (the reader examines, the writer flushes), and a futex sleep
-// and wake-up costs more than that on each side (10-20 us on the 2-core reference VM).
-// Only then does it sleep on its condition variable; the other side notifies only a
-// sleeper, so a pipe whose two sides keep up with each other makes no system call.
-constexpr int wait_spin_rounds = 256;  // x 8 pauses: some 20-50 us
+void pipe_state::refresh_flags() {
+    writer_needs_lock_.store(read_waiting_ || reader_completed_ || cancel_flush_, std::memory_order_seq_cst);
+    read_needs_lock_.store(writer_completed_ || cancel_read_, std::memory_order_seq_cst);
+    advance_needs_lock_.store(flush_waiting_, std::memory_order_seq_cst);
+}
 
 void pipe_state::wake_reader() {
     epoch_.fetch_add(1, std::memory_order_release);
@@ -214,9 +246,7 @@ void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sle
             for (int i = 0; i < 8; ++i) cpu_relax();
             changed = epoch_.load(std::memory_order_acquire) != seen;
         }
-        // The epoch moves inside the other side's critical section: give it the moment it
-        // needs to leave before taking the lock (else nearly every wake-up is a contention).
-        if (changed)
+        if (changed)  // the epoch moves inside the other side's critical section: let it leave
             for (int i = 0; i < 16; ++i) cpu_relax();
         g.lock();
         if (changed || ready()) continue;
@@ -227,12 +257,6 @@ void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sle
 }
 
 // ---- Writer ----
-
-// Segment sizes are the minimum or a power-of-two multiple of it, so that a stream of large
-// writes reuses its segments too (64 KiB chunks allocated a segment per chunk before).
-// Segments up to max_pooled_segment_size go back to the pool; a rented one too small for
-// the request is freed and replaced (the FIFO then fills with the size in use).
-constexpr std::size_t max_pooled_segment_size = std::size_t{1} << 20;
 
 pipe_segment* pipe_state::rent(std::size_t at_least) {
     std::size_t size = options_.minimum_segment_size;
@@ -251,10 +275,10 @@ pipe_segment* pipe_state::rent(std::size_t at_least) {
 
 void pipe_state::give_back(pipe_segment* s, pipe_segment* stop) {
     while (s != stop) {
-        pipe_segment* next = s->next;
+        pipe_segment* next = s->next.load(std::memory_order_relaxed);
         if (s->capacity <= max_pooled_segment_size) {
             s->end.store(0, std::memory_order_relaxed);
-            s->next = nullptr;
+            s->next.store(nullptr, std::memory_order_relaxed);
             s->running_index = 0;
             if (!pool_.push(s)) delete s;
         } else {
@@ -265,13 +289,13 @@ void pipe_state::give_back(pipe_segment* s, pipe_segment* stop) {
 }
 
 std::span<std::byte> pipe_state::get_span(std::size_t hint) {
-    if (writer_completed_no_lock()) throw pipe_error("contend::pipe_writer::get_span: the writer has completed");
+    if (writer_done_) throw pipe_error("contend::pipe_writer::get_span: the writer has completed");
     const std::size_t want = std::max<std::size_t>(hint, 1);
     if (tail_ == nullptr || tail_->capacity - tail_->end.load(std::memory_order_relaxed) < want) {
-        pipe_segment* s = rent(want);  // outside the lock
+        pipe_segment* s = rent(want);
         s->running_index = committed_offset_;
-        if (tail_ == nullptr) writer_first_ = s;
-        else tail_->next = s;  // published to the reader by the flush that covers bytes in s
+        if (tail_ == nullptr) first_segment_.store(s, std::memory_order_release);
+        else tail_->next.store(s, std::memory_order_release);  // tail_ is final from here on
         tail_ = s;
     }
     const std::size_t end = tail_->end.load(std::memory_order_relaxed);
@@ -280,7 +304,7 @@ std::span<std::byte> pipe_state::get_span(std::size_t hint) {
 }
 
 void pipe_state::advance(std::size_t bytes) {
-    if (writer_completed_no_lock()) throw pipe_error("contend::pipe_writer::advance: the writer has completed");
+    if (writer_done_) throw pipe_error("contend::pipe_writer::advance: the writer has completed");
     if (bytes > span_given_)
         throw pipe_error("contend::pipe_writer::advance: " + std::to_string(bytes) + " bytes is past the " +
                          std::to_string(span_given_) + " the last get_span gave");
@@ -292,52 +316,60 @@ void pipe_state::advance(std::size_t bytes) {
 }
 
 void pipe_state::publish_unflushed() {
-    if (tail_ == nullptr) return;
-    if (head_ == nullptr) {
-        head_ = writer_first_;
-        head_index_ = 0;
-    }
-    flushed_segment_ = tail_;
-    flushed_index_ = tail_->end.load(std::memory_order_relaxed);
-    flushed_ = committed_offset_;
     unflushed_ = 0;
+    flushed_.store(committed_offset_, std::memory_order_seq_cst);
 }
 
 // A reader blocked in read_at_least(n) needs the writer to go on until n bytes are
 // buffered, whatever the thresholds say (Pipelines' ReadAtLeastAsync does the same).
 bool pipe_state::reader_needs_more() const {
-    return read_waiting_ && read_at_least_ > 0 && flushed_ - consumed_ <= read_at_least_;
+    return read_waiting_ && read_at_least_ > 0 &&
+           flushed_.load(std::memory_order_seq_cst) - consumed_.load(std::memory_order_seq_cst) <= read_at_least_;
 }
 
-// Whether a flush that just published its bytes must wait: unexamined bytes at or past the
-// pause threshold.
+// A flush pauses when unexamined bytes are at or past the pause threshold.
 bool pipe_state::flush_must_pause() const {
     if (reader_completed_ || cancel_flush_ || options_.pause_writer_threshold == 0) return false;
-    return flushed_ - examined_ >= options_.pause_writer_threshold && !reader_needs_more();
+    return unexamined() >= options_.pause_writer_threshold && !reader_needs_more();
 }
 
-// Whether a paused flush must go on waiting: until unexamined bytes fall below the resume
-// threshold (hysteresis: a reader examining a few bytes does not wake the writer for each),
-// and with a resume threshold of 0, until the reader has examined everything.
+// A paused flush waits until unexamined bytes fall below the resume threshold (hysteresis:
+// a reader examining a few bytes does not wake the writer for each); with a resume
+// threshold of 0, until the reader has examined everything.
 bool pipe_state::writer_must_wait() const {
     if (reader_completed_ || cancel_flush_ || options_.pause_writer_threshold == 0) return false;
     if (reader_needs_more()) return false;
-    return flushed_ - examined_ >= std::max<std::size_t>(options_.resume_writer_threshold, 1);
+    return unexamined() >= std::max<std::size_t>(options_.resume_writer_threshold, 1);
 }
 
 flush_result pipe_state::flush() {
+    if (writer_done_) throw pipe_error("contend::pipe_writer::flush: the writer has completed");
+    publish_unflushed();
+    const std::size_t pause = options_.pause_writer_threshold;
+    const std::size_t resume = std::max<std::size_t>(options_.resume_writer_threshold, 1);
+    bool counted = false;
+    if (!writer_needs_lock_.load(std::memory_order_seq_cst)) {
+        if (pause == 0 || unexamined() < pause) return {};  // the common case: no lock
+        // Paused: poll the reader's progress before taking the lock to sleep.
+        writer_pauses_.fetch_add(1, std::memory_order_relaxed);
+        counted = true;
+        for (int round = 0; round < wait_spin_rounds; ++round) {
+            for (int i = 0; i < 8; ++i) cpu_relax();
+            if (writer_needs_lock_.load(std::memory_order_seq_cst)) break;
+            if (unexamined() < resume) return {};
+        }
+    }
     std::function<void()> run_after;
     flush_result result;
     {
         guard g(lock_);
-        if (writer_completed_) throw pipe_error("contend::pipe_writer::flush: the writer has completed");
         if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush: another flush is pending");
-        publish_unflushed();
         run_after = ready_continuations();
         if (flush_must_pause()) {
-            ++writer_pauses_;
+            if (!counted) writer_pauses_.fetch_add(1, std::memory_order_relaxed);
             flush_waiting_ = true;
-            if (run_after) {  // wake an async reader before sleeping
+            refresh_flags();
+            if (run_after) {  // complete an async reader before sleeping
                 g.unlock();
                 std::exchange(run_after, nullptr)();
                 g.lock();
@@ -348,6 +380,7 @@ flush_result pipe_state::flush() {
         }
         result.is_canceled = std::exchange(cancel_flush_, false);
         result.is_completed = reader_completed_;
+        refresh_flags();
         wake_reader();
     }
     if (run_after) run_after();
@@ -355,16 +388,16 @@ flush_result pipe_state::flush() {
 }
 
 void pipe_state::flush_async(std::function<void(flush_result)> done) {
+    if (writer_done_) throw pipe_error("contend::pipe_writer::flush_async: the writer has completed");
     std::function<void()> run_after;
     std::function<void(flush_result)> immediate;
     flush_result result;
     {
         guard g(lock_);
-        if (writer_completed_) throw pipe_error("contend::pipe_writer::flush_async: the writer has completed");
         if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush_async: another flush is pending");
         publish_unflushed();
         if (flush_must_pause()) {
-            ++writer_pauses_;
+            writer_pauses_.fetch_add(1, std::memory_order_relaxed);
             flush_waiting_ = true;
             pending_flush_ = std::move(done);
         } else {
@@ -372,6 +405,7 @@ void pipe_state::flush_async(std::function<void(flush_result)> done) {
             result.is_completed = reader_completed_;
             immediate = std::move(done);
         }
+        refresh_flags();
         run_after = ready_continuations();
         wake_reader();
     }
@@ -385,9 +419,10 @@ void pipe_state::complete_writer(std::exception_ptr e) {
         guard g(lock_);
         if (writer_completed_) return;
         publish_unflushed();  // what was advanced is delivered, as Pipelines' Complete commits
+        writer_done_ = true;
         writer_completed_ = true;
-        writer_completed_flag_.store(true, std::memory_order_relaxed);
         writer_error_ = std::move(e);
+        refresh_flags();
         run_after = ready_continuations();
         wake_reader();
     }
@@ -399,6 +434,7 @@ void pipe_state::cancel_flush() {
     {
         guard g(lock_);
         cancel_flush_ = true;
+        refresh_flags();
         run_after = ready_continuations();
         wake_writer();
     }
@@ -409,41 +445,69 @@ void pipe_state::cancel_flush() {
 
 bool pipe_state::read_ready(std::size_t at_least) const {
     if (cancel_read_ || writer_completed_) return true;
-    if (at_least > 0) return flushed_ - consumed_ >= at_least;
-    return flushed_ > examined_;
+    const std::uint64_t flushed = flushed_.load(std::memory_order_seq_cst);
+    if (at_least > 0) return flushed - consumed_.load(std::memory_order_relaxed) >= at_least;
+    return flushed > examined_.load(std::memory_order_relaxed);
 }
 
-read_result pipe_state::take_read() {
+read_result pipe_state::take_read(bool locked) {
     read_result r;
-    r.is_canceled = std::exchange(cancel_read_, false);
-    r.is_completed = writer_completed_;
+    if (locked) {
+        r.is_canceled = std::exchange(cancel_read_, false);
+        r.is_completed = writer_completed_;
+        refresh_flags();
+    }
+    if (head_ == nullptr) {
+        head_ = first_segment_.load(std::memory_order_acquire);
+        head_index_ = 0;
+    }
+    const std::uint64_t consumed = consumed_.load(std::memory_order_relaxed);
+    read_end_ = flushed_.load(std::memory_order_acquire);
     ++read_id_;
     byte_sequence& b = r.buffer;
     b.segment_ = head_;
     b.index_ = head_index_;
-    b.offset_ = consumed_;
-    b.length_ = static_cast<std::size_t>(flushed_ - consumed_);
+    b.offset_ = consumed;
+    b.length_ = static_cast<std::size_t>(read_end_ - consumed);
     b.read_id_ = read_id_;
     read_outstanding_ = true;
     return r;
 }
 
 void pipe_state::throw_if_writer_error_and_drained() {
-    if (writer_completed_ && writer_error_ && flushed_ == consumed_) std::rethrow_exception(writer_error_);
+    if (writer_completed_ && writer_error_ &&
+        flushed_.load(std::memory_order_relaxed) == consumed_.load(std::memory_order_relaxed))
+        std::rethrow_exception(writer_error_);
+}
+
+void pipe_state::check_reader_can_read(const char* what) {
+    if (reader_done_) throw pipe_error(std::string("contend::pipe_reader::") + what + ": the reader has completed");
+    if (read_outstanding_)
+        throw pipe_error(std::string("contend::pipe_reader::") + what +
+                         ": the last read's buffer was not advanced past (advance_to)");
 }
 
 read_result pipe_state::read(std::size_t at_least) {
+    check_reader_can_read(at_least > 0 ? "read_at_least" : "read");
+    if (at_least == 0 && !read_needs_lock_.load(std::memory_order_seq_cst)) {
+        // The common case: data beyond what was examined, taken without the lock; if none
+        // yet, poll for a while before going to sleep.
+        const std::uint64_t examined = examined_.load(std::memory_order_relaxed);
+        for (int round = 0;; ++round) {
+            if (flushed_.load(std::memory_order_acquire) > examined) return take_read(false);
+            if (round == wait_spin_rounds || read_needs_lock_.load(std::memory_order_acquire)) break;
+            for (int i = 0; i < 8; ++i) cpu_relax();
+        }
+    }
     std::function<void()> run_after;
     read_result r;
     {
         guard g(lock_);
-        if (reader_completed_) throw pipe_error("contend::pipe_reader::read: the reader has completed");
         if (read_waiting_) throw pipe_error("contend::pipe_reader::read: another read is pending");
-        if (read_outstanding_)
-            throw pipe_error("contend::pipe_reader::read: the last read's buffer was not advanced past (advance_to)");
         if (!read_ready(at_least)) {
             read_waiting_ = true;
             read_at_least_ = at_least;
+            refresh_flags();
             wake_writer();  // a read_at_least may unpause the writer
             run_after = ready_continuations();
             if (run_after) {
@@ -454,42 +518,44 @@ read_result pipe_state::read(std::size_t at_least) {
             wait_until(g, reader_cv_, reader_sleeping_, [&] { return read_ready(at_least); });
             read_waiting_ = false;
             read_at_least_ = 0;
+            refresh_flags();
         }
         throw_if_writer_error_and_drained();
-        r = take_read();
+        r = take_read(true);
     }
     return r;
 }
 
 bool pipe_state::try_read(read_result& out) {
+    check_reader_can_read("try_read");
+    if (!read_needs_lock_.load(std::memory_order_seq_cst)) {
+        if (flushed_.load(std::memory_order_acquire) <= examined_.load(std::memory_order_relaxed)) return false;
+        out = take_read(false);
+        return true;
+    }
     guard g(lock_);
-    if (reader_completed_) throw pipe_error("contend::pipe_reader::try_read: the reader has completed");
     if (read_waiting_) throw pipe_error("contend::pipe_reader::try_read: another read is pending");
-    if (read_outstanding_)
-        throw pipe_error("contend::pipe_reader::try_read: the last read's buffer was not advanced past (advance_to)");
     if (!read_ready(0)) return false;
     throw_if_writer_error_and_drained();
-    out = take_read();
+    out = take_read(true);
     return true;
 }
 
 void pipe_state::read_async(std::function<void(read_result)> done) {
+    check_reader_can_read("read_async");
     std::function<void(read_result)> immediate;
     read_result r;
     std::function<void()> run_after;
     {
         guard g(lock_);
-        if (reader_completed_) throw pipe_error("contend::pipe_reader::read_async: the reader has completed");
         if (read_waiting_) throw pipe_error("contend::pipe_reader::read_async: another read is pending");
-        if (read_outstanding_)
-            throw pipe_error(
-                "contend::pipe_reader::read_async: the last read's buffer was not advanced past (advance_to)");
         if (read_ready(0)) {
-            r = take_read();
+            r = take_read(true);
             immediate = std::move(done);
         } else {
             read_waiting_ = true;
             pending_read_ = std::move(done);
+            refresh_flags();
             run_after = ready_continuations();
         }
     }
@@ -498,46 +564,49 @@ void pipe_state::read_async(std::function<void(read_result)> done) {
 }
 
 void pipe_state::advance_to(sequence_position consumed, sequence_position examined) {
+    if (!read_outstanding_)
+        throw pipe_error("contend::pipe_reader::advance_to: no read's buffer to advance past (read first)");
+    if (consumed.read_id_ != read_id_ || examined.read_id_ != read_id_)
+        throw pipe_error("contend::pipe_reader::advance_to: a position from an older read");
+    const std::uint64_t old_consumed = consumed_.load(std::memory_order_relaxed);
+    if (consumed.offset_ < old_consumed || consumed.offset_ > read_end_ || examined.offset_ > read_end_)
+        throw pipe_error("contend::pipe_reader::advance_to: a position outside the data read");
+    if (consumed.offset_ > examined.offset_)
+        throw pipe_error("contend::pipe_reader::advance_to: consumed is after examined");
+    if (examined.offset_ < examined_.load(std::memory_order_relaxed))
+        throw pipe_error("contend::pipe_reader::advance_to: examined moved backwards");
+
+    pipe_segment* seg = consumed.segment_ != nullptr ? consumed.segment_ : head_;
+    std::size_t index = consumed.segment_ != nullptr ? consumed.index_ : head_index_;
+    // Step over segments fully consumed that the writer has left (it linked a next one).
+    while (seg != nullptr) {
+        pipe_segment* next = seg->next.load(std::memory_order_acquire);
+        if (next == nullptr || index < seg->end.load(std::memory_order_acquire)) break;
+        seg = next;
+        index = 0;
+    }
     pipe_segment* release_begin = nullptr;
     pipe_segment* release_end = nullptr;
-    std::function<void()> run_after;
-    {
-        guard g(lock_);
-        if (!read_outstanding_)
-            throw pipe_error("contend::pipe_reader::advance_to: no read's buffer to advance past (read first)");
-        if (consumed.read_id_ != read_id_ || examined.read_id_ != read_id_)
-            throw pipe_error("contend::pipe_reader::advance_to: a position from an older read");
-        if (consumed.offset_ < consumed_ || consumed.offset_ > flushed_ || examined.offset_ > flushed_)
-            throw pipe_error("contend::pipe_reader::advance_to: a position outside the data read");
-        if (consumed.offset_ > examined.offset_)
-            throw pipe_error("contend::pipe_reader::advance_to: consumed is after examined");
-        if (examined.offset_ < examined_)
-            throw pipe_error("contend::pipe_reader::advance_to: examined moved backwards");
-
-        pipe_segment* seg = consumed.segment_ != nullptr ? consumed.segment_ : head_;
-        std::size_t index = consumed.segment_ != nullptr ? consumed.index_ : head_index_;
-        // Step over segments fully consumed; never past the flushed segment (the writer's).
-        while (seg != nullptr && seg != flushed_segment_ && index >= seg->end.load(std::memory_order_acquire) &&
-               seg->next != nullptr) {
-            seg = seg->next;
-            index = 0;
-        }
-        if (seg != head_) {
-            release_begin = head_;
-            release_end = seg;
-        }
-        head_ = seg;
-        head_index_ = index;
-        const std::uint64_t newly = consumed.offset_ - consumed_;
-        consumed_ = consumed.offset_;
-        bytes_consumed_ += newly;
-        examined_ = examined.offset_;
-        read_outstanding_ = false;
-        run_after = ready_continuations();
-        wake_writer();
+    if (seg != head_ && head_ != nullptr) {
+        release_begin = head_;
+        release_end = seg;
     }
-    if (release_begin != nullptr) give_back(release_begin, release_end);  // outside the lock
-    if (run_after) run_after();
+    head_ = seg;
+    head_index_ = index;
+    read_outstanding_ = false;
+    bytes_consumed_.fetch_add(consumed.offset_ - old_consumed, std::memory_order_relaxed);
+    consumed_.store(consumed.offset_, std::memory_order_seq_cst);
+    examined_.store(examined.offset_, std::memory_order_seq_cst);
+    if (advance_needs_lock_.load(std::memory_order_seq_cst)) {  // a paused or pending flush
+        std::function<void()> run_after;
+        {
+            guard g(lock_);
+            run_after = ready_continuations();
+            wake_writer();
+        }
+        if (run_after) run_after();
+    }
+    if (release_begin != nullptr) give_back(release_begin, release_end);  // never under the lock
 }
 
 void pipe_state::complete_reader(std::exception_ptr e) {
@@ -545,9 +614,11 @@ void pipe_state::complete_reader(std::exception_ptr e) {
     {
         guard g(lock_);
         if (reader_completed_) return;
+        reader_done_ = true;
         reader_completed_ = true;
         reader_error_ = std::move(e);
         read_outstanding_ = false;
+        refresh_flags();
         run_after = ready_continuations();
         wake_writer();
     }
@@ -559,6 +630,7 @@ void pipe_state::cancel_read() {
     {
         guard g(lock_);
         cancel_read_ = true;
+        refresh_flags();
         run_after = ready_continuations();
         wake_reader();
     }
@@ -583,10 +655,10 @@ std::function<void()> pipe_state::ready_continuations() {
         read_waiting_ = false;
         auto done = std::move(pending_read_);
         pending_read_ = nullptr;
-        // A writer that failed with nothing left to read: an empty, completed result that is
-        // still an outstanding read (advance_to(buffer.end()) is valid); the callback form
-        // has no error channel, the awaitable rethrows writer_error().
-        read_fn = [done = std::move(done), r = take_read()] { done(r); };
+        // A writer that failed with nothing left to read gives an empty, completed result
+        // that is still an outstanding read (advance_to(buffer.end()) is valid); the
+        // callback form has no error channel, the awaitable rethrows writer_error().
+        read_fn = [done = std::move(done), r = take_read(true)] { done(r); };
     }
     if (pending_flush_ && !writer_must_wait()) {
         flush_waiting_ = false;
@@ -596,6 +668,7 @@ std::function<void()> pipe_state::ready_continuations() {
         flush_fn = [done = std::move(pending_flush_), fr] { done(fr); };
         pending_flush_ = nullptr;
     }
+    refresh_flags();
     if (!read_fn && !flush_fn) return nullptr;
     thread_pool* rs = options_.reader_scheduler;
     thread_pool* ws = options_.writer_scheduler;
@@ -613,36 +686,43 @@ void pipe_state::reset() {
         guard g(lock_);
         if (!writer_completed_ || !reader_completed_)
             throw pipe_error("contend::pipe::reset: both the reader and the writer must have completed");
-        chain = head_ != nullptr ? head_ : writer_first_;
+        chain = head_ != nullptr ? head_ : first_segment_.load(std::memory_order_relaxed);
         head_ = nullptr;
         head_index_ = 0;
-        flushed_total_ += flushed_;
-        consumed_ = flushed_ = examined_ = 0;
-        flushed_segment_ = nullptr;
-        flushed_index_ = 0;
+        first_segment_.store(nullptr, std::memory_order_relaxed);
+        flushed_total_ += flushed_.load(std::memory_order_relaxed);
+        flushed_.store(0);
+        consumed_.store(0);
+        examined_.store(0);
+        read_end_ = 0;
         writer_completed_ = reader_completed_ = false;
-        writer_completed_flag_.store(false, std::memory_order_relaxed);
+        writer_done_ = reader_done_ = false;
         writer_error_ = reader_error_ = nullptr;
         read_outstanding_ = read_waiting_ = flush_waiting_ = false;
         cancel_read_ = cancel_flush_ = false;
         read_at_least_ = 0;
-        tail_ = writer_first_ = nullptr;
+        tail_ = nullptr;
         span_given_ = unflushed_ = 0;
         committed_offset_ = 0;
+        refresh_flags();
     }
     give_back(chain, nullptr);
 }
 
 pipe_stats pipe_state::stats() {
-    guard g(lock_);
     pipe_stats s;
-    s.bytes_written = flushed_total_ + flushed_;
-    s.bytes_consumed = bytes_consumed_;
-    s.writer_pauses = writer_pauses_;
+    const std::uint64_t flushed = flushed_.load(std::memory_order_acquire);
+    const std::uint64_t consumed = consumed_.load(std::memory_order_acquire);
+    {
+        guard g(lock_);
+        s.bytes_written = flushed_total_ + flushed;
+    }
+    s.bytes_consumed = bytes_consumed_.load(std::memory_order_relaxed);
+    s.writer_pauses = writer_pauses_.load(std::memory_order_relaxed);
     s.lock_contentions = lock_.contentions();
     s.segments_allocated = segments_allocated_.load(std::memory_order_relaxed);
     s.segments_reused = segments_reused_.load(std::memory_order_relaxed);
-    s.buffered_bytes = static_cast<std::size_t>(flushed_ - consumed_);
+    s.buffered_bytes = static_cast<std::size_t>(flushed >= consumed ? flushed - consumed : 0);
     s.pooled_segments = pool_.size();
     return s;
 }
@@ -662,9 +742,10 @@ sequence_position byte_sequence::position(std::size_t offset) const {
     std::size_t left = offset;
     while (s != nullptr) {
         const std::size_t here = s->end.load(std::memory_order_acquire) - index;
-        if (left <= here || s->next == nullptr) break;  // a position at a segment's end stays in it
+        if (left <= here || s->next.load(std::memory_order_acquire) == nullptr)
+            break;  // a position at a segment's end stays in it
         left -= here;
-        s = s->next;
+        s = s->next.load(std::memory_order_acquire);
         index = 0;
     }
     return {s, index + left, offset_ + offset, read_id_};
@@ -677,9 +758,9 @@ sequence_position byte_sequence::end() const noexcept {
     std::size_t left = length_;
     while (s != nullptr) {
         const std::size_t here = s->end.load(std::memory_order_acquire) - index;
-        if (left <= here || s->next == nullptr) break;
+        if (left <= here || s->next.load(std::memory_order_acquire) == nullptr) break;
         left -= here;
-        s = s->next;
+        s = s->next.load(std::memory_order_acquire);
         index = 0;
     }
     return {s, index + left, offset_ + length_, read_id_};
@@ -714,7 +795,7 @@ byte_sequence::segment_range byte_sequence::segments() const noexcept {
     // Skip empty segments so that no span is empty.
     while (first.remaining_ > 0 && first.segment_ != nullptr &&
            first.index_ >= first.segment_->end.load(std::memory_order_acquire)) {
-        first.segment_ = first.segment_->next;
+        first.segment_ = first.segment_->next.load(std::memory_order_acquire);
         first.index_ = 0;
     }
     return {first, segment_iterator(nullptr, 0, 0)};
@@ -733,9 +814,10 @@ byte_sequence::segment_iterator& byte_sequence::segment_iterator::operator++() n
         index_ = 0;
         return *this;
     }
-    segment_ = segment_->next;
+    segment_ = segment_->next.load(std::memory_order_acquire);
     index_ = 0;
-    while (segment_ != nullptr && segment_->end.load(std::memory_order_acquire) == 0) segment_ = segment_->next;
+    while (segment_ != nullptr && segment_->end.load(std::memory_order_acquire) == 0)
+        segment_ = segment_->next.load(std::memory_order_acquire);
     return *this;
 }
 
