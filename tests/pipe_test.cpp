@@ -1303,6 +1303,58 @@ TEST_P(PipeLocks, AGibibyteInRandomChunksArrivesIntactFromAWriterThreadToAReader
     EXPECT_EQ(s.buffered_bytes, 0u);
 }
 
+// The lock-free fast paths hand waiting over to the lock through flags: a lost wake-up
+// there would hang one side. Tiny thresholds make the writer pause every few flushes, and a
+// reader that examines everything but consumes only part (then waits for more) makes both
+// sides wait often; every byte must still arrive in order, within the watchdog.
+TEST_P(PipeLocks, TinyThresholdsAndPartialConsumesLoseNoWakeUpAndNoByte) {
+    watchdog dog(240s);
+    const std::uint64_t total = under_sanitizer ? std::uint64_t{8} << 20 : std::uint64_t{256} << 20;
+    fnv1a sent, received;
+    pipe_options o;
+    o.pause_writer_threshold = 256;
+    o.resume_writer_threshold = 64;
+    o.minimum_segment_size = 128;
+    o.max_pooled_segments = 4;
+    o.lock = GetParam();
+    byte_pipe p(o);
+    side_thread writer(
+        [&] {
+            splitmix64 rng{11};
+            for (std::uint64_t done = 0; done < total;) {
+                const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rng.chunk(300), total - done));
+                const auto span = p.writer().get_span(n).first(n);
+                rng.fill(span);
+                sent.add(span);
+                p.writer().advance(n);
+                if (p.writer().flush().is_completed) break;
+                done += n;
+            }
+            p.writer().complete();
+        },
+        [&] { p.reader().complete(); });
+    splitmix64 pick{5};
+    std::uint64_t received_bytes = 0;
+    std::vector<std::byte> tail;  // bytes examined but not consumed, already checksummed
+    for (;;) {
+        const read_result r = p.reader().read();
+        const std::size_t size = r.buffer.size();
+        // Consume a random prefix of at least half (all once the writer is done, and half
+        // keeps the buffer bounded), examine everything.
+        const std::size_t keep_from =
+            r.is_completed ? size : size - (static_cast<std::size_t>(pick.chunk(size / 2 + 1)) - 1);
+        const auto consumed = r.buffer.slice(0, keep_from);
+        for (const auto s : consumed.segments()) received.add(s);
+        received_bytes += keep_from;
+        p.reader().advance_to(r.buffer.position(keep_from), r.buffer.end());
+        if (r.is_completed) break;
+    }
+    writer.join();
+    EXPECT_EQ(received_bytes, total);
+    EXPECT_EQ(received.value, sent.value);
+    EXPECT_GT(p.stats().writer_pauses, 0u);
+}
+
 TEST_P(PipeLocks, LockContentionsAreCountedWhenReaderAndWriterCollide) {
     watchdog dog(120s);
     pipe_options o;
