@@ -25,6 +25,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -858,6 +859,34 @@ TEST(PipeMisuse, AdvanceToWithAPositionFromAnOlderReadThrows) {
     p.reader().advance_to(r.buffer.position(3));
     r = p.reader().read();
     EXPECT_EQ(text_of(r.buffer), "3456789abc");
+    p.reader().advance_to(r.buffer.end());
+}
+
+TEST(PipeMisuse, AdvanceToWithAPositionFromAnotherPipeThrowsAndLeavesBothUsable) {
+    byte_pipe p, other;
+    // Both at their first read, with the same offsets: only the pipe tells the positions apart.
+    write_text(p.writer(), "0123456789");
+    write_text(other.writer(), "abcdefghij");
+    const read_result mine = p.reader().read();
+    const read_result theirs = other.reader().read();
+    EXPECT_THROW(p.reader().advance_to(theirs.buffer.position(4)), pipe_error);
+    p.reader().advance_to(mine.buffer.position(4));
+    other.reader().advance_to(theirs.buffer.position(2));
+    const read_result next = p.reader().read();
+    EXPECT_EQ(text_of(next.buffer), "456789");
+    p.reader().advance_to(next.buffer.end());
+    const read_result next_other = other.reader().read();
+    EXPECT_EQ(text_of(next_other.buffer), "cdefghij");
+    other.reader().advance_to(next_other.buffer.end());
+}
+
+TEST(PipeMisuse, AnAbsurdSizeHintThrowsAndThePipeStillWorks) {
+    byte_pipe p;
+    EXPECT_THROW(p.writer().get_span(std::numeric_limits<std::size_t>::max()), std::length_error);
+    EXPECT_THROW(p.writer().get_span(std::size_t{1} << 62), std::length_error);
+    write_text(p.writer(), "still here");
+    const read_result r = p.reader().read();
+    EXPECT_EQ(text_of(r.buffer), "still here");
     p.reader().advance_to(r.buffer.end());
 }
 

@@ -170,7 +170,8 @@ struct flush_result {
 class pipe_writer {
 public:
     // At least size_hint bytes of writable memory (some if 0), valid until advance/flush.
-    // Throws pipe_error after complete().
+    // Throws pipe_error after complete(), std::length_error for a hint over 2^48 bytes, and
+    // std::bad_alloc if memory runs out (the pipe is unchanged).
     std::span<std::byte> get_span(std::size_t size_hint = 0);
     // Commits `bytes` of the last span. Throws pipe_error beyond it (nothing is committed).
     void advance(std::size_t bytes);

@@ -95,6 +95,12 @@ constexpr int wait_spin_rounds = 256;  // x 8 pauses: some 20-50 us
 // writes reuses its segments too. Segments up to this size go back to the pool; a rented
 // one too small for the request is freed and replaced (the FIFO fills with the size in use).
 constexpr std::size_t max_pooled_segment_size = std::size_t{1} << 20;
+constexpr std::size_t max_segment_size = std::size_t{1} << 48;
+
+inline std::uint64_t next_pipe_serial() noexcept {
+    static std::atomic<std::uint64_t> serial{0};
+    return (serial.fetch_add(1, std::memory_order_relaxed) + 1) & 0xFF'FFFF;
+}
 
 class pipe_state {
 public:
@@ -180,7 +186,10 @@ private:
     // Reader only (and under the lock for a pending read_async, when the reader is idle).
     alignas(cache_line_size) pipe_segment* head_ = nullptr;  // consumed position
     std::size_t head_index_ = 0;
-    std::uint64_t read_id_ = 0;
+    // Read ids are unique across pipes (this pipe's serial in the high 24 bits), so that a
+    // position from another pipe's buffer is refused as "from an older read" instead of
+    // handing this pipe a foreign segment.
+    std::uint64_t read_id_ = next_pipe_serial() << 40;
     std::uint64_t read_end_ = 0;  // stream offset where the last read's buffer ends
     bool read_outstanding_ = false;
     bool reader_done_ = false;  // this side called complete()
@@ -259,6 +268,11 @@ void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sle
 // ---- Writer ----
 
 pipe_segment* pipe_state::rent(std::size_t at_least) {
+    // Doubling past half the address space would wrap (and loop forever): no real request
+    // is that large, and the allocation would fail anyway.
+    if (at_least > max_segment_size)
+        throw std::length_error("contend::pipe_writer::get_span: a size hint of " + std::to_string(at_least) +
+                                " bytes is larger than any segment can be");
     std::size_t size = options_.minimum_segment_size;
     while (size < at_least) size *= 2;
     pipe_segment* s = nullptr;
