@@ -148,7 +148,7 @@ private:
     void wake_reader();  // under the lock
     void wake_writer();  // under the lock
     template <class Ready>
-    void wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, Ready ready);
+    void wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, bool spin, Ready ready);
     void check_reader_can_read(const char* what);  // reader thread
     std::uint64_t unexamined() const noexcept {
         return flushed_.load(std::memory_order_seq_cst) - examined_.load(std::memory_order_seq_cst);
@@ -246,8 +246,16 @@ void pipe_state::wake_writer() {
 }
 
 template <class Ready>
-void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, Ready ready) {
+void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, bool spin, Ready ready) {
+    // spin: false when the caller has just polled without the lock (its fast path) and the
+    // other side now takes the lock for every step while our flag is up: sleep at once.
     while (!ready()) {
+        if (!spin) {
+            sleeping = true;
+            cv.wait(g);
+            sleeping = false;
+            continue;
+        }
         const std::uint64_t seen = epoch_.load(std::memory_order_acquire);
         g.unlock();
         bool changed = false;
@@ -389,7 +397,7 @@ flush_result pipe_state::flush() {
                 g.lock();
             }
             wake_reader();
-            wait_until(g, writer_cv_, writer_sleeping_, [&] { return !writer_must_wait(); });
+            wait_until(g, writer_cv_, writer_sleeping_, !counted, [&] { return !writer_must_wait(); });
             flush_waiting_ = false;
         }
         result.is_canceled = std::exchange(cancel_flush_, false);
@@ -503,7 +511,9 @@ void pipe_state::check_reader_can_read(const char* what) {
 
 read_result pipe_state::read(std::size_t at_least) {
     check_reader_can_read(at_least > 0 ? "read_at_least" : "read");
+    bool spun = false;
     if (at_least == 0 && !read_needs_lock_.load(std::memory_order_seq_cst)) {
+        spun = true;
         // The common case: data beyond what was examined, taken without the lock; if none
         // yet, poll for a while before going to sleep.
         const std::uint64_t examined = examined_.load(std::memory_order_relaxed);
@@ -529,7 +539,7 @@ read_result pipe_state::read(std::size_t at_least) {
                 std::exchange(run_after, nullptr)();
                 g.lock();
             }
-            wait_until(g, reader_cv_, reader_sleeping_, [&] { return read_ready(at_least); });
+            wait_until(g, reader_cv_, reader_sleeping_, !spun, [&] { return read_ready(at_least); });
             read_waiting_ = false;
             read_at_least_ = 0;
             refresh_flags();
