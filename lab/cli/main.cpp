@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/compare.hpp"
 #include "harness/cell_runner.hpp"
 #include "harness/disasm.hpp"
 #include "harness/machine.hpp"
@@ -251,6 +252,56 @@ int run_report(const lab::report_request& request, const std::string& output) {
     return 0;
 }
 
+struct compare_args {
+    std::string baseline, test, markdown_path, json_path;
+    double threshold_percent = 5;
+    double noise_ns = 0.5;
+    double alpha = 0.05;
+    bool no_fail_on_regression = false;
+};
+
+// POSIX shell quoting for the report's repro command: a path with quotes or spaces in it
+// must come back as the same path.
+std::string shell_word(const std::string& word) {
+    if (!word.empty() &&
+        word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%") ==
+            std::string::npos)
+        return word;
+    std::string out = "'";
+    for (const char ch : word) {
+        if (ch == '\'') out += "'\\''";
+        else out += ch;
+    }
+    return out + "'";
+}
+
+int run_compare(const compare_args& a) {
+    const std::vector<lab::named_path> inputs = {{"baseline", a.baseline}, {"test", a.test}};
+    std::vector<lab::named_path> outputs;
+    if (!a.markdown_path.empty()) outputs.push_back({"--markdown", a.markdown_path});
+    if (!a.json_path.empty()) outputs.push_back({"--json", a.json_path});
+    lab::check_distinct(outputs, inputs);
+    for (const auto& out : outputs) lab::check_output_path(out.what, out.path);
+    lab::compare_options options;
+    options.threshold = a.threshold_percent / 100;
+    options.noise_floor_ns = a.noise_ns;
+    options.alpha = a.alpha;
+    const auto base = lab::read_comparison_input(a.baseline);
+    const auto test = lab::read_comparison_input(a.test);
+    const auto c = lab::compare_inputs(base, test, options);
+    char knobs[160];
+    std::snprintf(knobs, sizeof knobs, " --threshold %g --noise %g --alpha %g", a.threshold_percent, a.noise_ns,
+                  a.alpha);
+    const std::string repro = "contend compare " + shell_word(a.baseline) + " " + shell_word(a.test) + knobs;
+    const std::string markdown = lab::comparison_to_markdown(c, repro);
+    if (!a.markdown_path.empty()) lab::write_output_file("--markdown", a.markdown_path, markdown);
+    if (!a.json_path.empty()) lab::write_output_file("--json", a.json_path, lab::comparison_to_json(c));
+    if (a.markdown_path != "-" && a.json_path != "-") std::cout << markdown;
+    std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
+              << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy\n";
+    return c.regressions > 0 && !a.no_fail_on_regression ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -304,18 +355,43 @@ int main(int argc, char** argv) {
         ->excludes(report_json);
     report->add_option("-o,--output", report_output, "Write the page here ('-': standard output)")
         ->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    compare_args cmp;
+    auto* compare = app.add_subcommand("compare", "Compare a baseline run with a test run: regressions, improvements");
+    compare->footer(
+        "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
+        "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression "
+        "(unless --no-fail-on-regression); 2 bad arguments or bad input (nothing written).");
+    compare->add_option("baseline", cmp.baseline, "The baseline results file")->required();
+    compare->add_option("test", cmp.test, "The results file to judge against it")->required();
+    compare->add_option("--threshold", cmp.threshold_percent, "Relative change of medians that counts, percent")
+        ->capture_default_str();
+    compare->add_option("--noise", cmp.noise_ns, "Absolute change of medians that counts, ns")->capture_default_str();
+    compare->add_option("--alpha", cmp.alpha, "Significance level of the U test")->capture_default_str();
+    compare->add_option("--markdown", cmp.markdown_path, "Also write the Markdown report here ('-': standard output)");
+    compare->add_option("--json", cmp.json_path, "Also write the comparison as JSON here ('-': standard output)");
+    compare->add_flag("--no-fail-on-regression", cmp.no_fail_on_regression, "Exit 0 even when a regression is found");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // --help and --version exit 0; any other parse error is bad usage, exit 2 for
+        // every subcommand (CLI11's own codes, 105-110, would mean nothing to a script).
+        return app.exit(e) == 0 ? 0 : exit_usage;
+    }
     a.deadline_given = bench->count("--deadline") > 0;
     install_stop_handlers();
     const std::string command = app.get_subcommands().front()->get_name();
     try {
         if (bench->parsed()) return run_bench(a);
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
+        if (compare->parsed()) return run_compare(cmp);
         if (report->parsed()) {
             if (report->count("--run")) report_request.run_id = report_run_id;
             return run_report(report_request, report_output);
         }
     } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+        return exit_usage;
+    } catch (const lab::input_error& e) {
         std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
         return exit_usage;
     } catch (const lab::output_error& e) {

@@ -1,0 +1,327 @@
+#include "compare/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/significance.hpp"
+#include "harness/statistics.hpp"
+
+namespace contend::lab {
+namespace {
+
+// compare.py warns below 9 repetitions a side: the U test has little power there.
+constexpr std::size_t few_samples = 9;
+
+std::string suite_of(const std::string& name) {
+    const auto slash = name.find('/');
+    return slash == std::string::npos ? name : name.substr(0, slash);
+}
+
+double spread(const std::vector<double>& samples) {
+    if (samples.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+    const double m = median(samples);
+    if (!(m > 0)) return std::numeric_limits<double>::quiet_NaN();
+    return (quantile(samples, 0.75) - quantile(samples, 0.25)) / m;
+}
+
+std::string fixed(double v, int digits) {
+    if (std::isnan(v)) return "-";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+std::string percent(double v) {
+    if (std::isnan(v)) return "-";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f %%", v * 100);
+    return buf;
+}
+
+std::string p_text(double p) {
+    if (std::isnan(p)) return "-";
+    char buf[64];
+    if (p < 0.0001) std::snprintf(buf, sizeof buf, "%.1e", p);
+    else std::snprintf(buf, sizeof buf, "%.4f", p);
+    return buf;
+}
+
+void check_options(const compare_options& o) {
+    if (!(o.threshold >= 0) || std::isinf(o.threshold))
+        throw std::invalid_argument("--threshold must be a finite percentage >= 0");
+    if (!(o.noise_floor_ns >= 0) || std::isinf(o.noise_floor_ns))
+        throw std::invalid_argument("--noise must be a finite number of ns >= 0");
+    if (!(o.alpha > 0 && o.alpha < 1)) throw std::invalid_argument("--alpha must be between 0 and 1");
+}
+
+compare_row compare_one(const benchmark_series& b, const benchmark_series& t, const compare_options& o) {
+    compare_row r;
+    r.name = t.name;
+    r.suite = suite_of(t.name);
+    r.base_ns = b.median_ns;
+    r.test_ns = t.median_ns;
+    r.ratio = t.median_ns / b.median_ns;
+    r.base_samples = b.samples_ns.size();
+    r.test_samples = t.samples_ns.size();
+    r.base_spread = spread(b.samples_ns);
+    r.test_spread = spread(t.samples_ns);
+    if (r.base_samples >= 2 && r.test_samples >= 2) r.p_value = mann_whitney_u(b.samples_ns, t.samples_ns).p_value;
+
+    const double diff = r.test_ns - r.base_ns;
+    if (std::fabs(diff) < o.noise_floor_ns) {
+        r.verdict = compare_verdict::same;
+        r.reason = "the medians differ by less than the noise floor (" + fixed(o.noise_floor_ns, 2) + " ns)";
+    } else if (std::fabs(r.ratio - 1) < o.threshold) {
+        r.verdict = compare_verdict::same;
+        r.reason = "within the threshold (" + percent(o.threshold) + ")";
+    } else if (std::isnan(r.p_value)) {
+        r.verdict = compare_verdict::noisy;
+        r.reason = "past the threshold, but a side has fewer than 2 repetitions: nothing to test";
+    } else if (r.p_value >= o.alpha) {
+        r.verdict = compare_verdict::noisy;
+        r.reason = "past the threshold, but the U test does not tell the samples apart (p " + p_text(r.p_value) +
+                   " >= " + p_text(o.alpha) + ")";
+    } else {
+        r.verdict = diff > 0 ? compare_verdict::regression : compare_verdict::improvement;
+        r.reason = "past the threshold and significant (p " + p_text(r.p_value) + ")";
+    }
+    if (!std::isnan(r.p_value) && (r.base_samples < few_samples || r.test_samples < few_samples))
+        r.reason += "; fewer than 9 repetitions a side: the test is weak";
+    return r;
+}
+
+}  // namespace
+
+const char* to_string(compare_verdict v) noexcept {
+    switch (v) {
+        case compare_verdict::regression:
+            return "regression";
+        case compare_verdict::improvement:
+            return "improvement";
+        case compare_verdict::same:
+            return "same";
+        case compare_verdict::noisy:
+            return "noisy";
+    }
+    return "?";
+}
+
+comparison compare_inputs(const comparison_input& base, const comparison_input& test, const compare_options& options) {
+    check_options(options);
+    comparison c;
+    c.options = options;
+    c.base_info = base;
+    c.base_info.benchmarks.clear();
+    c.test_info = test;
+    c.test_info.benchmarks.clear();
+
+    std::unordered_map<std::string, const benchmark_series*> in_base;
+    for (const auto& b : base.benchmarks) in_base.emplace(b.name, &b);
+    std::set<std::string> seen;
+    std::vector<double> ratios;
+    for (const auto& t : test.benchmarks) {
+        const auto it = in_base.find(t.name);
+        if (it == in_base.end()) {
+            c.only_in_test.push_back(t.name);
+            continue;
+        }
+        seen.insert(t.name);
+        compare_row r = compare_one(*it->second, t, options);
+        ratios.push_back(r.ratio);
+        switch (r.verdict) {
+            case compare_verdict::regression:
+                ++c.regressions;
+                break;
+            case compare_verdict::improvement:
+                ++c.improvements;
+                break;
+            case compare_verdict::same:
+                ++c.same;
+                break;
+            case compare_verdict::noisy:
+                ++c.noisy;
+                break;
+        }
+        c.rows.push_back(std::move(r));
+    }
+    for (const auto& b : base.benchmarks)
+        if (!seen.count(b.name)) c.only_in_base.push_back(b.name);
+    if (!ratios.empty()) c.geomean_ratio = geometric_mean(ratios);
+    return c;
+}
+
+std::string escape_markdown(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char ch : text) {
+        switch (ch) {
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '&':
+                out += "&amp;";
+                break;
+            case '\n':
+            case '\r':
+                out += ' ';
+                break;  // a newline would end a table row
+            case '\\':
+            case '`':
+            case '*':
+            case '_':
+            case '[':
+            case ']':
+            case '|':
+            case '~':
+                out += '\\';
+                out += ch;
+                break;
+            default:
+                out += ch;
+        }
+    }
+    return out;
+}
+
+namespace {
+
+std::string count(std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+void run_info_row(std::string& md, const char* what, const std::string& base, const std::string& test) {
+    md += "| " + std::string(what) + " | " + escape_markdown(base.empty() ? "-" : base) + " | " +
+          escape_markdown(test.empty() ? "-" : test) + " |\n";
+}
+
+void verdict_tables(std::string& md, const comparison& c, compare_verdict which, const char* title) {
+    std::map<std::string, std::vector<const compare_row*>> by_suite;
+    for (const auto& r : c.rows)
+        if (r.verdict == which) by_suite[r.suite].push_back(&r);
+    md += "## " + std::string(title) + "\n\n";
+    if (by_suite.empty()) {
+        md += "None.\n\n";
+        return;
+    }
+    for (auto& [suite, rows] : by_suite) {
+        // Worst first: the largest move away from 1.
+        std::sort(rows.begin(), rows.end(), [](const compare_row* a, const compare_row* b) {
+            return std::fabs(std::log(a->ratio)) > std::fabs(std::log(b->ratio));
+        });
+        md += "### " + escape_markdown(suite) + "\n\n";
+        md +=
+            "| Benchmark | Baseline (ns) | Test (ns) | Test/Base | p (U test) | Spread base | Spread test | "
+            "Repetitions |\n";
+        md += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        for (const auto* r : rows) {
+            md += "| " + escape_markdown(r->name) + " | " + fixed(r->base_ns, 3) + " | " + fixed(r->test_ns, 3) +
+                  " | " + fixed(r->ratio, 3) + " | " + p_text(r->p_value) + " | " + percent(r->base_spread) + " | " +
+                  percent(r->test_spread) + " | " + std::to_string(r->base_samples) + " / " +
+                  std::to_string(r->test_samples) + " |\n";
+        }
+        md += "\n";
+    }
+}
+
+}  // namespace
+
+std::string comparison_to_markdown(const comparison& c, const std::string& repro_command) {
+    std::string md;
+    md += "# contend compare: " + escape_markdown(c.base_info.label.empty() ? c.base_info.source : c.base_info.label) +
+          " vs " + escape_markdown(c.test_info.label.empty() ? c.test_info.source : c.test_info.label) + "\n\n";
+    md += "## Run information\n\n| | Baseline | Test |\n|---|---|---|\n";
+    run_info_row(md, "Source", c.base_info.source, c.test_info.source);
+    run_info_row(md, "Format", c.base_info.format, c.test_info.format);
+    run_info_row(md, "Label", c.base_info.label, c.test_info.label);
+    run_info_row(md, "Date", c.base_info.date, c.test_info.date);
+    run_info_row(md, "CPU", c.base_info.cpu_model, c.test_info.cpu_model);
+    run_info_row(md, "Version", c.base_info.version, c.test_info.version);
+    md += "\n## Summary\n\n";
+    md += count(c.rows.size(), "benchmark", "benchmarks") + " compared: **" +
+          count(c.regressions, "regression", "regressions") + "**, **" +
+          count(c.improvements, "improvement", "improvements") + "**, " + std::to_string(c.same) + " same, " +
+          std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + fixed(c.geomean_ratio, 4) +
+          ". Rules: a change counts when Test/Base is past " + percent(c.options.threshold) +
+          ", the medians differ by at least " + fixed(c.options.noise_floor_ns, 2) +
+          " ns, and a two-sided Mann-Whitney U test gives p < " + p_text(c.options.alpha) + ".\n\n";
+    verdict_tables(md, c, compare_verdict::regression, "Regressions");
+    verdict_tables(md, c, compare_verdict::improvement, "Improvements");
+    md += "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, or samples that overlap):\n\n";
+    bool any_noisy = false;
+    for (const auto& r : c.rows) {
+        if (r.verdict != compare_verdict::noisy) continue;
+        any_noisy = true;
+        md += "- " + escape_markdown(r.name) + ": " + fixed(r.base_ns, 3) + " -> " + fixed(r.test_ns, 3) + " ns (" +
+              fixed(r.ratio, 3) + "x); " + escape_markdown(r.reason) + "\n";
+    }
+    if (!any_noisy) md += "None.\n";
+    md += "\n## On one side only\n\n";
+    if (c.only_in_base.empty() && c.only_in_test.empty()) md += "None.\n";
+    for (const auto& n : c.only_in_base) md += "- only in the baseline: " + escape_markdown(n) + "\n";
+    for (const auto& n : c.only_in_test) md += "- only in the test: " + escape_markdown(n) + "\n";
+    md +=
+        "\n## What the columns mean\n\n"
+        "- **Baseline, Test**: the median over repetitions, ns per operation (lower is better).\n"
+        "- **Test/Base**: above 1 the test is slower.\n"
+        "- **p (U test)**: the chance of samples at least this far apart if nothing changed (two-sided "
+        "Mann-Whitney U on the repetitions); '-' when a side has fewer than 2.\n"
+        "- **Spread**: interquartile range over median of a side's repetitions; a spread near the change "
+        "itself means the machine was noisy.\n\n";
+    md += "## Repro\n\n```sh\n" + repro_command + "\n```\n";
+    return md;
+}
+
+std::string comparison_to_json(const comparison& c) {
+    using nlohmann::json;
+    const auto num = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
+    const auto side = [](const comparison_input& in) {
+        return json{{"source", in.source}, {"format", in.format},       {"label", in.label},
+                    {"date", in.date},     {"cpu_model", in.cpu_model}, {"version", in.version}};
+    };
+    json rows = json::array();
+    for (const auto& r : c.rows) {
+        rows.push_back({{"name", r.name},
+                        {"suite", r.suite},
+                        {"baseline_ns", num(r.base_ns)},
+                        {"test_ns", num(r.test_ns)},
+                        {"ratio", num(r.ratio)},
+                        {"baseline_repetitions", r.base_samples},
+                        {"test_repetitions", r.test_samples},
+                        {"p_value", num(r.p_value)},
+                        {"baseline_spread", num(r.base_spread)},
+                        {"test_spread", num(r.test_spread)},
+                        {"verdict", to_string(r.verdict)},
+                        {"reason", r.reason}});
+    }
+    json j{{"baseline", side(c.base_info)},
+           {"test", side(c.test_info)},
+           {"options",
+            {{"threshold", c.options.threshold},
+             {"noise_floor_ns", c.options.noise_floor_ns},
+             {"alpha", c.options.alpha}}},
+           {"summary",
+            {{"compared", c.rows.size()},
+             {"regressions", c.regressions},
+             {"improvements", c.improvements},
+             {"same", c.same},
+             {"noisy", c.noisy},
+             {"geomean_ratio", num(c.geomean_ratio)}}},
+           {"rows", rows},
+           {"only_in_baseline", c.only_in_base},
+           {"only_in_test", c.only_in_test}};
+    // Names come from files we did not write: replace invalid UTF-8 rather than throw.
+    return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace contend::lab

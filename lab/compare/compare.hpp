@@ -1,0 +1,74 @@
+// `contend compare BASE TEST`: baseline against test, one verdict per benchmark.
+//
+// A row is a regression or an improvement only when it passes three tests at once, so that
+// noise on a shared machine is not reported as a change:
+//   - the test/base ratio of medians is past the relative threshold (default 5 %, the .NET
+//     performance lab's rule; see docs/references.md, dotnet-perf-report);
+//   - the difference of medians is past an absolute noise floor (default 0.5 ns: below it,
+//     a few-ns benchmark flips with the timer's resolution and the CPU's mood);
+//   - a two-sided Mann-Whitney U test on the repetitions says the two samples differ
+//     (p < alpha, default 0.05), as Google Benchmark's compare.py tests. With fewer than 2
+//     repetitions on a side nothing can be tested; with fewer than 9 the test is weak and
+//     the row says so.
+// A row past the thresholds but not significant is "noisy", not a change; a row within
+// them is "same". Every row carries each side's spread (interquartile range over median),
+// so a reader sees how much to trust it.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "compare/inputs.hpp"
+
+namespace contend::lab {
+
+struct compare_options {
+    double threshold = 0.05;  // relative change of medians that counts
+    double noise_floor_ns = 0.5;  // absolute change of medians that counts
+    double alpha = 0.05;  // significance level of the U test
+};
+
+enum class compare_verdict { regression, improvement, same, noisy };
+const char* to_string(compare_verdict v) noexcept;
+
+struct compare_row {
+    std::string name;
+    std::string suite;  // the name up to its first '/'
+    double base_ns = 0, test_ns = 0;  // medians, ns per operation
+    double ratio = 0;  // test / base: above 1 is slower
+    std::size_t base_samples = 0, test_samples = 0;
+    double p_value = std::numeric_limits<double>::quiet_NaN();  // NaN: not tested
+    double base_spread = std::numeric_limits<double>::quiet_NaN();  // IQR / median; NaN below 2 samples
+    double test_spread = std::numeric_limits<double>::quiet_NaN();
+    compare_verdict verdict = compare_verdict::same;
+    std::string reason;  // why this verdict, in words
+};
+
+struct comparison {
+    comparison_input base_info, test_info;  // sources and context (benchmarks emptied)
+    compare_options options;
+    std::vector<compare_row> rows;  // benchmarks present on both sides, in the test's order
+    std::vector<std::string> only_in_base, only_in_test;
+    std::size_t regressions = 0, improvements = 0, same = 0, noisy = 0;
+    double geomean_ratio = std::numeric_limits<double>::quiet_NaN();  // over every compared row
+};
+
+// Throws std::invalid_argument for options out of range (threshold < 0, noise floor < 0,
+// alpha outside (0, 1), NaN anywhere).
+comparison compare_inputs(const comparison_input& base, const comparison_input& test, const compare_options& options);
+
+// The report in the shape of the .NET lab's automatic issues: run information, a summary,
+// one table of regressions and one of improvements grouped by suite, the benchmarks on one
+// side only, a note on what each column means, and the command that reproduces it. Every
+// name from an input is escaped.
+std::string comparison_to_markdown(const comparison& c, const std::string& repro_command);
+std::string comparison_to_json(const comparison& c);
+
+// Markdown-safe text for table cells and list items: characters that would format text,
+// make a link or split a table row are backslash-escaped, '<', '>', '&' become entities (a
+// name must not open an HTML tag in a rendered report), and newlines become spaces.
+std::string escape_markdown(std::string_view text);
+
+}  // namespace contend::lab

@@ -1,0 +1,174 @@
+// contend compare: verdicts, counts, escaping, and the report's Markdown and JSON against
+// golden files.
+#include "compare/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "compare/inputs.hpp"
+
+namespace lab = contend::lab;
+
+namespace {
+
+lab::benchmark_series series(std::string name, std::vector<double> samples) {
+    lab::benchmark_series s;
+    s.name = std::move(name);
+    s.samples_ns = std::move(samples);
+    std::vector<double> sorted = s.samples_ns;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t n = sorted.size();
+    s.median_ns = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    return s;
+}
+
+lab::comparison_input input(std::string source, std::vector<lab::benchmark_series> b) {
+    lab::comparison_input in;
+    in.source = std::move(source);
+    in.format = "contend-lab";
+    in.label = in.source == "base.json" ? "v1" : "v2";
+    in.cpu_model = "AMD EPYC";
+    in.benchmarks = std::move(b);
+    return in;
+}
+
+const lab::compare_row& row(const lab::comparison& c, const std::string& name) {
+    for (const auto& r : c.rows)
+        if (r.name == name) return r;
+    throw std::runtime_error("no row " + name);
+}
+
+// CONTEND_UPDATE_GOLDEN=1 rewrites the golden files from the current output (then review
+// the diff before committing it).
+void maybe_update(const std::string& file, const std::string& text) {
+    if (std::getenv("CONTEND_UPDATE_GOLDEN") == nullptr) return;
+    std::ofstream(std::string(CONTEND_LAB_GOLDEN_DIR) + "/compare/" + file, std::ios::binary) << text;
+}
+
+std::string golden(const std::string& file) {
+    std::ifstream in(std::string(CONTEND_LAB_GOLDEN_DIR) + "/compare/" + file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Base and test of the golden report: one of each verdict, one benchmark on each side only.
+lab::comparison golden_comparison() {
+    const auto base = input("base.json", {series("counter/contend_mutex/workers:2", {10, 10.1, 9.9, 10.05, 9.95}),
+                                          series("counter/std_mutex/workers:2", {20, 20.2, 19.8, 20.1, 19.9}),
+                                          series("hold/contend_mutex/cs_us:1/workers:4", {1000, 1001, 999, 1002, 998}),
+                                          series("counter/tas_lock/workers:2", {30, 20, 40, 25, 35}),
+                                          series("counter/retired/workers:2", {5, 5, 5, 5, 5})});
+    const auto test =
+        input("test.json", {series("counter/contend_mutex/workers:2", {12, 12.1, 11.9, 12.05, 11.95}),
+                            series("counter/std_mutex/workers:2", {16, 16.2, 15.8, 16.1, 15.9}),
+                            series("hold/contend_mutex/cs_us:1/workers:4", {1010, 1011, 1009, 1012, 1008}),
+                            series("counter/tas_lock/workers:2", {36, 24, 45, 30, 40}),
+                            series("counter/new_lock/workers:2", {7, 7, 7, 7, 7})});
+    return lab::compare_inputs(base, test, {});
+}
+
+}  // namespace
+
+TEST(Compare, ASlowdownPastTheThresholdWithSeparatedSamplesIsARegression) {
+    const auto c = golden_comparison();
+    const auto& r = row(c, "counter/contend_mutex/workers:2");
+    EXPECT_EQ(r.verdict, lab::compare_verdict::regression);
+    EXPECT_NEAR(r.ratio, 1.2, 1e-9);
+    EXPECT_LT(r.p_value, 0.05);
+}
+
+TEST(Compare, ASpeedupPastTheThresholdWithSeparatedSamplesIsAnImprovement) {
+    const auto c = golden_comparison();
+    EXPECT_EQ(row(c, "counter/std_mutex/workers:2").verdict, lab::compare_verdict::improvement);
+}
+
+TEST(Compare, AChangeWithinTheThresholdIsTheSame) {
+    const auto c = golden_comparison();
+    const auto& r = row(c, "hold/contend_mutex/cs_us:1/workers:4");
+    EXPECT_EQ(r.verdict, lab::compare_verdict::same);  // +1 %, clearly significant, still the same
+    EXPECT_LT(r.p_value, 0.05);
+}
+
+TEST(Compare, APastThresholdChangeWithOverlappingSamplesIsNoisyNotARegression) {
+    const auto c = golden_comparison();
+    EXPECT_EQ(row(c, "counter/tas_lock/workers:2").verdict, lab::compare_verdict::noisy);
+}
+
+TEST(Compare, AChangeBelowTheNoiseFloorIsTheSameWhateverTheRatio) {
+    const auto base = input("base.json", {series("tiny", {1.0, 1.0, 1.0, 1.0, 1.0})});
+    const auto test = input("test.json", {series("tiny", {1.3, 1.3, 1.3, 1.3, 1.3})});
+    const auto c = lab::compare_inputs(base, test, {});
+    EXPECT_EQ(c.rows.at(0).verdict, lab::compare_verdict::same);  // +30 % but 0.3 ns < 0.5 ns
+    lab::compare_options no_floor;
+    no_floor.noise_floor_ns = 0;
+    EXPECT_EQ(lab::compare_inputs(base, test, no_floor).rows.at(0).verdict, lab::compare_verdict::regression);
+}
+
+TEST(Compare, SingleSamplesCannotBeTestedAndArePastThresholdNoisy) {
+    const auto base = input("base.json", {series("one", {10})});
+    const auto test = input("test.json", {series("one", {20})});
+    const auto c = lab::compare_inputs(base, test, {});
+    EXPECT_EQ(c.rows.at(0).verdict, lab::compare_verdict::noisy);
+    EXPECT_TRUE(std::isnan(c.rows.at(0).p_value));
+}
+
+TEST(Compare, BenchmarksOnOneSideAreListedAndCountsAndGeomeanAddUp) {
+    const auto c = golden_comparison();
+    EXPECT_EQ(c.rows.size(), 4u);
+    EXPECT_EQ(c.only_in_base, (std::vector<std::string>{"counter/retired/workers:2"}));
+    EXPECT_EQ(c.only_in_test, (std::vector<std::string>{"counter/new_lock/workers:2"}));
+    EXPECT_EQ(c.regressions + c.improvements + c.same + c.noisy, c.rows.size());
+    EXPECT_EQ(c.regressions, 1u);
+    EXPECT_EQ(c.improvements, 1u);
+    double log_sum = 0;
+    for (const auto& r : c.rows) log_sum += std::log(r.ratio);
+    EXPECT_NEAR(c.geomean_ratio, std::exp(log_sum / 4), 1e-12);
+}
+
+TEST(Compare, OptionsOutOfRangeThrowInvalidArgument) {
+    const auto base = input("base.json", {});
+    lab::compare_options o;
+    o.threshold = -0.1;
+    EXPECT_THROW(lab::compare_inputs(base, base, o), std::invalid_argument);
+    o = {};
+    o.noise_floor_ns = std::nan("");
+    EXPECT_THROW(lab::compare_inputs(base, base, o), std::invalid_argument);
+    o = {};
+    o.alpha = 1;
+    EXPECT_THROW(lab::compare_inputs(base, base, o), std::invalid_argument);
+}
+
+TEST(Compare, HostileNamesAreEscapedInMarkdownAndKeptExactInJson) {
+    const std::string hostile = "<script>alert(1)</script>|*bold*|`code`|[link](x)";
+    // A regression, so that the name is printed in a table row.
+    const auto base = input("base.json", {series(hostile, {10, 10.1, 9.9, 10.2, 9.8})});
+    const auto test = input("test.json", {series(hostile, {20, 20.1, 19.9, 20.2, 19.8})});
+    const auto c = lab::compare_inputs(base, test, {});
+    const std::string md = lab::comparison_to_markdown(c, "contend compare 'a b' c");
+    EXPECT_EQ(md.find("<script>"), std::string::npos);
+    EXPECT_NE(md.find("&lt;script&gt;"), std::string::npos);
+    EXPECT_EQ(md.find("|*bold*|"), std::string::npos) << "a '|' would split the table row";
+    const auto j = nlohmann::json::parse(lab::comparison_to_json(c));
+    EXPECT_EQ(j["rows"][0]["name"], hostile);
+}
+
+TEST(Compare, TheMarkdownReportMatchesItsGoldenFile) {
+    const std::string md = lab::comparison_to_markdown(golden_comparison(), "contend compare base.json test.json");
+    maybe_update("report.md", md);
+    EXPECT_EQ(md, golden("report.md")) << md;
+}
+
+TEST(Compare, TheJsonReportMatchesItsGoldenFile) {
+    const std::string json = lab::comparison_to_json(golden_comparison());
+    maybe_update("report.json", json);
+    EXPECT_EQ(json, golden("report.json")) << json;
+}
