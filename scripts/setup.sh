@@ -8,7 +8,7 @@
 #     The build embeds it (a build configured without it configures again by itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(build-essential cmake g++ pkg-config clang-format libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libabsl-dev libtbb-dev libck-dev libboost-dev libreaderwriterqueue-dev chromium)
+packages=(build-essential cmake g++ pkg-config clang-format libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libabsl-dev libtbb-dev libck-dev libboost-dev libreaderwriterqueue-dev chromium clang)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do

@@ -48,4 +48,7 @@ if [[ " ${presets[*]} " == *" release "* ]]; then
   cmake --build build/consumer-subdirectory -j "$jobs"
   build/consumer-subdirectory/consumer
 fi
+if [[ " ${presets[*]} " == *" release "* ]]; then
+  scripts/fuzz.sh  # every input parser, a fixed number of inputs each
+fi
 echo "all test configurations passed: ${presets[*]}"
