@@ -6,14 +6,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "compare/compare.hpp"
+#include "compare/history_series.hpp"
 #include "harness/cell_runner.hpp"
 #include "harness/disasm.hpp"
 #include "harness/machine.hpp"
@@ -254,6 +258,7 @@ int run_report(const lab::report_request& request, const std::string& output) {
 
 struct compare_args {
     std::string baseline, test, markdown_path, json_path;
+    std::string db_path;  // "": baseline and test are files; otherwise labels in this history
     double threshold_percent = 5;
     double noise_ns = 0.5;
     double alpha = 0.05;
@@ -275,8 +280,21 @@ std::string shell_word(const std::string& word) {
     return out + "'";
 }
 
+// Opens the history read-only. A history that cannot be read is bad input (exit 2), as a
+// results file that cannot be read is: the message names the path.
+std::unique_ptr<lab::history_store> open_history(const std::string& db_path) {
+    try {
+        return std::make_unique<lab::history_store>(db_path, lab::history_access::read_only);
+    } catch (const std::runtime_error& e) {
+        throw std::invalid_argument(std::string("--db ") + db_path + ": " + e.what());
+    }
+}
+
 int run_compare(const compare_args& a) {
-    const std::vector<lab::named_path> inputs = {{"baseline", a.baseline}, {"test", a.test}};
+    const bool from_history = !a.db_path.empty();
+    std::vector<lab::named_path> inputs;
+    if (from_history) inputs.push_back({"--db", a.db_path});
+    else inputs = {{"baseline", a.baseline}, {"test", a.test}};
     std::vector<lab::named_path> outputs;
     if (!a.markdown_path.empty()) outputs.push_back({"--markdown", a.markdown_path});
     if (!a.json_path.empty()) outputs.push_back({"--json", a.json_path});
@@ -286,13 +304,21 @@ int run_compare(const compare_args& a) {
     options.threshold = a.threshold_percent / 100;
     options.noise_floor_ns = a.noise_ns;
     options.alpha = a.alpha;
-    const auto base = lab::read_comparison_input(a.baseline);
-    const auto test = lab::read_comparison_input(a.test);
+    std::unique_ptr<lab::history_store> store;
+    if (from_history) store = open_history(a.db_path);
+    const auto read = [&](const std::string& what) {
+        return from_history ? lab::comparison_input_from_history(*store, a.db_path, what)
+                            : lab::read_comparison_input(what);
+    };
+    const auto base = read(a.baseline);
+    const auto test = read(a.test);
     const auto c = lab::compare_inputs(base, test, options);
     char knobs[160];
     std::snprintf(knobs, sizeof knobs, " --threshold %g --noise %g --alpha %g", a.threshold_percent, a.noise_ns,
                   a.alpha);
-    const std::string repro = "contend compare " + shell_word(a.baseline) + " " + shell_word(a.test) + knobs;
+    std::string repro = "contend compare ";
+    if (from_history) repro += "--db " + shell_word(a.db_path) + " ";
+    repro += shell_word(a.baseline) + " " + shell_word(a.test) + knobs;
     const std::string markdown = lab::comparison_to_markdown(c, repro);
     if (!a.markdown_path.empty()) lab::write_output_file("--markdown", a.markdown_path, markdown);
     if (!a.json_path.empty()) lab::write_output_file("--json", a.json_path, lab::comparison_to_json(c));
@@ -300,6 +326,60 @@ int run_compare(const compare_args& a) {
     std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
               << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy\n";
     return c.regressions > 0 && !a.no_fail_on_regression ? 1 : 0;
+}
+
+struct history_args {
+    std::string db_path = ".contend/history.db";
+    std::string name_glob;  // "": every benchmark
+    bool changes = false;
+    double p = 0.001;
+    std::size_t min_segment = 3;
+    double min_magnitude_percent = 5;
+};
+
+// `contend history list`: one line per run, oldest first.
+int run_history_list(const history_args& a) {
+    const auto store = open_history(a.db_path);
+    const auto runs = store->stored_runs();
+    for (const auto& r : runs) {
+        const auto& c = r.run.context;
+        std::printf("%lld  %s  %s  %s  %zu cells (%zu valid)  %s\n", static_cast<long long>(r.id), c.date.c_str(),
+                    c.label.empty() ? "-" : c.label.c_str(), c.cpu_model.empty() ? "-" : c.cpu_model.c_str(),
+                    r.run.cells.size(), r.run.valid_cells(), c.run_status.c_str());
+    }
+    std::printf("%zu %s in %s\n", runs.size(), runs.size() == 1 ? "run" : "runs", a.db_path.c_str());
+    return 0;
+}
+
+// A time as a reader wants it: three significant figures or more, never an exponent.
+std::string format_ns(double ns) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", ns >= 100 ? 0 : ns >= 10 ? 1 : 2, ns);
+    return text;
+}
+
+// `contend history [name-glob] --changes`: every change point of every benchmark.
+int run_history_changes(const history_args& a) {
+    if (!(a.p > 0 && a.p < 1)) throw std::invalid_argument("--p: give a probability between 0 and 1");
+    if (a.min_segment < 1) throw std::invalid_argument("--min-segment: give at least 1 run");
+    if (!(a.min_magnitude_percent >= 0) || !std::isfinite(a.min_magnitude_percent))
+        throw std::invalid_argument("--min-magnitude: give a percentage of 0 or more");
+    const auto store = open_history(a.db_path);
+    const auto runs = store->stored_runs();
+    const auto changes = lab::history_changes(runs, a.name_glob, {a.p, a.min_segment, a.min_magnitude_percent / 100});
+    std::set<std::string> benchmarks;
+    for (const auto& c : changes) {
+        const double percent = (c.point.after_mean - c.point.before_mean) / c.point.before_mean * 100;
+        std::printf("%s: %s -> %s ns (%+.1f %%) between %s and %s\n", c.name.c_str(),
+                    format_ns(c.point.before_mean).c_str(), format_ns(c.point.after_mean).c_str(), percent,
+                    c.label_before.c_str(), c.label_after.c_str());
+        benchmarks.insert(c.name);
+    }
+    std::printf("%zu %s in %zu %s over %zu %s (p < %g, at least %zu runs a side, at least %g %%)\n", changes.size(),
+                changes.size() == 1 ? "change" : "changes", benchmarks.size(),
+                benchmarks.size() == 1 ? "benchmark" : "benchmarks", runs.size(), runs.size() == 1 ? "run" : "runs",
+                a.p, a.min_segment, a.min_magnitude_percent);
+    return 0;
 }
 
 }  // namespace
@@ -361,8 +441,10 @@ int main(int argc, char** argv) {
         "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
         "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression "
         "(unless --no-fail-on-regression); 2 bad arguments or bad input (nothing written).");
-    compare->add_option("baseline", cmp.baseline, "The baseline results file")->required();
-    compare->add_option("test", cmp.test, "The results file to judge against it")->required();
+    compare->add_option("baseline", cmp.baseline, "The baseline results file (with --db: a label)")->required();
+    compare->add_option("test", cmp.test, "The results file to judge against it (with --db: a label)")->required();
+    compare->add_option("--db", cmp.db_path,
+                        "Read baseline and test as labels in this history (the newest run of each; read-only)");
     compare->add_option("--threshold", cmp.threshold_percent, "Relative change of medians that counts, percent")
         ->capture_default_str();
     compare->add_option("--noise", cmp.noise_ns, "Absolute change of medians that counts, ns")->capture_default_str();
@@ -370,6 +452,23 @@ int main(int argc, char** argv) {
     compare->add_option("--markdown", cmp.markdown_path, "Also write the Markdown report here ('-': standard output)");
     compare->add_option("--json", cmp.json_path, "Also write the comparison as JSON here ('-': standard output)");
     compare->add_flag("--no-fail-on-regression", cmp.no_fail_on_regression, "Exit 0 even when a regression is found");
+    history_args hist;
+    auto* history = app.add_subcommand("history", "The runs in the history, and where each benchmark changed");
+    history->footer(
+        "contend history list: one line per run. contend history [name-glob] --changes: each benchmark's change "
+        "points over the runs (E-divisive means, Welch's t-test), each printed between the labels of the runs that "
+        "bracket it. Exit status: 0 done (changes or not); 2 bad arguments or a history that cannot be read.");
+    history->add_option("--db", hist.db_path, "SQLite history database (opened read-only)")->capture_default_str();
+    history->add_option("name-glob", hist.name_glob,
+                        "Only the benchmarks whose names match (fnmatch, e.g. 'counter/*')");
+    history->add_flag("--changes", hist.changes, "Print each benchmark's change points");
+    history->add_option("--p", hist.p, "A change must have a t-test p below this")->capture_default_str();
+    history->add_option("--min-segment", hist.min_segment, "Runs on each side of a change, at least")
+        ->capture_default_str();
+    history->add_option("--min-magnitude", hist.min_magnitude_percent, "Relative change of means, at least, percent")
+        ->capture_default_str();
+    auto* history_list = history->add_subcommand("list", "One line per run: id, date, label, CPU, cells, status");
+    history_list->add_option("--db", hist.db_path, "SQLite history database (opened read-only)")->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -384,6 +483,15 @@ int main(int argc, char** argv) {
         if (bench->parsed()) return run_bench(a);
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
         if (compare->parsed()) return run_compare(cmp);
+        if (history_list->parsed()) {
+            if (hist.changes || !hist.name_glob.empty())
+                throw std::invalid_argument("list takes neither a name glob nor --changes");
+            return run_history_list(hist);
+        }
+        if (history->parsed()) {
+            if (!hist.changes) throw std::invalid_argument("say what to show: `contend history list` or --changes");
+            return run_history_changes(hist);
+        }
         if (report->parsed()) {
             if (report->count("--run")) report_request.run_id = report_run_id;
             return run_report(report_request, report_output);

@@ -1,0 +1,101 @@
+#include "compare/history_series.hpp"
+
+#include <fnmatch.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace contend::lab {
+
+namespace {
+
+bool positive_finite(double v) { return std::isfinite(v) && v > 0; }
+
+std::string run_name(const stored_run& r) {
+    return r.run.context.label.empty() ? "run " + std::to_string(r.id) : r.run.context.label;
+}
+
+}  // namespace
+
+comparison_input comparison_input_from_history(const history_store& store, const std::string& db_path,
+                                               const std::string& label) {
+    const std::string source = db_path + " label " + label;
+    const std::vector<stored_run> runs = store.stored_runs();
+    const stored_run* newest = nullptr;
+    for (const auto& r : runs)
+        if (r.run.context.label == label) newest = &r;  // oldest first: the last one is the newest
+    if (!newest) throw input_error(source, "", "the history " + db_path + " holds no run labelled '" + label + "'");
+
+    comparison_input in;
+    in.source = source;
+    in.format = "contend-lab";
+    const machine_context& c = newest->run.context;
+    in.label = c.label;
+    in.date = c.date;
+    in.cpu_model = c.cpu_model;
+    in.version = c.version;
+    std::set<std::string> seen;
+    for (const auto& cell : newest->run.cells) {
+        const std::string name = cell.name();
+        // The same refusal as the JSON reader's: two cells of one name would be two series
+        // with nothing to tell which one to compare.
+        if (!seen.insert(name).second) throw input_error(input_error_kind::duplicate, source, name, "appears twice");
+        if (!cell.valid()) {
+            in.skipped.push_back({name, cell.detail.empty() ? cell.status : cell.status + ": " + cell.detail});
+            continue;
+        }
+        for (const double v : cell.ns_per_op)
+            if (!positive_finite(v))
+                throw input_error(std::isfinite(v) ? input_error_kind::not_positive : input_error_kind::not_finite,
+                                  source, name, "a sample of " + std::to_string(v) + " ns");
+        if (!positive_finite(cell.median_ns))
+            throw input_error(
+                std::isfinite(cell.median_ns) ? input_error_kind::not_positive : input_error_kind::not_finite, source,
+                name, "a median of " + std::to_string(cell.median_ns) + " ns");
+        benchmark_series s;
+        s.name = name;
+        s.samples_ns = cell.ns_per_op;
+        s.median_ns = cell.median_ns;
+        if (s.samples_ns.empty()) s.note = "no samples: the run's median";
+        in.benchmarks.push_back(std::move(s));
+    }
+    return in;
+}
+
+std::vector<series_change> history_changes(const std::vector<stored_run>& runs, const std::string& name_glob,
+                                           const change_options& options) {
+    // Per benchmark, the medians and the runs they came from, in run order.
+    struct series {
+        std::vector<double> medians;
+        std::vector<const stored_run*> from;
+    };
+    std::vector<std::string> order;
+    std::map<std::string, series> by_name;
+    for (const auto& r : runs) {
+        std::set<std::string> in_this_run;
+        for (const auto& cell : r.run.cells) {
+            if (!cell.valid() || !positive_finite(cell.median_ns)) continue;
+            const std::string name = cell.name();
+            if (!name_glob.empty() && fnmatch(name_glob.c_str(), name.c_str(), 0) != 0) continue;
+            if (!in_this_run.insert(name).second) continue;  // one point per run: the first cell
+            auto [it, added] = by_name.try_emplace(name);
+            if (added) order.push_back(name);
+            it->second.medians.push_back(cell.median_ns);
+            it->second.from.push_back(&r);
+        }
+    }
+    std::vector<series_change> changes;
+    for (const auto& name : order) {
+        const series& s = by_name.at(name);
+        for (const change_point& p : find_change_points(s.medians, options)) {
+            const stored_run& before = *s.from[p.index - 1];
+            const stored_run& after = *s.from[p.index];
+            changes.push_back({name, p, run_name(before), run_name(after), before.id, after.id});
+        }
+    }
+    return changes;
+}
+
+}  // namespace contend::lab
