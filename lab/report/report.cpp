@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "report/assets.hpp"
+#include "report/page_parts.hpp"
 #include "results/results_io.hpp"
 
 namespace contend::lab {
@@ -39,91 +40,6 @@ std::string read_text_file(const std::string& path) {
     text << in.rdbuf();
     if (in.bad()) throw std::runtime_error("cannot read");
     return text.str();
-}
-
-// --- Escaping ----------------------------------------------------------------------------
-
-std::string html(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (const char ch : text) {
-        switch (ch) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += ch;
-        }
-    }
-    return out;
-}
-
-// JSON that may sit inside <script type="application/json">: '<', '>' and '&' occur in
-// JSON only inside strings, where \u003c and friends mean the same characters, so no text
-// can close the element or open a comment. Bytes that are not UTF-8 (a history row may hold
-// any) become U+FFFD rather than failing the page.
-std::string script_safe_json(const json& j) {
-    const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
-    std::string out;
-    out.reserve(text.size());
-    for (const char ch : text) {
-        switch (ch) {
-            case '<':
-                out += "\\u003c";
-                break;
-            case '>':
-                out += "\\u003e";
-                break;
-            case '&':
-                out += "\\u0026";
-                break;
-            default:
-                out += ch;
-        }
-    }
-    return out;
-}
-
-bool contains_case_insensitive(std::string_view haystack, std::string_view needle) {
-    return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
-               return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-           }) != haystack.end();
-}
-
-// The library's text as the body of a <script> element. Its source map comment goes: the
-// map is not shipped, and a browser with developer tools open would go looking for it.
-std::string_view inlinable_library(std::string_view code) {
-    const std::size_t map = code.rfind("//# sourceMappingURL=");
-    if (map != std::string_view::npos && (map == 0 || code[map - 1] == '\n')) {
-        const std::size_t line_end = code.find('\n', map);
-        if (line_end == std::string_view::npos || code.find_first_not_of(" \t\r\n", line_end) == std::string_view::npos)
-            code = code.substr(0, map);
-    }
-    return inlinable(code, "script", "the charting library's code");
-}
-
-// "Chart.js v4.6.1", from the bundle's licence banner; "Chart.js" when it has none.
-std::string library_name(std::string_view code) {
-    const std::string_view head = code.substr(0, 300);
-    const std::size_t at = head.find("Chart.js v");
-    if (at == std::string_view::npos) return "Chart.js";
-    std::size_t end = at + 10;
-    while (end < head.size() &&
-           (std::isalnum(static_cast<unsigned char>(head[end])) || head[end] == '.' || head[end] == '-'))
-        ++end;
-    return std::string(head.substr(at, end - at));
 }
 
 // --- Figures -----------------------------------------------------------------------------
@@ -177,9 +93,9 @@ std::string table_text(const T& value, bool valid) {
     if constexpr (std::is_same_v<T, double>) {
         return valid && std::isfinite(value) ? format_ns(value) : "";
     } else if constexpr (std::is_same_v<T, param_list>) {
-        return html(format_params(value));
+        return escape_html(format_params(value));
     } else if constexpr (std::is_same_v<T, std::string>) {
-        return html(value);
+        return escape_html(value);
     } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::vector<double>>) {
         return "";  // no such column has a heading
     } else {
@@ -189,16 +105,16 @@ std::string table_text(const T& value, bool valid) {
 
 // The run's context: every field of context_fields() that has a heading, then the suites.
 void context_table(std::string& out, const report_source& source) {
-    out += "<table class=\"context\"><caption>" + html(source.origin) + "</caption>\n";
+    out += "<table class=\"context\"><caption>" + escape_html(source.origin) + "</caption>\n";
     for (const auto& f : context_fields()) {
         if (f.heading.empty()) continue;
         std::string text = visit_field(f, source.run.context, [](const auto& v) { return table_text(v, true); });
         if (text.empty()) text = "(not known)";
-        out += "<tr><th>" + html(f.heading) + "</th><td>" + text + "</td></tr>\n";
+        out += "<tr><th>" + escape_html(f.heading) + "</th><td>" + text + "</td></tr>\n";
     }
     std::string suites;
     for (const auto& name : suites_of(source.run)) suites.append(suites.empty() ? "" : ", ").append(name);
-    out += "<tr><th>suites</th><td>" + html(suites) + "</td></tr>\n</table>\n";
+    out += "<tr><th>suites</th><td>" + escape_html(suites) + "</td></tr>\n</table>\n";
 }
 
 // The table of a suite: one block per parameter point and worker count, in order of
@@ -213,8 +129,8 @@ void cells_table(std::string& out, const std::vector<const cell_result*>& cells)
             if (std::find(metrics.begin(), metrics.end(), name) == metrics.end()) metrics.push_back(name);
     out += "<table><thead><tr>";
     for (const auto& f : cell_fields())
-        if (!f.heading.empty()) out += "<th>" + html(f.heading) + "</th>";
-    for (const auto& m : metrics) out += "<th>" + html(m) + "</th>";
+        if (!f.heading.empty()) out += "<th>" + escape_html(f.heading) + "</th>";
+    for (const auto& m : metrics) out += "<th>" + escape_html(m) + "</th>";
     out += "</tr></thead><tbody>\n";
     for (const auto& group : group_cells(cells)) {
         bool first_valid = true;
@@ -230,8 +146,8 @@ void cells_table(std::string& out, const std::vector<const cell_result*>& cells)
                 const bool numeric = std::holds_alternative<double cell_result::*>(f.member) ||
                                      std::holds_alternative<std::int32_t cell_result::*>(f.member);
                 if (f.name == "status" && !c->valid())
-                    text =
-                        "<span class=\"bad\">" + text + "</span>" + (c->detail.empty() ? "" : ": " + html(c->detail));
+                    text = "<span class=\"bad\">" + text + "</span>" +
+                           (c->detail.empty() ? "" : ": " + escape_html(c->detail));
                 if (f.name == "workers" && c->oversubscribed)
                     text += "<span class=\"flag\" title=\"more workers than CPUs\">oversubscribed</span>";
                 out += numeric ? "<td class=\"num\">" + text + "</td>" : "<td>" + text + "</td>";
@@ -332,17 +248,6 @@ std::vector<report_source> load_report_sources(const report_request& request) {
     return sources;
 }
 
-std::string_view inlinable(std::string_view text, std::string_view element, std::string_view what) {
-    const std::string end_tag = "</" + std::string(element);
-    if (contains_case_insensitive(text, end_tag) || text.find("<!--") != std::string_view::npos)
-        throw std::runtime_error(std::string(what) + " contains \"" + end_tag +
-                                 "\" or \"<!--\" and cannot be inlined as is");
-    return text;
-}
-
-std::string_view chart_library_bundle() { return assets::chart_js.text; }
-std::string_view chart_library_path() { return assets::chart_js.path; }
-
 chart_axis choose_x_axis(const std::vector<const cell_result*>& cells) {
     auto distinct = [&](const std::string& key) {
         std::vector<std::string> values;
@@ -376,7 +281,7 @@ chart_axis choose_x_axis(const std::vector<const cell_result*>& cells) {
 }
 
 std::string render_report(const std::vector<report_source>& sources, std::string_view chart_library) {
-    const std::string_view library = inlinable_library(chart_library);
+    const std::string_view library = inlinable_chart_library(chart_library);
     const std::string_view style = inlinable(assets::style_css.text, "style", assets::style_css.path);
     const std::string_view error_trap = inlinable(assets::error_trap_js.text, "script", assets::error_trap_js.path);
     const std::string_view drawing = inlinable(assets::render_js.text, "script", assets::render_js.path);
@@ -396,13 +301,13 @@ std::string render_report(const std::vector<report_source>& sources, std::string
             std::string axis_note = "x axis: " + chart["x_title"].get<std::string>();
             if (chart["x_title"] != "workers") axis_note += " (the suite ran one worker count)";
             sections += "<section class=\"suite\" id=\"suite-" + std::to_string(suite_count - 1) + "\" data-suite=\"" +
-                        html(suite) + "\">\n<h2>" + html(suite) + "</h2>\n<p class=\"note\">From " +
-                        html(source.origin) + " (" + html(source.run.context.date) +
-                        (source.run.context.label.empty() ? "" : ", ") + html(source.run.context.label) + "). " +
+                        escape_html(suite) + "\">\n<h2>" + escape_html(suite) + "</h2>\n<p class=\"note\">From " +
+                        escape_html(source.origin) + " (" + escape_html(source.run.context.date) +
+                        (source.run.context.label.empty() ? "" : ", ") + escape_html(source.run.context.label) + "). " +
                         std::to_string(valid) + " of " + std::to_string(cells.size()) +
-                        " cells valid; invalid cells are listed, not plotted. " + html(axis_note) + ".</p>\n";
+                        " cells valid; invalid cells are listed, not plotted. " + escape_html(axis_note) + ".</p>\n";
             sections += "<div class=\"suite-body\">\n<div class=\"chart-box\"><div class=\"chart\"><canvas id=\"" + id +
-                        "\" role=\"img\" aria-label=\"" + html(suite) +
+                        "\" role=\"img\" aria-label=\"" + escape_html(suite) +
                         ": median ns per operation\"></canvas></div></div>\n<div class=\"cells\">\n";
             cells_table(sections, cells);
             sections += "</div>\n</div>\n</section>\n";
@@ -439,7 +344,7 @@ std::string render_report(const std::vector<report_source>& sources, std::string
         "<footer>Written by <code>contend report</code>. Bold: the fastest valid cell of its parameter point and "
         "worker count. min/max share: the least and most served worker's progress as a fraction of the mean. "
         "Charts drawn by " +
-        html(library_name(library)) + " (MIT licence), inlined in this page.</footer>\n";
+        escape_html(chart_library_name(library)) + " (MIT licence), inlined in this page.</footer>\n";
     out += "<script type=\"application/json\" id=\"report-data\">" + script_safe_json({{"charts", charts}}) +
            "</script>\n";
     out += "<script>\n";

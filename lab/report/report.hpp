@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/page_parts.hpp"
 #include "results/history.hpp"
 #include "results/results.hpp"
 
@@ -66,16 +67,6 @@ chart_axis choose_x_axis(const std::vector<const cell_result*>& cells);
 // new library version, or an edit of lab/report/assets/, would have to be checked for.
 std::string render_report(const std::vector<report_source>& sources, std::string_view chart_library);
 
-// `text` as the body of an HTML <script> or <style> element (`element`: "script" or "style"),
-// returned as is. Throws std::runtime_error, naming `what`, when it holds "</script" or
-// "</style" respectively (in any case: that would end the element early) or "<!--" (which
-// in a script starts an escaped state that can swallow the element's end).
-std::string_view inlinable(std::string_view text, std::string_view element, std::string_view what);
-
-// Chart.js as compiled into this binary (lab/CMakeLists.txt embeds the bundle when the
-// build is configured), or empty when the bundle was missing then; chart_library_path() is
-// where the build looked for it.
-std::string_view chart_library_bundle();
-std::string_view chart_library_path();
+// inlinable, chart_library_bundle and the escaping helpers: report/page_parts.hpp.
 
 }  // namespace contend::lab
