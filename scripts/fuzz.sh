@@ -37,3 +37,7 @@ fuzz_one() {
 fuzz_one compare_inputs_fuzz "tests/lab/golden/compare tests/lab/golden/run.json tests/lab/golden/run_v1.json" \
   fuzz/compare_inputs_fuzz.cpp lab/compare/inputs.cpp lab/results/json.cpp lab/results/results.cpp \
   lab/harness/statistics.cpp
+
+fuzz_one history_import_fuzz "tests/lab/golden/compare tests/lab/golden/run.json tests/lab/golden/run_v1.json" \
+  fuzz/history_import_fuzz.cpp lab/compare/history_import.cpp lab/compare/inputs.cpp lab/results/json.cpp \
+  lab/results/results.cpp lab/harness/statistics.cpp

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compare/compare.hpp"
+#include "compare/history_import.hpp"
 #include "compare/history_series.hpp"
 #include "harness/cell_runner.hpp"
 #include "harness/disasm.hpp"
@@ -351,6 +352,35 @@ int run_history_list(const history_args& a) {
     return 0;
 }
 
+struct import_args {
+    std::string file, label, db_path;
+};
+
+// `contend history import FILE --label LABEL`: another machine's or program's run, into the
+// history. The file is read whole and checked before the history is opened for writing, so
+// a refused file leaves the history as it was; the append itself is one transaction.
+int run_history_import(const import_args& a) {
+    if (a.db_path == "-") throw std::invalid_argument("--db: the history cannot be standard output");
+    // As for `contend bench --label`: a label travels through JSON, CSV, SQL and HTML.
+    if (!lab::is_printable_utf8(a.label))
+        throw std::invalid_argument("--label: give printable UTF-8 text, without control characters");
+    lab::check_distinct({{"--db", a.db_path}}, {{"FILE", a.file}});
+    try {
+        lab::history_store::check_appendable(a.db_path);
+    } catch (const std::runtime_error& e) {
+        throw std::invalid_argument(std::string("--db ") + a.db_path + ": " + e.what());
+    }
+    const lab::imported_run imported = lab::import_run_file(a.file, a.label);
+    lab::history_store store(a.db_path);
+    const std::int64_t id = store.append(imported.run);
+    const std::string invalid =
+        imported.skipped ? ", " + std::to_string(imported.skipped) + " invalid cells kept," : std::string();
+    std::printf("imported %s (%s): %zu benchmarks%s as history run %lld labelled '%s' in %s\n", a.file.c_str(),
+                imported.format.c_str(), imported.benchmarks, invalid.c_str(), static_cast<long long>(id),
+                a.label.c_str(), a.db_path.c_str());
+    return 0;
+}
+
 // A time as a reader wants it: three significant figures or more, never an exponent.
 std::string format_ns(double ns) {
     char text[64];
@@ -455,9 +485,11 @@ int main(int argc, char** argv) {
     history_args hist;
     auto* history = app.add_subcommand("history", "The runs in the history, and where each benchmark changed");
     history->footer(
+        "contend history import FILE --label LABEL: store a lab or Google Benchmark JSON file as a run. "
         "contend history list: one line per run. contend history [name-glob] --changes: each benchmark's change "
         "points over the runs (E-divisive means, Welch's t-test), each printed between the labels of the runs that "
-        "bracket it. Exit status: 0 done (changes or not); 2 bad arguments or a history that cannot be read.");
+        "bracket it. Exit status: 0 done (changes or not); 2 bad arguments, bad input or a history that cannot be read "
+        "(nothing written); 1 the history could not be written.");
     history->add_option("--db", hist.db_path, "SQLite history database (opened read-only)")->capture_default_str();
     history->add_option("name-glob", hist.name_glob,
                         "Only the benchmarks whose names match (fnmatch, e.g. 'counter/*')");
@@ -466,6 +498,16 @@ int main(int argc, char** argv) {
     history->add_option("--min-segment", hist.min_segment, "Runs on each side of a change, at least")
         ->capture_default_str();
     history->add_option("--min-magnitude", hist.min_magnitude_percent, "Relative change of means, at least, percent")
+        ->capture_default_str();
+    import_args imp;
+    auto* history_import = history->add_subcommand(
+        "import", "Store a results file (lab or Google Benchmark JSON) as a run of the history");
+    history_import
+        ->add_option("file", imp.file, "`contend bench --json` output or Google Benchmark --benchmark_out JSON")
+        ->required();
+    history_import->add_option("--label", imp.label, "The run's label (a commit, a build): what compare --db names")
+        ->required();
+    history_import->add_option("--db", hist.db_path, "SQLite history database (created when missing)")
         ->capture_default_str();
     auto* history_list = history->add_subcommand("list", "One line per run: id, date, label, CPU, cells, status");
     history_list->add_option("--db", hist.db_path, "SQLite history database (opened read-only)")->capture_default_str();
@@ -483,6 +525,12 @@ int main(int argc, char** argv) {
         if (bench->parsed()) return run_bench(a);
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
         if (compare->parsed()) return run_compare(cmp);
+        if (history_import->parsed()) {
+            if (hist.changes || !hist.name_glob.empty())
+                throw std::invalid_argument("import takes neither a name glob nor --changes");
+            imp.db_path = hist.db_path;
+            return run_history_import(imp);
+        }
         if (history_list->parsed()) {
             if (hist.changes || !hist.name_glob.empty())
                 throw std::invalid_argument("list takes neither a name glob nor --changes");
