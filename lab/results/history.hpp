@@ -1,6 +1,7 @@
-// The lab's results history: every `contend bench` run, kept in one SQLite file so that a
-// figure can later be compared with the runs before it, on the same machine or another.
-// Internal to the lab (namespace contend::lab).
+// The lab's results history: every `contend bench` run, kept in one SQLite file, or in a
+// PostgreSQL database that several machines share, so that a figure can later be compared
+// with the runs before it, on the same machine or another. Internal to the lab (namespace
+// contend::lab).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "results/results.hpp"
@@ -22,12 +24,29 @@ struct stored_run {
 
 enum class history_access { read_write, read_only };
 
-// One open history file. Every failure is reported as std::runtime_error whose message
-// names the operation, SQLite's own message and the file's path.
+namespace history_detail {
+class backend;
+}
+
+// One open history. Where it is, `path`, is either
+//  - a PostgreSQL connection URI, "postgresql://..." or "postgres://..." (libpq's form, e.g.
+//    postgresql://user@host:5432/dbname or postgresql:///dbname?host=/run/postgresql): the
+//    history is the tables runs, cells, metrics and contend_schema in the database's current
+//    schema (the first of its search_path), which holds nothing else. The database itself
+//    must exist; this creates tables, never databases. A server that does not answer fails
+//    the open after connect_timeout (10 s unless the URI gives one); or
+//  - anything else: the path of an SQLite file.
+// Both store the same tables and columns and behave alike, as described below; where they
+// differ, the difference is noted.
 //
-// Several processes may use the same file at once: a writer that finds the file locked
-// waits up to 5 s before giving up. One history_store object must not be used from
-// several threads at the same time.
+// Every failure is reported as std::runtime_error whose message names the operation, the
+// database's own message and the history: the file's path, or the URI with any password
+// masked (printable() below).
+//
+// Several processes may use the same history at once. SQLite: a writer that finds the file
+// locked waits up to 5 s before giving up. PostgreSQL: appends and migrations queue behind
+// each other (a lock on the runs table, an advisory lock) and give up after waiting 5 s for
+// a lock. One history_store object must not be used from several threads at the same time.
 class history_store {
 public:
     // read_write: opens the file at `path`, creating it and any missing parent directories;
@@ -39,12 +58,27 @@ public:
     // database, an SQLite database of another schema (another program's, or a contend
     // history missing a column), a schema version newer than this code knows; and, read
     // only, a missing file or one that holds no history yet.
+    //
+    // PostgreSQL: the same, for the database's current schema: read_write creates the tables
+    // when the schema holds no table at all, and refuses one that holds other tables or a
+    // newer version; read_only refuses a schema with no history and writes nothing at all
+    // (its transactions are read-only).
     explicit history_store(const std::string& path, history_access access = history_access::read_write);
 
     // Throws, as the constructor would, when `path` could not take an append: an existing
     // file that is not a history this code can migrate. A missing file passes (append
     // creates it). Opens nothing for writing: `contend bench` asks before its first cell.
+    // PostgreSQL: connects (so an unreachable server or a missing database fails here) and
+    // checks that the schema is a history this code can migrate, or holds no table yet.
     static void check_appendable(const std::string& path);
+
+    // Whether `path` names a PostgreSQL database (a URI) rather than an SQLite file. Such a
+    // path is not a file: nothing is created, checked or written under that name.
+    static bool is_database_uri(std::string_view path);
+
+    // `path` as messages may show it: a URI with its password replaced by "***" (both
+    // postgresql://user:secret@host and ...?password=secret); a file path as it is.
+    static std::string printable(std::string_view path);
     ~history_store();
 
     history_store(const history_store&) = delete;
@@ -56,13 +90,15 @@ public:
     // Parameters are stored in their one text form (format_params in results.hpp); a cell
     // whose parameters or metric names that form cannot hold makes append throw rather than
     // store something that would read back differently. Throws on a read-only store.
+    // PostgreSQL's text cannot hold a NUL character nor bytes that are not UTF-8: a run
+    // whose text has either makes append throw there (SQLite stores it).
     std::int64_t append(const run_result& run);
 
     // The stored runs, oldest first: all of them when `limit` is 0, otherwise the newest
     // `limit`. Each run comes back with its cells in the order they were appended and
     // every field as it was given to append (a NaN comes back as a NaN; a -0.0 outside
-    // the samples comes back as 0.0, as SQLite stores it). Reads one consistent snapshot,
-    // even while another process appends.
+    // the samples comes back as 0.0, as SQLite stores it, and PostgreSQL the same so that
+    // the two agree). Reads one consistent snapshot, even while another process appends.
     std::vector<run_result> runs(std::size_t limit = 0) const;
 
     // The same runs as runs(limit), each with its id.
@@ -78,9 +114,7 @@ public:
     int schema_version_of_file() const;
 
 private:
-    class connection;
-    std::vector<stored_run> read_runs(const std::string& from, std::int64_t parameter) const;
-    std::unique_ptr<connection> db_;
+    std::unique_ptr<history_detail::backend> db_;
 };
 
 }  // namespace contend::lab
