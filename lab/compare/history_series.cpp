@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -64,15 +65,10 @@ comparison_input comparison_input_from_history(const history_store& store, const
     return in;
 }
 
-std::vector<series_change> history_changes(const std::vector<stored_run>& runs, const std::string& name_glob,
-                                           const change_options& options) {
-    // Per benchmark, the medians and the runs they came from, in run order.
-    struct series {
-        std::vector<double> medians;
-        std::vector<const stored_run*> from;
-    };
-    std::vector<std::string> order;
-    std::map<std::string, series> by_name;
+std::vector<benchmark_history> history_series(const std::vector<stored_run>& runs, const std::string& name_glob,
+                                              const change_options& options) {
+    std::vector<benchmark_history> order;
+    std::map<std::string, std::size_t> index_of;
     for (const auto& r : runs) {
         std::set<std::string> in_this_run;
         for (const auto& cell : r.run.cells) {
@@ -80,22 +76,41 @@ std::vector<series_change> history_changes(const std::vector<stored_run>& runs, 
             const std::string name = cell.name();
             if (!name_glob.empty() && fnmatch(name_glob.c_str(), name.c_str(), 0) != 0) continue;
             if (!in_this_run.insert(name).second) continue;  // one point per run: the first cell
-            auto [it, added] = by_name.try_emplace(name);
-            if (added) order.push_back(name);
-            it->second.medians.push_back(cell.median_ns);
-            it->second.from.push_back(&r);
+            auto [it, added] = index_of.try_emplace(name, order.size());
+            if (added) order.push_back({name, {}, {}, {}, {}, {}, {}});
+            benchmark_history& s = order[it->second];
+            s.run_ids.push_back(r.id);
+            s.run_names.push_back(run_name(r));
+            s.medians.push_back(cell.median_ns);
+            // A chart draws the spread only where it is a range of times.
+            const bool spread = std::isfinite(cell.p25_ns) && std::isfinite(cell.p75_ns) && cell.p25_ns > 0;
+            s.p25.push_back(spread ? cell.p25_ns : std::numeric_limits<double>::quiet_NaN());
+            s.p75.push_back(spread ? cell.p75_ns : std::numeric_limits<double>::quiet_NaN());
         }
     }
-    std::vector<series_change> changes;
-    for (const auto& name : order) {
-        const series& s = by_name.at(name);
+    for (auto& s : order) {
         for (const change_point& p : find_change_points(s.medians, options)) {
-            const stored_run& before = *s.from[p.index - 1];
-            const stored_run& after = *s.from[p.index];
-            changes.push_back({name, p, run_name(before), run_name(after), before.id, after.id});
+            const std::size_t before = p.index - 1, after = p.index;
+            s.changes.push_back(
+                {s.name, p, s.run_names[before], s.run_names[after], s.run_ids[before], s.run_ids[after]});
         }
     }
+    return order;
+}
+
+std::vector<series_change> history_changes(const std::vector<stored_run>& runs, const std::string& name_glob,
+                                           const change_options& options) {
+    std::vector<series_change> changes;
+    for (auto& s : history_series(runs, name_glob, options))
+        for (auto& c : s.changes) changes.push_back(std::move(c));
     return changes;
+}
+
+std::int64_t newest_run_labelled(const std::vector<stored_run>& runs, const std::string& label) {
+    std::int64_t id = 0;
+    for (const auto& r : runs)
+        if (r.run.context.label == label) id = r.id;  // oldest first: the last one is the newest
+    return id;
 }
 
 }  // namespace contend::lab

@@ -47,4 +47,26 @@ struct series_change {
 std::vector<series_change> history_changes(const std::vector<stored_run>& runs, const std::string& name_glob,
                                            const change_options& options);
 
+// One benchmark's series over the history, as history_changes reads it (same runs kept and
+// left out, same order), with what a chart of it needs: per point the run it came from, that
+// run's name (label, or "run <id>"), the median and the p25 and p75 of the cell's
+// repetitions (NaN when the cell stored none that is finite), and the change points found.
+struct benchmark_history {
+    std::string name;
+    std::vector<std::int64_t> run_ids;
+    std::vector<std::string> run_names;
+    std::vector<double> medians, p25, p75;
+    std::vector<series_change> changes;  // sorted by index
+};
+
+// Every benchmark matching `name_glob` (as history_changes), in order of first appearance
+// over `runs`. history_changes is this with the changes strung together, so the text of
+// `contend history --changes` and the page of `contend history --html` agree point for point.
+std::vector<benchmark_history> history_series(const std::vector<stored_run>& runs, const std::string& name_glob,
+                                              const change_options& options);
+
+// The id of the newest run of `runs` labelled `label` (the run comparison_input_from_history
+// reads), or 0 when none is. Ids start at 1.
+std::int64_t newest_run_labelled(const std::vector<stored_run>& runs, const std::string& label);
+
 }  // namespace contend::lab
