@@ -18,6 +18,10 @@ struct embedded_file {
 extern const embedded_file error_trap_js;  // assets/error_trap.js, the page's first script
 extern const embedded_file render_js;  // assets/render.js, draws the charts
 extern const embedded_file style_css;  // assets/style.css
+// The pages of `contend history --html` and `contend compare --html` (compare/html_page.hpp):
+// they share error_trap.js and have their own script and style.
+extern const embedded_file history_js;  // assets/history.js, draws their charts
+extern const embedded_file history_css;  // assets/history.css
 
 // Chart.js's UMD bundle (the CONTEND_CHART_JS cache variable; scripts/setup.sh installs it),
 // embedded at configure time (see lab/CMakeLists.txt for why). Optional: `text` is empty when
