@@ -121,9 +121,15 @@ using result_handle = std::unique_ptr<PGresult, result_clearer>;
 // libpq's messages end in a newline and may span lines (DETAIL, HINT): one line for ours.
 std::string one_line(std::string_view message) {
     std::string out;
+    bool line_start = false;
     for (const char ch : message) {
-        if (ch == '\n') out += "; ";
-        else out += ch;
+        if (ch == '\n') {
+            out += "; ";
+            line_start = true;
+        } else if (!(line_start && (ch == ' ' || ch == '\t'))) {  // libpq indents a continued line
+            out += ch;
+            line_start = false;
+        }
     }
     while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
     return out;
