@@ -117,8 +117,6 @@ void context_table(std::string& out, const report_source& source) {
     out += "<tr><th>suites</th><td>" + escape_html(suites) + "</td></tr>\n</table>\n";
 }
 
-// The table of a suite: one block per parameter point and worker count, in order of
-// first appearance; valid cells by median, the fastest in bold, then the invalid ones.
 // The table of a suite: the cells grouped as the text table groups them (group_cells), one
 // column per field that has a heading in the results model, then one per workload metric;
 // the fastest valid cell of each group in bold, invalid cells with their status and why.
@@ -159,24 +157,36 @@ void cells_table(std::string& out, const std::vector<const cell_result*>& cells)
     out += "</tbody></table>\n";
 }
 
-// The chart's data: one series per contender and remaining parameters, one value per x.
+// The section's data for its three charts: one series per contender and remaining
+// parameters (its "variant"), one value per x for each figure: median (with p25 and p75 for
+// the tooltip), CPU ns per operation and the least-served share. A figure the chart cannot
+// show (an invalid cell, a figure not measured) is null, drawn as a gap. `contenders` in order
+// of first appearance: the order of the page's toggles and baseline choices.
 json chart_data(const std::string& canvas_id, const std::string& suite, const std::vector<const cell_result*>& cells) {
     const chart_axis axis = choose_x_axis(cells);
     const std::string except = axis.key == "workers" ? "" : axis.key;
-    std::vector<std::string> labels;
+    std::vector<std::string> labels, contenders;
     std::vector<json> series;
     auto index_of = [](const std::vector<std::string>& v, const std::string& s) {
         return static_cast<std::size_t>(std::find(v.begin(), v.end(), s) - v.begin());
     };
+    bool any_share = false;
     for (const auto* c : cells) {
-        std::string label = c->contender;
-        const std::string rest = params_text(*c, except);
-        if (!rest.empty()) label += " " + rest;
+        if (index_of(contenders, c->contender) == contenders.size()) contenders.push_back(c->contender);
+        const std::string variant = params_text(*c, except);
+        const std::string label = variant.empty() ? c->contender : c->contender + " " + variant;
         std::size_t s = index_of(labels, label);
         if (s == labels.size()) {
             labels.push_back(label);
             const json empty = json::array_t(axis.values.size(), nullptr);
-            series.push_back({{"label", label}, {"y", empty}, {"p25", empty}, {"p75", empty}});
+            series.push_back({{"label", label},
+                              {"contender", c->contender},
+                              {"variant", variant},
+                              {"y", empty},
+                              {"p25", empty},
+                              {"p75", empty},
+                              {"cpu", empty},
+                              {"min_share", empty}});
         }
         if (!plottable(*c)) continue;
         const std::size_t x = index_of(axis.values, x_value(*c, axis.key));
@@ -184,12 +194,36 @@ json chart_data(const std::string& canvas_id, const std::string& suite, const st
         series[s]["y"][x] = c->median_ns;
         series[s]["p25"][x] = nullable(c->p25_ns);
         series[s]["p75"][x] = nullable(c->p75_ns);
+        // The CPU chart is on a log axis too: a zero (a clock too coarse) is a gap there.
+        if (std::isfinite(c->cpu_ns_per_op) && c->cpu_ns_per_op > 0) series[s]["cpu"][x] = c->cpu_ns_per_op;
+        if (std::isfinite(c->min_share)) {
+            series[s]["min_share"][x] = c->min_share;
+            any_share = true;
+        }
     }
     std::string title = suite;
     if (axis.key != "workers" && !cells.empty())
         title += ", " + std::to_string(cells.front()->workers) + (cells.front()->workers == 1 ? " worker" : " workers");
-    return {{"canvas", canvas_id}, {"suite", suite},        {"title", title},
-            {"x_title", axis.key}, {"labels", axis.values}, {"series", series}};
+    // The baseline a reader most often compares against, when the suite ran it; none (absolute
+    // ns/op) when there is nothing to compare it with.
+    const std::string baseline = contenders.size() < 2                                   ? ""
+                                 : index_of(contenders, "std_mutex") < contenders.size() ? "std_mutex"
+                                                                                         : contenders.front();
+    return {{"canvas", canvas_id},
+            {"cpu_canvas", canvas_id + "-cpu"},
+            {"share_canvas", any_share ? json(canvas_id + "-share") : json(nullptr)},
+            {"suite", suite},
+            {"title", title},
+            {"x_title", axis.key},
+            {"labels", axis.values},
+            {"contenders", contenders},
+            {"default_baseline", baseline},
+            {"series", series}};
+}
+
+// A chart's canvas; `what` completes its accessible name.
+std::string canvas(const std::string& id, const std::string& suite, const std::string& what) {
+    return "<canvas id=\"" + id + "\" role=\"img\" aria-label=\"" + escape_html(suite) + ": " + what + "\"></canvas>";
 }
 
 }  // namespace
@@ -288,7 +322,7 @@ std::string render_report(const std::vector<report_source>& sources, std::string
 
     std::string sections;
     json charts = json::array();
-    std::size_t suite_count = 0;
+    std::size_t suite_count = 0, side_charts = 0;
     for (const auto& source : sources) {
         for (const auto& suite : suites_of(source.run)) {
             std::vector<const cell_result*> cells;
@@ -306,11 +340,22 @@ std::string render_report(const std::vector<report_source>& sources, std::string
                         (source.run.context.label.empty() ? "" : ", ") + escape_html(source.run.context.label) + "). " +
                         std::to_string(valid) + " of " + std::to_string(cells.size()) +
                         " cells valid; invalid cells are listed, not plotted. " + escape_html(axis_note) + ".</p>\n";
-            sections += "<div class=\"suite-body\">\n<div class=\"chart-box\"><div class=\"chart\"><canvas id=\"" + id +
-                        "\" role=\"img\" aria-label=\"" + escape_html(suite) +
-                        ": median ns per operation\"></canvas></div></div>\n<div class=\"cells\">\n";
+            // The controls are the script's to fill (render.js): without it they would do nothing.
+            sections += "<div class=\"controls\" id=\"" + id + "-controls\"></div>\n<div class=\"charts\">\n";
+            sections += "<div class=\"chart main\">" + canvas(id, suite, "median ns per operation") + "</div>\n";
+            sections += "<div class=\"side\">\n<div class=\"chart small\">" +
+                        canvas(id + "-cpu", suite, "CPU ns per operation") + "</div>\n";
+            sections += chart["share_canvas"].is_null()
+                            ? std::string(
+                                  "<p class=\"note no-share\">No fairness figures: no cell of this suite "
+                                  "measured the least-served worker's share.</p>\n")
+                            : "<div class=\"chart small\">" +
+                                  canvas(id + "-share", suite, "least-served worker's share of the mean progress") +
+                                  "</div>\n";
+            sections += "</div>\n</div>\n<div class=\"cells\">\n";
             cells_table(sections, cells);
-            sections += "</div>\n</div>\n</section>\n";
+            sections += "</div>\n</section>\n";
+            side_charts += chart["share_canvas"].is_null() ? 1 : 2;
             charts.push_back(chart);
         }
     }
@@ -326,15 +371,23 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     out += "<style>\n";
     out += style;
     out += "</style>\n</head>\n";
+    // The figures the script records once it has drawn (report.hpp), zero until then, so a
+    // page whose script never ran reads as having drawn nothing.
     out += "<body data-charts-expected=\"" + std::to_string(suite_count) +
-           "\" data-charts-rendered=\"0\" data-points-plotted=\"0\" data-errors=\"0\">\n";
+           "\" data-charts-rendered=\"0\" data-side-charts-expected=\"" + std::to_string(side_charts) +
+           "\" data-side-charts-rendered=\"0\" data-points-plotted=\"0\" data-ratio-points-plotted=\"0\" "
+           "data-baseline=\"\" data-shown=\"\" data-errors=\"0\">\n";
     out += "<script>\n";
     out += error_trap;
     out += "</script>\n";
     out +=
-        "<h1>contend report</h1>\n<p class=\"note\">Median wall-clock ns per operation (all workers together) "
-        "against workers or the suite's parameter, one line per contender, log scale; the tables hold every "
-        "cell. Compare figures of one machine only.</p>\n";
+        "<h1>contend report</h1>\n<p class=\"note\">Per suite, against workers or the suite's parameter: the "
+        "median wall-clock ns per operation (all workers together) of each contender as a multiple of a baseline's "
+        "at the same point (pick the baseline, or absolute ns/op, above the chart; below 1 is faster), its CPU ns "
+        "per operation, and the least-served worker's share of the mean progress; all on log scales but the "
+        "share. The checkboxes choose the lines of all three charts; the address of the page keeps the choice "
+        "(#baseline=NAME&amp;show=NAME,NAME). The tables hold every cell. Compare figures of one machine "
+        "only.</p>\n";
     out += "<noscript><p class=\"bad\">The charts need JavaScript; the tables below do not.</p></noscript>\n";
     out += "<h2>Runs</h2>\n<div class=\"runs\">\n";
     for (const auto& source : sources) context_table(out, source);

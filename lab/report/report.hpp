@@ -1,16 +1,36 @@
 // `contend report`: one self-contained HTML page of results. For each run shown, the machine
-// it ran on; then, per suite, a chart of median ns per operation (log scale) and the table of
-// every cell beside it, invalid cells included (listed with their status, never plotted).
+// it ran on; then, per suite, a section: a baseline picker and a checkbox per contender, a
+// main chart of each contender's median ns per operation as a multiple of the baseline's at
+// the same x (or absolute), two small charts of CPU ns per operation and of the least-served
+// worker's share beside it, all against workers or the suite's parameter, and the table of
+// every cell below, invalid cells included (listed with their status, never plotted).
+//
+// The view is read from the address's fragment, so a link reproduces it:
+//   report.html#baseline=std_mutex&show=contend_mutex,std_mutex,tbb_spin_mutex
+// baseline: a contender's name, or empty for absolute ns/op; show: the contenders drawn.
+// Names are encoded as encodeURIComponent writes them (a comma in a name is %2C). Each section
+// applies what it has: an unknown baseline gives its default (std_mutex when the suite ran it,
+// else its first contender; absolute when it has only one), a list of none of its contenders
+// shows them all. A change made on the page rewrites the fragment.
 //
 // The page needs nothing from the network: its script and style (lab/report/assets/) and the
 // charting library (Chart.js, installed by scripts/setup.sh under lab/report/node_modules)
 // are compiled into the binary and inlined (report/assets.hpp), and the figures travel
-// inside the page as JSON. The page records on <body> what its
-// script did, so a headless browser can check it rendered:
-//   data-charts-expected   charts the page has data for (one per suite section)
-//   data-charts-rendered   charts constructed whose canvas has a size and painted pixels
-//   data-points-plotted    points handed to the charts (valid cells with a positive median)
-//   data-errors            uncaught errors, unhandled rejections and console.error calls
+// inside the page as JSON. Names from results files reach the page as escaped text only.
+// The page records on <body> what its script did, so a headless browser can check it:
+//   data-charts-expected        main charts the page has data for (one per suite section)
+//   data-charts-rendered        main charts constructed whose canvas has a size and painted pixels
+//   data-side-charts-expected   small charts it has data for: per section one of CPU ns/op, and
+//                               one of the least-served share when a cell measured it
+//   data-side-charts-rendered   small charts constructed whose canvas has painted pixels
+//   data-points-plotted         points on the main charts as drawn now, all sections: medians
+//                               of the shown contenders, or their ratios with a baseline
+//   data-ratio-points-plotted   of those, ratios to a baseline (0 in absolute ns/op)
+//   data-baseline               the first section's baseline as applied ("": absolute ns/op)
+//   data-shown                  the first section's shown contenders, in its order, encoded
+//                               and joined as the fragment's show= list
+//   data-errors                 uncaught errors, unhandled rejections and console.error calls
+// The script sets them when it has drawn and again after every change of view.
 // Internal to the lab (namespace contend::lab).
 #pragma once
 

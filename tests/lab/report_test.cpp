@@ -97,13 +97,26 @@ lab::cell_result cell(const std::string& suite, const std::string& contender, st
 TEST(Report, OneChartSectionPerSuiteWithItsTable) {
     const std::string page = lab::render_report({{"fixture.json", fixture()}}, fake_library);
     EXPECT_EQ(count(page, "<section class=\"suite\""), 2u);
-    EXPECT_EQ(count(page, "<canvas id=\"chart-"), 2u);
+    // Per suite: the controls the script fills, the main chart, CPU ns/op and fairness (both
+    // suites of the fixture measured it).
+    EXPECT_EQ(count(page, "<canvas "), 6u);
+    for (const char* id : {"chart-0", "chart-0-cpu", "chart-0-share", "chart-1", "chart-1-cpu", "chart-1-share"})
+        EXPECT_NE(page.find("<canvas id=\"" + std::string(id) + "\""), std::string::npos) << id;
+    EXPECT_EQ(count(page, "<div class=\"controls\" id=\"chart-"), 2u);
     EXPECT_NE(page.find("data-suite=\"counter\""), std::string::npos);
     EXPECT_NE(page.find("data-suite=\"hold\""), std::string::npos);
     EXPECT_NE(page.find("data-charts-expected=\"2\""), std::string::npos);
+    EXPECT_NE(page.find("data-side-charts-expected=\"4\""), std::string::npos);
+    // What the script records, zero or empty until it has drawn (report.hpp).
+    for (const char* attribute :
+         {"data-charts-rendered=\"0\"", "data-side-charts-rendered=\"0\"", "data-points-plotted=\"0\"",
+          "data-ratio-points-plotted=\"0\"", "data-baseline=\"\"", "data-shown=\"\"", "data-errors=\"0\""})
+        EXPECT_NE(page.find(attribute), std::string::npos) << attribute;
     const json data = page_data(page);
     ASSERT_EQ(data["charts"].size(), 2u);
     EXPECT_EQ(data["charts"][0]["canvas"], "chart-0");
+    EXPECT_EQ(data["charts"][0]["cpu_canvas"], "chart-0-cpu");
+    EXPECT_EQ(data["charts"][0]["share_canvas"], "chart-0-share");
     EXPECT_EQ(data["charts"][1]["canvas"], "chart-1");
     // One table row per cell (28 in the fixture), a header row per suite table, and the
     // rows of the run's context: each context field with a heading, and the suites.
@@ -160,6 +173,8 @@ TEST(Report, AChartOfOneWorkerCountPutsTheMostVariedParameterOnTheXAxis) {
     const json chart = page_data(lab::render_report({{"f", two}}, fake_library))["charts"][0];
     EXPECT_EQ(chart["series"].size(), 2u);
     EXPECT_EQ(chart["series"][0]["label"], "a mode=fast");
+    EXPECT_EQ(chart["series"][0]["contender"], "a") << "a ratio pairs a line with the baseline's of its variant";
+    EXPECT_EQ(chart["series"][0]["variant"], "mode=fast");
 
     // One worker count and no parameter: workers, with one point.
     lab::run_result single;
@@ -184,30 +199,122 @@ TEST(Report, InvalidCellsAreInTheTableButNotInTheCharts) {
     EXPECT_NE(page.find("11 of 12 cells valid"), std::string::npos);
 }
 
-TEST(Report, NamesCannotBreakOutOfTheirElements) {
-    lab::run_result run;
-    run.context.label = "<i>label</i>";
-    run.context.cpu_model = "CPU & \"co\"";
-    const std::string evil = "</script><b>x</b><!--";
-    run.cells.push_back(cell("s<u>", evil, 1, 5, {{"k", "'v'&"}}));
-    run.cells.push_back(cell("s<u>", evil, 2, 6, {{"k", "'v'&"}}));
-    const std::string page = lab::render_report({{"<origin>", run}}, fake_library);
+TEST(Report, EachLineCarriesItsCpuTimeAndFairnessWithGapsWhereThereAreNone) {
+    const json counter = chart_of(page_data(lab::render_report({{"f", fixture()}}, fake_library)), "counter");
+    EXPECT_EQ(counter["contenders"], json({"ttas_lock", "std_mutex", "contend_mutex", "ck_ticket"}))
+        << "in order of first appearance: the order of the toggles";
+    const json& mutex = series_of(counter, "contend_mutex");
+    ASSERT_EQ(mutex["cpu"].size(), 4u);
+    for (const auto& cpu : mutex["cpu"]) EXPECT_TRUE(cpu.is_number());
+    EXPECT_TRUE(mutex["min_share"][0].is_null()) << "one worker: no fairness measured";
+    EXPECT_NEAR(mutex["min_share"][1].get<double>(), 0.6352, 1e-4);
+    EXPECT_EQ(mutex["min_share"][2], 0.0) << "a starved worker is a figure, not a gap";
+    const json& ck = series_of(counter, "ck_ticket");
+    EXPECT_TRUE(ck["cpu"][2].is_null()) << "an invalid cell has no point in any chart";
+    EXPECT_TRUE(ck["min_share"][2].is_null());
+}
 
-    EXPECT_EQ(page.find("<b>x"), std::string::npos);
-    EXPECT_EQ(page.find("<i>label"), std::string::npos);
-    EXPECT_EQ(page.find("<u>"), std::string::npos);
+TEST(Report, TheDefaultBaselineIsStdMutexElseTheFirstContenderElseNone) {
+    const json data = page_data(lab::render_report({{"f", fixture()}}, fake_library));
+    EXPECT_EQ(chart_of(data, "counter")["default_baseline"], "std_mutex") << "std_mutex is second there";
+    EXPECT_EQ(chart_of(data, "hold")["default_baseline"], "std_mutex");
+
+    lab::run_result without;
+    for (const char* name : {"b", "a"}) without.cells.push_back(cell("s", name, 2, 5));
+    EXPECT_EQ(page_data(lab::render_report({{"f", without}}, fake_library))["charts"][0]["default_baseline"], "b");
+
+    lab::run_result alone;
+    for (int w : {1, 2}) alone.cells.push_back(cell("s", "std_mutex", w, 5));
+    EXPECT_EQ(page_data(lab::render_report({{"f", alone}}, fake_library))["charts"][0]["default_baseline"], "")
+        << "nothing to compare with: absolute ns/op";
+}
+
+TEST(Report, ASuiteWithoutFairnessFiguresSaysSoInsteadOfAnEmptyChart) {
+    lab::run_result run;
+    for (int w : {1, 2}) run.cells.push_back(cell("pool", "a", w, 5));  // min_share: not measured
+    auto measured = cell("counter", "a", 2, 5);
+    measured.has_fairness = true;
+    measured.min_share = 0.5;
+    run.cells.push_back(measured);
+    const std::string page = lab::render_report({{"f", run}}, fake_library);
+    EXPECT_EQ(count(page, "No fairness figures"), 1u);
+    EXPECT_EQ(count(page, "<canvas id=\"chart-1-share\""), 1u) << "the counter suite's fairness chart";
+    EXPECT_EQ(page.find("<canvas id=\"chart-0-share\""), std::string::npos) << "none for the pool suite";
+    EXPECT_NE(page.find("data-side-charts-expected=\"3\""), std::string::npos);
+    const json data = page_data(page);
+    EXPECT_TRUE(chart_of(data, "pool")["share_canvas"].is_null());
+    EXPECT_EQ(chart_of(data, "counter")["share_canvas"], "chart-1-share");
+}
+
+namespace {
+
+// Every name on the page comes from a results file, which anyone can write.
+const std::string hostile = "</script><img src=x onerror=alert(1)>\"'&";
+
+// A run named with `hostile` wherever the results file reader lets text through: suite,
+// contender, label and host name take any text; a parameter value no '/'.
+lab::run_result hostile_run() {
+    lab::run_result run;
+    run.context.date = "2026-01-01T00:00:00Z";
+    run.context.label = hostile + "label";
+    run.context.host_name = hostile + "host";
+    run.context.cpu_model = "CPU & \"co\"";
+    for (int w : {1, 2}) {
+        run.cells.push_back(cell(hostile + "suite", hostile + "a", w, 5.0 * w, {{"k", "'v'&<i>"}}));
+        run.cells.push_back(cell(hostile + "suite", "std_mutex", w, 4.0 * w, {{"k", "'v'&<i>"}}));
+    }
+    return run;
+}
+
+// No markup but the page's own, the data as JSON that cannot end its element, and the
+// names still what they were.
+void expect_escaped(const std::string& page) {
+    EXPECT_EQ(page.find("<img"), std::string::npos);
+    EXPECT_EQ(page.find("<i>"), std::string::npos);
     EXPECT_EQ(page.find("<!--"), std::string::npos);
-    EXPECT_EQ(page.find("<origin>"), std::string::npos);
-    EXPECT_NE(page.find("&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;"), std::string::npos) << "shown as text in the table";
+    EXPECT_EQ(page.find("onerror=alert(1)>"), std::string::npos) << "only escaped forms";
+    EXPECT_NE(page.find("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;a"), std::string::npos)
+        << "the contender shown as text in the table";
+    EXPECT_NE(page.find("&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;label"), std::string::npos);
+    EXPECT_NE(page.find("&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;host"), std::string::npos);
+    EXPECT_NE(page.find("data-suite=\"&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;suite\""),
+              std::string::npos)
+        << "quotes cannot end the attribute";
     EXPECT_NE(page.find("CPU &amp; &quot;co&quot;"), std::string::npos);
-    EXPECT_NE(page.find("&#39;v&#39;&amp;"), std::string::npos);
     // Four scripts: the error trap, the data, the library, the drawing; nothing else closes one.
     EXPECT_EQ(count(page, "</script>"), 4u);
-    EXPECT_NE(page.find("\\u003c/script\\u003e\\u003cb\\u003ex"), std::string::npos);
+    const std::string open = "<script type=\"application/json\" id=\"report-data\">";
+    const std::size_t start = page.find(open) + open.size();
+    const std::string script = page.substr(start, page.find("</script>", start) - start);
+    EXPECT_EQ(script.find('<'), std::string::npos) << "no '<' in the data at all";
+    EXPECT_NE(script.find("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"), std::string::npos);
 
     const json data = page_data(page);
-    EXPECT_EQ(data["charts"][0]["suite"], "s<u>");
-    EXPECT_EQ(data["charts"][0]["series"][0]["label"], evil + " k='v'&") << "the data still says what it said";
+    ASSERT_EQ(data["charts"].size(), 1u);
+    const json& chart = data["charts"][0];
+    EXPECT_EQ(chart["suite"], hostile + "suite");
+    EXPECT_EQ(chart["contenders"], json({hostile + "a", "std_mutex"}));
+    EXPECT_EQ(chart["series"][0]["label"], hostile + "a k='v'&<i>") << "the data still says what it said";
+    EXPECT_EQ(chart["series"][0]["contender"], hostile + "a");
+}
+
+}  // namespace
+
+TEST(Report, NamesCannotBreakOutOfTheirElements) {
+    const std::string page = lab::render_report({{"<origin>" + hostile, hostile_run()}}, fake_library);
+    expect_escaped(page);
+    EXPECT_EQ(page.find("<origin>"), std::string::npos);
+}
+
+// The script puts names into the page as text: it has no way to parse text as markup or run it.
+TEST(Report, ThePagesScriptNeverTurnsTextIntoMarkupOrCode) {
+    const std::string script(lab::assets::render_js.text);
+    ASSERT_FALSE(script.empty());
+    for (const char* sink : {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+                             "setTimeout('", "DOMParser", "createContextualFragment"})
+        EXPECT_EQ(script.find(sink), std::string::npos) << sink;
+    EXPECT_NE(script.find("textContent"), std::string::npos);
+    EXPECT_NE(script.find("decodeURIComponent"), std::string::npos) << "the fragment is decoded, nothing more";
 }
 
 TEST(Report, TheLibraryIsInlinedWithoutItsSourceMapAndRefusedIfItCouldCloseItsElement) {
@@ -503,4 +610,13 @@ TEST_F(ReportCli, HelpListsTheOptions) {
     EXPECT_EQ(o.exit_code, 0);
     for (const char* option : {"--db", "--json", "--run", "--output"})
         EXPECT_NE(o.output.find(option), std::string::npos) << option;
+}
+
+TEST_F(ReportCli, AResultsFileWithHostileNamesIsReadAndEscaped) {
+    const fs::path results = dir_ / "hostile.json";
+    std::ofstream(results) << lab::to_json(hostile_run());
+    const std::string out = (dir_ / "page.html").string();
+    const cli_outcome o = run_cli("report --json " + results.string() + " -o " + out);
+    ASSERT_EQ(o.exit_code, 0) << o.output << ": the reader accepts such names";
+    expect_escaped(read_file(out));
 }
