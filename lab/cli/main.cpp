@@ -120,14 +120,17 @@ int run_bench(bench_args& a) {
     std::vector<lab::named_path> outputs = {{"--json", a.json_path}}, inputs;
     if (!a.csv_path.empty()) outputs.push_back({"--csv", a.csv_path});
     if (a.db_path == "-") throw std::invalid_argument("--db: the history cannot be standard output");
-    (a.no_history ? inputs : outputs).push_back({"--db", a.db_path});
+    // A PostgreSQL URI is no file: no output can land on it, and nothing is created under its
+    // name; check_appendable connects instead.
+    if (!lab::history_store::is_database_uri(a.db_path))
+        (a.no_history ? inputs : outputs).push_back({"--db", a.db_path});
     lab::check_distinct(outputs, inputs);
     for (const auto& out : outputs) lab::check_output_path(out.what, out.path);
     if (!a.no_history) {
         try {
             lab::history_store::check_appendable(a.db_path);
         } catch (const std::runtime_error& e) {
-            throw std::invalid_argument(std::string("--db ") + a.db_path + ": " + e.what());
+            throw std::invalid_argument("--db " + lab::history_store::printable(a.db_path) + ": " + e.what());
         }
     }
 
@@ -179,7 +182,7 @@ int run_bench(bench_args& a) {
             return std::string("CSV");
         });
     if (!a.no_history)
-        attempt("--db", a.db_path, [&] {
+        attempt("--db", lab::history_store::printable(a.db_path), [&] {
             lab::history_store store(a.db_path);
             return "history run " + std::to_string(store.append(run));
         });
@@ -234,9 +237,9 @@ int run_disasm(const std::string& suite_name, const std::string& contender_id) {
 }
 
 int run_report(const lab::report_request& request, const std::string& output) {
-    const std::vector<lab::named_path> inputs = {request.json_path.empty()
-                                                     ? lab::named_path{"--db", request.db_path}
-                                                     : lab::named_path{"--json", request.json_path}};
+    std::vector<lab::named_path> inputs;  // a PostgreSQL URI is no file that -o could overwrite
+    if (!request.json_path.empty()) inputs.push_back({"--json", request.json_path});
+    else if (!lab::history_store::is_database_uri(request.db_path)) inputs.push_back({"--db", request.db_path});
     lab::check_distinct({{"-o", output}}, inputs);
     lab::check_output_path("-o", output);
     const auto sources = lab::load_report_sources(request);
@@ -287,15 +290,15 @@ std::unique_ptr<lab::history_store> open_history(const std::string& db_path) {
     try {
         return std::make_unique<lab::history_store>(db_path, lab::history_access::read_only);
     } catch (const std::runtime_error& e) {
-        throw std::invalid_argument(std::string("--db ") + db_path + ": " + e.what());
+        throw std::invalid_argument("--db " + lab::history_store::printable(db_path) + ": " + e.what());
     }
 }
 
 int run_compare(const compare_args& a) {
     const bool from_history = !a.db_path.empty();
     std::vector<lab::named_path> inputs;
-    if (from_history) inputs.push_back({"--db", a.db_path});
-    else inputs = {{"baseline", a.baseline}, {"test", a.test}};
+    if (!from_history) inputs = {{"baseline", a.baseline}, {"test", a.test}};
+    else if (!lab::history_store::is_database_uri(a.db_path)) inputs.push_back({"--db", a.db_path});
     std::vector<lab::named_path> outputs;
     if (!a.markdown_path.empty()) outputs.push_back({"--markdown", a.markdown_path});
     if (!a.json_path.empty()) outputs.push_back({"--json", a.json_path});
@@ -308,7 +311,7 @@ int run_compare(const compare_args& a) {
     std::unique_ptr<lab::history_store> store;
     if (from_history) store = open_history(a.db_path);
     const auto read = [&](const std::string& what) {
-        return from_history ? lab::comparison_input_from_history(*store, a.db_path, what)
+        return from_history ? lab::comparison_input_from_history(*store, lab::history_store::printable(a.db_path), what)
                             : lab::read_comparison_input(what);
     };
     const auto base = read(a.baseline);
@@ -318,7 +321,7 @@ int run_compare(const compare_args& a) {
     std::snprintf(knobs, sizeof knobs, " --threshold %g --noise %g --alpha %g", a.threshold_percent, a.noise_ns,
                   a.alpha);
     std::string repro = "contend compare ";
-    if (from_history) repro += "--db " + shell_word(a.db_path) + " ";
+    if (from_history) repro += "--db " + shell_word(lab::history_store::printable(a.db_path)) + " ";
     repro += shell_word(a.baseline) + " " + shell_word(a.test) + knobs;
     const std::string markdown = lab::comparison_to_markdown(c, repro);
     if (!a.markdown_path.empty()) lab::write_output_file("--markdown", a.markdown_path, markdown);
@@ -348,7 +351,8 @@ int run_history_list(const history_args& a) {
                     c.label.empty() ? "-" : c.label.c_str(), c.cpu_model.empty() ? "-" : c.cpu_model.c_str(),
                     r.run.cells.size(), r.run.valid_cells(), c.run_status.c_str());
     }
-    std::printf("%zu %s in %s\n", runs.size(), runs.size() == 1 ? "run" : "runs", a.db_path.c_str());
+    std::printf("%zu %s in %s\n", runs.size(), runs.size() == 1 ? "run" : "runs",
+                lab::history_store::printable(a.db_path).c_str());
     return 0;
 }
 
@@ -364,11 +368,11 @@ int run_history_import(const import_args& a) {
     // As for `contend bench --label`: a label travels through JSON, CSV, SQL and HTML.
     if (!lab::is_printable_utf8(a.label))
         throw std::invalid_argument("--label: give printable UTF-8 text, without control characters");
-    lab::check_distinct({{"--db", a.db_path}}, {{"FILE", a.file}});
+    if (!lab::history_store::is_database_uri(a.db_path)) lab::check_distinct({{"--db", a.db_path}}, {{"FILE", a.file}});
     try {
         lab::history_store::check_appendable(a.db_path);
     } catch (const std::runtime_error& e) {
-        throw std::invalid_argument(std::string("--db ") + a.db_path + ": " + e.what());
+        throw std::invalid_argument("--db " + lab::history_store::printable(a.db_path) + ": " + e.what());
     }
     const lab::imported_run imported = lab::import_run_file(a.file, a.label);
     lab::history_store store(a.db_path);
@@ -377,7 +381,7 @@ int run_history_import(const import_args& a) {
         imported.skipped ? ", " + std::to_string(imported.skipped) + " invalid cells kept," : std::string();
     std::printf("imported %s (%s): %zu benchmarks%s as history run %lld labelled '%s' in %s\n", a.file.c_str(),
                 imported.format.c_str(), imported.benchmarks, invalid.c_str(), static_cast<long long>(id),
-                a.label.c_str(), a.db_path.c_str());
+                a.label.c_str(), lab::history_store::printable(a.db_path).c_str());
     return 0;
 }
 
@@ -443,7 +447,10 @@ int main(int argc, char** argv) {
     bench->add_option("--pin", o.harness.pin, "none | compact | spread | <cpu list>")->capture_default_str();
     bench->add_option("--json", a.json_path, "Write results as JSON here")->capture_default_str();
     bench->add_option("--csv", a.csv_path, "Also write results as CSV here");
-    bench->add_option("--db", a.db_path, "SQLite history database")->capture_default_str();
+    bench
+        ->add_option("--db", a.db_path,
+                     "History: an SQLite file, or a PostgreSQL database as postgresql://... (libpq URI)")
+        ->capture_default_str();
     bench->add_flag("--no-history", a.no_history, "Do not append the run to the history database");
     bench->add_option("--label", o.label, "Label for the run (default: git describe)");
     bench->add_flag("--in-process", o.in_process, "Run cells in this process (no protection against hangs)");
