@@ -466,7 +466,9 @@ int main(int argc, char** argv) {
     auto* report_json =
         report->add_option("--json", report_request.json_path,
                            "Read a results file written by `contend bench --json` instead of the history");
-    report->add_option("--db", report_request.db_path, "SQLite history database (opened read-only)")
+    report
+        ->add_option("--db", report_request.db_path,
+                     "History: an SQLite file or a postgresql:// URI (opened read-only)")
         ->capture_default_str();
     report->add_option("--run", report_run_id, "Show this history run only (default: the newest run of each suite)")
         ->excludes(report_json);
@@ -497,7 +499,8 @@ int main(int argc, char** argv) {
         "points over the runs (E-divisive means, Welch's t-test), each printed between the labels of the runs that "
         "bracket it. Exit status: 0 done (changes or not); 2 bad arguments, bad input or a history that cannot be read "
         "(nothing written); 1 the history could not be written.");
-    history->add_option("--db", hist.db_path, "SQLite history database (opened read-only)")->capture_default_str();
+    history->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
+        ->capture_default_str();
     history->add_option("name-glob", hist.name_glob,
                         "Only the benchmarks whose names match (fnmatch, e.g. 'counter/*')");
     history->add_flag("--changes", hist.changes, "Print each benchmark's change points");
@@ -514,10 +517,12 @@ int main(int argc, char** argv) {
         ->required();
     history_import->add_option("--label", imp.label, "The run's label (a commit, a build): what compare --db names")
         ->required();
-    history_import->add_option("--db", hist.db_path, "SQLite history database (created when missing)")
+    history_import
+        ->add_option("--db", hist.db_path, "History: an SQLite file (created when missing) or a postgresql:// URI")
         ->capture_default_str();
     auto* history_list = history->add_subcommand("list", "One line per run: id, date, label, CPU, cells, status");
-    history_list->add_option("--db", hist.db_path, "SQLite history database (opened read-only)")->capture_default_str();
+    history_list->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
+        ->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -257,23 +257,22 @@ std::vector<report_source> load_report_sources(const report_request& request) {
             throw std::runtime_error(request.json_path + ": " + e.what());
         }
     } else {
-        // history_store would create a missing file; a report must not.
-        if (!std::filesystem::exists(request.db_path))
-            throw std::runtime_error("no history at " + request.db_path +
-                                     " (run `contend bench` first, or give --json FILE)");
+        // history_store would create a missing file; a report must not. A PostgreSQL history
+        // is no file: opening it read-only refuses a database that holds none.
+        const std::string shown = history_store::printable(request.db_path);  // no password
+        if (!history_store::is_database_uri(request.db_path) && !std::filesystem::exists(request.db_path))
+            throw std::runtime_error("no history at " + shown + " (run `contend bench` first, or give --json FILE)");
         const history_store store(request.db_path, history_access::read_only);
         if (request.run_id) {
             auto run = store.run(*request.run_id);
             if (!run)
-                throw std::runtime_error("history " + request.db_path + " has no run " +
-                                         std::to_string(*request.run_id) + " (it holds " +
-                                         std::to_string(store.run_count()) + " runs)");
+                throw std::runtime_error("history " + shown + " has no run " + std::to_string(*request.run_id) +
+                                         " (it holds " + std::to_string(store.run_count()) + " runs)");
             sources.push_back({"history run " + std::to_string(*request.run_id), std::move(*run)});
         } else {
             sources = newest_run_per_suite(store.stored_runs());
             if (sources.empty())
-                throw std::runtime_error("history " + request.db_path +
-                                         " holds no results yet (run `contend bench` first)");
+                throw std::runtime_error("history " + shown + " holds no results yet (run `contend bench` first)");
         }
     }
     const bool any_cell =

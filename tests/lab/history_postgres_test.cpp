@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <limits>
 #include <memory>
@@ -28,6 +29,7 @@
 
 #include "results/history.hpp"
 #include "results/results.hpp"
+#include "run_cli.hpp"
 #include "temp_dir.hpp"
 
 namespace contend_test {
@@ -589,6 +591,41 @@ TEST_F(PostgresHistory, AnUnreachableServerFailsWithoutHangingAndThePasswordIsMa
             EXPECT_NE(message.find("***"), std::string::npos) << message;
         }
     }
+}
+
+// Every command that takes --db, end to end on one PostgreSQL history: two imported runs,
+// listed, compared by label (the slower one a regression), found as a change by nothing
+// (two runs are too few), and drawn by contend report. Nothing is created under the URI's name.
+TEST_F(PostgresHistory, EveryCommandWithDbWorksOnAPostgresHistory) {
+    const auto gb = [](double ns) {
+        std::string rows;
+        for (int i = 0; i < 10; ++i)
+            rows += std::string(rows.empty() ? "" : ",") + R"({"name": "BM_lock", "run_name": "BM_lock", )" +
+                    R"("run_type": "iteration", "repetitions": 10, "repetition_index": )" + std::to_string(i) +
+                    R"(, "real_time": )" + std::to_string(ns * (1 + 0.001 * (i % 3))) + R"(, "time_unit": "ns"})";
+        return R"({"context": {"executable": "./bench", "date": "2026-11-30"}, "benchmarks": [)" + rows + "]}";
+    };
+    write(path("base.json"), gb(10));
+    write(path("slow.json"), gb(13));
+    const std::string db = shell_quote(uri_);
+    auto o = run_cli("history import " + shell_quote(path("base.json")) + " --label base --db " + db);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    o = run_cli("history import " + shell_quote(path("slow.json")) + " --label slow --db " + db);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    o = run_cli("history list --db " + db);
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find("2 runs"), std::string::npos) << o.output;
+    o = run_cli("compare --db " + db + " base slow");
+    EXPECT_EQ(o.exit_code, 1) << o.output;  // the one benchmark, 30 % slower
+    EXPECT_NE(o.output.find("1 regressions"), std::string::npos) << o.output;
+    o = run_cli("compare --db " + db + " base nosuchlabel");
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    o = run_cli("history --changes --db " + db);
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    o = run_cli("report --db " + db + " -o " + shell_quote(path("page.html")));
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(read(path("page.html")).find("bench"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists("postgresql:")) << "a folder named after the URI";
 }
 
 TEST(HistoryUri, PrintableMasksEveryPasswordAndNothingElse) {
