@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -316,7 +317,16 @@ int run_compare(const compare_args& a) {
     };
     const auto base = read(a.baseline);
     const auto test = read(a.test);
-    const auto c = lab::compare_inputs(base, test, options);
+    // From a history, the edge detector too: does a change point fall between the two runs?
+    // Found as `contend history --changes` finds them, with its defaults.
+    const lab::change_options edge_options;
+    std::optional<lab::edge_evidence> edges;
+    if (from_history) {
+        const auto runs = store->stored_runs();
+        edges = lab::edges_between(runs, lab::newest_run_labelled(runs, a.baseline),
+                                   lab::newest_run_labelled(runs, a.test), edge_options);
+    }
+    const auto c = lab::compare_inputs(base, test, options, edges ? &*edges : nullptr, edge_options);
     char knobs[160];
     std::snprintf(knobs, sizeof knobs, " --threshold %g --noise %g --alpha %g", a.threshold_percent, a.noise_ns,
                   a.alpha);

@@ -62,7 +62,8 @@ void check_options(const compare_options& o) {
     if (!(o.alpha > 0 && o.alpha < 1)) throw std::invalid_argument("--alpha must be between 0 and 1");
 }
 
-compare_row compare_one(const benchmark_series& b, const benchmark_series& t, const compare_options& o) {
+compare_row compare_one(const benchmark_series& b, const benchmark_series& t, const compare_options& o,
+                        const edge_check* edge) {
     compare_row r;
     r.name = t.name;
     r.suite = suite_of(t.name);
@@ -95,6 +96,23 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
     }
     if (!std::isnan(r.p_value) && (r.base_samples < few_samples || r.test_samples < few_samples))
         r.reason += "; fewer than 9 repetitions a side: the test is weak";
+    if (edge) {
+        r.edge_checked = true;
+        r.edge = edge->state;
+        r.edge_detail = edge->detail;
+        const bool changed = r.verdict == compare_verdict::regression || r.verdict == compare_verdict::improvement;
+        if (changed && edge->state == edge_state::no_change) {
+            r.verdict = compare_verdict::noisy;
+            r.reason = "past the threshold and significant within these two runs (p " + p_text(r.p_value) +
+                       "), but the history shows no change point between them (" + edge->detail +
+                       "): this benchmark moves this much from run to run";
+        } else if (changed && edge->state == edge_state::change) {
+            r.reason += "; the history agrees: a change point between them (" + edge->detail + ")";
+        } else if (changed) {
+            r.reason += "; unconfirmed: the history has too few runs around these two for a change point (" +
+                        edge->detail + ")";
+        }
+    }
     return r;
 }
 
@@ -114,10 +132,13 @@ const char* to_string(compare_verdict v) noexcept {
     return "?";
 }
 
-comparison compare_inputs(const comparison_input& base, const comparison_input& test, const compare_options& options) {
+comparison compare_inputs(const comparison_input& base, const comparison_input& test, const compare_options& options,
+                          const edge_evidence* edges, const change_options& edge_options) {
     check_options(options);
     comparison c;
     c.options = options;
+    c.edges_checked = edges != nullptr;
+    c.edge_options = edge_options;
     c.base_info = base;
     c.base_info.benchmarks.clear();
     c.test_info = test;
@@ -134,7 +155,12 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
             continue;
         }
         seen.insert(t.name);
-        compare_row r = compare_one(*it->second, t, options);
+        const edge_check* edge = nullptr;
+        if (edges) {
+            const auto found = edges->find(t.name);
+            if (found != edges->end()) edge = &found->second;
+        }
+        compare_row r = compare_one(*it->second, t, options, edge);
         ratios.push_back(r.ratio);
         switch (r.verdict) {
             case compare_verdict::regression:
@@ -222,13 +248,21 @@ void verdict_tables(std::string& md, const comparison& c, compare_verdict which,
         md += "### " + escape_markdown(suite) + "\n\n";
         md +=
             "| Benchmark | Baseline (ns) | Test (ns) | Test/Base | p (U test) | Spread base | Spread test | "
-            "Repetitions |\n";
-        md += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+            "Repetitions |";
+        md += c.edges_checked ? " History |\n" : "\n";
+        md += "|---|---:|---:|---:|---:|---:|---:|---:|";
+        md += c.edges_checked ? "---|\n" : "\n";
         for (const auto* r : rows) {
             md += "| " + escape_markdown(r->name) + " | " + fixed(r->base_ns, 3) + " | " + fixed(r->test_ns, 3) +
                   " | " + fixed(r->ratio, 3) + " | " + p_text(r->p_value) + " | " + percent(r->base_spread) + " | " +
                   percent(r->test_spread) + " | " + std::to_string(r->base_samples) + " / " +
-                  std::to_string(r->test_samples) + " |\n";
+                  std::to_string(r->test_samples) + " |";
+            if (c.edges_checked)
+                md += " " +
+                      (r->edge_checked ? escape_markdown(std::string(to_string(r->edge)) + ": " + r->edge_detail)
+                                       : std::string("-")) +
+                      " |";
+            md += "\n";
         }
         md += "\n";
     }
@@ -254,10 +288,22 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
           std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + fixed(c.geomean_ratio, 4) +
           ". Rules: a change counts when Test/Base is past " + percent(c.options.threshold) +
           ", the medians differ by at least " + fixed(c.options.noise_floor_ns, 2) +
-          " ns, and a two-sided Mann-Whitney U test gives p < " + p_text(c.options.alpha) + ".\n\n";
+          " ns, and a two-sided Mann-Whitney U test gives p < " + p_text(c.options.alpha) + ".";
+    if (c.edges_checked)
+        md +=
+            " From a history, also: a change point of the benchmark's series over the runs falls between the "
+            "two (E-divisive means, p < " +
+            p_text(c.edge_options.p) + ", at least " + std::to_string(c.edge_options.min_segment) +
+            " runs a side, at least " + percent(c.edge_options.min_magnitude) +
+            "), unless the history has too few runs to tell.";
+    md += "\n\n";
     verdict_tables(md, c, compare_verdict::regression, "Regressions");
     verdict_tables(md, c, compare_verdict::improvement, "Improvements");
-    md += "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, or samples that overlap):\n\n";
+    md += c.edges_checked
+              ? "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, samples that "
+                "overlap, or no change point in the history between the two runs):\n\n"
+              : "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, or samples "
+                "that overlap):\n\n";
     bool any_noisy = false;
     for (const auto& r : c.rows) {
         if (r.verdict != compare_verdict::noisy) continue;
@@ -277,7 +323,14 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
         "- **p (U test)**: the chance of samples at least this far apart if nothing changed (two-sided "
         "Mann-Whitney U on the repetitions); '-' when a side has fewer than 2.\n"
         "- **Spread**: interquartile range over median of a side's repetitions; a spread near the change "
-        "itself means the machine was noisy.\n\n";
+        "itself means the machine was noisy.\n";
+    if (c.edges_checked)
+        md +=
+            "- **History**: the edge detector. *change*: a change point of the benchmark's series over the history "
+            "falls between the two runs; *no change*: there are enough runs on each side and none does, so the row "
+            "is noisy whatever the U test says (repetitions of one run cannot show how much runs differ); *too few "
+            "runs*: unconfirmed.\n";
+    md += "\n";
     md += "## Repro\n\n```sh\n" + repro_command + "\n```\n";
     return md;
 }
@@ -303,6 +356,10 @@ std::string comparison_to_json(const comparison& c) {
                         {"test_spread", num(r.test_spread)},
                         {"verdict", to_string(r.verdict)},
                         {"reason", r.reason}});
+        if (r.edge_checked) {
+            rows.back()["edge"] = to_string(r.edge);
+            rows.back()["edge_detail"] = r.edge_detail;
+        }
     }
     json j{{"baseline", side(c.base_info)},
            {"test", side(c.test_info)},
@@ -320,6 +377,10 @@ std::string comparison_to_json(const comparison& c) {
            {"rows", rows},
            {"only_in_baseline", c.only_in_base},
            {"only_in_test", c.only_in_test}};
+    if (c.edges_checked)
+        j["edge_detector"] = {{"p", c.edge_options.p},
+                              {"min_segment", c.edge_options.min_segment},
+                              {"min_magnitude", c.edge_options.min_magnitude}};
     // Names come from files we did not write: replace invalid UTF-8 rather than throw.
     return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -11,7 +11,13 @@
 //     repetitions on a side nothing can be tested; with fewer than 9 the test is weak and
 //     the row says so.
 // A row past the thresholds but not significant is "noisy", not a change; a row within
-// them is "same". Every row carries each side's spread (interquartile range over median),
+// them is "same".
+// With a history (contend compare --db), a fourth test: the edge detector
+// (compare/edge_detector.hpp). A significant row whose benchmark's series shows no change
+// point between the two runs, although it has enough runs on each side to show one, is
+// "noisy" too: the U test saw two runs that differ, the history says runs differ that much
+// anyway. Where the history has too few runs around the two, the row keeps the U test's
+// verdict and says it is unconfirmed. Every row carries each side's spread (interquartile range over median),
 // so a reader sees how much to trust it.
 #pragma once
 
@@ -20,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/edge_detector.hpp"
 #include "compare/inputs.hpp"
 
 namespace contend::lab {
@@ -44,6 +51,10 @@ struct compare_row {
     double test_spread = std::numeric_limits<double>::quiet_NaN();
     compare_verdict verdict = compare_verdict::same;
     std::string reason;  // why this verdict, in words
+    // The history's word (compare --db only; edge_checked false otherwise).
+    bool edge_checked = false;
+    edge_state edge = edge_state::too_few_runs;
+    std::string edge_detail;
 };
 
 struct comparison {
@@ -53,11 +64,16 @@ struct comparison {
     std::vector<std::string> only_in_base, only_in_test;
     std::size_t regressions = 0, improvements = 0, same = 0, noisy = 0;
     double geomean_ratio = std::numeric_limits<double>::quiet_NaN();  // over every compared row
+    bool edges_checked = false;  // evidence from a history was given
+    change_options edge_options;  // how its change points were found
 };
 
 // Throws std::invalid_argument for options out of range (threshold < 0, noise floor < 0,
 // alpha outside (0, 1), NaN anywhere).
-comparison compare_inputs(const comparison_input& base, const comparison_input& test, const compare_options& options);
+// `edges`, when given, is the history's evidence for each benchmark (edges_between, found
+// with `edge_options`); a compared benchmark it does not name is judged without it.
+comparison compare_inputs(const comparison_input& base, const comparison_input& test, const compare_options& options,
+                          const edge_evidence* edges = nullptr, const change_options& edge_options = {});
 
 // The report in the shape of the .NET lab's automatic issues: run information, a summary,
 // one table of regressions and one of improvements grouped by suite, the benchmarks on one
