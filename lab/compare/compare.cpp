@@ -296,6 +296,10 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
             p_text(c.edge_options.p) + ", at least " + std::to_string(c.edge_options.min_segment) +
             " runs a side, at least " + percent(c.edge_options.min_magnitude) +
             "), unless the history has too few runs to tell.";
+    else
+        md +=
+            " Each side is one run: the U test sees how its repetitions spread, not how much runs differ, which "
+            "for contended cells can be more; `contend compare --db` checks a change against the history too.";
     md += "\n\n";
     verdict_tables(md, c, compare_verdict::regression, "Regressions");
     verdict_tables(md, c, compare_verdict::improvement, "Improvements");
