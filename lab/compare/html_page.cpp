@@ -69,7 +69,8 @@ std::string fixed(double v, int digits) {
 }
 
 // The spellings of comparison_to_markdown (compare.cpp), so that the page and the Markdown
-// report of one comparison read the same figures.
+// report of one comparison read the same figures. The page repeats the report's words too: a
+// change to comparison_to_markdown's text wants the same change here.
 std::string percent(double v) { return std::isfinite(v) ? fixed(v * 100, 1) + " %" : "-"; }
 
 std::string p_text(double p) {
@@ -244,7 +245,11 @@ struct compare_builder {
                    canvas(id, r.name, "median ns per operation over the history", "wide") + "<figcaption>" +
                    html(r.name) + ": every run of the history that holds it; " +
                    plural(it->changes.size(), "change point", "change points") +
-                   ". Green dotted lines and rings: the baseline and test runs.</figcaption></figure>\n";
+                   ". Green dotted lines and rings: the baseline and test runs." +
+                   (r.edge_checked
+                        ? " The edge detector: " + html(std::string(to_string(r.edge)) + ", " + r.edge_detail) + "."
+                        : std::string()) +
+                   "</figcaption></figure>\n";
         }
         const benchmark_series* b = find_series(evidence.base, r.name);
         const benchmark_series* t = find_series(evidence.test, r.name);
@@ -283,8 +288,8 @@ struct compare_builder {
             out += "<h3>" + html(suite) + "</h3>\n";
             out +=
                 "<table class=\"rows\"><thead><tr><th>Benchmark</th><th>Baseline (ns)</th><th>Test (ns)</th>"
-                "<th>Test/Base</th><th>p (U test)</th><th>Spread base</th><th>Spread test</th><th>Repetitions</th>"
-                "</tr></thead><tbody>\n";
+                "<th>Test/Base</th><th>p (U test)</th><th>Spread base</th><th>Spread test</th><th>Repetitions</th>" +
+                std::string(c.edges_checked ? "<th>History</th>" : "") + "</tr></thead><tbody>\n";
             std::string figures;
             for (const auto* r : rows) {
                 const std::string anchor = std::string(prefix) + "-" + std::to_string(n++);
@@ -293,7 +298,13 @@ struct compare_builder {
                        "</td><td class=\"num\">" + fixed(r->ratio, 3) + "</td><td class=\"num\">" + p_text(r->p_value) +
                        "</td><td class=\"num\">" + percent(r->base_spread) + "</td><td class=\"num\">" +
                        percent(r->test_spread) + "</td><td class=\"num\">" + std::to_string(r->base_samples) + " / " +
-                       std::to_string(r->test_samples) + "</td></tr>\n";
+                       std::to_string(r->test_samples) + "</td>";
+                if (c.edges_checked)
+                    out += "<td>" +
+                           (r->edge_checked ? html(std::string(to_string(r->edge)) + ": " + r->edge_detail)
+                                            : std::string("-")) +
+                           "</td>";
+                out += "</tr>\n";
                 figures += evidence_for(*r, anchor);
             }
             out += "</tbody></table>\n<div class=\"figures\">\n" + figures + "</div>\n";
@@ -388,15 +399,30 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
            std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + fixed(c.geomean_ratio, 4) + ".</p>\n";
     out += "<p class=\"note\">Rules: a change counts when Test/Base is past " + percent(c.options.threshold) +
            ", the medians differ by at least " + fixed(c.options.noise_floor_ns, 2) +
-           " ns, and a two-sided Mann-Whitney U test gives p &lt; " + p_text(c.options.alpha) + ".</p>\n";
+           " ns, and a two-sided Mann-Whitney U test gives p &lt; " + p_text(c.options.alpha) + ".";
+    if (c.edges_checked)
+        out +=
+            " From a history, also: a change point of the benchmark's series over the runs falls between the two "
+            "(E-divisive means, p &lt; " +
+            p_text(c.edge_options.p) + ", at least " + std::to_string(c.edge_options.min_segment) +
+            " runs a side, at least " + percent(c.edge_options.min_magnitude) +
+            "), unless the history has too few runs to tell.";
+    else
+        out +=
+            " Each side is one run: the U test sees how its repetitions spread, not how much runs differ, which "
+            "for contended cells can be more; <code>contend compare --db</code> checks a change against the "
+            "history too.";
+    out += "</p>\n";
 
     compare_builder builder{c, evidence, json::array(), {}};
     builder.verdict_section(out, compare_verdict::regression, "Regressions", "regression");
     builder.verdict_section(out, compare_verdict::improvement, "Improvements", "improvement");
 
-    out +=
-        "<h2>Noisy</h2>\n<p class=\"note\">Past the thresholds but not shown to differ (too few repetitions, or "
-        "samples that overlap).</p>\n";
+    out += c.edges_checked ? "<h2>Noisy</h2>\n<p class=\"note\">Past the thresholds but not shown to differ (too few "
+                             "repetitions, samples that overlap, or no change point in the history between the two "
+                             "runs).</p>\n"
+                           : "<h2>Noisy</h2>\n<p class=\"note\">Past the thresholds but not shown to differ (too few "
+                             "repetitions, or samples that overlap).</p>\n";
     std::string noisy;
     for (const auto& r : c.rows)
         if (r.verdict == compare_verdict::noisy)
@@ -418,7 +444,14 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
         "<li><strong>p (U test)</strong>: the chance of samples at least this far apart if nothing changed "
         "(two-sided Mann-Whitney U on the repetitions); '-' when a side has fewer than 2.</li>\n"
         "<li><strong>Spread</strong>: interquartile range over median of a side's repetitions; a spread near the "
-        "change itself means the machine was noisy.</li>\n</ul>\n";
+        "change itself means the machine was noisy.</li>\n";
+    if (c.edges_checked)
+        out +=
+            "<li><strong>History</strong>: the edge detector. <em>change</em>: a change point of the benchmark's "
+            "series over the history falls between the two runs; <em>no change</em>: there are enough runs on each "
+            "side and none does, so the row is noisy whatever the U test says (repetitions of one run cannot show "
+            "how much runs differ); <em>too few runs</em>: unconfirmed.</li>\n";
+    out += "</ul>\n";
     out += "<h2>Repro</h2>\n<pre><code>" + html(repro_command) + "</code></pre>\n";
     return page("contend compare: " + base_name + " vs " + test_name, out, {{"charts", builder.charts}}, builder.counts,
                 chart_library);
