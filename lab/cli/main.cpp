@@ -20,6 +20,7 @@
 #include "compare/compare.hpp"
 #include "compare/history_import.hpp"
 #include "compare/history_series.hpp"
+#include "compare/html_page.hpp"
 #include "harness/cell_runner.hpp"
 #include "harness/disasm.hpp"
 #include "harness/machine.hpp"
@@ -261,8 +262,19 @@ int run_report(const lab::report_request& request, const std::string& output) {
     return 0;
 }
 
+// Chart.js as built into this binary, for a page about to be written; a binary built without
+// it is refused before anything is read or written.
+std::string_view page_chart_library() {
+    const std::string_view library = lab::chart_library_bundle();
+    if (library.empty())
+        throw std::invalid_argument("--html: the charting library Chart.js was not built into this binary (" +
+                                    std::string(lab::chart_library_path()) +
+                                    " was missing at build time). Run scripts/setup.sh, then build again.");
+    return library;
+}
+
 struct compare_args {
-    std::string baseline, test, markdown_path, json_path;
+    std::string baseline, test, markdown_path, json_path, html_path;
     std::string db_path;  // "": baseline and test are files; otherwise labels in this history
     double threshold_percent = 5;
     double noise_ns = 0.5;
@@ -303,8 +315,10 @@ int run_compare(const compare_args& a) {
     std::vector<lab::named_path> outputs;
     if (!a.markdown_path.empty()) outputs.push_back({"--markdown", a.markdown_path});
     if (!a.json_path.empty()) outputs.push_back({"--json", a.json_path});
+    if (!a.html_path.empty()) outputs.push_back({"--html", a.html_path});
     lab::check_distinct(outputs, inputs);
     for (const auto& out : outputs) lab::check_output_path(out.what, out.path);
+    const std::string_view library = a.html_path.empty() ? std::string_view() : page_chart_library();
     lab::compare_options options;
     options.threshold = a.threshold_percent / 100;
     options.noise_floor_ns = a.noise_ns;
@@ -321,8 +335,9 @@ int run_compare(const compare_args& a) {
     // Found as `contend history --changes` finds them, with its defaults.
     const lab::change_options edge_options;
     std::optional<lab::edge_evidence> edges;
+    std::vector<lab::stored_run> runs;  // from a history: read once, for the edges and the page
     if (from_history) {
-        const auto runs = store->stored_runs();
+        runs = store->stored_runs();
         edges = lab::edges_between(runs, lab::newest_run_labelled(runs, a.baseline),
                                    lab::newest_run_labelled(runs, a.test), edge_options);
     }
@@ -336,7 +351,19 @@ int run_compare(const compare_args& a) {
     const std::string markdown = lab::comparison_to_markdown(c, repro);
     if (!a.markdown_path.empty()) lab::write_output_file("--markdown", a.markdown_path, markdown);
     if (!a.json_path.empty()) lab::write_output_file("--json", a.json_path, lab::comparison_to_json(c));
-    if (a.markdown_path != "-" && a.json_path != "-") std::cout << markdown;
+    if (!a.html_path.empty()) {
+        // The page's evidence: from a history, each benchmark's series (change points found
+        // as the edge detector found them) and the two runs read; from files, their repetitions.
+        lab::compare_page_evidence evidence{&base, &test, nullptr, 0, 0};
+        std::vector<lab::benchmark_history> series;
+        if (from_history) {
+            series = lab::history_series(runs, "", edge_options);
+            evidence = {nullptr, nullptr, &series, lab::newest_run_labelled(runs, a.baseline),
+                        lab::newest_run_labelled(runs, a.test)};
+        }
+        lab::write_output_file("--html", a.html_path, lab::render_compare_page(c, repro, evidence, library));
+    }
+    if (a.markdown_path != "-" && a.json_path != "-" && a.html_path != "-") std::cout << markdown;
     std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
               << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy\n";
     return c.regressions > 0 && !a.no_fail_on_regression ? 1 : 0;
@@ -346,6 +373,7 @@ struct history_args {
     std::string db_path = ".contend/history.db";
     std::string name_glob;  // "": every benchmark
     bool changes = false;
+    std::string html_path;  // "": no page
     double p = 0.001;
     std::size_t min_segment = 3;
     double min_magnitude_percent = 5;
@@ -402,27 +430,52 @@ std::string format_ns(double ns) {
     return text;
 }
 
-// `contend history [name-glob] --changes`: every change point of every benchmark.
+// `contend history [name-glob] --changes`: every change point of every benchmark; with
+// --html FILE, also (or only) the page of every benchmark's series, from the same series.
 int run_history_changes(const history_args& a) {
     if (!(a.p > 0 && a.p < 1)) throw std::invalid_argument("--p: give a probability between 0 and 1");
     if (a.min_segment < 1) throw std::invalid_argument("--min-segment: give at least 1 run");
     if (!(a.min_magnitude_percent >= 0) || !std::isfinite(a.min_magnitude_percent))
         throw std::invalid_argument("--min-magnitude: give a percentage of 0 or more");
+    std::string_view library;
+    if (!a.html_path.empty()) {
+        // A PostgreSQL URI is no file the page could overwrite.
+        std::vector<lab::named_path> inputs;
+        if (!lab::history_store::is_database_uri(a.db_path)) inputs.push_back({"--db", a.db_path});
+        lab::check_distinct({{"--html", a.html_path}}, inputs);
+        lab::check_output_path("--html", a.html_path);
+        library = page_chart_library();
+    }
     const auto store = open_history(a.db_path);
     const auto runs = store->stored_runs();
-    const auto changes = lab::history_changes(runs, a.name_glob, {a.p, a.min_segment, a.min_magnitude_percent / 100});
+    const lab::change_options options{a.p, a.min_segment, a.min_magnitude_percent / 100};
+    // One computation for the page and the text: the page charts the change points printed.
+    const auto series = lab::history_series(runs, a.name_glob, options);
+    // Standard output may carry the page; the text then goes to standard error.
+    FILE* text = a.html_path == "-" ? stderr : stdout;
+    if (!a.html_path.empty()) {
+        const std::string db_name = lab::history_store::printable(a.db_path);
+        lab::write_output_file("--html", a.html_path,
+                               lab::render_history_page(runs, series, {db_name, a.name_glob, options}, library));
+        std::fprintf(text, "contend history: wrote %s (%zu %s over %zu %s)\n",
+                     a.html_path == "-" ? "standard output" : a.html_path.c_str(), series.size(),
+                     series.size() == 1 ? "benchmark" : "benchmarks", runs.size(), runs.size() == 1 ? "run" : "runs");
+        if (!a.changes) return 0;
+    }
+    std::vector<lab::series_change> changes;
+    for (const auto& s : series) changes.insert(changes.end(), s.changes.begin(), s.changes.end());
     std::set<std::string> benchmarks;
     for (const auto& c : changes) {
         const double percent = (c.point.after_mean - c.point.before_mean) / c.point.before_mean * 100;
-        std::printf("%s: %s -> %s ns (%+.1f %%) between %s and %s\n", c.name.c_str(),
-                    format_ns(c.point.before_mean).c_str(), format_ns(c.point.after_mean).c_str(), percent,
-                    c.label_before.c_str(), c.label_after.c_str());
+        std::fprintf(text, "%s: %s -> %s ns (%+.1f %%) between %s and %s\n", c.name.c_str(),
+                     format_ns(c.point.before_mean).c_str(), format_ns(c.point.after_mean).c_str(), percent,
+                     c.label_before.c_str(), c.label_after.c_str());
         benchmarks.insert(c.name);
     }
-    std::printf("%zu %s in %zu %s over %zu %s (p < %g, at least %zu runs a side, at least %g %%)\n", changes.size(),
-                changes.size() == 1 ? "change" : "changes", benchmarks.size(),
-                benchmarks.size() == 1 ? "benchmark" : "benchmarks", runs.size(), runs.size() == 1 ? "run" : "runs",
-                a.p, a.min_segment, a.min_magnitude_percent);
+    std::fprintf(text, "%zu %s in %zu %s over %zu %s (p < %g, at least %zu runs a side, at least %g %%)\n",
+                 changes.size(), changes.size() == 1 ? "change" : "changes", benchmarks.size(),
+                 benchmarks.size() == 1 ? "benchmark" : "benchmarks", runs.size(), runs.size() == 1 ? "run" : "runs",
+                 a.p, a.min_segment, a.min_magnitude_percent);
     return 0;
 }
 
@@ -500,6 +553,9 @@ int main(int argc, char** argv) {
     compare->add_option("--alpha", cmp.alpha, "Significance level of the U test")->capture_default_str();
     compare->add_option("--markdown", cmp.markdown_path, "Also write the Markdown report here ('-': standard output)");
     compare->add_option("--json", cmp.json_path, "Also write the comparison as JSON here ('-': standard output)");
+    compare->add_option("--html", cmp.html_path,
+                        "Also write the report as one self-contained HTML page here, with a chart of the evidence for "
+                        "each regression and improvement ('-': standard output)");
     compare->add_flag("--no-fail-on-regression", cmp.no_fail_on_regression, "Exit 0 even when a regression is found");
     history_args hist;
     auto* history = app.add_subcommand("history", "The runs in the history, and where each benchmark changed");
@@ -507,13 +563,18 @@ int main(int argc, char** argv) {
         "contend history import FILE --label LABEL: store a lab or Google Benchmark JSON file as a run. "
         "contend history list: one line per run. contend history [name-glob] --changes: each benchmark's change "
         "points over the runs (E-divisive means, Welch's t-test), each printed between the labels of the runs that "
-        "bracket it. Exit status: 0 done (changes or not); 2 bad arguments, bad input or a history that cannot be read "
+        "bracket it. contend history [name-glob] --html FILE: one HTML page of the runs, the changes and a chart of "
+        "each benchmark's series (with --changes, the changes are printed too). Exit status: 0 done (changes or not); "
+        "2 bad arguments, bad input or a history that cannot be read "
         "(nothing written); 1 the history could not be written.");
     history->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
         ->capture_default_str();
     history->add_option("name-glob", hist.name_glob,
                         "Only the benchmarks whose names match (fnmatch, e.g. 'counter/*')");
     history->add_flag("--changes", hist.changes, "Print each benchmark's change points");
+    history->add_option("--html", hist.html_path,
+                        "Write one self-contained HTML page here: the runs, the changes, a chart of each benchmark's "
+                        "series with its change points ('-': standard output)");
     history->add_option("--p", hist.p, "A change must have a t-test p below this")->capture_default_str();
     history->add_option("--min-segment", hist.min_segment, "Runs on each side of a change, at least")
         ->capture_default_str();
@@ -548,18 +609,19 @@ int main(int argc, char** argv) {
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
         if (compare->parsed()) return run_compare(cmp);
         if (history_import->parsed()) {
-            if (hist.changes || !hist.name_glob.empty())
-                throw std::invalid_argument("import takes neither a name glob nor --changes");
+            if (hist.changes || !hist.name_glob.empty() || !hist.html_path.empty())
+                throw std::invalid_argument("import takes neither a name glob, --changes nor --html");
             imp.db_path = hist.db_path;
             return run_history_import(imp);
         }
         if (history_list->parsed()) {
-            if (hist.changes || !hist.name_glob.empty())
-                throw std::invalid_argument("list takes neither a name glob nor --changes");
+            if (hist.changes || !hist.name_glob.empty() || !hist.html_path.empty())
+                throw std::invalid_argument("list takes neither a name glob, --changes nor --html");
             return run_history_list(hist);
         }
         if (history->parsed()) {
-            if (!hist.changes) throw std::invalid_argument("say what to show: `contend history list` or --changes");
+            if (!hist.changes && hist.html_path.empty())
+                throw std::invalid_argument("say what to show: `contend history list`, --changes or --html FILE");
             return run_history_changes(hist);
         }
         if (report->parsed()) {
