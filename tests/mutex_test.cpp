@@ -158,10 +158,14 @@ TEST(Mutex, ContentionCountRisesOnlyWhenAcquisitionsWait) {
         m.lock();
         m.unlock();
     });
-    std::this_thread::sleep_for(20ms);
+    // Held until the waiter has been counted (it must be: it cannot get the lock), not for a
+    // fixed time that a loaded machine may not schedule the waiter within.
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (contend::lock_contention_count() < before + 1 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(1ms);
+    EXPECT_GE(contend::lock_contention_count(), before + 1) << "a waiter on a held mutex was not counted";
     m.unlock();
     t.join();
-    EXPECT_GE(contend::lock_contention_count(), before + 1);
 }
 
 TEST(Mutex, MisuseUnderContentionLeavesWaitersUnharmed) {
