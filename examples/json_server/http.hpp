@@ -1,0 +1,62 @@
+// The HTTP/1.1 side of the json_server example: a request parser over contiguous bytes and
+// the responses of the two TechEmpower tests it serves (see docs/references.md,
+// techempower-test-requirements, and rfc9112-http11).
+//
+// The parser is stateless: it is handed every byte buffered since the end of the previous
+// request and either finds one complete request at the front or says why not. Being
+// stateless is what makes pipelining and arbitrary splits of the byte stream trivially
+// correct (a request is parsed the same whether its bytes came in one read or ninety);
+// the price is a rescan of a partial request's bytes when more arrive, bounded by the
+// header limit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace json_server {
+
+enum class parse_status : std::uint8_t {
+    complete,  // one request at the front, `consumed` bytes long
+    incomplete,  // a valid prefix: wait for more bytes
+    bad_request,  // 400: malformed line or header, unsupported method or version, a body
+    headers_too_large,  // 431: no end of the header block within the limit
+};
+
+struct http_request {
+    std::string_view target;  // points into the parsed buffer
+    int version_minor = 1;  // HTTP/1.<minor>, 0 or 1
+    bool keep_alive = true;  // false: answer, then close (Connection: close, or HTTP/1.0 without keep-alive)
+    friend bool operator==(const http_request&, const http_request&) = default;
+};
+
+struct parse_result {
+    parse_status status = parse_status::incomplete;
+    std::size_t consumed = 0;  // for complete: the request's length in bytes
+    http_request request;  // for complete
+};
+
+// The request-line and headers, CRLFs included, may take at most max_header_bytes; beyond
+// that the answer is headers_too_large. Only GET is served, and a GET may carry no body:
+// Transfer-Encoding, or a Content-Length other than 0, is a bad request (the server would
+// otherwise have to read and skip a body it has no use for). A malformed request-line is
+// reported as soon as its CRLF arrives, without waiting for the headers.
+parse_result parse_request(std::string_view input, std::size_t max_header_bytes);
+
+enum class http_status : std::uint16_t { ok = 200, bad_request = 400, not_found = 404, headers_too_large = 431 };
+
+// The response to a request for `target` (200 for /json and /plaintext, 404 otherwise), or
+// to a request that could not be parsed (close_connection then holds). Appended to `out`
+// with the Server and Date headers and its Content-Length.
+http_status append_response(std::string& out, std::string_view target, bool close_connection);
+void append_error_response(std::string& out, http_status status);
+
+// The body of /json: {"message":"Hello, World!"}, serialized for each request as the
+// TechEmpower JSON test requires (no cached body), with JSON string escaping.
+void append_json_message(std::string& out, std::string_view message);
+
+// "Sun, 06 Nov 1994 08:49:37 GMT" for now, formatted at most once a second per thread.
+std::string_view http_date();
+
+}  // namespace json_server

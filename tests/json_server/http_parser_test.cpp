@@ -1,0 +1,185 @@
+// examples/json_server/http.hpp: the request parser and the responses.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http.hpp"
+
+namespace {
+
+using json_server::parse_request;
+using json_server::parse_status;
+
+constexpr std::size_t limit = 8192;
+
+// What the server does with a byte stream: buffer what came, parse every complete request
+// at the front, keep the rest. Returns the requests (targets and keep-alive) in order, and
+// the first error, if any.
+struct parsed_stream {
+    std::vector<std::pair<std::string, bool>> requests;
+    parse_status error = parse_status::incomplete;  // incomplete: none
+};
+
+parsed_stream feed(const std::vector<std::string_view>& chunks) {
+    parsed_stream out;
+    std::string buffered;
+    for (auto chunk : chunks) {
+        buffered += chunk;
+        for (;;) {
+            const auto r = parse_request(buffered, limit);
+            if (r.status == parse_status::incomplete) break;
+            if (r.status != parse_status::complete) {
+                out.error = r.status;
+                return out;
+            }
+            out.requests.emplace_back(std::string(r.request.target), r.request.keep_alive);
+            buffered.erase(0, r.consumed);
+        }
+    }
+    return out;
+}
+
+constexpr std::string_view two_requests =
+    "GET /json HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n"
+    "GET /plaintext HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+
+TEST(JsonServerHttpParser, EverySplitOfTwoPipelinedRequestsYieldsTheSameTwoRequests) {
+    const std::vector<std::pair<std::string, bool>> expected{{"/json", true}, {"/plaintext", false}};
+    const auto whole = feed({two_requests});
+    ASSERT_EQ(whole.error, parse_status::incomplete);
+    ASSERT_EQ(whole.requests, expected);
+    for (std::size_t cut = 1; cut < two_requests.size(); ++cut) {
+        const auto split = feed({two_requests.substr(0, cut), two_requests.substr(cut)});
+        EXPECT_EQ(split.error, parse_status::incomplete) << "cut at " << cut;
+        EXPECT_EQ(split.requests, expected) << "cut at " << cut;
+    }
+    // And one byte at a time: every boundary at once.
+    std::vector<std::string_view> bytes;
+    for (std::size_t i = 0; i < two_requests.size(); ++i) bytes.push_back(two_requests.substr(i, 1));
+    EXPECT_EQ(feed(bytes).requests, expected);
+}
+
+TEST(JsonServerHttpParser, ConsumedIsExactlyTheFirstRequest) {
+    const auto r = parse_request(two_requests, limit);
+    ASSERT_EQ(r.status, parse_status::complete);
+    EXPECT_EQ(two_requests.substr(0, r.consumed), "GET /json HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n");
+    EXPECT_EQ(r.request.target, "/json");
+    EXPECT_EQ(r.request.version_minor, 1);
+}
+
+TEST(JsonServerHttpParser, MalformedRequestLinesAreBadRequests) {
+    for (std::string_view line : {
+             "GARBAGE\r\n\r\n", "GET\r\nHost: x\r\n\r\n", "GET /json\r\nHost: x\r\n\r\n",
+             "GET  /json HTTP/1.1\r\nHost: x\r\n\r\n",  // two spaces: an empty target
+             "GET json HTTP/1.1\r\nHost: x\r\n\r\n",  // not origin-form
+             "GET /json HTTP/1.1 extra\r\nHost: x\r\n\r\n",
+             "GET /json HTTP/2.0\r\nHost: x\r\n\r\n",  // unsupported version
+             "GET /json http/1.1\r\nHost: x\r\n\r\n",
+             "POST /json HTTP/1.1\r\nHost: x\r\n\r\n",  // unsupported method
+             "G(T /json HTTP/1.1\r\nHost: x\r\n\r\n",  // not a token
+             "GET /json HTTP/1.1\nHost: x\r\n\r\n",  // bare LF
+             "\r\nGET /json HTTP/1.1\r\nHost: x\r\n\r\n",  // a leading empty line
+         }) {
+        EXPECT_EQ(parse_request(line, limit).status, parse_status::bad_request) << line;
+    }
+}
+
+TEST(JsonServerHttpParser, MalformedRequestLineIsReportedBeforeTheHeadersEnd) {
+    EXPECT_EQ(parse_request("BREW /pot HTCPCP/1.0\r\nHost: x\r\n", limit).status, parse_status::bad_request);
+}
+
+TEST(JsonServerHttpParser, BadHeadersAndBodiesAreBadRequests) {
+    for (std::string_view request : {
+             "GET /json HTTP/1.1\r\nHost x\r\n\r\n",  // no colon
+             "GET /json HTTP/1.1\r\nHost : x\r\n\r\n",  // space before the colon
+             "GET /json HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n",  // obs-fold
+             "GET /json HTTP/1.1\r\nHost: x\ry\r\n\r\n",  // bare CR in a value
+             "GET /json HTTP/1.1\r\n\r\n",  // HTTP/1.1 without Host
+             "GET /json HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+             "GET /json HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+             "GET /json HTTP/1.1\r\nHost: x\r\nContent-Length: five\r\n\r\n",
+             "GET /json HTTP/1.1\r\nHost: x\r\nContent-Length: -0\r\n\r\n",
+             "GET /json HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+             "GET /json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+         }) {
+        EXPECT_EQ(parse_request(request, limit).status, parse_status::bad_request) << request;
+    }
+}
+
+TEST(JsonServerHttpParser, AZeroContentLengthAndHttp10AreAccepted) {
+    const auto zero = parse_request("GET /json HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", limit);
+    EXPECT_EQ(zero.status, parse_status::complete);
+    const auto old = parse_request("GET /json HTTP/1.0\r\n\r\n", limit);
+    ASSERT_EQ(old.status, parse_status::complete);
+    EXPECT_FALSE(old.request.keep_alive);
+    const auto old_kept = parse_request("GET /json HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", limit);
+    ASSERT_EQ(old_kept.status, parse_status::complete);
+    EXPECT_TRUE(old_kept.request.keep_alive);
+    const auto closing = parse_request("GET /json HTTP/1.1\r\nHost: x\r\nConnection: foo, close\r\n\r\n", limit);
+    ASSERT_EQ(closing.status, parse_status::complete);
+    EXPECT_FALSE(closing.request.keep_alive);
+}
+
+TEST(JsonServerHttpParser, HeadersOverTheLimitAreTooLarge) {
+    std::string big = "GET /json HTTP/1.1\r\nHost: x\r\nX-Filler: ";
+    big.append(limit, 'a');
+    big += "\r\n\r\n";
+    EXPECT_EQ(parse_request(big, limit).status, parse_status::headers_too_large);
+    // Known as soon as the limit's worth has arrived without an end of the headers.
+    EXPECT_EQ(parse_request(std::string_view(big).substr(0, limit), limit).status, parse_status::headers_too_large);
+    EXPECT_EQ(parse_request(std::string_view(big).substr(0, limit - 1), limit).status, parse_status::incomplete);
+    // A request line alone over the limit is too large too.
+    std::string long_line = "GET /" + std::string(limit, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_EQ(parse_request(long_line, limit).status, parse_status::headers_too_large);
+}
+
+TEST(JsonServerHttpParser, HeadersExactlyAtTheLimitAreAccepted) {
+    std::string request = "GET /json HTTP/1.1\r\nHost: x\r\nX-Filler: ";
+    const std::size_t tail = 4;  // "\r\n\r\n"
+    request.append(limit - request.size() - tail, 'a');
+    request += "\r\n\r\n";
+    ASSERT_EQ(request.size(), limit);
+    const auto r = parse_request(request, limit);
+    EXPECT_EQ(r.status, parse_status::complete);
+    EXPECT_EQ(r.consumed, limit);
+}
+
+TEST(JsonServerHttpResponses, JsonAndPlaintextCarryTheRequiredHeadersAndLengths) {
+    std::string out;
+    EXPECT_EQ(json_server::append_response(out, "/json", false), json_server::http_status::ok);
+    EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+    EXPECT_NE(out.find("\r\nServer: contend\r\n"), std::string::npos);
+    EXPECT_NE(out.find("\r\nDate: "), std::string::npos);
+    EXPECT_NE(out.find("\r\nContent-Type: application/json\r\n"), std::string::npos);
+    EXPECT_NE(out.find("\r\nContent-Length: 27\r\n\r\n{\"message\":\"Hello, World!\"}"), std::string::npos);
+    EXPECT_EQ(out.find("Connection: close"), std::string::npos);
+
+    out.clear();
+    EXPECT_EQ(json_server::append_response(out, "/plaintext", true), json_server::http_status::ok);
+    EXPECT_NE(out.find("\r\nContent-Type: text/plain\r\n"), std::string::npos);
+    EXPECT_NE(out.find("\r\nConnection: close\r\n"), std::string::npos);
+    EXPECT_NE(out.find("\r\nContent-Length: 13\r\n"), std::string::npos);
+    EXPECT_TRUE(out.ends_with("\r\n\r\nHello, World!"));
+
+    out.clear();
+    EXPECT_EQ(json_server::append_response(out, "/missing", false), json_server::http_status::not_found);
+    EXPECT_EQ(out.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u);
+    EXPECT_NE(out.find("\r\nContent-Length: 0\r\n\r\n"), std::string::npos);
+}
+
+TEST(JsonServerHttpResponses, DateIsAnImfFixdate) {
+    const auto date = json_server::http_date();
+    ASSERT_EQ(date.size(), 29u);  // "Sun, 06 Nov 1994 08:49:37 GMT"
+    EXPECT_EQ(date.substr(3, 2), ", ");
+    EXPECT_EQ(date.substr(25), " GMT");
+}
+
+TEST(JsonServerHttpResponses, JsonStringsAreEscaped) {
+    std::string out;
+    json_server::append_json_message(out, "a\"b\\c\n");
+    EXPECT_EQ(out, "{\"message\":\"a\\\"b\\\\c\\u000a\"}");
+}
+
+}  // namespace
