@@ -1,0 +1,140 @@
+// contend_json_server: the TechEmpower JSON and plaintext tests over contend's pipe,
+// fd adapter and thread pool. README.md ("examples/json_server") lists the flags.
+#include <signal.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "contend/mutex.hpp"
+#include "server.hpp"
+
+namespace {
+
+constexpr const char* usage =
+    "usage: contend_json_server [options]\n"
+    "  --address A            IPv4 address to bind (default 127.0.0.1)\n"
+    "  --port N               port (default 0: pick a free one; the port is printed)\n"
+    "  --threads N            thread pool size (default: the pool's own, with hill climbing)\n"
+    "  --pause-threshold N    bytes buffered in a pipe that pause its writer (default 65536)\n"
+    "  --resume-threshold N   bytes below which a paused writer resumes (default 32768)\n"
+    "  --pipe-lock K          contend | std: the lock inside every pipe (default contend)\n"
+    "  --max-header-bytes N   request-line and headers larger than this get 431 (default 8192)\n"
+    "  --max-requests N       stop after answering N requests (default 0: no limit)\n"
+    "  --duration S           stop after S seconds (default 0: no limit)\n"
+    "SIGINT or SIGTERM stop it; it then prints its totals.\n";
+
+[[noreturn]] void bad_usage(const std::string& what) {
+    std::fprintf(stderr, "contend_json_server: %s\n%s", what.c_str(), usage);
+    std::exit(2);
+}
+
+std::uint64_t parse_number(std::string_view flag, std::string_view text) {
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size())
+        bad_usage(std::string(flag) + " needs a non-negative integer, not '" + std::string(text) + "'");
+    return value;
+}
+
+json_server::server_options parse_flags(int argc, char** argv) {
+    json_server::server_options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view flag = argv[i];
+        if (flag == "--help" || flag == "-h") {
+            std::fputs(usage, stdout);
+            std::exit(0);
+        }
+        if (i + 1 >= argc) bad_usage("unknown flag or missing value: " + std::string(flag));
+        const std::string_view value = argv[++i];
+        if (flag == "--address") {
+            o.address = value;
+        } else if (flag == "--port") {
+            const auto port = parse_number(flag, value);
+            if (port > 65535) bad_usage("--port must be at most 65535");
+            o.port = static_cast<std::uint16_t>(port);
+        } else if (flag == "--threads") {
+            o.threads = parse_number(flag, value);
+        } else if (flag == "--pause-threshold") {
+            o.pipe.pause_writer_threshold = parse_number(flag, value);
+        } else if (flag == "--resume-threshold") {
+            o.pipe.resume_writer_threshold = parse_number(flag, value);
+        } else if (flag == "--pipe-lock") {
+            if (value == "contend") {
+                o.pipe.lock = contend::pipe_lock_kind::contend_mutex;
+            } else if (value == "std") {
+                o.pipe.lock = contend::pipe_lock_kind::std_mutex;
+            } else {
+                bad_usage("--pipe-lock is contend or std, not '" + std::string(value) + "'");
+            }
+        } else if (flag == "--max-header-bytes") {
+            o.max_header_bytes = parse_number(flag, value);
+            if (o.max_header_bytes == 0) bad_usage("--max-header-bytes must be positive");
+        } else if (flag == "--max-requests") {
+            o.max_requests = parse_number(flag, value);
+        } else if (flag == "--duration") {
+            o.duration = std::chrono::seconds(parse_number(flag, value));
+        } else {
+            bad_usage("unknown flag: " + std::string(flag));
+        }
+    }
+    if (o.pipe.pause_writer_threshold != 0 && o.pipe.resume_writer_threshold > o.pipe.pause_writer_threshold)
+        bad_usage("--resume-threshold must not exceed --pause-threshold");
+    return o;
+}
+
+double per_second(std::uint64_t n, double seconds) { return seconds > 0 ? static_cast<double>(n) / seconds : 0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const auto options = parse_flags(argc, argv);
+    // Blocked before any thread starts, so every thread inherits the mask and the signals
+    // wait for the loop's signalfd instead of interrupting a worker.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    try {
+        const auto contentions_before = contend::lock_contention_count();
+        json_server::server s(options);
+        const char* lock = options.pipe.lock == contend::pipe_lock_kind::std_mutex ? "std" : "contend";
+        std::printf("contend_json_server listening on %s:%u (pipe lock %s, pause %zu, resume %zu)\n",
+                    options.address.c_str(), static_cast<unsigned>(s.port()), lock, options.pipe.pause_writer_threshold,
+                    options.pipe.resume_writer_threshold);
+        std::fflush(stdout);
+        const auto t = s.run();
+        const auto all_contentions = contend::lock_contention_count() - contentions_before;
+        std::printf("totals: %llu requests in %.2f s (%.0f/s)\n", static_cast<unsigned long long>(t.requests),
+                    t.seconds, per_second(t.requests, t.seconds));
+        std::printf("responses: 200: %llu, 400: %llu, 404: %llu, 431: %llu\n",
+                    static_cast<unsigned long long>(t.status_200), static_cast<unsigned long long>(t.status_400),
+                    static_cast<unsigned long long>(t.status_404), static_cast<unsigned long long>(t.status_431));
+        std::printf("connections: accepted %llu, released %llu\n",
+                    static_cast<unsigned long long>(t.connections_accepted),
+                    static_cast<unsigned long long>(t.connections_released));
+        std::printf("pipe locks (%s): %llu contentions (%.1f/s), %llu writer pauses\n", lock,
+                    static_cast<unsigned long long>(t.pipe_lock_contentions),
+                    per_second(t.pipe_lock_contentions, t.seconds),
+                    static_cast<unsigned long long>(t.pipe_writer_pauses));
+        std::printf("contend locks, process-wide: %llu contentions (%.1f/s)\n",
+                    static_cast<unsigned long long>(all_contentions), per_second(all_contentions, t.seconds));
+        std::printf(
+            "pool: threads %zu, completed %llu, steals %llu, starvation injections %llu, "
+            "hill-climbing adjustments %llu\n",
+            t.pool.threads, static_cast<unsigned long long>(t.pool.completed),
+            static_cast<unsigned long long>(t.pool.steals),
+            static_cast<unsigned long long>(t.pool.starvation_injections),
+            static_cast<unsigned long long>(t.pool.hill_climbing_adjustments));
+        std::fflush(stdout);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "contend_json_server: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,548 @@
+// Who touches what:
+//   - The loop thread owns the sockets, the connection table, and the two pumps of each
+//     connection: fd_to_pipe writes the `in` pipe, pipe_to_fd reads the `out` pipe.
+//   - The pool runs at most one parser item per connection at a time; it reads `in` and
+//     writes `out`. It never blocks: a read or flush that cannot finish at once is left
+//     pending (read_async / flush_async) and its callback posts the next item.
+//   - Pipe callbacks that concern the loop (a flush or read a pump left pending) only push
+//     the connection's id on a list and poke an eventfd; the loop looks the id up, so a
+//     callback that outlives its connection finds nothing and does nothing.
+// A connection ends in one place: when its `out` pump finishes (the parser completed the
+// response stream, or the socket failed). The loop then completes the `in` writer, which
+// ends a parser still waiting for a request, half-closes the socket and drains what the
+// client still sends for up to a second before closing, so that unread input does not turn
+// the close into a reset that destroys the last response (the "lingering close" of
+// RFC 9112 9.6).
+#include "server.hpp"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <system_error>
+#include <unordered_map>
+#include <vector>
+
+#include "contend/mutex.hpp"
+#include "contend/pipe_fd.hpp"
+#include "http.hpp"
+
+namespace json_server {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+[[noreturn]] void throw_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
+
+// epoll data: these three, then connection ids from first_connection_id up.
+constexpr std::uint64_t listen_key = 0, wake_key = 1, signal_key = 2, first_connection_id = 16;
+
+// How long a closing connection may keep sending before it is closed regardless, and how
+// long a stop waits for open connections to finish.
+constexpr auto linger_limit = std::chrono::seconds(1);
+constexpr auto stop_limit = std::chrono::seconds(1);
+// The loop's tick: how late a duration, request limit or linger deadline may be noticed.
+constexpr int tick_ms = 50;
+
+}  // namespace
+
+struct connection;
+
+struct server::core {
+    server_options options;
+    int listen_fd = -1, epoll_fd = -1, wake_fd = -1, signal_fd = -1;
+    std::uint16_t port = 0;
+    std::unique_ptr<contend::thread_pool> pool;
+
+    std::atomic<std::uint64_t> requests{0}, status_200{0}, status_400{0}, status_404{0}, status_431{0};
+    std::atomic<std::uint64_t> accepted{0}, released{0}, contentions{0}, pauses{0};
+
+    contend::mutex ready_lock;
+    std::vector<std::uint64_t> ready;  // guarded by ready_lock: ids whose pumps have news
+
+    // Loop thread only.
+    std::unordered_map<std::uint64_t, std::shared_ptr<connection>> connections;
+    std::uint64_t next_id = first_connection_id;
+
+    ~core() {
+        for (int fd : {listen_fd, epoll_fd, wake_fd, signal_fd})
+            if (fd >= 0) ::close(fd);
+    }
+
+    void notify(std::uint64_t id) {
+        bool was_empty;
+        {
+            std::lock_guard g(ready_lock);
+            was_empty = ready.empty();
+            ready.push_back(id);
+        }
+        // Only the push onto an empty list pokes the loop: it takes the whole list at once.
+        if (was_empty) {
+            const std::uint64_t one = 1;
+            [[maybe_unused]] auto n = ::write(wake_fd, &one, sizeof one);
+        }
+    }
+    void count(http_status status) {
+        requests.fetch_add(1, std::memory_order_relaxed);
+        switch (status) {
+            case http_status::ok:
+                status_200.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case http_status::bad_request:
+                status_400.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case http_status::not_found:
+                status_404.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case http_status::headers_too_large:
+                status_431.fetch_add(1, std::memory_order_relaxed);
+                break;
+        }
+    }
+};
+
+struct connection {
+    connection(server::core& c, std::uint64_t i, int f)
+        : core(c), id(i), fd(f), in(c.options.pipe), out(c.options.pipe) {}
+    ~connection() {
+        const auto a = in.stats(), b = out.stats();
+        core.contentions.fetch_add(a.lock_contentions + b.lock_contentions, std::memory_order_relaxed);
+        core.pauses.fetch_add(a.writer_pauses + b.writer_pauses, std::memory_order_relaxed);
+        core.released.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    server::core& core;
+    const std::uint64_t id;
+    const int fd;  // closed by the loop, which alone uses it
+    contend::pipe in;  // socket -> parser
+    contend::pipe out;  // parser -> socket
+
+    // Loop thread only.
+    std::unique_ptr<contend::fd_to_pipe> in_pump;
+    std::unique_ptr<contend::pipe_to_fd> out_pump;
+    bool in_done = false, out_done = false, closing = false;
+    steady::time_point linger_deadline{};
+
+    // The parser's, one pool item at a time.
+    std::string response;
+    std::string scratch;  // a request split over segments, made contiguous
+    bool close_after_flush = false;
+
+    // Who goes on after a read_async or flush_async: the parser item that issued it, if the
+    // callback ran before the item looked (`issuing` -> `done`), or a new item that the
+    // callback posts (`pending` -> `done`). The result is stored before the exchange.
+    enum : int { idle, issuing, pending, done };
+    std::atomic<int> handoff{idle};
+    contend::read_result parked_read;
+    contend::flush_result parked_flush;
+
+    // True if the call just issued is still pending (the callback will post the next item).
+    bool left_pending() {
+        int expected = issuing;
+        if (handoff.compare_exchange_strong(expected, pending, std::memory_order_acq_rel)) return true;
+        handoff.store(idle, std::memory_order_relaxed);
+        return false;
+    }
+};
+
+namespace {
+
+enum class parser_next { read_more, waiting, finished };
+
+void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::read_result> first);
+
+// Nothing more will be read or written by the parser: the loop's `out` pump sees the end
+// once it has written what is buffered, and an `in` pump still reading stops.
+void parser_finish(connection& c) {
+    c.out.writer().complete();
+    c.in.reader().complete();
+}
+
+parser_next after_flush(connection& c, const contend::flush_result& r) {
+    // is_completed: the socket failed and the `out` pump gave up; nothing more can be sent.
+    if (r.is_completed || c.close_after_flush) return parser_next::finished;
+    return parser_next::read_more;
+}
+
+void resume(const std::shared_ptr<connection>& c, parser_next next) {
+    if (next == parser_next::finished) {
+        parser_finish(*c);
+    } else if (next == parser_next::read_more) {
+        parser_run(c, std::nullopt);
+    }
+}
+
+// The bytes at `offset`, contiguous, at least min(rest, want) of them: the segment itself
+// when it holds that many (the common case), else a copy of `want` bytes.
+std::string_view contiguous(const contend::byte_sequence& buffer, std::size_t offset, std::size_t want,
+                            std::string& scratch) {
+    const auto rest = buffer.slice(offset, buffer.size() - offset);
+    const std::size_t need = std::min(rest.size(), want);
+    const auto first = *rest.segments().begin();
+    if (first.size() >= need) return {reinterpret_cast<const char*>(first.data()), first.size()};
+    scratch.resize(need);
+    rest.copy_to(std::as_writable_bytes(std::span<char>(scratch)));
+    return scratch;
+}
+
+// Answers every complete request in r, in order, and flushes the answers.
+parser_next answer(const std::shared_ptr<connection>& c, const contend::read_result& r) {
+    auto& core = c->core;
+    const auto& buffer = r.buffer;
+    const std::size_t limit = core.options.max_header_bytes;
+    std::size_t offset = 0;
+    c->response.clear();
+    while (offset < buffer.size()) {
+        const auto parsed = parse_request(contiguous(buffer, offset, limit, c->scratch), limit);
+        if (parsed.status == parse_status::incomplete) break;
+        if (parsed.status == parse_status::complete) {
+            core.count(append_response(c->response, parsed.request.target, !parsed.request.keep_alive));
+            offset += parsed.consumed;
+            if (!parsed.request.keep_alive) {
+                c->close_after_flush = true;
+                break;
+            }
+            continue;
+        }
+        const auto status = parsed.status == parse_status::headers_too_large ? http_status::headers_too_large
+                                                                             : http_status::bad_request;
+        append_error_response(c->response, status);
+        core.count(status);
+        c->close_after_flush = true;  // the stream's framing is lost: nothing after can be trusted
+        break;
+    }
+    // A client that closed (or failed) mid-request has its partial request dropped.
+    if (r.is_completed) c->close_after_flush = true;
+    if (!c->close_after_flush) {
+        // Examined to the end: the next read waits for new bytes, and a request larger than
+        // the pause threshold still flows (what is examined no longer holds the writer back).
+        c->in.reader().advance_to(buffer.position(offset), buffer.end());
+    }
+    if (c->response.empty()) return c->close_after_flush ? parser_next::finished : parser_next::read_more;
+
+    auto& writer = c->out.writer();
+    const auto span = writer.get_span(c->response.size());
+    std::memcpy(span.data(), c->response.data(), c->response.size());
+    writer.advance(c->response.size());
+    c->handoff.store(connection::issuing, std::memory_order_relaxed);
+    writer.flush_async([c](contend::flush_result fr) {
+        c->parked_flush = fr;
+        if (c->handoff.exchange(connection::done, std::memory_order_acq_rel) == connection::pending) {
+            c->core.pool->post([c] {
+                c->handoff.store(connection::idle, std::memory_order_relaxed);
+                resume(c, after_flush(*c, c->parked_flush));
+            });
+        }
+    });
+    if (c->left_pending()) return parser_next::waiting;
+    return after_flush(*c, c->parked_flush);
+}
+
+// One pool item: reads and answers until a read or flush must wait, or the connection ends.
+void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::read_result> first) {
+    for (;;) {
+        contend::read_result r;
+        if (first) {
+            r = std::move(*first);
+            first.reset();
+        } else {
+            bool got;
+            try {
+                got = c->in.reader().try_read(r);
+            } catch (...) {
+                // The socket's read failed (a reset): fd_to_pipe completed `in` with the error.
+                parser_finish(*c);
+                return;
+            }
+            if (!got) {
+                c->handoff.store(connection::issuing, std::memory_order_relaxed);
+                c->in.reader().read_async([c](contend::read_result rr) {
+                    c->parked_read = std::move(rr);
+                    if (c->handoff.exchange(connection::done, std::memory_order_acq_rel) == connection::pending) {
+                        c->core.pool->post([c] {
+                            c->handoff.store(connection::idle, std::memory_order_relaxed);
+                            parser_run(c, std::move(c->parked_read));
+                        });
+                    }
+                });
+                if (c->left_pending()) return;
+                r = std::move(c->parked_read);
+            }
+        }
+        if (r.is_canceled) continue;  // nobody cancels; a spurious end of a read is harmless
+        const auto next = answer(c, r);
+        if (next == parser_next::waiting) return;
+        if (next == parser_next::finished) {
+            parser_finish(*c);
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// The loop's half. A free-standing set of functions over core, so the class stays small.
+struct loop {
+    server::core& c;
+
+    void accept_all() {
+        for (;;) {
+            const int fd = ::accept4(c.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                // EAGAIN: all taken. EMFILE and the like: try again on the next readiness.
+                return;
+            }
+            // Responses are written whole, one flush per batch of requests: Nagle would
+            // only delay the last segment of each batch.
+            const int one = 1;
+            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            const std::uint64_t id = c.next_id++;
+            auto conn = std::make_shared<connection>(c, id, fd);
+            auto* core = &c;
+            conn->in_pump =
+                std::make_unique<contend::fd_to_pipe>(fd, conn->in.writer(), [core, id] { core->notify(id); });
+            conn->out_pump =
+                std::make_unique<contend::pipe_to_fd>(conn->out.reader(), fd, [core, id] { core->notify(id); });
+            epoll_event ev{};
+            ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+            ev.data.u64 = id;
+            if (::epoll_ctl(c.epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+                ::close(fd);
+                conn->in.writer().complete();
+                conn->in.reader().complete();
+                conn->out.writer().complete();
+                conn->out.reader().complete();
+                c.accepted.fetch_add(1, std::memory_order_relaxed);
+                continue;
+            }
+            c.accepted.fetch_add(1, std::memory_order_relaxed);
+            c.connections.emplace(id, conn);
+            c.pool->post([conn] { parser_run(conn, std::nullopt); });
+        }
+    }
+
+    void service(std::uint64_t id) {
+        const auto it = c.connections.find(id);
+        if (it == c.connections.end()) return;  // news for a connection already closed
+        const auto conn = it->second;  // a copy: closing erases the entry
+        if (conn->closing) {
+            linger(*conn);
+            return;
+        }
+        if (!conn->in_done) {
+            try {
+                const auto t = conn->in_pump->step();
+                using enum contend::fd_stop;
+                if (t.stop == end_of_stream || t.stop == peer_completed || t.stop == error) conn->in_done = true;
+            } catch (...) {
+                conn->in_done = true;
+                conn->in.writer().complete();
+            }
+        }
+        try {
+            const auto t = conn->out_pump->step();
+            if (t.stop == contend::fd_stop::end_of_stream || t.stop == contend::fd_stop::error) conn->out_done = true;
+        } catch (...) {
+            conn->out_done = true;
+            conn->out.reader().complete();
+        }
+        if (conn->out_done) begin_close(*conn);
+    }
+
+    void begin_close(connection& conn) {
+        conn.in.writer().complete();  // a parser waiting for a request sees the end
+        conn.out.reader().complete();
+        ::shutdown(conn.fd, SHUT_WR);
+        conn.closing = true;
+        conn.linger_deadline = steady::now() + linger_limit;
+        linger(conn);
+    }
+
+    // Discards what the client still sends; closes at its EOF, an error, or the deadline.
+    void linger(connection& conn) {
+        char sink[4096];
+        for (;;) {
+            const ssize_t n = ::read(conn.fd, sink, sizeof sink);
+            if (n > 0) continue;
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && steady::now() < conn.linger_deadline) return;
+            break;
+        }
+        finish(conn);
+    }
+
+    void finish(connection& conn) {
+        ::close(conn.fd);  // also takes it out of the epoll set
+        c.connections.erase(conn.id);  // the parser may still hold the object; it frees it
+    }
+
+    void expire_lingering(steady::time_point now) {
+        std::vector<std::uint64_t> expired;
+        for (const auto& [id, conn] : c.connections)
+            if (conn->closing && now >= conn->linger_deadline) expired.push_back(id);
+        for (auto id : expired) finish(*c.connections.at(id));
+    }
+
+    void take_ready() {
+        std::uint64_t count;
+        [[maybe_unused]] auto n = ::read(c.wake_fd, &count, sizeof count);
+        std::vector<std::uint64_t> ids;
+        {
+            std::lock_guard g(c.ready_lock);
+            ids.swap(c.ready);
+        }
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        for (auto id : ids) service(id);
+    }
+
+    // Stops accepting and shuts every socket's reading side: each connection then ends as
+    // if its client had finished sending (EOF), through the usual path, so the answers to
+    // requests already read still go out.
+    void begin_stop() {
+        ::epoll_ctl(c.epoll_fd, EPOLL_CTL_DEL, c.listen_fd, nullptr);
+        ::close(c.listen_fd);
+        c.listen_fd = -1;
+        std::vector<std::uint64_t> ids;
+        for (const auto& [id, conn] : c.connections) {
+            ::shutdown(conn->fd, SHUT_RD);
+            ids.push_back(id);
+        }
+        for (auto id : ids) service(id);
+    }
+
+    // What begin_stop left after stop_limit: closed without waiting further.
+    void force_close_all() {
+        for (auto& [id, conn] : c.connections) {
+            conn->in.writer().complete();
+            conn->out.reader().complete();
+            ::close(conn->fd);
+        }
+        c.connections.clear();
+    }
+};
+
+}  // namespace
+
+server::server(server_options options) : core_(std::make_unique<core>()) {
+    auto& c = *core_;
+    c.options = std::move(options);
+    if (c.options.max_header_bytes == 0) throw std::invalid_argument("max_header_bytes must be positive");
+
+    c.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c.listen_fd < 0) throw_errno("socket");
+    const int one = 1;
+    ::setsockopt(c.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(c.options.port);
+    if (::inet_pton(AF_INET, c.options.address.c_str(), &addr.sin_addr) != 1)
+        throw std::invalid_argument("not an IPv4 address: " + c.options.address);
+    if (::bind(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw_errno("bind");
+    if (::listen(c.listen_fd, SOMAXCONN) != 0) throw_errno("listen");
+    socklen_t len = sizeof addr;
+    if (::getsockname(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) throw_errno("getsockname");
+    c.port = ntohs(addr.sin_port);
+
+    c.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+    if (c.epoll_fd < 0) throw_errno("epoll_create1");
+    c.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (c.wake_fd < 0) throw_errno("eventfd");
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    c.signal_fd = ::signalfd(-1, &stop_signals, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (c.signal_fd < 0) throw_errno("signalfd");
+    for (auto [fd, key] : {std::pair{c.listen_fd, listen_key}, {c.wake_fd, wake_key}, {c.signal_fd, signal_key}}) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;  // level-triggered: each is drained in turn
+        ev.data.u64 = key;
+        if (::epoll_ctl(c.epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) throw_errno("epoll_ctl");
+    }
+
+    contend::thread_pool_options pool_options;
+    pool_options.name = "json";
+    if (c.options.threads != 0) pool_options.min_threads = pool_options.max_threads = c.options.threads;
+    c.pool = std::make_unique<contend::thread_pool>(pool_options);
+}
+
+server::~server() = default;
+
+std::uint16_t server::port() const noexcept { return core_->port; }
+
+server_totals server::run() {
+    auto& c = *core_;
+    loop l{c};
+    const auto start = steady::now();
+    std::optional<steady::time_point> stop_deadline;
+    epoll_event events[128];
+    for (;;) {
+        const int n = ::epoll_wait(c.epoll_fd, events, 128, tick_ms);
+        if (n < 0 && errno != EINTR) throw_errno("epoll_wait");
+        bool stop_requested = false;
+        for (int i = 0; i < n; ++i) {
+            const auto key = events[i].data.u64;
+            if (key == listen_key) {
+                l.accept_all();
+            } else if (key == wake_key) {
+                l.take_ready();
+            } else if (key == signal_key) {
+                signalfd_siginfo info;
+                while (::read(c.signal_fd, &info, sizeof info) == sizeof info) stop_requested = true;
+            } else {
+                l.service(key);
+            }
+        }
+        const auto now = steady::now();
+        l.expire_lingering(now);
+        if (!stop_deadline) {
+            const auto& o = c.options;
+            if (o.max_requests != 0 && c.requests.load(std::memory_order_relaxed) >= o.max_requests)
+                stop_requested = true;
+            if (o.duration.count() != 0 && now - start >= o.duration) stop_requested = true;
+            if (stop_requested) {
+                stop_deadline = now + stop_limit;
+                l.begin_stop();
+            }
+        }
+        if (stop_deadline && (c.connections.empty() || now >= *stop_deadline)) break;
+    }
+    l.force_close_all();
+
+    server_totals t;
+    t.pool = c.pool->stats();
+    // The parsers still queued end on completed pipes; waiting before the destructor keeps
+    // c.pool valid for any item that posts another.
+    c.pool->wait_idle();
+    c.pool.reset();
+    t.seconds = std::chrono::duration<double>(steady::now() - start).count();
+    t.requests = c.requests.load();
+    t.status_200 = c.status_200.load();
+    t.status_400 = c.status_400.load();
+    t.status_404 = c.status_404.load();
+    t.status_431 = c.status_431.load();
+    t.connections_accepted = c.accepted.load();
+    t.connections_released = c.released.load();
+    t.pipe_lock_contentions = c.contentions.load();
+    t.pipe_writer_pauses = c.pauses.load();
+    return t;
+}
+
+}  // namespace json_server

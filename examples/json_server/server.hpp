@@ -1,0 +1,62 @@
+// The json_server's connections: an epoll loop on one thread moves bytes between each
+// nonblocking socket and two contend::pipes (fd_to_pipe / pipe_to_fd), and a parser on the
+// contend::thread_pool reads requests from the first pipe and writes responses to the
+// second. The loop never parses and the parser never touches a socket, which is the shape
+// of a System.IO.Pipelines server (Kestrel's transport and its HTTP layer).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "contend/pipe.hpp"
+#include "contend/thread_pool.hpp"
+
+namespace json_server {
+
+struct server_options {
+    std::string address = "127.0.0.1";
+    std::uint16_t port = 0;  // 0: the kernel picks a free one (server::port() tells)
+    std::size_t threads = 0;  // the pool's size (min = max); 0: the pool's default
+    contend::pipe_options pipe;  // thresholds and lock kind of both pipes of every connection
+    std::size_t max_header_bytes = 8192;  // beyond: 431
+    std::uint64_t max_requests = 0;  // stop once this many were answered; 0: no limit
+    std::chrono::milliseconds duration{0};  // stop after this long; 0: no limit
+};
+
+struct server_totals {
+    double seconds = 0;
+    std::uint64_t requests = 0;  // responses written, errors included
+    std::uint64_t status_200 = 0, status_400 = 0, status_404 = 0, status_431 = 0;
+    std::uint64_t connections_accepted = 0;
+    std::uint64_t connections_released = 0;  // connection objects destroyed: == accepted, or a leak
+    std::uint64_t pipe_lock_contentions = 0;  // both pipes of every connection
+    std::uint64_t pipe_writer_pauses = 0;
+    contend::thread_pool_stats pool;
+};
+
+class server {
+public:
+    // Binds and listens (throws std::system_error). SIGINT and SIGTERM must already be
+    // blocked in every thread (main does it before anything starts threads): run() takes
+    // them from a signalfd.
+    explicit server(server_options options);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    std::uint16_t port() const noexcept;
+    // Serves until SIGINT/SIGTERM, max_requests or duration; then closes every connection
+    // (waiting up to a second for them to finish) and the pool, and returns the totals.
+    server_totals run();
+
+    struct core;
+
+private:
+    std::unique_ptr<core> core_;
+};
+
+}  // namespace json_server
