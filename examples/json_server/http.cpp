@@ -197,8 +197,10 @@ void append_json_message(std::string& out, std::string_view message) {
 
 namespace {
 
+enum class connection_header : std::uint8_t { none, keep_alive, close };
+
 void append_head(std::string& out, std::string_view status_line, std::string_view content_type, std::size_t length,
-                 bool close_connection) {
+                 connection_header connection) {
     out += status_line;
     out += "\r\nServer: contend\r\nDate: ";
     out += http_date();
@@ -208,29 +210,34 @@ void append_head(std::string& out, std::string_view status_line, std::string_vie
     }
     out += "\r\nContent-Length: ";
     out += std::to_string(length);
-    if (close_connection) out += "\r\nConnection: close";
+    if (connection == connection_header::close) out += "\r\nConnection: close";
+    if (connection == connection_header::keep_alive) out += "\r\nConnection: keep-alive";
     out += "\r\n\r\n";
 }
 
 }  // namespace
 
-http_status append_response(std::string& out, std::string_view target, bool close_connection) {
+http_status append_response(std::string& out, const http_request& request) {
+    const auto connection = !request.keep_alive          ? connection_header::close
+                            : request.version_minor == 0 ? connection_header::keep_alive
+                                                         : connection_header::none;
+    const auto target = request.target;
     if (target == "/json") {
         // Serialized before the head, which needs its length.
         thread_local std::string body;
         body.clear();
         append_json_message(body, "Hello, World!");
-        append_head(out, "HTTP/1.1 200 OK", "application/json", body.size(), close_connection);
+        append_head(out, "HTTP/1.1 200 OK", "application/json", body.size(), connection);
         out += body;
         return http_status::ok;
     }
     if (target == "/plaintext") {
         constexpr std::string_view body = "Hello, World!";
-        append_head(out, "HTTP/1.1 200 OK", "text/plain", body.size(), close_connection);
+        append_head(out, "HTTP/1.1 200 OK", "text/plain", body.size(), connection);
         out += body;
         return http_status::ok;
     }
-    append_head(out, "HTTP/1.1 404 Not Found", "", 0, close_connection);
+    append_head(out, "HTTP/1.1 404 Not Found", "", 0, connection);
     return http_status::not_found;
 }
 
@@ -238,7 +245,7 @@ void append_error_response(std::string& out, http_status status) {
     const std::string_view line = status == http_status::headers_too_large
                                       ? "HTTP/1.1 431 Request Header Fields Too Large"
                                       : "HTTP/1.1 400 Bad Request";
-    append_head(out, line, "", 0, true);
+    append_head(out, line, "", 0, connection_header::close);
 }
 
 }  // namespace json_server

@@ -46,10 +46,12 @@ parse_result parse_request(std::string_view input, std::size_t max_header_bytes)
 
 enum class http_status : std::uint16_t { ok = 200, bad_request = 400, not_found = 404, headers_too_large = 431 };
 
-// The response to a request for `target` (200 for /json and /plaintext, 404 otherwise), or
-// to a request that could not be parsed (close_connection then holds). Appended to `out`
-// with the Server and Date headers and its Content-Length.
-http_status append_response(std::string& out, std::string_view target, bool close_connection);
+// The response to a parsed request (200 for /json and /plaintext, 404 otherwise), or to one
+// that could not be parsed (the error response, which closes). Appended to `out` with the
+// Server and Date headers and its Content-Length, and a Connection header when persistence
+// is not the default: "close" when the request ends the connection, "keep-alive" for an
+// HTTP/1.0 request that asked to keep it (a 1.0 client otherwise assumes a close).
+http_status append_response(std::string& out, const http_request& request);
 void append_error_response(std::string& out, http_status status);
 
 // The body of /json: {"message":"Hello, World!"}, serialized for each request as the

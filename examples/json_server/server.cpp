@@ -56,6 +56,8 @@ constexpr auto linger_limit = std::chrono::seconds(1);
 constexpr auto stop_limit = std::chrono::seconds(1);
 // The loop's tick: how late a duration, request limit or linger deadline may be noticed.
 constexpr int tick_ms = 50;
+// How long accepting pauses when accept(2) runs out of descriptors or memory.
+constexpr auto accept_pause = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -76,6 +78,7 @@ struct server::core {
     // Loop thread only.
     std::unordered_map<std::uint64_t, std::shared_ptr<connection>> connections;
     std::uint64_t next_id = first_connection_id;
+    std::optional<steady::time_point> accept_resume_at;  // set while accepting is paused
 
     ~core() {
         for (int fd : {listen_fd, epoll_fd, wake_fd, signal_fd})
@@ -209,7 +212,7 @@ parser_next answer(const std::shared_ptr<connection>& c, const contend::read_res
         const auto parsed = parse_request(contiguous(buffer, offset, limit, c->scratch), limit);
         if (parsed.status == parse_status::incomplete) break;
         if (parsed.status == parse_status::complete) {
-            core.count(append_response(c->response, parsed.request.target, !parsed.request.keep_alive));
+            core.count(append_response(c->response, parsed.request));
             offset += parsed.consumed;
             if (!parsed.request.keep_alive) {
                 c->close_after_flush = true;
@@ -282,7 +285,11 @@ void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::rea
                 r = std::move(c->parked_read);
             }
         }
-        if (r.is_canceled) continue;  // nobody cancels; a spurious end of a read is harmless
+        if (r.is_canceled) {
+            // Nobody cancels the parser's reads; were one canceled, it is read again.
+            c->in.reader().advance_to(r.buffer.start());
+            continue;
+        }
         const auto next = answer(c, r);
         if (next == parser_next::waiting) return;
         if (next == parser_next::finished) {
@@ -305,8 +312,8 @@ struct loop {
             const int fd = ::accept4(c.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) {
                 if (errno == EINTR || errno == ECONNABORTED) continue;
-                // EAGAIN: all taken. EMFILE and the like: try again on the next readiness.
-                return;
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) pause_accepting();
+                return;  // EAGAIN: all taken
             }
             // Responses are written whole, one flush per batch of requests: Nagle would
             // only delay the last segment of each batch.
@@ -335,6 +342,25 @@ struct loop {
             c.connections.emplace(id, conn);
             c.pool->post([conn] { parser_run(conn, std::nullopt); });
         }
+    }
+
+    // Out of descriptors or memory, the pending connection stays queued and the listening
+    // socket stays readable: polling it level-triggered would spin the loop. It is left out
+    // of the epoll set for a while, until connections have closed.
+    void pause_accepting() {
+        epoll_event ev{};
+        ev.events = 0;
+        ev.data.u64 = listen_key;
+        ::epoll_ctl(c.epoll_fd, EPOLL_CTL_MOD, c.listen_fd, &ev);
+        c.accept_resume_at = steady::now() + accept_pause;
+    }
+    void resume_accepting(steady::time_point now) {
+        if (!c.accept_resume_at || now < *c.accept_resume_at || c.listen_fd < 0) return;
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = listen_key;
+        ::epoll_ctl(c.epoll_fd, EPOLL_CTL_MOD, c.listen_fd, &ev);
+        c.accept_resume_at.reset();
     }
 
     void service(std::uint64_t id) {
@@ -512,6 +538,7 @@ server_totals server::run() {
         }
         const auto now = steady::now();
         l.expire_lingering(now);
+        l.resume_accepting(now);
         if (!stop_deadline) {
             const auto& o = c.options;
             if (o.max_requests != 0 && c.requests.load(std::memory_order_relaxed) >= o.max_requests)

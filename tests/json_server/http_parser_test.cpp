@@ -146,9 +146,17 @@ TEST(JsonServerHttpParser, HeadersExactlyAtTheLimitAreAccepted) {
     EXPECT_EQ(r.consumed, limit);
 }
 
+json_server::http_request request_for(std::string_view target, bool keep_alive = true, int version_minor = 1) {
+    json_server::http_request r;
+    r.target = target;
+    r.keep_alive = keep_alive;
+    r.version_minor = version_minor;
+    return r;
+}
+
 TEST(JsonServerHttpResponses, JsonAndPlaintextCarryTheRequiredHeadersAndLengths) {
     std::string out;
-    EXPECT_EQ(json_server::append_response(out, "/json", false), json_server::http_status::ok);
+    EXPECT_EQ(json_server::append_response(out, request_for("/json")), json_server::http_status::ok);
     EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
     EXPECT_NE(out.find("\r\nServer: contend\r\n"), std::string::npos);
     EXPECT_NE(out.find("\r\nDate: "), std::string::npos);
@@ -157,16 +165,28 @@ TEST(JsonServerHttpResponses, JsonAndPlaintextCarryTheRequiredHeadersAndLengths)
     EXPECT_EQ(out.find("Connection: close"), std::string::npos);
 
     out.clear();
-    EXPECT_EQ(json_server::append_response(out, "/plaintext", true), json_server::http_status::ok);
+    EXPECT_EQ(json_server::append_response(out, request_for("/plaintext", false)), json_server::http_status::ok);
     EXPECT_NE(out.find("\r\nContent-Type: text/plain\r\n"), std::string::npos);
     EXPECT_NE(out.find("\r\nConnection: close\r\n"), std::string::npos);
     EXPECT_NE(out.find("\r\nContent-Length: 13\r\n"), std::string::npos);
     EXPECT_TRUE(out.ends_with("\r\n\r\nHello, World!"));
 
     out.clear();
-    EXPECT_EQ(json_server::append_response(out, "/missing", false), json_server::http_status::not_found);
+    EXPECT_EQ(json_server::append_response(out, request_for("/missing")), json_server::http_status::not_found);
     EXPECT_EQ(out.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u);
     EXPECT_NE(out.find("\r\nContent-Length: 0\r\n\r\n"), std::string::npos);
+}
+
+TEST(JsonServerHttpResponses, Http10KeepAliveIsConfirmedAndHttp11KeepAliveIsImplied) {
+    std::string out;
+    json_server::append_response(out, request_for("/json", true, 0));
+    EXPECT_NE(out.find("\r\nConnection: keep-alive\r\n"), std::string::npos) << out;
+    out.clear();
+    json_server::append_response(out, request_for("/json", true, 1));
+    EXPECT_EQ(out.find("Connection:"), std::string::npos) << out;
+    out.clear();
+    json_server::append_response(out, request_for("/json", false, 0));
+    EXPECT_NE(out.find("\r\nConnection: close\r\n"), std::string::npos) << out;
 }
 
 TEST(JsonServerHttpResponses, DateIsAnImfFixdate) {
