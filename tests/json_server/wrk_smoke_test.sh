@@ -18,6 +18,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The files exist before the server starts: its redirections are made in the forked child,
+# which the loop below may otherwise outrun (sed then fails on a missing file).
+: >"$work/server.out"
+: >"$work/server.err"
 # --duration is a backstop: the server stops by itself even if this script dies.
 "$server" --threads 2 --duration 60 >"$work/server.out" 2>"$work/server.err" &
 pid=$!
