@@ -240,6 +240,7 @@ std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min
 
 cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
                      const harness_options& options) {
+    if (c.measure_cell) return c.measure_cell(c, suite, workers, options);
     cell_result cell;
     cell.suite = suite;
     cell.contender = c.name;

@@ -103,6 +103,8 @@ public:
     }
 };
 
+struct harness_options;  // harness.hpp
+
 struct contender {
     std::string name;  // row name part: lower case, words joined by '_'
     std::string description;
@@ -115,6 +117,14 @@ struct contender {
     std::string workload_type = {};
     // What one operation of run() is, for "ns per <operation>" (results.hpp).
     std::string operation = "increment";
+    // A contender whose work is not operations that harness workers run (the server suite:
+    // a load applied by another process for a fixed time) measures its cells itself:
+    // run_cell calls this instead of calibrating and repeating make()'s workload. It must
+    // keep the cell model (one sample per repetition, on_repetition after each, a failed
+    // check making the cell invalid with its reason). Empty for every other contender.
+    std::function<cell_result(const contender& self, const std::string& suite, std::int32_t workers,
+                              const harness_options& options)>
+        measure_cell = {};
 
     // Unique within a suite: the name plus "/key:value" per parameter (format_id).
     std::string id() const { return format_id(name, params); }
