@@ -6,6 +6,7 @@
 
 #include "suites/pipe_suite.hpp"
 #include "suites/pool_suite.hpp"
+#include "suites/server_suite.hpp"
 #include "suites/suite_parts.hpp"
 
 namespace contend::lab {
@@ -23,6 +24,7 @@ const std::vector<suite>& all_suites() {
         s.push_back(make_monitor_suite());
         s.push_back(make_pool_suite());
         s.push_back(make_pipe_suite());
+        s.push_back(make_server_suite());
         s.push_back(make_selftest_suite());
         return s;
     }();

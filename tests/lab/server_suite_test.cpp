@@ -1,0 +1,82 @@
+// The server suite end to end: every implementation is started, loaded by wrk over
+// 127.0.0.1 and stopped with SIGTERM, in short runs (two repetitions of a 1 s wrk run per
+// cell, --quick's length). Needs wrk (scripts/setup.sh installs it): without it every cell
+// is invalid with the reason, and the test fails saying so. No timing is asserted.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "harness/harness.hpp"
+#include "harness/runner.hpp"
+#include "suites/suites.hpp"
+
+namespace lab = contend::lab;
+
+namespace {
+
+const std::set<std::string> implementations{"contend", "contend_std_mutex", "asio"};
+
+}  // namespace
+
+TEST(ServerSuite, ListsEveryImplementationAtEveryRouteAndConnectionCountUnderTheDesignRowNames) {
+    const auto* s = lab::find_suite("server");
+    ASSERT_NE(s, nullptr);
+    std::set<std::string> ids;
+    for (const auto& c : s->contenders) {
+        ids.insert(c.id());
+        EXPECT_EQ(c.operation, "request") << c.id();
+        EXPECT_TRUE(static_cast<bool>(c.measure_cell)) << c.id() << ": a server cell is measured by its suite";
+    }
+    for (const auto& name : implementations)
+        for (const char* route : {"json", "plaintext"})
+            for (const char* connections : {"16", "256"}) {
+                const std::string id = name + "/route:" + route + "/connections:" + connections;
+                EXPECT_EQ(ids.count(id), 1u) << id;
+            }
+    EXPECT_EQ(s->contenders.size(), implementations.size() * 2 * 2);
+}
+
+TEST(ServerSuite, EveryImplementationServesBothRoutesToWrkWithoutErrorsAndReportsItsMetrics) {
+    lab::bench_options o;
+    o.suite = "server";
+    o.contenders = "*/connections:16";
+    o.workers = {2};
+    o.in_process = true;  // the cells' own children are the servers and wrk
+    o.harness.min_time_s = 0.005;  // as --quick: 1 s wrk runs
+    o.harness.repetitions = 2;
+    o.harness.min_repetitions = 2;
+    o.harness.deadline_s = 3;
+    const auto run = lab::run_suite(o);
+    EXPECT_EQ(run.context.run_status, "complete");
+    ASSERT_EQ(run.cells.size(), implementations.size() * 2);
+
+    std::set<std::string> rows;
+    const bool oversubscribed = 2 + 2 > static_cast<int>(lab::allowed_cpus().size());
+    for (const auto& cell : run.cells) {
+        rows.insert(cell.name());
+        ASSERT_TRUE(cell.valid()) << cell.name() << ": " << cell.status << ": " << cell.detail;
+        EXPECT_EQ(cell.repetitions, 2) << cell.name();
+        EXPECT_EQ(cell.metric("errors"), 0) << cell.name();
+        EXPECT_GT(cell.metric("requests_per_second"), 0) << cell.name();
+        EXPECT_GT(cell.metric("p50_us"), 0) << cell.name();
+        EXPECT_GE(cell.metric("p99_us"), cell.metric("p50_us")) << cell.name();
+        EXPECT_GT(cell.metric("cpu_ns_per_request"), 0) << cell.name();
+        EXPECT_GT(cell.median_ns, 0) << cell.name();
+        EXPECT_EQ(cell.operation, "request");
+        EXPECT_EQ(cell.oversubscribed, oversubscribed) << cell.name();
+        // Only contend's servers count the contentions of their pipes' locks.
+        const bool counts_contentions = cell.contender != "asio";
+        const double contentions = cell.metric("contentions_per_second");
+        EXPECT_EQ(std::isnan(contentions), !counts_contentions) << cell.name();
+        if (counts_contentions) {
+            EXPECT_GE(contentions, 0) << cell.name();
+        }
+    }
+    for (const auto& name : implementations)
+        for (const char* route : {"json", "plaintext"}) {
+            const std::string row = "server/" + name + "/route:" + route + "/connections:16/workers:2";
+            EXPECT_EQ(rows.count(row), 1u) << row;
+        }
+}
