@@ -32,28 +32,6 @@ double spread(const std::vector<double>& samples) {
     return (quantile(samples, 0.75) - quantile(samples, 0.25)) / m;
 }
 
-std::string fixed(double v, int digits) {
-    if (std::isnan(v)) return "-";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
-
-std::string percent(double v) {
-    if (std::isnan(v)) return "-";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f %%", v * 100);
-    return buf;
-}
-
-std::string p_text(double p) {
-    if (std::isnan(p)) return "-";
-    char buf[64];
-    if (p < 0.0001) std::snprintf(buf, sizeof buf, "%.1e", p);
-    else std::snprintf(buf, sizeof buf, "%.4f", p);
-    return buf;
-}
-
 void check_options(const compare_options& o) {
     if (!(o.threshold >= 0) || std::isinf(o.threshold))
         throw std::invalid_argument("--threshold must be a finite percentage >= 0");
@@ -79,20 +57,20 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
     const double diff = r.test_ns - r.base_ns;
     if (std::fabs(diff) < o.noise_floor_ns) {
         r.verdict = compare_verdict::same;
-        r.reason = "the medians differ by less than the noise floor (" + fixed(o.noise_floor_ns, 2) + " ns)";
+        r.reason = "the medians differ by less than the noise floor (" + format_fixed(o.noise_floor_ns, 2) + " ns)";
     } else if (std::fabs(r.ratio - 1) < o.threshold) {
         r.verdict = compare_verdict::same;
-        r.reason = "within the threshold (" + percent(o.threshold) + ")";
+        r.reason = "within the threshold (" + format_percent(o.threshold) + ")";
     } else if (std::isnan(r.p_value)) {
         r.verdict = compare_verdict::noisy;
         r.reason = "past the threshold, but a side has fewer than 2 repetitions: nothing to test";
     } else if (r.p_value >= o.alpha) {
         r.verdict = compare_verdict::noisy;
-        r.reason = "past the threshold, but the U test does not tell the samples apart (p " + p_text(r.p_value) +
-                   " >= " + p_text(o.alpha) + ")";
+        r.reason = "past the threshold, but the U test does not tell the samples apart (p " + format_p(r.p_value) +
+                   " >= " + format_p(o.alpha) + ")";
     } else {
         r.verdict = diff > 0 ? compare_verdict::regression : compare_verdict::improvement;
-        r.reason = "past the threshold and significant (p " + p_text(r.p_value) + ")";
+        r.reason = "past the threshold and significant (p " + format_p(r.p_value) + ")";
     }
     if (!std::isnan(r.p_value) && (r.base_samples < few_samples || r.test_samples < few_samples))
         r.reason += "; fewer than 9 repetitions a side: the test is weak";
@@ -103,7 +81,7 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
         const bool changed = r.verdict == compare_verdict::regression || r.verdict == compare_verdict::improvement;
         if (changed && edge->state == edge_state::no_change) {
             r.verdict = compare_verdict::noisy;
-            r.reason = "past the threshold and significant within these two runs (p " + p_text(r.p_value) +
+            r.reason = "past the threshold and significant within these two runs (p " + format_p(r.p_value) +
                        "), but the history shows no change point between them (" + edge->detail +
                        "): this benchmark moves this much from run to run";
         } else if (changed && edge->state == edge_state::change) {
@@ -253,10 +231,10 @@ void verdict_tables(std::string& md, const comparison& c, compare_verdict which,
         md += "|---|---:|---:|---:|---:|---:|---:|---:|";
         md += c.edges_checked ? "---|\n" : "\n";
         for (const auto* r : rows) {
-            md += "| " + escape_markdown(r->name) + " | " + fixed(r->base_ns, 3) + " | " + fixed(r->test_ns, 3) +
-                  " | " + fixed(r->ratio, 3) + " | " + p_text(r->p_value) + " | " + percent(r->base_spread) + " | " +
-                  percent(r->test_spread) + " | " + std::to_string(r->base_samples) + " / " +
-                  std::to_string(r->test_samples) + " |";
+            md += "| " + escape_markdown(r->name) + " | " + format_fixed(r->base_ns, 3) + " | " +
+                  format_fixed(r->test_ns, 3) + " | " + format_fixed(r->ratio, 3) + " | " + format_p(r->p_value) +
+                  " | " + format_percent(r->base_spread) + " | " + format_percent(r->test_spread) + " | " +
+                  std::to_string(r->base_samples) + " / " + std::to_string(r->test_samples) + " |";
             if (c.edges_checked)
                 md += " " +
                       (r->edge_checked ? escape_markdown(std::string(to_string(r->edge)) + ": " + r->edge_detail)
@@ -269,6 +247,61 @@ void verdict_tables(std::string& md, const comparison& c, compare_verdict which,
 }
 
 }  // namespace
+
+std::string format_fixed(double v, int digits) {
+    if (!std::isfinite(v)) return "-";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+std::string format_percent(double fraction) {
+    return std::isfinite(fraction) ? format_fixed(fraction * 100, 1) + " %" : "-";
+}
+
+std::string format_p(double p) {
+    if (std::isnan(p)) return "-";
+    char buf[64];
+    if (p < 0.0001) std::snprintf(buf, sizeof buf, "%.1e", p);
+    else std::snprintf(buf, sizeof buf, "%.4f", p);
+    return buf;
+}
+
+std::string comparison_rules(const comparison& c) {
+    std::string s = "Rules: a change counts when Test/Base is past " + format_percent(c.options.threshold) +
+                    ", the medians differ by at least " + format_fixed(c.options.noise_floor_ns, 2) +
+                    " ns, and a two-sided Mann-Whitney U test gives p < " + format_p(c.options.alpha) + ".";
+    if (c.edges_checked)
+        s += " From a history, also: a change point of the benchmark's series over the runs falls between the two "
+             "(E-divisive means, p < " +
+             format_p(c.edge_options.p) + ", at least " + std::to_string(c.edge_options.min_segment) +
+             " runs a side, at least " + format_percent(c.edge_options.min_magnitude) +
+             "), unless the history has too few runs to tell.";
+    else
+        s += " Each side is one run: the U test sees how its repetitions spread, not how much runs differ, which "
+             "for contended cells can be more; contend compare --db checks a change against the history too.";
+    return s;
+}
+
+std::vector<column_meaning> column_meanings(const comparison& c) {
+    std::vector<column_meaning> out = {
+        {"Baseline, Test", "the median over repetitions, ns per operation (lower is better)."},
+        {"Test/Base", "above 1 the test is slower."},
+        {"p (U test)",
+         "the chance of samples at least this far apart if nothing changed (two-sided Mann-Whitney U on the "
+         "repetitions); '-' when a side has fewer than 2."},
+        {"Spread",
+         "interquartile range over median of a side's repetitions; a spread near the change itself means the "
+         "machine was noisy."},
+    };
+    if (c.edges_checked)
+        out.push_back({"History",
+                       "the edge detector. change: a change point of the benchmark's series over the history falls "
+                       "between the two runs; no change: there are enough runs on each side and none does, so the "
+                       "row is noisy whatever the U test says (repetitions of one run cannot show how much runs "
+                       "differ); too few runs: unconfirmed."});
+    return out;
+}
 
 std::string comparison_to_markdown(const comparison& c, const std::string& repro_command) {
     std::string md;
@@ -285,21 +318,8 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
     md += count(c.rows.size(), "benchmark", "benchmarks") + " compared: **" +
           count(c.regressions, "regression", "regressions") + "**, **" +
           count(c.improvements, "improvement", "improvements") + "**, " + std::to_string(c.same) + " same, " +
-          std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + fixed(c.geomean_ratio, 4) +
-          ". Rules: a change counts when Test/Base is past " + percent(c.options.threshold) +
-          ", the medians differ by at least " + fixed(c.options.noise_floor_ns, 2) +
-          " ns, and a two-sided Mann-Whitney U test gives p < " + p_text(c.options.alpha) + ".";
-    if (c.edges_checked)
-        md +=
-            " From a history, also: a change point of the benchmark's series over the runs falls between the "
-            "two (E-divisive means, p < " +
-            p_text(c.edge_options.p) + ", at least " + std::to_string(c.edge_options.min_segment) +
-            " runs a side, at least " + percent(c.edge_options.min_magnitude) +
-            "), unless the history has too few runs to tell.";
-    else
-        md +=
-            " Each side is one run: the U test sees how its repetitions spread, not how much runs differ, which "
-            "for contended cells can be more; `contend compare --db` checks a change against the history too.";
+          std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) + ". " +
+          escape_markdown(comparison_rules(c));
     md += "\n\n";
     verdict_tables(md, c, compare_verdict::regression, "Regressions");
     verdict_tables(md, c, compare_verdict::improvement, "Improvements");
@@ -312,28 +332,17 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
     for (const auto& r : c.rows) {
         if (r.verdict != compare_verdict::noisy) continue;
         any_noisy = true;
-        md += "- " + escape_markdown(r.name) + ": " + fixed(r.base_ns, 3) + " -> " + fixed(r.test_ns, 3) + " ns (" +
-              fixed(r.ratio, 3) + "x); " + escape_markdown(r.reason) + "\n";
+        md += "- " + escape_markdown(r.name) + ": " + format_fixed(r.base_ns, 3) + " -> " + format_fixed(r.test_ns, 3) +
+              " ns (" + format_fixed(r.ratio, 3) + "x); " + escape_markdown(r.reason) + "\n";
     }
     if (!any_noisy) md += "None.\n";
     md += "\n## On one side only\n\n";
     if (c.only_in_base.empty() && c.only_in_test.empty()) md += "None.\n";
     for (const auto& n : c.only_in_base) md += "- only in the baseline: " + escape_markdown(n) + "\n";
     for (const auto& n : c.only_in_test) md += "- only in the test: " + escape_markdown(n) + "\n";
-    md +=
-        "\n## What the columns mean\n\n"
-        "- **Baseline, Test**: the median over repetitions, ns per operation (lower is better).\n"
-        "- **Test/Base**: above 1 the test is slower.\n"
-        "- **p (U test)**: the chance of samples at least this far apart if nothing changed (two-sided "
-        "Mann-Whitney U on the repetitions); '-' when a side has fewer than 2.\n"
-        "- **Spread**: interquartile range over median of a side's repetitions; a spread near the change "
-        "itself means the machine was noisy.\n";
-    if (c.edges_checked)
-        md +=
-            "- **History**: the edge detector. *change*: a change point of the benchmark's series over the history "
-            "falls between the two runs; *no change*: there are enough runs on each side and none does, so the row "
-            "is noisy whatever the U test says (repetitions of one run cannot show how much runs differ); *too few "
-            "runs*: unconfirmed.\n";
+    md += "\n## What the columns mean\n\n";
+    for (const auto& [name, meaning] : column_meanings(c))
+        md += "- **" + escape_markdown(name) + "**: " + escape_markdown(meaning) + "\n";
     md += "\n";
     md += "## Repro\n\n```sh\n" + repro_command + "\n```\n";
     return md;

@@ -82,6 +82,21 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
 std::string comparison_to_markdown(const comparison& c, const std::string& repro_command);
 std::string comparison_to_json(const comparison& c);
 
+// The report's numbers and words, one source for the Markdown report and the HTML page
+// (compare/html_page.hpp), so that the two cannot say different things. Plain text: each
+// writer escapes it for its format.
+std::string format_fixed(double v, int digits);  // "-" when not finite
+std::string format_percent(double fraction);  // 0.125 -> "12.5 %"; "-" when not finite
+std::string format_p(double p);  // "1.1e-05" below 1e-4, else "0.0433"; "-" when NaN
+// The sentences after the summary's counts: what makes a row a change (and, from a history,
+// the edge detector; otherwise what one run a side cannot show).
+std::string comparison_rules(const comparison& c);
+// What each column of the verdict tables means, in table order (History only with a history).
+struct column_meaning {
+    std::string name, meaning;
+};
+std::vector<column_meaning> column_meanings(const comparison& c);
+
 // Markdown-safe text for table cells and list items: characters that would format text,
 // make a link or split a table row are backslash-escaped, '<', '>', '&' become entities (a
 // name must not open an HTML tag in a rendered report), and newlines become spaces.

@@ -61,25 +61,8 @@ std::string valid_utf8(std::string_view text) {
 // Text from an input, as HTML text or an attribute value.
 std::string html(std::string_view text) { return escape_html(valid_utf8(text)); }
 
-std::string fixed(double v, int digits) {
-    if (!std::isfinite(v)) return "-";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
-
-// The spellings of comparison_to_markdown (compare.cpp), so that the page and the Markdown
-// report of one comparison read the same figures. The page repeats the report's words too: a
-// change to comparison_to_markdown's text wants the same change here.
-std::string percent(double v) { return std::isfinite(v) ? fixed(v * 100, 1) + " %" : "-"; }
-
-std::string p_text(double p) {
-    if (std::isnan(p)) return "-";
-    char buf[64];
-    if (p < 0.0001) std::snprintf(buf, sizeof buf, "%.1e", p);
-    else std::snprintf(buf, sizeof buf, "%.4f", p);
-    return buf;
-}
+// Figures are spelled as comparison_to_markdown spells them: format_fixed, format_percent and
+// format_p (compare.hpp), so the page and the Markdown report of one comparison read the same.
 
 // As `contend history --changes` prints its rules: 0.001, 1e-05.
 std::string general(double v) {
@@ -89,7 +72,7 @@ std::string general(double v) {
 }
 
 // As `contend history --changes` prints a time: three significant figures or more.
-std::string ns_text(double ns) { return fixed(ns, ns >= 100 ? 0 : ns >= 10 ? 1 : 2); }
+std::string ns_text(double ns) { return format_fixed(ns, ns >= 100 ? 0 : ns >= 10 ? 1 : 2); }
 
 std::string signed_percent(double before, double after) {
     char buf[64];
@@ -191,7 +174,7 @@ void changes_table(std::string& out, const std::vector<const benchmark_history*>
                    "\">" + html(s->name) + "</a></td><td class=\"num\">" + ns_text(c.point.before_mean) +
                    "</td><td class=\"num\">" + ns_text(c.point.after_mean) + "</td><td class=\"num\">" +
                    signed_percent(c.point.before_mean, c.point.after_mean) + "</td><td>" + html(c.label_before) +
-                   "</td><td>" + html(c.label_after) + "</td><td class=\"num\">" + p_text(c.point.p_value) +
+                   "</td><td>" + html(c.label_after) + "</td><td class=\"num\">" + format_p(c.point.p_value) +
                    "</td></tr>\n";
         }
     }
@@ -294,11 +277,11 @@ struct compare_builder {
             for (const auto* r : rows) {
                 const std::string anchor = std::string(prefix) + "-" + std::to_string(n++);
                 out += "<tr><td><a href=\"#" + anchor + "\">" + html(r->name) + "</a></td><td class=\"num\">" +
-                       fixed(r->base_ns, 3) + "</td><td class=\"num\">" + fixed(r->test_ns, 3) +
-                       "</td><td class=\"num\">" + fixed(r->ratio, 3) + "</td><td class=\"num\">" + p_text(r->p_value) +
-                       "</td><td class=\"num\">" + percent(r->base_spread) + "</td><td class=\"num\">" +
-                       percent(r->test_spread) + "</td><td class=\"num\">" + std::to_string(r->base_samples) + " / " +
-                       std::to_string(r->test_samples) + "</td>";
+                       format_fixed(r->base_ns, 3) + "</td><td class=\"num\">" + format_fixed(r->test_ns, 3) +
+                       "</td><td class=\"num\">" + format_fixed(r->ratio, 3) + "</td><td class=\"num\">" +
+                       format_p(r->p_value) + "</td><td class=\"num\">" + format_percent(r->base_spread) +
+                       "</td><td class=\"num\">" + format_percent(r->test_spread) + "</td><td class=\"num\">" +
+                       std::to_string(r->base_samples) + " / " + std::to_string(r->test_samples) + "</td>";
                 if (c.edges_checked)
                     out += "<td>" +
                            (r->edge_checked ? html(std::string(to_string(r->edge)) + ": " + r->edge_detail)
@@ -338,7 +321,7 @@ std::string render_history_page(const std::vector<stored_run>& runs, const std::
         "<p class=\"note\">A change point is a run after which a benchmark's median moved to a new level and stayed "
         "there (E-divisive means, then Welch's t-test between the neighbouring segments): p &lt; " +
         general(request.options.p) + ", at least " + std::to_string(request.options.min_segment) +
-        " runs on each side, a change of means of at least " + percent(request.options.min_magnitude) +
+        " runs on each side, a change of means of at least " + format_percent(request.options.min_magnitude) +
         ". A run without a valid cell of a benchmark is left out of its series.</p>\n";
     out += "<h2>Changes</h2>\n";
     if (counts.change_points == 0) out += "<p>None.</p>\n";
@@ -396,22 +379,9 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
            " compared: " + (c.regressions ? "<strong class=\"bad\">" : "<strong>") +
            plural(c.regressions, "regression", "regressions") + "</strong>, <strong>" +
            plural(c.improvements, "improvement", "improvements") + "</strong>, " + std::to_string(c.same) + " same, " +
-           std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + fixed(c.geomean_ratio, 4) + ".</p>\n";
-    out += "<p class=\"note\">Rules: a change counts when Test/Base is past " + percent(c.options.threshold) +
-           ", the medians differ by at least " + fixed(c.options.noise_floor_ns, 2) +
-           " ns, and a two-sided Mann-Whitney U test gives p &lt; " + p_text(c.options.alpha) + ".";
-    if (c.edges_checked)
-        out +=
-            " From a history, also: a change point of the benchmark's series over the runs falls between the two "
-            "(E-divisive means, p &lt; " +
-            p_text(c.edge_options.p) + ", at least " + std::to_string(c.edge_options.min_segment) +
-            " runs a side, at least " + percent(c.edge_options.min_magnitude) +
-            "), unless the history has too few runs to tell.";
-    else
-        out +=
-            " Each side is one run: the U test sees how its repetitions spread, not how much runs differ, which "
-            "for contended cells can be more; <code>contend compare --db</code> checks a change against the "
-            "history too.";
+           std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) +
+           ".</p>\n";
+    out += "<p class=\"note\">" + escape_html(comparison_rules(c));
     out += "</p>\n";
 
     compare_builder builder{c, evidence, json::array(), {}};
@@ -426,8 +396,9 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
     std::string noisy;
     for (const auto& r : c.rows)
         if (r.verdict == compare_verdict::noisy)
-            noisy += "<li>" + html(r.name) + ": " + fixed(r.base_ns, 3) + " -&gt; " + fixed(r.test_ns, 3) + " ns (" +
-                     fixed(r.ratio, 3) + "x); " + html(r.reason) + "</li>\n";
+            noisy += "<li>" + html(r.name) + ": " + format_fixed(r.base_ns, 3) + " -&gt; " +
+                     format_fixed(r.test_ns, 3) + " ns (" + format_fixed(r.ratio, 3) + "x); " + html(r.reason) +
+                     "</li>\n";
     out += noisy.empty() ? "<p>None.</p>\n" : "<ul>\n" + noisy + "</ul>\n";
     out += "<h2>On one side only</h2>\n";
     if (c.only_in_base.empty() && c.only_in_test.empty()) out += "<p>None.</p>\n";
@@ -437,20 +408,9 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
         for (const auto& n : c.only_in_test) out += "<li>only in the test: " + html(n) + "</li>\n";
         out += "</ul>\n";
     }
-    out +=
-        "<h2>What the columns mean</h2>\n<ul>\n"
-        "<li><strong>Baseline, Test</strong>: the median over repetitions, ns per operation (lower is better).</li>\n"
-        "<li><strong>Test/Base</strong>: above 1 the test is slower.</li>\n"
-        "<li><strong>p (U test)</strong>: the chance of samples at least this far apart if nothing changed "
-        "(two-sided Mann-Whitney U on the repetitions); '-' when a side has fewer than 2.</li>\n"
-        "<li><strong>Spread</strong>: interquartile range over median of a side's repetitions; a spread near the "
-        "change itself means the machine was noisy.</li>\n";
-    if (c.edges_checked)
-        out +=
-            "<li><strong>History</strong>: the edge detector. <em>change</em>: a change point of the benchmark's "
-            "series over the history falls between the two runs; <em>no change</em>: there are enough runs on each "
-            "side and none does, so the row is noisy whatever the U test says (repetitions of one run cannot show "
-            "how much runs differ); <em>too few runs</em>: unconfirmed.</li>\n";
+    out += "<h2>What the columns mean</h2>\n<ul>\n";
+    for (const auto& [name, meaning] : column_meanings(c))
+        out += "<li><strong>" + escape_html(name) + "</strong>: " + escape_html(meaning) + "</li>\n";
     out += "</ul>\n";
     out += "<h2>Repro</h2>\n<pre><code>" + html(repro_command) + "</code></pre>\n";
     return page("contend compare: " + base_name + " vs " + test_name, out, {{"charts", builder.charts}}, builder.counts,

@@ -62,8 +62,11 @@ lab::comparison_input input_of(const std::vector<lab::stored_run>& runs, std::in
 }
 
 const lab::compare_row& row(const lab::comparison& c, const std::string& contender) {
+    // Appends only: GCC 12 warns (-Wrestrict, a false positive) on "literal" + std::string&&.
+    std::string name = "counter/";
+    name.append(contender).append("/workers:2");
     for (const auto& r : c.rows)
-        if (r.name == "counter/" + contender + "/workers:2") return r;
+        if (r.name == name) return r;
     throw std::runtime_error("no row for " + contender);
 }
 
