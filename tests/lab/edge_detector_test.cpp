@@ -42,7 +42,7 @@ std::vector<lab::stored_run> history(int first = 0, int last = run_count) {
     for (int i = first; i < last; ++i) {
         lab::stored_run r;
         r.id = i + 1;
-        r.run.context.label = "r" + std::to_string(i + 1);
+        r.run.context.label = std::string("r").append(std::to_string(i + 1));
         r.run.cells.push_back(make_cell("step_lock", step[i]));
         r.run.cells.push_back(make_cell("wobbly_lock", wobbly[i]));
         runs.push_back(std::move(r));
