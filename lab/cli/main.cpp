@@ -323,10 +323,11 @@ int run_compare(const compare_args& a) {
     options.threshold = a.threshold_percent / 100;
     options.noise_floor_ns = a.noise_ns;
     options.alpha = a.alpha;
-    std::unique_ptr<lab::history_store> store;
-    if (from_history) store = open_history(a.db_path);
+    // From a history: read once, so both labels, the edges and the page come from one snapshot.
+    std::vector<lab::stored_run> runs;
+    if (from_history) runs = open_history(a.db_path)->stored_runs();
     const auto read = [&](const std::string& what) {
-        return from_history ? lab::comparison_input_from_history(*store, lab::history_store::printable(a.db_path), what)
+        return from_history ? lab::comparison_input_from_runs(runs, lab::history_store::printable(a.db_path), what)
                             : lab::read_comparison_input(what);
     };
     const auto base = read(a.baseline);
@@ -335,12 +336,9 @@ int run_compare(const compare_args& a) {
     // Found as `contend history --changes` finds them, with its defaults.
     const lab::change_options edge_options;
     std::optional<lab::edge_evidence> edges;
-    std::vector<lab::stored_run> runs;  // from a history: read once, for the edges and the page
-    if (from_history) {
-        runs = store->stored_runs();
+    if (from_history)
         edges = lab::edges_between(runs, lab::newest_run_labelled(runs, a.baseline),
                                    lab::newest_run_labelled(runs, a.test), edge_options);
-    }
     const auto c = lab::compare_inputs(base, test, options, edges ? &*edges : nullptr, edge_options);
     char knobs[160];
     std::snprintf(knobs, sizeof knobs, " --threshold %g --noise %g --alpha %g", a.threshold_percent, a.noise_ns,

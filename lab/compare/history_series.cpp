@@ -22,8 +22,12 @@ std::string run_name(const stored_run& r) {
 
 comparison_input comparison_input_from_history(const history_store& store, const std::string& db_path,
                                                const std::string& label) {
+    return comparison_input_from_runs(store.stored_runs(), db_path, label);
+}
+
+comparison_input comparison_input_from_runs(const std::vector<stored_run>& runs, const std::string& db_path,
+                                            const std::string& label) {
     const std::string source = db_path + " label " + label;
-    const std::vector<stored_run> runs = store.stored_runs();
     const stored_run* newest = nullptr;
     for (const auto& r : runs)
         if (r.run.context.label == label) newest = &r;  // oldest first: the last one is the newest

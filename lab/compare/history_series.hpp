@@ -24,6 +24,11 @@ namespace contend::lab {
 // a valid cell holds a time that is not a positive finite number (as the JSON reader does).
 comparison_input comparison_input_from_history(const history_store& store, const std::string& db_path,
                                                const std::string& label);
+// The same from runs already read (stored_runs(), oldest first): a caller that reads the
+// history once gets both labels, and anything else it derives, from one snapshot, which a
+// second read could not promise while another process appends.
+comparison_input comparison_input_from_runs(const std::vector<stored_run>& runs, const std::string& db_path,
+                                            const std::string& label);
 
 // One change point of one benchmark's series over the history.
 struct series_change {

@@ -238,15 +238,20 @@ std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min
     return static_cast<std::uint64_t>(static_cast<double>(ops) * std::clamp(grow, 2.0, 16.0));
 }
 
-cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
-                     const harness_options& options) {
-    if (c.measure_cell) return c.measure_cell(c, suite, workers, options);
+cell_result new_cell(const contender& c, const std::string& suite, std::int32_t workers) {
     cell_result cell;
     cell.suite = suite;
     cell.contender = c.name;
     cell.params = c.params;
     cell.workers = workers;
     cell.operation = c.operation;
+    return cell;
+}
+
+cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                     const harness_options& options) {
+    if (c.measure_cell) return c.measure_cell(c, suite, workers, options);
+    cell_result cell = new_cell(c, suite, workers);
     cell.has_fairness = c.is_lock && workers > 1;
     std::vector<std::vector<int>> cpus;
     try {

@@ -96,6 +96,11 @@ inline constexpr double calibration_overshoot = 3;
 inline constexpr int max_calibration_shrinks = 2;
 std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns, bool may_shrink = true);
 
+// A cell of contender `c` at `workers`, before anything is measured: its suite, contender,
+// parameters, worker count and operation filled in. run_cell and a contender's own
+// measure_cell start from it, so every cell names itself the same way.
+cell_result new_cell(const contender& c, const std::string& suite, std::int32_t workers);
+
 // Calibrates and runs one cell in this process.
 cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
                      const harness_options& options);

@@ -335,12 +335,7 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
 
 cell_result measure_server_cell(const server_kind& kind, const std::string& route, int connections, const contender& c,
                                 const std::string& suite, std::int32_t workers, const harness_options& o) {
-    cell_result cell;
-    cell.suite = suite;
-    cell.contender = c.name;
-    cell.params = c.params;
-    cell.workers = workers;
-    cell.operation = c.operation;
+    cell_result cell = new_cell(c, suite, workers);
     // wrk and the server share the machine: it is oversubscribed once their threads
     // together outnumber the CPUs (always, on 2 CPUs).
     cell.oversubscribed = workers + wrk_threads > static_cast<std::int32_t>(allowed_cpus().size());
