@@ -526,6 +526,38 @@ TEST(ThreadPool, PostLocalFromOutsideAPoolGoesToTheGlobalQueue) {
     EXPECT_EQ(thread_pool::current(), nullptr);
 }
 
+// What an event loop run as a pool item asks before it blocks in its poll.
+TEST(ThreadPool, WorkWaitingSeesTheCallersDequeAndTheGlobalQueues) {
+    watchdog dog(30s);
+    thread_pool pool(fixed(1));
+    EXPECT_FALSE(pool.work_waiting());
+    std::atomic<int> step{0};
+    std::atomic<bool> alone{true}, after_local{false}, after_global{false};
+    pool.post([&] {
+        alone = pool.work_waiting();  // nothing queued anywhere
+        pool.post_local([&] { step.fetch_add(1); });
+        after_local = pool.work_waiting();  // its own deque
+        pool.post([&] { step.fetch_add(1); });
+        after_global = pool.work_waiting();
+    });
+    pool.wait_idle();
+    EXPECT_EQ(step.load(), 2);
+    EXPECT_FALSE(alone.load());
+    EXPECT_TRUE(after_local.load());
+    EXPECT_TRUE(after_global.load());
+
+    // Off the pool: the global queue, here behind the one worker held busy.
+    std::atomic<bool> release{false};
+    pool.post([&] {
+        while (!release.load()) std::this_thread::sleep_for(1ms);
+    });
+    pool.post([] {});
+    EXPECT_TRUE(pool.work_waiting());
+    release = true;
+    pool.wait_idle();
+    EXPECT_FALSE(pool.work_waiting());
+}
+
 TEST(ThreadPool, AnIdlePoolBurnsNextToNoCpu) {
     watchdog dog(30s);
     thread_pool pool(fixed(4));

@@ -1,18 +1,29 @@
 // Who touches what:
-//   - The loop thread owns the sockets, the connection table, and the two pumps of each
-//     connection: fd_to_pipe writes the `in` pipe, pipe_to_fd reads the `out` pipe.
-//   - The pool runs at most one parser item per connection at a time; it reads `in` and
-//     writes `out`. It never blocks: a read or flush that cannot finish at once is left
-//     pending (read_async / flush_async) and its callback posts the next item.
-//   - Pipe callbacks that concern the loop (a flush or read a pump left pending) only push
-//     the connection's id on a list and poke an eventfd; the loop looks the id up, so a
-//     callback that outlives its connection finds nothing and does nothing.
+//   - The loop waits in epoll_wait and owns the connection table, accepting, and the end of
+//     a connection (half-close, lingering, close). It is not a thread: each turn of it is a
+//     pool item that posts the next turn (poll_turn), so one worker at a time runs it and
+//     its state needs no lock. It does no I/O on a connection's socket while the
+//     connection is open: readiness only schedules the connection's transport.
+//   - The transport of a connection (its fd_to_pipe into `in` and pipe_to_fd out of `out`)
+//     runs on the pool, one item at a time per connection: schedule() sets what is ready
+//     (socket readable, socket writable) in one atomic word, and only the call that finds
+//     the connection unscheduled posts an item, which runs until no news is left. A pump's
+//     `wake` (a flush or read it left pending has completed) schedules the transport too.
+//   - The parser runs on the pool as its own chain, at most one item per connection at a
+//     time; it reads `in` and writes `out`. It never blocks: a read or flush that cannot
+//     finish at once is left pending (read_async / flush_async) and its callback posts the
+//     next item.
+//   Every post from a worker goes on that worker's local queue: the socket read, the parse
+//   and the socket write of a request usually run back to back on one worker, with no
+//   thread woken and nothing crossing to the loop. When another worker steals one of them,
+//   the transport and the parser run at once on two threads and meet in the pipes, the
+//   shape of a System.IO.Pipelines server (Kestrel's socket transport and its HTTP layer).
 // A connection ends in one place: when its `out` pump finishes (the parser completed the
-// response stream, or the socket failed). The loop then completes the `in` writer, which
-// ends a parser still waiting for a request, half-closes the socket and drains what the
-// client still sends for up to a second before closing, so that unread input does not turn
-// the close into a reset that destroys the last response (the "lingering close" of
-// RFC 9112 9.6).
+// response stream, or the socket failed). The transport then completes the `in` writer,
+// which ends a parser still waiting for a request, stops touching the socket and hands the
+// connection to the loop, which half-closes the socket and drains what the client still
+// sends for up to a second before closing, so that unread input does not turn the close
+// into a reset that destroys the last response (the "lingering close" of RFC 9112 9.6).
 #include "server.hpp"
 
 #include <arpa/inet.h>
@@ -29,6 +40,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -63,6 +76,8 @@ constexpr auto accept_pause = std::chrono::milliseconds(100);
 
 struct connection;
 
+void poll_item(server::core& c);
+
 struct server::core {
     server_options options;
     int listen_fd = -1, epoll_fd = -1, wake_fd = -1, signal_fd = -1;
@@ -73,12 +88,22 @@ struct server::core {
     std::atomic<std::uint64_t> accepted{0}, released{0}, contentions{0}, pauses{0};
 
     contend::mutex ready_lock;
-    std::vector<std::uint64_t> ready;  // guarded by ready_lock: ids whose pumps have news
+    std::vector<std::uint64_t> ready;  // guarded by ready_lock: ids whose transport has ended
 
-    // Loop thread only.
+    // Set by the loop before it forces the last connections closed: no transport item is
+    // posted any more, and one already queued returns at once.
+    std::atomic<bool> halted{false};
+
+    // The loop's (one turn at a time; run()'s thread once the loop has stopped).
     std::unordered_map<std::uint64_t, std::shared_ptr<connection>> connections;
     std::uint64_t next_id = first_connection_id;
     std::optional<steady::time_point> accept_resume_at;  // set while accepting is paused
+    // Closing connections by deadline: one linger_limit for all, so the order they began to
+    // close in. Ids of connections closed since are skipped.
+    std::deque<std::uint64_t> lingering;
+    steady::time_point start;
+    std::optional<steady::time_point> stop_deadline;  // set once stopping has begun
+    std::promise<void> stopped;  // the poller's last act: it has stopped, or failed
 
     ~core() {
         for (int fd : {listen_fd, epoll_fd, wake_fd, signal_fd})
@@ -129,14 +154,21 @@ struct connection {
 
     server::core& core;
     const std::uint64_t id;
-    const int fd;  // closed by the loop, which alone uses it
+    const int fd;  // used by the transport while open, by the loop once handed off; closed by the loop
     contend::pipe in;  // socket -> parser
     contend::pipe out;  // parser -> socket
 
-    // Loop thread only.
+    // The transport's (one pool item at a time, see schedule()).
     std::unique_ptr<contend::fd_to_pipe> in_pump;
     std::unique_ptr<contend::pipe_to_fd> out_pump;
-    bool in_done = false, out_done = false, closing = false;
+    bool in_done = false, out_done = false, handed_off = false;
+
+    // What the transport has to look at, and whether an item for it is queued or running.
+    static constexpr unsigned queued = 1, in_ready = 2, out_ready = 4;
+    std::atomic<unsigned> transport{0};
+
+    // The loop's only.
+    bool closing = false;
     steady::time_point linger_deadline{};
 
     // The parser's, one pool item at a time.
@@ -167,7 +199,7 @@ enum class parser_next { read_more, waiting, finished };
 
 void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::read_result> first);
 
-// Nothing more will be read or written by the parser: the loop's `out` pump sees the end
+// Nothing more will be read or written by the parser: the transport's `out` pump sees the end
 // once it has written what is buffered, and an `in` pump still reading stops.
 void parser_finish(connection& c) {
     c.out.writer().complete();
@@ -244,7 +276,7 @@ parser_next answer(const std::shared_ptr<connection>& c, const contend::read_res
     writer.flush_async([c](contend::flush_result fr) {
         c->parked_flush = fr;
         if (c->handoff.exchange(connection::done, std::memory_order_acq_rel) == connection::pending) {
-            c->core.pool->post([c] {
+            c->core.pool->post_local([c] {
                 c->handoff.store(connection::idle, std::memory_order_relaxed);
                 resume(c, after_flush(*c, c->parked_flush));
             });
@@ -275,7 +307,7 @@ void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::rea
                 c->in.reader().read_async([c](contend::read_result rr) {
                     c->parked_read = std::move(rr);
                     if (c->handoff.exchange(connection::done, std::memory_order_acq_rel) == connection::pending) {
-                        c->core.pool->post([c] {
+                        c->core.pool->post_local([c] {
                             c->handoff.store(connection::idle, std::memory_order_relaxed);
                             parser_run(c, std::move(c->parked_read));
                         });
@@ -297,6 +329,80 @@ void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::rea
             return;
         }
     }
+}
+
+// The transport: one pass over what `bits` says is ready. The `in` pump reads the socket
+// when it is readable (epoll) or a flush it left pending has completed; the `out` pump
+// writes when the socket is writable or a read it left pending found bytes (or the end).
+void transport_pass(connection& c, unsigned bits) {
+    if ((bits & connection::in_ready) != 0 && !c.in_done) {
+        try {
+            const auto t = c.in_pump->step();
+            using enum contend::fd_stop;
+            if (t.stop == end_of_stream || t.stop == peer_completed || t.stop == error) c.in_done = true;
+        } catch (...) {
+            c.in_done = true;
+            c.in.writer().complete();
+        }
+    }
+    if ((bits & connection::out_ready) != 0 && !c.out_done) {
+        try {
+            const auto t = c.out_pump->step();
+            if (t.stop == contend::fd_stop::end_of_stream || t.stop == contend::fd_stop::error) c.out_done = true;
+        } catch (...) {
+            c.out_done = true;
+            c.out.reader().complete();
+        }
+    }
+    if (c.out_done && !c.handed_off) {
+        // Nothing more goes out: a parser waiting for a request sees the end, and the socket
+        // is the loop's from here on.
+        c.in.writer().complete();
+        c.out.reader().complete();
+        c.handed_off = true;
+        c.core.notify(c.id);
+    }
+}
+
+void transport_run(const std::shared_ptr<connection>& c) {
+    for (;;) {
+        if (c->core.halted.load(std::memory_order_acquire)) return;
+        const unsigned bits = c->transport.exchange(connection::queued, std::memory_order_acq_rel);
+        if (!c->handed_off) transport_pass(*c, bits);
+        // Idle again unless news came during the pass; then another pass, in this item.
+        unsigned expected = connection::queued;
+        if (c->transport.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
+    }
+}
+
+// Notes what is ready and makes sure one transport item will look: only the call that
+// finds the connection unscheduled posts one. The poller posts on the global queue: FIFO,
+// so the connections it found ready are served in turn, and the next poll queues up
+// behind them (its worker's deque would be LIFO: under a steady stream of readiness the
+// first connections dispatched would wait behind every later one). A pump's wake posts on
+// the caller's local queue: it comes from the parser's flush, and the socket write then
+// runs next on the same thread.
+enum class from { poller, worker };
+void schedule(const std::shared_ptr<connection>& c, unsigned bits, from who) {
+    const unsigned before = c->transport.fetch_or(bits | connection::queued, std::memory_order_acq_rel);
+    if ((before & connection::queued) != 0 || c->core.halted.load(std::memory_order_acquire)) return;
+    if (who == from::poller) c->core.pool->post([c] { transport_run(c); });
+    else c->core.pool->post_local([c] { transport_run(c); });
+}
+
+// A pump's wake: it may run after the loop dropped the connection, from a pipe being torn
+// down; then there is nothing to schedule.
+std::function<void()> waker(const std::shared_ptr<connection>& c, unsigned bits) {
+    return [w = std::weak_ptr<connection>(c), bits] {
+        if (auto c = w.lock()) schedule(c, bits, from::worker);
+    };
+}
+
+unsigned ready_bits(std::uint32_t events) {
+    unsigned bits = 0;
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) bits |= connection::in_ready;
+    if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) bits |= connection::out_ready;
+    return bits;
 }
 
 }  // namespace
@@ -321,11 +427,10 @@ struct loop {
             ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             const std::uint64_t id = c.next_id++;
             auto conn = std::make_shared<connection>(c, id, fd);
-            auto* core = &c;
             conn->in_pump =
-                std::make_unique<contend::fd_to_pipe>(fd, conn->in.writer(), [core, id] { core->notify(id); });
+                std::make_unique<contend::fd_to_pipe>(fd, conn->in.writer(), waker(conn, connection::in_ready));
             conn->out_pump =
-                std::make_unique<contend::pipe_to_fd>(conn->out.reader(), fd, [core, id] { core->notify(id); });
+                std::make_unique<contend::pipe_to_fd>(conn->out.reader(), fd, waker(conn, connection::out_ready));
             epoll_event ev{};
             ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
             ev.data.u64 = id;
@@ -341,6 +446,7 @@ struct loop {
             c.accepted.fetch_add(1, std::memory_order_relaxed);
             c.connections.emplace(id, conn);
             c.pool->post([conn] { parser_run(conn, std::nullopt); });
+            schedule(conn, connection::in_ready | connection::out_ready, from::poller);
         }
     }
 
@@ -363,7 +469,9 @@ struct loop {
         c.accept_resume_at.reset();
     }
 
-    void service(std::uint64_t id) {
+    // Readiness of an open connection's socket goes to its transport; of a closing one,
+    // to the lingering drain.
+    void service(std::uint64_t id, std::uint32_t events) {
         const auto it = c.connections.find(id);
         if (it == c.connections.end()) return;  // news for a connection already closed
         const auto conn = it->second;  // a copy: closing erases the entry
@@ -371,31 +479,14 @@ struct loop {
             linger(*conn);
             return;
         }
-        if (!conn->in_done) {
-            try {
-                const auto t = conn->in_pump->step();
-                using enum contend::fd_stop;
-                if (t.stop == end_of_stream || t.stop == peer_completed || t.stop == error) conn->in_done = true;
-            } catch (...) {
-                conn->in_done = true;
-                conn->in.writer().complete();
-            }
-        }
-        try {
-            const auto t = conn->out_pump->step();
-            if (t.stop == contend::fd_stop::end_of_stream || t.stop == contend::fd_stop::error) conn->out_done = true;
-        } catch (...) {
-            conn->out_done = true;
-            conn->out.reader().complete();
-        }
-        if (conn->out_done) begin_close(*conn);
+        schedule(conn, ready_bits(events), from::poller);
     }
 
+    // The transport has handed the connection over: no response will follow.
     void begin_close(connection& conn) {
-        conn.in.writer().complete();  // a parser waiting for a request sees the end
-        conn.out.reader().complete();
         ::shutdown(conn.fd, SHUT_WR);
         conn.closing = true;
+        c.lingering.push_back(conn.id);
         conn.linger_deadline = steady::now() + linger_limit;
         linger(conn);
     }
@@ -419,10 +510,14 @@ struct loop {
     }
 
     void expire_lingering(steady::time_point now) {
-        std::vector<std::uint64_t> expired;
-        for (const auto& [id, conn] : c.connections)
-            if (conn->closing && now >= conn->linger_deadline) expired.push_back(id);
-        for (auto id : expired) finish(*c.connections.at(id));
+        while (!c.lingering.empty()) {
+            const auto it = c.connections.find(c.lingering.front());
+            if (it != c.connections.end()) {
+                if (now < it->second->linger_deadline) return;
+                finish(*it->second);
+            }
+            c.lingering.pop_front();
+        }
     }
 
     void take_ready() {
@@ -435,7 +530,10 @@ struct loop {
         }
         std::sort(ids.begin(), ids.end());
         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-        for (auto id : ids) service(id);
+        for (auto id : ids) {
+            const auto it = c.connections.find(id);
+            if (it != c.connections.end() && !it->second->closing) begin_close(*it->second);
+        }
     }
 
     // Stops accepting and shuts every socket's reading side: each connection then ends as
@@ -445,16 +543,19 @@ struct loop {
         ::epoll_ctl(c.epoll_fd, EPOLL_CTL_DEL, c.listen_fd, nullptr);
         ::close(c.listen_fd);
         c.listen_fd = -1;
-        std::vector<std::uint64_t> ids;
         for (const auto& [id, conn] : c.connections) {
+            if (conn->closing) continue;
             ::shutdown(conn->fd, SHUT_RD);
-            ids.push_back(id);
+            schedule(conn, connection::in_ready, from::poller);
         }
-        for (auto id : ids) service(id);
     }
 
-    // What begin_stop left after stop_limit: closed without waiting further.
+    // What begin_stop left after stop_limit: closed without waiting further. The transports
+    // are stopped first (and the items in flight waited for), so that no worker uses a
+    // socket or a pump's pipe side while they are closed here.
     void force_close_all() {
+        c.halted.store(true, std::memory_order_release);
+        c.pool->wait_idle();
         for (auto& [id, conn] : c.connections) {
             conn->in.writer().complete();
             conn->out.reader().complete();
@@ -513,44 +614,79 @@ server::~server() = default;
 
 std::uint16_t server::port() const noexcept { return core_->port; }
 
+namespace {
+
+// One turn of the event loop, as a pool item that posts the next turn: the loop is the
+// poller of the pool, not a thread of its own. Whichever worker runs out of work first
+// takes the turn and waits in epoll_wait; the items it posts for ready connections queue
+// up, in order, before the next turn, which only runs once they have all been taken. So
+// with one worker the server's whole path (wait, read, parse, write) runs on one thread
+// with no hand-off, as a single-threaded event loop would, and with more the ready
+// connections spread over the workers. Boost.Asio's scheduler does the same: its reactor
+// is an operation in the handler queue, run by whichever thread dequeues it (see
+// docs/references.md, asio-scheduler). The turn waits only when nothing else is queued
+// for its worker (thread_pool::work_waiting), so that it never sits on work.
+void poll_turn(server::core& c) {
+    loop l{c};
+    epoll_event events[128];
+    const int n = ::epoll_wait(c.epoll_fd, events, 128, c.pool->work_waiting() ? 0 : tick_ms);
+    if (n < 0 && errno != EINTR) throw_errno("epoll_wait");
+    bool stop_requested = false;
+    for (int i = 0; i < n; ++i) {
+        const auto key = events[i].data.u64;
+        if (key == listen_key) {
+            l.accept_all();
+        } else if (key == wake_key) {
+            l.take_ready();
+        } else if (key == signal_key) {
+            signalfd_siginfo info;
+            while (::read(c.signal_fd, &info, sizeof info) == sizeof info) stop_requested = true;
+        } else {
+            l.service(key, events[i].events);
+        }
+    }
+    const auto now = steady::now();
+    l.expire_lingering(now);
+    l.resume_accepting(now);
+    if (!c.stop_deadline) {
+        const auto& o = c.options;
+        if (o.max_requests != 0 && c.requests.load(std::memory_order_relaxed) >= o.max_requests) stop_requested = true;
+        if (o.duration.count() != 0 && now - c.start >= o.duration) stop_requested = true;
+        if (stop_requested) {
+            c.stop_deadline = now + stop_limit;
+            l.begin_stop();
+        }
+    }
+    if (c.stop_deadline && (c.connections.empty() || now >= *c.stop_deadline)) {
+        c.stopped.set_value();
+        return;
+    }
+    c.pool->post([&c] { poll_item(c); });
+}
+
+}  // namespace
+
+void poll_item(server::core& c) {
+    try {
+        poll_turn(c);
+    } catch (...) {
+        c.stopped.set_exception(std::current_exception());
+    }
+}
+
 server_totals server::run() {
     auto& c = *core_;
     loop l{c};
-    const auto start = steady::now();
-    std::optional<steady::time_point> stop_deadline;
-    epoll_event events[128];
-    for (;;) {
-        const int n = ::epoll_wait(c.epoll_fd, events, 128, tick_ms);
-        if (n < 0 && errno != EINTR) throw_errno("epoll_wait");
-        bool stop_requested = false;
-        for (int i = 0; i < n; ++i) {
-            const auto key = events[i].data.u64;
-            if (key == listen_key) {
-                l.accept_all();
-            } else if (key == wake_key) {
-                l.take_ready();
-            } else if (key == signal_key) {
-                signalfd_siginfo info;
-                while (::read(c.signal_fd, &info, sizeof info) == sizeof info) stop_requested = true;
-            } else {
-                l.service(key);
-            }
-        }
-        const auto now = steady::now();
-        l.expire_lingering(now);
-        l.resume_accepting(now);
-        if (!stop_deadline) {
-            const auto& o = c.options;
-            if (o.max_requests != 0 && c.requests.load(std::memory_order_relaxed) >= o.max_requests)
-                stop_requested = true;
-            if (o.duration.count() != 0 && now - start >= o.duration) stop_requested = true;
-            if (stop_requested) {
-                stop_deadline = now + stop_limit;
-                l.begin_stop();
-            }
-        }
-        if (stop_deadline && (c.connections.empty() || now >= *stop_deadline)) break;
+    c.start = steady::now();
+    auto stopped = c.stopped.get_future();
+    c.pool->post([&c] { poll_item(c); });
+    std::exception_ptr failure;
+    try {
+        stopped.get();
+    } catch (...) {
+        failure = std::current_exception();
     }
+    const auto start = c.start;
     l.force_close_all();
 
     server_totals t;
@@ -559,6 +695,7 @@ server_totals server::run() {
     // c.pool valid for any item that posts another.
     c.pool->wait_idle();
     c.pool.reset();
+    if (failure) std::rethrow_exception(failure);
     t.seconds = std::chrono::duration<double>(steady::now() - start).count();
     t.requests = c.requests.load();
     t.status_200 = c.status_200.load();

@@ -1,8 +1,9 @@
-// The json_server's connections: an epoll loop on one thread moves bytes between each
-// nonblocking socket and two contend::pipes (fd_to_pipe / pipe_to_fd), and a parser on the
-// contend::thread_pool reads requests from the first pipe and writes responses to the
-// second. The loop never parses and the parser never touches a socket, which is the shape
-// of a System.IO.Pipelines server (Kestrel's transport and its HTTP layer).
+// The json_server's connections: a transport moves bytes between each nonblocking socket
+// and two contend::pipes (fd_to_pipe / pipe_to_fd), and a parser reads requests from the
+// first pipe and writes responses to the second, both on the contend::thread_pool, whose
+// workers also take turns at the epoll loop (server.cpp says who touches what). The parser
+// never touches a socket and the transport never parses, which is the shape of a
+// System.IO.Pipelines server (Kestrel's socket transport and its HTTP layer).
 #pragma once
 
 #include <atomic>

@@ -181,6 +181,12 @@ public:
 
     // The pool whose worker the calling thread is, or nullptr.
     static thread_pool* current() noexcept;
+    // On one of this pool's workers: whether an item waits that this worker would otherwise
+    // run next (its own deque, the global or the time-sensitive queue). An item that may
+    // wait a long time for something outside the pool (an event loop's poll) blocks only
+    // while this is false, and otherwise polls without waiting and returns, so that it
+    // never sits on work. Off the pool's workers: whether the global queues hold items.
+    bool work_waiting() const noexcept;
 
 private:
     friend class blocking_scope;

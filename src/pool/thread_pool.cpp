@@ -533,6 +533,13 @@ bool thread_pool::set_max_threads(std::size_t n) {
     return true;  // workers above the new maximum retire after their current item
 }
 
+bool thread_pool::work_waiting() const noexcept {
+    const auto& core = *core_;
+    if (!core.global.empty() || !core.urgent.empty()) return true;
+    const internal::worker* w = internal::current_worker;
+    return w != nullptr && w->core == core_.get() && !w->deque.empty();
+}
+
 void thread_pool::wait_idle() {
     if (internal::current_worker != nullptr && internal::current_worker->core == core_.get())
         throw std::logic_error("contend::thread_pool::wait_idle: called from a worker of the same pool");

@@ -16,8 +16,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <string>
@@ -137,6 +139,26 @@ public:
             if (n < 0) throw std::runtime_error("send failed");
             bytes.remove_prefix(static_cast<std::size_t>(n));
         }
+    }
+    // Sends `bytes` over and over without blocking until the socket takes no more (the
+    // server has stopped reading) or `limit` bytes have gone; returns how many went.
+    std::size_t send_until_full(std::string_view bytes, std::size_t limit) {
+        ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+        std::size_t sent = 0, at = 0;
+        const auto deadline = steady::now() + io_budget;
+        while (sent < limit && steady::now() < deadline) {
+            const ssize_t n = ::send(fd_, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+            if (n < 0) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK) break;
+                // Full for now: full for good once it stays so for a while.
+                pollfd p{fd_, POLLOUT, 0};
+                if (::poll(&p, 1, 200) <= 0) break;
+                continue;
+            }
+            sent += static_cast<std::size_t>(n);
+            at = (at + static_cast<std::size_t>(n)) % bytes.size();
+        }
+        return sent;
     }
     // Closes with a reset (SO_LINGER 0), as a crashed client would.
     void reset() {
@@ -349,6 +371,35 @@ TEST_F(JsonServer, MalformedRequestsGet400AndTheConnectionClosed) {
     }
 }
 
+// After an error the server half-closes and drains what the client still sends, for a
+// second at most (the lingering close): a client that then neither closes nor sends has its
+// socket closed by the deadline alone (the server's descriptors go back to what they were),
+// and its next send is reset.
+TEST_F(JsonServer, AClientThatNeverClosesIsClosedAfterTheLingerLimit) {
+    const auto open_fds = [&] {
+        std::size_t n = 0;
+        for ([[maybe_unused]] const auto& e :
+             std::filesystem::directory_iterator("/proc/" + std::to_string(server_->pid()) + "/fd"))
+            ++n;
+        return n;
+    };
+    const std::size_t before = open_fds();
+    client c(port());
+    c.send("GARBAGE\r\n\r\n");
+    const auto all = c.read_to_close();  // the server's FIN
+    ASSERT_TRUE(all.has_value());
+    EXPECT_NE(all->find("HTTP/1.1 400 Bad Request\r\n"), std::string::npos) << *all;
+    const auto deadline = steady::now() + io_budget;
+    while (open_fds() > before && steady::now() < deadline) std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(open_fds(), before) << "the socket is still open after the linger limit";
+    bool reset = false;
+    for (int i = 0; i < 20 && !reset; ++i) {
+        reset = ::send(c.fd(), "x", 1, MSG_NOSIGNAL) < 0;
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_TRUE(reset);
+}
+
 TEST_F(JsonServer, OversizedHeadersGet431AndTheConnectionClosed) {
     client c(port());
     c.send("GET /json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: " + std::string(9 * 1024, 'f') + "\r\n\r\n");
@@ -396,6 +447,44 @@ TEST_F(JsonServer, AbruptDisconnectsMidRequestLeaveTheServerServingWithFlatMemor
     // is TearDown's: every connection object released.
     const long bound_kib = contend_test::under_sanitizer ? 128 * 1024 : 8 * 1024;
     EXPECT_LE(after - before, bound_kib) << "RSS " << before << " KiB -> " << after << " KiB";
+}
+
+// A client that sends without ever reading fills both pipes and the socket buffers: the
+// server stops reading it (backpressure), and a stop must still end within its limit,
+// closing that connection by force (TearDown checks the exit, the totals, and that the
+// connection object was released).
+TEST_F(JsonServer, StopEndsAConnectionWhoseClientNeverReads) {
+    client c(port());
+    const std::size_t sent = c.send_until_full(json_request, std::size_t{64} << 20);
+    EXPECT_LT(sent, std::size_t{64} << 20) << "the server never stopped reading";
+    EXPECT_GT(sent, std::size_t{0});
+    // Another client is still served meanwhile.
+    client other(port());
+    other.send(json_request);
+    const auto r = other.read_responses(1);
+    ASSERT_EQ(r.size(), 1u);
+    expect_json(r[0]);
+}
+
+// With one worker, every connection of many that keep sending is served: the connections
+// found ready are taken in turn, so none waits behind a steady stream of the others.
+TEST_F(JsonServer, OneWorkerServesEveryOneOfManyBusyConnections) {
+    server_.emplace(std::vector<std::string>{"--threads", "1"});
+    constexpr int connections = 64, rounds = 20;
+    std::vector<std::unique_ptr<client>> clients;
+    for (int i = 0; i < connections; ++i) clients.push_back(std::make_unique<client>(port()));
+    std::vector<int> answered(connections, 0);
+    for (int round = 0; round < rounds; ++round) {
+        for (auto& c : clients) c->send(std::string(json_request) + std::string(plaintext_request));
+        for (int i = 0; i < connections; ++i) {
+            const auto r = clients[i]->read_responses(2);
+            ASSERT_EQ(r.size(), 2u) << "connection " << i << ", round " << round;
+            expect_json(r[0]);
+            expect_plaintext(r[1]);
+            answered[i] += 2;
+        }
+    }
+    for (int i = 0; i < connections; ++i) EXPECT_EQ(answered[i], 2 * rounds) << "connection " << i;
 }
 
 TEST_F(JsonServer, StopsByItselfAfterMaxRequests) {
