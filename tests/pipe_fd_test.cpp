@@ -29,6 +29,7 @@
 #include "test_support.hpp"
 
 using namespace contend_test;
+using contend::fd_read_until;
 using contend::fd_stop;
 using contend::fd_to_pipe;
 using contend::fd_transfer;
@@ -312,6 +313,31 @@ TEST(PipeFd, ANonblockingSourceReportsWouldBlockThenDataThenEndOfStream) {
     r = p.reader().read();
     EXPECT_TRUE(r.is_completed);
     p.reader().advance_to(r.buffer.end());
+}
+
+// fd_read_until::short_read stops at a read that came back short, before the EOF queued
+// behind it, which only a step that reads until EAGAIN (the default) sees at once.
+TEST(PipeFd, AShortReadEndsAStepOnlyWhenAskedTo) {
+    watchdog dog(30s);
+    for (const auto until : {fd_read_until::short_read, fd_read_until::would_block}) {
+        socket_pair s(SOCK_NONBLOCK);
+        byte_pipe p;
+        fd_to_pipe source(s.b.fd, p.writer());
+        send_all(s.a.fd, std::as_bytes(std::span("abcdef", 6)));
+        ::shutdown(s.a.fd, SHUT_WR);
+        fd_transfer t = source.step(until);
+        EXPECT_EQ(t.bytes, 6u);
+        if (until == fd_read_until::short_read) {
+            EXPECT_EQ(t.stop, fd_stop::would_block);
+            t = source.step(fd_read_until::would_block);  // as after EPOLLRDHUP
+            EXPECT_EQ(t.bytes, 0u);
+        }
+        EXPECT_EQ(t.stop, fd_stop::end_of_stream);
+        const read_result r = p.reader().read();
+        EXPECT_EQ(text_of(r.buffer), "abcdef");
+        EXPECT_TRUE(r.is_completed);
+        p.reader().advance_to(r.buffer.end());
+    }
 }
 
 TEST(PipeFd, APeerClosingEarlyIsAnErrorNotACrash) {

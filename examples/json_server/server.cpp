@@ -162,9 +162,10 @@ struct connection {
     std::unique_ptr<contend::fd_to_pipe> in_pump;
     std::unique_ptr<contend::pipe_to_fd> out_pump;
     bool in_done = false, out_done = false, handed_off = false;
+    bool hung_up = false;  // epoll said the peer closed (or failed): read to EOF from then on
 
     // What the transport has to look at, and whether an item for it is queued or running.
-    static constexpr unsigned queued = 1, in_ready = 2, out_ready = 4;
+    static constexpr unsigned queued = 1, in_ready = 2, out_ready = 4, in_hangup = 8;
     std::atomic<unsigned> transport{0};
 
     // The loop's only.
@@ -335,9 +336,13 @@ void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::rea
 // when it is readable (epoll) or a flush it left pending has completed; the `out` pump
 // writes when the socket is writable or a read it left pending found bytes (or the end).
 void transport_pass(connection& c, unsigned bits) {
-    if ((bits & connection::in_ready) != 0 && !c.in_done) {
+    if ((bits & connection::in_hangup) != 0) c.hung_up = true;
+    if ((bits & (connection::in_ready | connection::in_hangup)) != 0 && !c.in_done) {
         try {
-            const auto t = c.in_pump->step();
+            // A read that comes back short ends the step: the next bytes raise an edge. Not
+            // after a hang-up, whose EOF may sit behind the last bytes and raises none.
+            const auto t =
+                c.in_pump->step(c.hung_up ? contend::fd_read_until::would_block : contend::fd_read_until::short_read);
             using enum contend::fd_stop;
             if (t.stop == end_of_stream || t.stop == peer_completed || t.stop == error) c.in_done = true;
         } catch (...) {
@@ -400,7 +405,8 @@ std::function<void()> waker(const std::shared_ptr<connection>& c, unsigned bits)
 
 unsigned ready_bits(std::uint32_t events) {
     unsigned bits = 0;
-    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) bits |= connection::in_ready;
+    if ((events & EPOLLIN) != 0) bits |= connection::in_ready;
+    if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) bits |= connection::in_hangup;
     if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) bits |= connection::out_ready;
     return bits;
 }
@@ -546,7 +552,7 @@ struct loop {
         for (const auto& [id, conn] : c.connections) {
             if (conn->closing) continue;
             ::shutdown(conn->fd, SHUT_RD);
-            schedule(conn, connection::in_ready, from::poller);
+            schedule(conn, connection::in_hangup, from::poller);
         }
     }
 

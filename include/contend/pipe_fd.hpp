@@ -43,7 +43,8 @@ namespace contend {
 
 // Why a step() or run() returned.
 enum class fd_stop : std::uint8_t {
-    would_block,  // the fd said EAGAIN: wait for epoll readiness, then step() again
+    would_block,  // the fd said EAGAIN (or a read came back short, fd_read_until::short_read): wait for
+                  // epoll readiness, then step() again
     end_of_stream,  // fd_to_pipe: the fd hit EOF, the writer is completed.
                     // pipe_to_fd: the writer completed and every byte is written; the reader is completed
     writer_paused,  // fd_to_pipe: a flush waits for the reader (backpressure); `wake` runs when it ends
@@ -54,6 +55,21 @@ enum class fd_stop : std::uint8_t {
 };
 
 const char* to_string(fd_stop stop) noexcept;
+
+// When fd_to_pipe::step() stops reading an fd that still returns bytes.
+enum class fd_read_until : std::uint8_t {
+    // Until read(2) says EAGAIN: right whoever drives step(), and the only way to see an
+    // end of stream that arrived with the last bytes.
+    would_block,
+    // Also after a read that returned fewer bytes than it asked for, reported as
+    // would_block: the fd had no more at that moment, and epoll reports the next bytes
+    // (level-triggered: still readable; edge-triggered: each arrival is a new edge, on
+    // Linux). It saves the read that would only say EAGAIN, one syscall per burst of a
+    // request-response protocol, as Boost.Asio's reactor does. The caller must go back to
+    // would_block when epoll reports a hang-up (EPOLLRDHUP, EPOLLHUP, EPOLLERR): an EOF
+    // queued behind the last bytes raises no further edge.
+    short_read,
+};
 
 struct fd_transfer {
     std::size_t bytes = 0;  // moved by this call
@@ -77,9 +93,10 @@ public:
     fd_to_pipe(const fd_to_pipe&) = delete;
     fd_to_pipe& operator=(const fd_to_pipe&) = delete;
 
-    // Reads until EAGAIN, EOF, an error, or a flush that cannot complete at once. Each read
-    // is flushed before the next, so a reader sees bytes as they come.
-    fd_transfer step();
+    // Reads until EAGAIN (or as `until` says), EOF, an error, or a flush that cannot
+    // complete at once. Each read is flushed before the next, so a reader sees bytes as
+    // they come.
+    fd_transfer step(fd_read_until until = fd_read_until::would_block);
     // Blocks until end_of_stream, peer_completed, canceled or error (waiting first for a
     // flush a step() left pending).
     fd_transfer run();

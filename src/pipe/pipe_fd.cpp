@@ -188,7 +188,7 @@ bool fd_to_pipe::failed(fd_transfer& t, int error) {
     return true;
 }
 
-fd_transfer fd_to_pipe::step() {
+fd_transfer fd_to_pipe::step(fd_read_until until) {
     auto& st = *state_;
     if (st.finished) return st.final_result();
     fd_transfer t;
@@ -220,6 +220,7 @@ fd_transfer fd_to_pipe::step() {
             writer_->complete();
             return st.finish(t, fd_stop::end_of_stream);
         }
+        const bool drained = until == fd_read_until::short_read && static_cast<std::size_t>(n) < span.size();
         writer_->advance(static_cast<std::size_t>(n));
         t.bytes += static_cast<std::size_t>(n);
         st.phase.store(internal::fd_pump_state::issuing, std::memory_order_relaxed);
@@ -237,6 +238,10 @@ fd_transfer fd_to_pipe::step() {
             return t;
         }
         if (flush_ended(t, st.flushed)) return t;
+        if (drained) {
+            t.stop = fd_stop::would_block;
+            return t;
+        }
     }
 }
 
