@@ -1435,6 +1435,30 @@ TEST(PipeStats, CountBytesWrittenConsumedAndBuffered) {
     EXPECT_GE(s.segments_allocated, 1u);
 }
 
+// The lock is for the slow paths: a flush, read and advance that need no wait take none;
+// a read left pending on an empty pipe takes it (and its completion by a flush too).
+TEST(PipeStats, TheLockIsTakenOnlyOnSlowPaths) {
+    byte_pipe p;
+    for (int i = 0; i < 100; ++i) {
+        commit(p.writer(), 10);
+        p.writer().flush();
+        const read_result r = p.reader().read();
+        p.reader().advance_to(r.buffer.end());
+    }
+    EXPECT_EQ(p.stats().lock_acquisitions, 0u);
+    std::atomic<bool> called{false};
+    p.reader().read_async([&](read_result) { called = true; });
+    EXPECT_FALSE(called.load());
+    EXPECT_GE(p.stats().lock_acquisitions, 1u);
+    const auto before_flush = p.stats().lock_acquisitions;
+    commit(p.writer(), 10);
+    p.writer().flush();
+    EXPECT_TRUE(called.load());
+    const contend::pipe_stats s = p.stats();
+    EXPECT_GT(s.lock_acquisitions, before_flush);
+    EXPECT_EQ(s.lock_contentions, 0u);
+}
+
 TEST(PipeStats, APausedFlushIsCountedOnce) {
     flush_probe probe;
     byte_pipe p;

@@ -118,10 +118,11 @@ int main(int argc, char** argv) {
         std::printf("connections: accepted %llu, released %llu\n",
                     static_cast<unsigned long long>(t.connections_accepted),
                     static_cast<unsigned long long>(t.connections_released));
-        std::printf("pipe locks (%s): %llu contentions (%.1f/s), %llu writer pauses\n", lock,
-                    static_cast<unsigned long long>(t.pipe_lock_contentions),
-                    per_second(t.pipe_lock_contentions, t.seconds),
-                    static_cast<unsigned long long>(t.pipe_writer_pauses));
+        std::printf(
+            "pipe locks (%s): %llu contentions (%.1f/s) in %llu acquisitions (%.1f/s), %llu writer pauses\n", lock,
+            static_cast<unsigned long long>(t.pipe_lock_contentions), per_second(t.pipe_lock_contentions, t.seconds),
+            static_cast<unsigned long long>(t.pipe_lock_acquisitions), per_second(t.pipe_lock_acquisitions, t.seconds),
+            static_cast<unsigned long long>(t.pipe_writer_pauses));
         std::printf("contend locks, process-wide: %llu contentions (%.1f/s)\n",
                     static_cast<unsigned long long>(all_contentions), per_second(all_contentions, t.seconds));
         std::printf(

@@ -85,7 +85,7 @@ struct server::core {
     std::unique_ptr<contend::thread_pool> pool;
 
     std::atomic<std::uint64_t> requests{0}, status_200{0}, status_400{0}, status_404{0}, status_431{0};
-    std::atomic<std::uint64_t> accepted{0}, released{0}, contentions{0}, pauses{0};
+    std::atomic<std::uint64_t> accepted{0}, released{0}, contentions{0}, acquisitions{0}, pauses{0};
 
     contend::mutex ready_lock;
     std::vector<std::uint64_t> ready;  // guarded by ready_lock: ids whose transport has ended
@@ -148,6 +148,7 @@ struct connection {
     ~connection() {
         const auto a = in.stats(), b = out.stats();
         core.contentions.fetch_add(a.lock_contentions + b.lock_contentions, std::memory_order_relaxed);
+        core.acquisitions.fetch_add(a.lock_acquisitions + b.lock_acquisitions, std::memory_order_relaxed);
         core.pauses.fetch_add(a.writer_pauses + b.writer_pauses, std::memory_order_relaxed);
         core.released.fetch_add(1, std::memory_order_relaxed);
     }
@@ -711,6 +712,7 @@ server_totals server::run() {
     t.connections_accepted = c.accepted.load();
     t.connections_released = c.released.load();
     t.pipe_lock_contentions = c.contentions.load();
+    t.pipe_lock_acquisitions = c.acquisitions.load();
     t.pipe_writer_pauses = c.pauses.load();
     return t;
 }

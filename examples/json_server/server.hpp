@@ -35,6 +35,7 @@ struct server_totals {
     std::uint64_t connections_accepted = 0;
     std::uint64_t connections_released = 0;  // connection objects destroyed: == accepted, or a leak
     std::uint64_t pipe_lock_contentions = 0;  // both pipes of every connection
+    std::uint64_t pipe_lock_acquisitions = 0;  // the same: how often the pipes' slow paths took their lock
     std::uint64_t pipe_writer_pauses = 0;
     contend::thread_pool_stats pool;
 };

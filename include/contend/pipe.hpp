@@ -63,6 +63,7 @@ struct pipe_stats {
     std::uint64_t bytes_written = 0;  // flushed by the writer
     std::uint64_t bytes_consumed = 0;  // released by the reader's advance_to
     std::uint64_t writer_pauses = 0;  // flushes that had to wait for the reader
+    std::uint64_t lock_acquisitions = 0;  // times the pipe's lock was taken (the slow paths only)
     std::uint64_t lock_contentions = 0;  // acquisitions of the pipe's lock that found it taken
     std::uint64_t segments_allocated = 0;  // segments taken from the heap
     std::uint64_t segments_reused = 0;  // segments taken from the pool

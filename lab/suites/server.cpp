@@ -1,8 +1,9 @@
 // The server suite: HTTP throughput of examples/json_server against a Boost.Asio server,
 // measured from outside by wrk over 127.0.0.1. Rows: server/<implementation>/route:<json|
 // plaintext>/connections:N/workers:W, W = the server's threads; wrk runs wrk_threads
-// threads. Each reports requests_per_second, contentions_per_second (contend's servers),
-// p50_us, p99_us, cpu_ns_per_request and errors; ns/op is 1e9 / requests_per_second.
+// threads. Each reports requests_per_second, contentions_per_second and
+// lock_acquisitions_per_second (contend's servers), p50_us, p99_us, cpu_ns_per_request and
+// errors; ns/op is 1e9 / requests_per_second.
 //
 // The harness's repetition does not fit a server: its work is not a count of operations
 // that workers run, but a load applied from another process for a fixed time. So these
@@ -210,20 +211,23 @@ std::optional<wrk_report> parse_wrk(const std::string& text) {
 }
 
 // What a server prints when it stops: "totals: N requests in S s (R/s)", and contend's
-// servers "pipe locks (K): N contentions (X/s), ...".
+// servers "pipe locks (K): N contentions (X/s) in A acquisitions (Y/s), ...".
 struct server_totals {
     double requests = 0;
     std::optional<double> pipe_contentions;
+    std::optional<double> pipe_acquisitions;
 };
 
 std::optional<server_totals> parse_totals(const std::string& text) {
     static const std::regex totals(R"(totals: (\d+) requests in )");
     static const std::regex contentions(R"(pipe locks \([a-z]+\): (\d+) contentions)");
+    static const std::regex acquisitions(R"(pipe locks \([a-z]+\): \d+ contentions \([^)]*\) in (\d+) acquisitions)");
     server_totals t;
     const auto requests = match_number(text, totals);
     if (!requests) return std::nullopt;
     t.requests = *requests;
     t.pipe_contentions = match_number(text, contentions);
+    t.pipe_acquisitions = match_number(text, acquisitions);
     return t;
 }
 
@@ -309,6 +313,8 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
     metrics.emplace_back("requests_per_second", report->requests_per_second);
     if (totals && totals->pipe_contentions)
         metrics.emplace_back("contentions_per_second", *totals->pipe_contentions / report->seconds);
+    if (totals && totals->pipe_acquisitions)
+        metrics.emplace_back("lock_acquisitions_per_second", *totals->pipe_acquisitions / report->seconds);
     metrics.emplace_back("p50_us", report->p50_s * 1e6);
     metrics.emplace_back("p99_us", report->p99_s * 1e6);
     metrics.emplace_back("cpu_ns_per_request",

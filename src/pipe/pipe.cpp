@@ -52,14 +52,32 @@ struct pipe_segment {
 };
 
 // The pipe's lock: contend::mutex or std::mutex (pipe_options::lock), counting every
-// acquisition that found it taken (one try_lock first: the count is exact, the cost nil
-// when it is free).
+// acquisition and every one that found it taken (one try_lock first: the count is exact,
+// the cost nil when it is free). stats() takes it uncounted.
 class pipe_lock {
 public:
     explicit pipe_lock(pipe_lock_kind kind) noexcept : kind_(kind) {}
     void lock() {
-        if (try_lock()) return;
-        contentions_.fetch_add(1, std::memory_order_relaxed);
+        if (!try_lock()) {
+            contentions_.fetch_add(1, std::memory_order_relaxed);
+            acquire_contended();
+        }
+        // Only the holder writes the count: a plain load and store, no locked instruction.
+        acquisitions_.store(acquisitions_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    // For stats(): a reading of the counters does not count itself.
+    void lock_uncounted() {
+        if (!try_lock()) acquire_contended();
+    }
+    void unlock() {
+        if (kind_ == pipe_lock_kind::contend_mutex) fast_.unlock();
+        else platform_.unlock();
+    }
+    std::uint64_t contentions() const noexcept { return contentions_.load(std::memory_order_relaxed); }
+    std::uint64_t acquisitions() const noexcept { return acquisitions_.load(std::memory_order_relaxed); }
+
+private:
+    void acquire_contended() {
         // The other side holds the lock for a few stores: try again for a moment before a
         // blocking lock(). contend::mutex's designee would otherwise nap about 100 us on a
         // lock that is free again within nanoseconds. Both lock kinds get the same tries,
@@ -71,19 +89,13 @@ public:
         if (kind_ == pipe_lock_kind::contend_mutex) fast_.lock();
         else platform_.lock();
     }
-    void unlock() {
-        if (kind_ == pipe_lock_kind::contend_mutex) fast_.unlock();
-        else platform_.unlock();
-    }
-    std::uint64_t contentions() const noexcept { return contentions_.load(std::memory_order_relaxed); }
-
-private:
     static constexpr int lock_tries = 16;
     bool try_lock() { return kind_ == pipe_lock_kind::contend_mutex ? fast_.try_lock() : platform_.try_lock(); }
     const pipe_lock_kind kind_;
     contend::mutex fast_;
     std::mutex platform_;
     std::atomic<std::uint64_t> contentions_{0};
+    std::atomic<std::uint64_t> acquisitions_{0};
 };
 
 // A waiter polls for this long before it takes the lock to sleep: the other side usually
@@ -737,13 +749,13 @@ pipe_stats pipe_state::stats() {
     pipe_stats s;
     const std::uint64_t flushed = flushed_.load(std::memory_order_acquire);
     const std::uint64_t consumed = consumed_.load(std::memory_order_acquire);
-    {
-        guard g(lock_);
-        s.bytes_written = flushed_total_ + flushed;
-    }
+    lock_.lock_uncounted();
+    s.bytes_written = flushed_total_ + flushed;
+    lock_.unlock();
     s.bytes_consumed = bytes_consumed_.load(std::memory_order_relaxed);
     s.writer_pauses = writer_pauses_.load(std::memory_order_relaxed);
     s.lock_contentions = lock_.contentions();
+    s.lock_acquisitions = lock_.acquisitions();
     s.segments_allocated = segments_allocated_.load(std::memory_order_relaxed);
     s.segments_reused = segments_reused_.load(std::memory_order_relaxed);
     s.buffered_bytes = static_cast<std::size_t>(flushed >= consumed ? flushed - consumed : 0);

@@ -69,9 +69,14 @@ TEST(ServerSuite, EveryImplementationServesBothRoutesToWrkWithoutErrorsAndReport
         // Only contend's servers count the contentions of their pipes' locks.
         const bool counts_contentions = cell.contender != "asio";
         const double contentions = cell.metric("contentions_per_second");
+        const double acquisitions = cell.metric("lock_acquisitions_per_second");
         EXPECT_EQ(std::isnan(contentions), !counts_contentions) << cell.name();
+        EXPECT_EQ(std::isnan(acquisitions), !counts_contentions) << cell.name();
         if (counts_contentions) {
             EXPECT_GE(contentions, 0) << cell.name();
+            // Every connection's pipes wait at least once (a read on an empty pipe).
+            EXPECT_GT(acquisitions, 0) << cell.name();
+            EXPECT_LE(contentions, acquisitions) << cell.name();
         }
     }
     for (const auto& name : implementations)
