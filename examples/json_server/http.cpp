@@ -86,15 +86,18 @@ parse_status parse_request_line(std::string_view line, http_request& request) {
     const auto method = line.substr(0, sp1);
     const auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
     const auto version = line.substr(sp2 + 1);
-    if (!is_token(method) || method != "GET") return parse_status::bad_request;
-    if (!is_origin_target(target)) return parse_status::bad_request;
-    if (version == "HTTP/1.1") {
-        request.version_minor = 1;
-    } else if (version == "HTTP/1.0") {
-        request.version_minor = 0;
-    } else {
+    if (!is_token(method) || !is_origin_target(target)) return parse_status::bad_request;
+    // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3), checked before the method so
+    // that a request this server cannot even read the framing of gets 505, not 501.
+    const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !is_digit(version[5]) || version[6] != '.' ||
+        !is_digit(version[7]))
         return parse_status::bad_request;
-    }
+    if (version[5] != '1') return parse_status::version_not_supported;
+    // A later 1.x minor is answered as 1.1, the highest this server speaks (RFC 9110 6.2).
+    request.version_minor = version[7] == '0' ? 0 : 1;
+    if (method == "HEAD") request.head = true;
+    else if (method != "GET") return parse_status::method_not_implemented;
     request.target = target;
     return parse_status::complete;
 }
@@ -116,8 +119,8 @@ parse_result parse_request(std::string_view input, std::size_t max_header_bytes)
         return incomplete_or_too_large();
     }
     http_request request;
-    if (parse_request_line(window.substr(0, line_end), request) != parse_status::complete)
-        return fail(parse_status::bad_request);
+    if (const auto line = parse_request_line(window.substr(0, line_end), request); line != parse_status::complete)
+        return fail(line);
 
     bool saw_close = false, saw_keep_alive = false;
     int hosts = 0;
@@ -222,29 +225,44 @@ http_status append_response(std::string& out, const http_request& request) {
                             : request.version_minor == 0 ? connection_header::keep_alive
                                                          : connection_header::none;
     const auto target = request.target;
+    // HEAD gets GET's head, Content-Length included, and no body (RFC 9110 9.3.2).
     if (target == "/json") {
         // Serialized before the head, which needs its length.
         thread_local std::string body;
         body.clear();
         append_json_message(body, "Hello, World!");
         append_head(out, "HTTP/1.1 200 OK", "application/json", body.size(), connection);
-        out += body;
+        if (!request.head) out += body;
         return http_status::ok;
     }
     if (target == "/plaintext") {
         constexpr std::string_view body = "Hello, World!";
         append_head(out, "HTTP/1.1 200 OK", "text/plain", body.size(), connection);
-        out += body;
+        if (!request.head) out += body;
         return http_status::ok;
     }
     append_head(out, "HTTP/1.1 404 Not Found", "", 0, connection);
     return http_status::not_found;
 }
 
+http_status error_status(parse_status failure) {
+    switch (failure) {
+        case parse_status::headers_too_large:
+            return http_status::headers_too_large;
+        case parse_status::method_not_implemented:
+            return http_status::not_implemented;
+        case parse_status::version_not_supported:
+            return http_status::version_not_supported;
+        default:
+            return http_status::bad_request;
+    }
+}
+
 void append_error_response(std::string& out, http_status status) {
-    const std::string_view line = status == http_status::headers_too_large
-                                      ? "HTTP/1.1 431 Request Header Fields Too Large"
-                                      : "HTTP/1.1 400 Bad Request";
+    std::string_view line = "HTTP/1.1 400 Bad Request";
+    if (status == http_status::headers_too_large) line = "HTTP/1.1 431 Request Header Fields Too Large";
+    if (status == http_status::not_implemented) line = "HTTP/1.1 501 Not Implemented";
+    if (status == http_status::version_not_supported) line = "HTTP/1.1 505 HTTP Version Not Supported";
     append_head(out, line, "", 0, connection_header::close);
 }
 

@@ -20,13 +20,16 @@ namespace json_server {
 enum class parse_status : std::uint8_t {
     complete,  // one request at the front, `consumed` bytes long
     incomplete,  // a valid prefix: wait for more bytes
-    bad_request,  // 400: malformed line or header, unsupported method or version, a body
+    bad_request,  // 400: malformed line or header, a body
     headers_too_large,  // 431: no end of the header block within the limit
+    method_not_implemented,  // 501: a well-formed method other than GET and HEAD
+    version_not_supported,  // 505: a well-formed HTTP-version of a major version other than 1
 };
 
 struct http_request {
     std::string_view target;  // points into the parsed buffer
-    int version_minor = 1;  // HTTP/1.<minor>, 0 or 1
+    int version_minor = 1;  // HTTP/1.<minor>, 0 or 1 (a higher minor is answered as 1.1)
+    bool head = false;  // HEAD: the response's head alone, as GET would have it
     bool keep_alive = true;  // false: answer, then close (Connection: close, or HTTP/1.0 without keep-alive)
     friend bool operator==(const http_request&, const http_request&) = default;
 };
@@ -38,13 +41,26 @@ struct parse_result {
 };
 
 // The request-line and headers, CRLFs included, may take at most max_header_bytes; beyond
-// that the answer is headers_too_large. Only GET is served, and a GET may carry no body:
-// Transfer-Encoding, or a Content-Length other than 0, is a bad request (the server would
-// otherwise have to read and skip a body it has no use for). A malformed request-line is
-// reported as soon as its CRLF arrives, without waiting for the headers.
+// that the answer is headers_too_large. GET and HEAD are served (the two methods RFC 9110
+// 9.1 requires of every general-purpose server); any other well-formed method is
+// method_not_implemented, and an HTTP-version of another major version
+// version_not_supported. A request may carry no body: Transfer-Encoding, or a
+// Content-Length other than 0, is a bad request (the server would otherwise have to read
+// and skip a body it has no use for). A request-line that fails is reported as soon as its
+// CRLF arrives, without waiting for the headers.
 parse_result parse_request(std::string_view input, std::size_t max_header_bytes);
 
-enum class http_status : std::uint16_t { ok = 200, bad_request = 400, not_found = 404, headers_too_large = 431 };
+enum class http_status : std::uint16_t {
+    ok = 200,
+    bad_request = 400,
+    not_found = 404,
+    headers_too_large = 431,
+    not_implemented = 501,
+    version_not_supported = 505,
+};
+
+// The error response for a parse that failed (anything but complete and incomplete).
+http_status error_status(parse_status failure);
 
 // The response to a parsed request (200 for /json and /plaintext, 404 otherwise), or to one
 // that could not be parsed (the error response, which closes). Appended to `out` with the

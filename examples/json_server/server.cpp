@@ -84,7 +84,8 @@ struct server::core {
     std::uint16_t port = 0;
     std::unique_ptr<contend::thread_pool> pool;
 
-    std::atomic<std::uint64_t> requests{0}, status_200{0}, status_400{0}, status_404{0}, status_431{0};
+    std::atomic<std::uint64_t> requests{0}, status_200{0}, status_400{0}, status_404{0}, status_431{0}, status_501{0},
+        status_505{0};
     std::atomic<std::uint64_t> accepted{0}, released{0}, contentions{0}, acquisitions{0}, pauses{0};
 
     contend::mutex ready_lock;
@@ -137,6 +138,12 @@ struct server::core {
                 break;
             case http_status::headers_too_large:
                 status_431.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case http_status::not_implemented:
+                status_501.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case http_status::version_not_supported:
+                status_505.fetch_add(1, std::memory_order_relaxed);
                 break;
         }
     }
@@ -254,8 +261,7 @@ parser_next answer(const std::shared_ptr<connection>& c, const contend::read_res
             }
             continue;
         }
-        const auto status = parsed.status == parse_status::headers_too_large ? http_status::headers_too_large
-                                                                             : http_status::bad_request;
+        const auto status = error_status(parsed.status);
         append_error_response(c->response, status);
         core.count(status);
         c->close_after_flush = true;  // the stream's framing is lost: nothing after can be trusted
@@ -709,6 +715,8 @@ server_totals server::run() {
     t.status_400 = c.status_400.load();
     t.status_404 = c.status_404.load();
     t.status_431 = c.status_431.load();
+    t.status_501 = c.status_501.load();
+    t.status_505 = c.status_505.load();
     t.connections_accepted = c.accepted.load();
     t.connections_released = c.released.load();
     t.pipe_lock_contentions = c.contentions.load();

@@ -72,9 +72,7 @@ private:
                 close = !r.request.keep_alive;
                 start += r.consumed;
             } else {
-                json_server::append_error_response(out_, r.status == json_server::parse_status::headers_too_large
-                                                             ? json_server::http_status::headers_too_large
-                                                             : json_server::http_status::bad_request);
+                json_server::append_error_response(out_, json_server::error_status(r.status));
                 close = true;
             }
             requests_answered.fetch_add(1, std::memory_order_relaxed);

@@ -74,10 +74,10 @@ TEST(JsonServerHttpParser, MalformedRequestLinesAreBadRequests) {
              "GARBAGE\r\n\r\n", "GET\r\nHost: x\r\n\r\n", "GET /json\r\nHost: x\r\n\r\n",
              "GET  /json HTTP/1.1\r\nHost: x\r\n\r\n",  // two spaces: an empty target
              "GET json HTTP/1.1\r\nHost: x\r\n\r\n",  // not origin-form
-             "GET /json HTTP/1.1 extra\r\nHost: x\r\n\r\n",
-             "GET /json HTTP/2.0\r\nHost: x\r\n\r\n",  // unsupported version
-             "GET /json http/1.1\r\nHost: x\r\n\r\n",
-             "POST /json HTTP/1.1\r\nHost: x\r\n\r\n",  // unsupported method
+             "GET /json HTTP/1.1 extra\r\nHost: x\r\n\r\n", "GET /json http/1.1\r\nHost: x\r\n\r\n",
+             "GET /json HTTP/1.10\r\nHost: x\r\n\r\n",  // one digit a side
+             "GET /json HTTP/1\r\nHost: x\r\n\r\n", "GET /json HTTP/1.x\r\nHost: x\r\n\r\n",
+             "POST /json HTTP/1.1 \r\nHost: x\r\n\r\n",  // a trailing space
              "G(T /json HTTP/1.1\r\nHost: x\r\n\r\n",  // not a token
              "GET /json HTTP/1.1\nHost: x\r\n\r\n",  // bare LF
              "\r\nGET /json HTTP/1.1\r\nHost: x\r\n\r\n",  // a leading empty line
@@ -86,8 +86,37 @@ TEST(JsonServerHttpParser, MalformedRequestLinesAreBadRequests) {
     }
 }
 
+// Well-formed but not served: RFC 9110 15.6.2 (501) and 15.6.6 (505), known from the
+// request-line alone.
+TEST(JsonServerHttpParser, OtherMethodsAre501AndOtherMajorVersions505) {
+    for (std::string_view request : {"POST /json HTTP/1.1\r\nHost: x\r\n\r\n", "DELETE /json HTTP/1.1\r\n",
+                                     "get /json HTTP/1.1\r\nHost: x\r\n\r\n",  // methods are case-sensitive
+                                     "BREW /pot HTTP/1.0\r\n"})
+        EXPECT_EQ(parse_request(request, limit).status, parse_status::method_not_implemented) << request;
+    for (std::string_view request : {"GET /json HTTP/2.0\r\nHost: x\r\n\r\n", "GET /json HTTP/0.9\r\n",
+                                     "POST /json HTTP/3.0\r\n"})  // the version is checked first
+        EXPECT_EQ(parse_request(request, limit).status, parse_status::version_not_supported) << request;
+    EXPECT_EQ(json_server::error_status(parse_status::method_not_implemented),
+              json_server::http_status::not_implemented);
+    EXPECT_EQ(json_server::error_status(parse_status::version_not_supported),
+              json_server::http_status::version_not_supported);
+    EXPECT_EQ(json_server::error_status(parse_status::headers_too_large), json_server::http_status::headers_too_large);
+    EXPECT_EQ(json_server::error_status(parse_status::bad_request), json_server::http_status::bad_request);
+}
+
+TEST(JsonServerHttpParser, HeadIsServedAndALaterMinorVersionIsHttp11) {
+    const auto head = parse_request("HEAD /json HTTP/1.1\r\nHost: x\r\n\r\n", limit);
+    ASSERT_EQ(head.status, parse_status::complete);
+    EXPECT_TRUE(head.request.head);
+    EXPECT_FALSE(parse_request("GET /json HTTP/1.1\r\nHost: x\r\n\r\n", limit).request.head);
+    const auto later = parse_request("GET /json HTTP/1.7\r\nHost: x\r\n\r\n", limit);
+    ASSERT_EQ(later.status, parse_status::complete);
+    EXPECT_EQ(later.request.version_minor, 1);
+}
+
 TEST(JsonServerHttpParser, MalformedRequestLineIsReportedBeforeTheHeadersEnd) {
     EXPECT_EQ(parse_request("BREW /pot HTCPCP/1.0\r\nHost: x\r\n", limit).status, parse_status::bad_request);
+    EXPECT_EQ(parse_request("GET /json HTTP/1.1 x\r\nHost: x\r\n", limit).status, parse_status::bad_request);
 }
 
 TEST(JsonServerHttpParser, BadHeadersAndBodiesAreBadRequests) {
@@ -175,6 +204,32 @@ TEST(JsonServerHttpResponses, JsonAndPlaintextCarryTheRequiredHeadersAndLengths)
     EXPECT_EQ(json_server::append_response(out, request_for("/missing")), json_server::http_status::not_found);
     EXPECT_EQ(out.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u);
     EXPECT_NE(out.find("\r\nContent-Length: 0\r\n\r\n"), std::string::npos);
+}
+
+TEST(JsonServerHttpResponses, HeadGetsTheHeadOfGetWithoutTheBody) {
+    for (const char* target : {"/json", "/plaintext"}) {
+        std::string get, head;
+        json_server::append_response(get, request_for(target));
+        auto r = request_for(target);
+        r.head = true;
+        EXPECT_EQ(json_server::append_response(head, r), json_server::http_status::ok);
+        const auto end_of_head = get.find("\r\n\r\n") + 4;
+        EXPECT_EQ(head, get.substr(0, end_of_head)) << target;  // Content-Length included
+        EXPECT_GT(get.size(), end_of_head) << target;
+    }
+}
+
+TEST(JsonServerHttpResponses, ErrorResponsesCloseAndNameTheirStatus) {
+    for (auto [status, line] : {std::pair{json_server::http_status::bad_request, "HTTP/1.1 400 Bad Request\r\n"},
+                                {json_server::http_status::headers_too_large, "HTTP/1.1 431 "},
+                                {json_server::http_status::not_implemented, "HTTP/1.1 501 Not Implemented\r\n"},
+                                {json_server::http_status::version_not_supported, "HTTP/1.1 505 "}}) {
+        std::string out;
+        json_server::append_error_response(out, status);
+        EXPECT_EQ(out.rfind(line, 0), 0u) << out;
+        EXPECT_NE(out.find("\r\nConnection: close\r\n"), std::string::npos) << out;
+        EXPECT_NE(out.find("\r\nContent-Length: 0\r\n"), std::string::npos) << out;
+    }
 }
 
 TEST(JsonServerHttpResponses, Http10KeepAliveIsConfirmedAndHttp11KeepAliveIsImplied) {

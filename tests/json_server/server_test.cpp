@@ -355,8 +355,7 @@ TEST_F(JsonServer, RequestLargerThanThePausethresholdIsAnswered) {
 TEST_F(JsonServer, MalformedRequestsGet400AndTheConnectionClosed) {
     for (std::string_view bad : {
              "GARBAGE\r\n\r\n",
-             "GET /json HTTP/9.9\r\nHost: x\r\n\r\n",
-             "DELETE /json HTTP/1.1\r\nHost: x\r\n\r\n",
+             "GET /json HTTP/1.x\r\nHost: x\r\n\r\n",
              "GET /json HTTP/1.1\r\nHost x\r\n\r\n",
              "GET /json HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
              "GET /json HTTP/1.1\r\nHost: x\r\nContent-Length: lots\r\n\r\n",
@@ -398,6 +397,37 @@ TEST_F(JsonServer, AClientThatNeverClosesIsClosedAfterTheLingerLimit) {
         std::this_thread::sleep_for(10ms);
     }
     EXPECT_TRUE(reset);
+}
+
+TEST_F(JsonServer, OtherMethodsGet501AndOtherVersions505AndTheConnectionClosed) {
+    for (auto [request, line] :
+         {std::pair<std::string_view, std::string_view>{"DELETE /json HTTP/1.1\r\nHost: x\r\n\r\n",
+                                                        "HTTP/1.1 501 Not Implemented\r\n"},
+          {"GET /json HTTP/2.0\r\nHost: x\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported\r\n"}}) {
+        client c(port());
+        c.send(std::string(json_request) + std::string(request));
+        const auto all = c.read_to_close();
+        ASSERT_TRUE(all.has_value()) << "not closed after: " << request;
+        EXPECT_EQ(all->rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << *all;
+        EXPECT_NE(all->find(line), std::string::npos) << "for: " << request << "\n" << *all;
+    }
+}
+
+TEST_F(JsonServer, HeadIsAnsweredWithoutABodyAndTheConnectionKept) {
+    client c(port());
+    c.send("HEAD /plaintext HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(json_request));
+    // The HEAD response announces 13 bytes and sends none: the next bytes are the GET's.
+    std::string all;
+    const auto deadline = steady::now() + io_budget;
+    while (all.find("Hello, World!\"}") == std::string::npos && c.read_some(all, deadline)) {
+    }
+    const auto second = all.find("HTTP/1.1 200 OK\r\n", 1);
+    ASSERT_NE(second, std::string::npos) << all;
+    const std::string head = all.substr(0, second);
+    EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+    EXPECT_NE(head.find("\r\nContent-Length: 13\r\n"), std::string::npos) << head;
+    EXPECT_TRUE(head.ends_with("\r\n\r\n")) << head;
+    EXPECT_TRUE(all.ends_with(R"({"message":"Hello, World!"})")) << all;
 }
 
 TEST_F(JsonServer, OversizedHeadersGet431AndTheConnectionClosed) {
