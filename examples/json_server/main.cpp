@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* usage =
     "usage: contend_json_server [options]\n"
-    "  --address A            IPv4 address to bind (default 127.0.0.1)\n"
+    "  --address A            numeric IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
     "  --port N               port (default 0: pick a free one; the port is printed)\n"
     "  --threads N            thread pool size (default: the pool's own, with hill climbing)\n"
     "  --pause-threshold N    bytes buffered in a pipe that pause its writer (default 65536)\n"
@@ -104,8 +104,11 @@ int main(int argc, char** argv) {
         const auto contentions_before = contend::lock_contention_count();
         json_server::server s(options);
         const char* lock = options.pipe.lock == contend::pipe_lock_kind::std_mutex ? "std" : "contend";
-        std::printf("contend_json_server listening on %s:%u (pipe lock %s, pause %zu, resume %zu)\n",
-                    options.address.c_str(), static_cast<unsigned>(s.port()), lock, options.pipe.pause_writer_threshold,
+        // host:port, an IPv6 host in brackets (RFC 3986 3.2.2), as a URL names it.
+        const bool v6 = options.address.find(':') != std::string::npos;
+        const std::string host = v6 ? "[" + options.address + "]" : options.address;
+        std::printf("contend_json_server listening on %s:%u (pipe lock %s, pause %zu, resume %zu)\n", host.c_str(),
+                    static_cast<unsigned>(s.port()), lock, options.pipe.pause_writer_threshold,
                     options.pipe.resume_writer_threshold);
         std::fflush(stdout);
         const auto t = s.run();

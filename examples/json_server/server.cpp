@@ -585,20 +585,32 @@ server::server(server_options options) : core_(std::make_unique<core>()) {
     c.options = std::move(options);
     if (c.options.max_header_bytes == 0) throw std::invalid_argument("max_header_bytes must be positive");
 
-    c.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    // An IPv4 or an IPv6 address, numeric (no name lookup: the server binds what it is told).
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    if (::inet_pton(AF_INET, c.options.address.c_str(), &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(c.options.port);
+        len = sizeof *v4;
+    } else if (::inet_pton(AF_INET6, c.options.address.c_str(), &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(c.options.port);
+        len = sizeof *v6;
+    } else {
+        throw std::invalid_argument("not a numeric IPv4 or IPv6 address: " + c.options.address);
+    }
+    c.listen_fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c.listen_fd < 0) throw_errno("socket");
     const int one = 1;
     ::setsockopt(c.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(c.options.port);
-    if (::inet_pton(AF_INET, c.options.address.c_str(), &addr.sin_addr) != 1)
-        throw std::invalid_argument("not an IPv4 address: " + c.options.address);
-    if (::bind(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw_errno("bind");
+    // An IPv6 address means that address alone, not the IPv4 ones mapped into it.
+    if (addr.ss_family == AF_INET6) ::setsockopt(c.listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (::bind(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) throw_errno("bind");
     if (::listen(c.listen_fd, SOMAXCONN) != 0) throw_errno("listen");
-    socklen_t len = sizeof addr;
     if (::getsockname(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) throw_errno("getsockname");
-    c.port = ntohs(addr.sin_port);
+    c.port = ntohs(addr.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
 
     c.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
     if (c.epoll_fd < 0) throw_errno("epoll_create1");

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -60,7 +61,7 @@ public:
         // The first line names the port.
         const auto deadline = steady::now() + io_budget;
         std::smatch m;
-        const std::regex listening("listening on 127\\.0\\.0\\.1:([0-9]+)");
+        const std::regex listening(R"(listening on (?:127\.0\.0\.1|\[::1\]):([0-9]+))");
         while (!std::regex_search(output_, m, listening)) {
             if (!read_some(deadline)) throw std::runtime_error("the server printed no port: " + output_);
         }
@@ -515,6 +516,67 @@ TEST_F(JsonServer, OneWorkerServesEveryOneOfManyBusyConnections) {
         }
     }
     for (int i = 0; i < connections; ++i) EXPECT_EQ(answered[i], 2 * rounds) << "connection " << i;
+}
+
+// --address ::1: served over IPv6 loopback where the kernel has it; where it has not, the
+// bind fails with a clear message and exit status 1, not a hang or a crash.
+TEST_F(JsonServer, AnIpv6AddressIsServedOrRefusedClearly) {
+    server_.reset();  // this test runs its own
+    const int probe = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in6 loopback{};
+    loopback.sin6_family = AF_INET6;
+    loopback.sin6_addr = in6addr_loopback;
+    const bool has_ipv6 = probe >= 0 && ::bind(probe, reinterpret_cast<sockaddr*>(&loopback), sizeof loopback) == 0;
+    if (probe >= 0) ::close(probe);
+    if (!has_ipv6) {
+        pid_t pid;
+        std::vector<std::string> args{CONTEND_JSON_SERVER_PATH, "--address", "::1", "--duration", "5"};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+        int st = 0;
+        ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+        return;
+    }
+    server_process s({"--address", "::1", "--threads", "1"});
+    const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    loopback.sin6_port = htons(s.port());
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&loopback), sizeof loopback), 0) << std::strerror(errno);
+    const std::string request(json_request);
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+    std::string all;
+    const auto deadline = steady::now() + io_budget;
+    while (all.find(R"({"message":"Hello, World!"})") == std::string::npos && steady::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        char buf[4096];
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        all.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    EXPECT_EQ(all.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << all;
+    EXPECT_NE(all.find(R"({"message":"Hello, World!"})"), std::string::npos) << all;
+    const auto [status, output] = s.stop();
+    EXPECT_EQ(status, std::optional<int>(0)) << output;
+}
+
+TEST_F(JsonServer, ANameOrAMalformedAddressIsRefused) {
+    server_.reset();
+    for (const char* address : {"localhost", "1.2.3", "::1]", "127.0.0.1\"; rm -rf /"}) {
+        pid_t pid;
+        std::vector<std::string> args{CONTEND_JSON_SERVER_PATH, "--address", address, "--duration", "5"};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+        int st = 0;
+        ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << address;
+    }
 }
 
 TEST_F(JsonServer, StopsByItselfAfterMaxRequests) {
