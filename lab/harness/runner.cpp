@@ -8,10 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "harness/cell_runner.hpp"
 #include "harness/machine.hpp"
+#include "harness/rounds.hpp"
 #include "results/output_file.hpp"
 
 namespace contend::lab {
@@ -70,7 +72,42 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
     std::size_t done = 0;
     // Contender ids that timed out, with the fewest workers they did at.
     std::map<std::string, std::int32_t> timed_out_at;
+    // One cell, in this process or a child; nothing when the run was stopped meanwhile.
+    const auto measure = [&](const contender& c, std::int32_t w,
+                             const harness_options& harness) -> std::optional<cell_result> {
+        if (o.in_process) return run_cell(c, plan.chosen_suite->name, w, harness);
+        cell_settings s;
+        s.suite = plan.chosen_suite->name;
+        s.contender = c.id();
+        s.workers = w;
+        s.harness = harness;
+        s.harness.on_repetition = nullptr;
+        s.burn_per_us = burn_rate;
+        s.parent_pid = static_cast<std::int64_t>(::getpid());
+        return run_cell_in_child(exe, s, hooks.stop);
+    };
+    bool stopped = false;
     for (const auto w : plan.workers) {
+        if (stopped) break;
+        if (plan.chosen_suite->interleave_rounds) {
+            // One repetition of every row per round (harness/rounds.hpp).
+            auto outcome = run_rounds(
+                plan.contenders.size(), o.harness,
+                [&](std::size_t i, std::int32_t round, const harness_options& one) -> std::optional<cell_result> {
+                    if (hooks.stop && hooks.stop->load() != 0) return std::nullopt;
+                    const auto* c = plan.contenders[i];
+                    if (hooks.on_cell)
+                        hooks.on_cell(done + i, total,
+                                      plan.chosen_suite->name + "/" + c->id() + "/workers:" + std::to_string(w) +
+                                          " (round " + std::to_string(round + 1) + ")");
+                    return measure(*c, w, one);
+                });
+            // A row of which no round finished (the run stopped first) is not a result.
+            done += outcome.cells.size();
+            for (auto& cell : outcome.cells) run.cells.push_back(std::move(cell));
+            stopped = outcome.stopped;
+            continue;
+        }
         for (const auto* c : plan.contenders) {
             if (hooks.stop && hooks.stop->load() != 0) break;
             const std::string row = plan.chosen_suite->name + "/" + c->id() + "/workers:" + std::to_string(w);
@@ -92,21 +129,12 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
                 ++done;
                 continue;
             }
-            if (o.in_process) {
-                run.cells.push_back(run_cell(*c, plan.chosen_suite->name, w, o.harness));
-            } else {
-                cell_settings s;
-                s.suite = plan.chosen_suite->name;
-                s.contender = c->id();
-                s.workers = w;
-                s.harness = o.harness;
-                s.harness.on_repetition = nullptr;
-                s.burn_per_us = burn_rate;
-                s.parent_pid = static_cast<std::int64_t>(::getpid());
-                auto cell = run_cell_in_child(exe, s, hooks.stop);
-                if (!cell) break;  // stopped: the cell in progress is not a result
-                run.cells.push_back(std::move(*cell));
+            auto cell = measure(*c, w, o.harness);
+            if (!cell) {  // stopped: the cell in progress is not a result
+                stopped = true;
+                break;
             }
+            run.cells.push_back(std::move(*cell));
             if (run.cells.back().status == "timed_out") {
                 const auto [at, first] = timed_out_at.emplace(c->id(), w);
                 if (!first) at->second = std::min(at->second, w);

@@ -411,9 +411,13 @@ suite make_server_suite() {
          CONTEND_LAB_ASIO_SERVER,
          {}},
     };
-    for (const auto& kind : kinds) {
-        for (const std::string route : {"json", "plaintext"}) {
-            for (const int connections : route_connections) {
+    // The VM's throughput moves between states for seconds at a time, all servers alike:
+    // the rows run in rounds, and the rows compared (one route and connection count) run
+    // back to back within a round.
+    s.interleave_rounds = true;
+    for (const std::string route : {"json", "plaintext"}) {
+        for (const int connections : route_connections) {
+            for (const auto& kind : kinds) {
                 contender c;
                 c.name = kind.name;
                 c.description =

@@ -14,6 +14,10 @@ struct suite {
     std::vector<contender> contenders;
     std::vector<std::int32_t> default_workers;
     bool hidden = false;  // self-test suites: runnable, not listed
+    // Run the rows' repetitions in rounds, one of every row per round (harness/rounds.hpp):
+    // for rows that drift together over seconds, so that the rows compared sample the same
+    // stretches of time.
+    bool interleave_rounds = false;
 };
 
 const std::vector<suite>& all_suites();

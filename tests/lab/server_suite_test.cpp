@@ -36,6 +36,12 @@ TEST(ServerSuite, ListsEveryImplementationAtEveryRouteAndConnectionCountUnderThe
                 EXPECT_EQ(ids.count(id), 1u) << id;
             }
     EXPECT_EQ(s->contenders.size(), implementations.size() * 2 * 2);
+    // Run in rounds, with the rows compared (one route and connection count) side by side.
+    EXPECT_TRUE(s->interleave_rounds);
+    for (std::size_t i = 0; i < s->contenders.size(); ++i) {
+        const std::size_t first_of_point = i - i % implementations.size();
+        EXPECT_EQ(s->contenders[i].params, s->contenders[first_of_point].params) << s->contenders[i].id();
+    }
 }
 
 TEST(ServerSuite, EveryImplementationServesBothRoutesToWrkWithoutErrorsAndReportsItsMetrics) {

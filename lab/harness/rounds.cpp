@@ -1,0 +1,110 @@
+#include "harness/rounds.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "harness/statistics.hpp"
+
+namespace contend::lab {
+namespace {
+
+// The median of the values that are numbers, or NaN when none is.
+double median_of_numbers(const std::vector<double>& values) {
+    std::vector<double> numbers;
+    for (double v : values)
+        if (!std::isnan(v)) numbers.push_back(v);
+    return numbers.empty() ? not_measured : median(numbers);
+}
+
+}  // namespace
+
+cell_result merge_rounds(const std::vector<cell_result>& rounds) {
+    if (rounds.empty()) throw std::invalid_argument("merge_rounds: no round");
+    cell_result cell = rounds.front();  // names, parameters, workers, placement
+    cell.ns_per_op.clear();
+    cell.repetitions = 0;
+    cell.metrics.clear();
+    std::vector<double> cpu, min_share, max_share;
+    std::vector<std::pair<std::string, std::vector<double>>> metrics;
+    for (const auto& round : rounds) {
+        if (!round.valid()) {
+            cell.status = round.status;
+            cell.detail = round.detail;
+            cell.metrics = round.metrics;
+            break;
+        }
+        cell.ns_per_op.insert(cell.ns_per_op.end(), round.ns_per_op.begin(), round.ns_per_op.end());
+        cell.repetitions += round.repetitions;
+        cpu.push_back(round.cpu_ns_per_op);
+        min_share.push_back(round.min_share);
+        max_share.push_back(round.max_share);
+        for (const auto& [name, value] : round.metrics) {
+            auto it = metrics.begin();
+            while (it != metrics.end() && it->first != name) ++it;
+            if (it == metrics.end()) it = metrics.insert(metrics.end(), {name, {}});
+            it->second.push_back(value);
+        }
+    }
+    if (cell.ns_per_op.empty()) {
+        cell.median_ns = cell.p25_ns = cell.p75_ns = 0;
+        cell.cpu_ns_per_op = not_measured;
+        if (cell.valid()) {
+            cell.status = "no_repetitions";
+            cell.detail = "no round completed a repetition";
+        }
+        return cell;
+    }
+    cell.median_ns = median(cell.ns_per_op);
+    cell.p25_ns = quantile(cell.ns_per_op, 0.25);
+    cell.p75_ns = quantile(cell.ns_per_op, 0.75);
+    cell.cpu_ns_per_op = median_of_numbers(cpu);
+    cell.min_share = median_of_numbers(min_share);
+    cell.max_share = median_of_numbers(max_share);
+    if (cell.valid())
+        for (const auto& [name, values] : metrics) cell.metrics.emplace_back(name, median_of_numbers(values));
+    return cell;
+}
+
+rounds_outcome run_rounds(std::size_t rows, const harness_options& harness,
+                          const std::function<std::optional<cell_result>(std::size_t row, std::int32_t round,
+                                                                         const harness_options& one)>& measure) {
+    rounds_outcome out;
+    std::vector<std::vector<cell_result>> rounds(rows);
+    std::vector<bool> ended(rows, false);
+    harness_options one = harness;
+    one.repetitions = one.min_repetitions = 1;
+    const auto began = std::chrono::steady_clock::now();
+    for (std::int32_t r = 0; r < harness.repetitions && !out.stopped; ++r) {
+        for (std::size_t i = 0; i < rows; ++i) {
+            if (ended[i]) continue;
+            auto cell = measure(i, r, one);
+            if (!cell) {
+                out.stopped = true;
+                break;
+            }
+            if (!cell->valid()) ended[i] = true;
+            rounds[i].push_back(std::move(*cell));
+        }
+        const std::int32_t finished = r + 1;
+        if (out.stopped || finished < harness.min_repetitions || finished >= harness.repetitions) continue;
+        bool settled = true;
+        for (std::size_t i = 0; i < rows && settled; ++i) {
+            if (ended[i]) continue;
+            std::vector<double> samples;
+            for (const auto& round : rounds[i])
+                samples.insert(samples.end(), round.ns_per_op.begin(), round.ns_per_op.end());
+            const double mid = median(samples);
+            settled = mid > 0 && quantile(samples, 0.75) - quantile(samples, 0.25) <= harness.spread_to_stop * mid;
+        }
+        const double per_row_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() / static_cast<double>(rows);
+        if (settled || per_row_s >= harness.time_to_stop_s) break;
+    }
+    for (auto& r : rounds)
+        if (!r.empty()) out.cells.push_back(merge_rounds(r));
+    return out;
+}
+
+}  // namespace contend::lab

@@ -1,0 +1,113 @@
+// harness/rounds.hpp: interleaved repetitions (the server suite's), on synthetic cells.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/rounds.hpp"
+
+namespace lab = contend::lab;
+
+namespace {
+
+lab::cell_result round_of(double ns, double cpu, double metric) {
+    lab::cell_result c;
+    c.suite = "s";
+    c.contender = "x";
+    c.workers = 2;
+    c.repetitions = 1;
+    c.ns_per_op = {ns};
+    c.median_ns = c.p25_ns = c.p75_ns = ns;
+    c.cpu_ns_per_op = cpu;
+    c.metrics = {{"requests_per_second", metric}, {"absent_here", lab::not_measured}};
+    return c;
+}
+
+}  // namespace
+
+TEST(Rounds, MergeKeepsEverySampleAndTakesMediansOfTheRest) {
+    const auto cell = lab::merge_rounds({round_of(10, 100, 1), round_of(30, 300, 3), round_of(20, 200, 2)});
+    EXPECT_TRUE(cell.valid());
+    EXPECT_EQ(cell.repetitions, 3);
+    EXPECT_EQ(cell.ns_per_op, (std::vector<double>{10, 30, 20}));
+    EXPECT_EQ(cell.median_ns, 20);
+    EXPECT_EQ(cell.p25_ns, 15);
+    EXPECT_EQ(cell.p75_ns, 25);
+    EXPECT_EQ(cell.cpu_ns_per_op, 200);
+    EXPECT_EQ(cell.metric("requests_per_second"), 2);
+    EXPECT_TRUE(std::isnan(cell.metric("absent_here")));
+    EXPECT_EQ(cell.name(), "s/x/workers:2");
+}
+
+TEST(Rounds, AnInvalidRoundEndsTheRowWithItsReasonAndFigures) {
+    auto bad = round_of(0, 0, 7);
+    bad.status = "wrk_errors";
+    bad.detail = "wrk saw 3 socket errors";
+    bad.ns_per_op.clear();
+    bad.repetitions = 0;
+    const auto cell = lab::merge_rounds({round_of(10, 100, 1), bad, round_of(30, 300, 3)});
+    EXPECT_EQ(cell.status, "wrk_errors");
+    EXPECT_EQ(cell.detail, "wrk saw 3 socket errors");
+    EXPECT_EQ(cell.repetitions, 1);
+    EXPECT_EQ(cell.ns_per_op, (std::vector<double>{10}));
+    EXPECT_EQ(cell.metric("requests_per_second"), 7);
+    EXPECT_THROW(lab::merge_rounds({}), std::invalid_argument);
+}
+
+TEST(Rounds, EveryRoundVisitsEveryRowOnceInOrder) {
+    lab::harness_options h;
+    h.repetitions = 3;
+    h.min_repetitions = 3;
+    std::vector<std::pair<std::size_t, std::int32_t>> order;
+    const auto out = lab::run_rounds(3, h, [&](std::size_t row, std::int32_t round, const lab::harness_options& one) {
+        EXPECT_EQ(one.repetitions, 1);
+        order.emplace_back(row, round);
+        return std::optional(round_of(10.0 + static_cast<double>(row), 1, 1));
+    });
+    EXPECT_FALSE(out.stopped);
+    const std::vector<std::pair<std::size_t, std::int32_t>> expected{{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1},
+                                                                     {2, 1}, {0, 2}, {1, 2}, {2, 2}};
+    EXPECT_EQ(order, expected);
+    ASSERT_EQ(out.cells.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(out.cells[i].repetitions, 3);
+        EXPECT_EQ(out.cells[i].median_ns, 10.0 + static_cast<double>(i));
+    }
+}
+
+TEST(Rounds, SettledRowsStopAfterTheMinimumAndAFailedRowIsNotRunAgain) {
+    lab::harness_options h;
+    h.repetitions = 10;
+    h.min_repetitions = 2;
+    h.spread_to_stop = 0.02;
+    h.time_to_stop_s = 1e9;  // only the spread stops the rounds
+    std::vector<int> runs(2, 0);
+    const auto out = lab::run_rounds(2, h, [&](std::size_t row, std::int32_t, const lab::harness_options&) {
+        ++runs[row];
+        auto c = round_of(100, 1, 1);  // identical samples: settled at once
+        if (row == 1) c.status = "server_exit";
+        return std::optional(c);
+    });
+    EXPECT_EQ(runs[0], 2);  // the minimum, then settled
+    EXPECT_EQ(runs[1], 1);  // failed in its first round
+    ASSERT_EQ(out.cells.size(), 2u);
+    EXPECT_TRUE(out.cells[0].valid());
+    EXPECT_EQ(out.cells[1].status, "server_exit");
+}
+
+TEST(Rounds, AStopKeepsTheRowsThatFinishedARound) {
+    lab::harness_options h;
+    h.repetitions = 5;
+    h.min_repetitions = 5;
+    int calls = 0;
+    const auto out = lab::run_rounds(3, h, [&](std::size_t, std::int32_t, const lab::harness_options&) {
+        return ++calls <= 4 ? std::optional(round_of(10, 1, 1)) : std::nullopt;  // stopped in round 2
+    });
+    EXPECT_TRUE(out.stopped);
+    ASSERT_EQ(out.cells.size(), 3u);
+    EXPECT_EQ(out.cells[0].repetitions, 2);
+    EXPECT_EQ(out.cells[1].repetitions, 1);
+    EXPECT_EQ(out.cells[2].repetitions, 1);
+}
