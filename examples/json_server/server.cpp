@@ -13,9 +13,11 @@
 //     time; it reads `in` and writes `out`. It never blocks: a read or flush that cannot
 //     finish at once is left pending (read_async / flush_async) and its callback posts the
 //     next item.
-//   Every post from a worker goes on that worker's local queue: the socket read, the parse
-//   and the socket write of a request usually run back to back on one worker, with no
-//   thread woken and nothing crossing to the loop. When another worker steals one of them,
+//   Every post from a worker goes on that worker's local queue, and a parser continuation
+//   that a pump step completes runs in the transport's item right after that step
+//   (inline_continuation): the socket read, the parse and the socket write of a request
+//   usually run in one item on one worker, with no thread woken and nothing crossing to
+//   the loop. When another worker steals one of them,
 //   the transport and the parser run at once on two threads and meet in the pipes, the
 //   shape of a System.IO.Pipelines server (Kestrel's socket transport and its HTTP layer).
 // A connection ends in one place: when its `out` pump finishes (the parser completed the
@@ -206,6 +208,18 @@ namespace {
 
 enum class parser_next { read_more, waiting, finished };
 
+// A parser continuation that completes inside a pump's step (the transport's flush of `in`
+// finds the parser's read pending, or its read of `out` releases the parser's paused flush)
+// is not posted: it is noted here, and the transport runs it as soon as that step has
+// returned, on the same thread. The same as posting it on the local queue and popping it at
+// once, without the item; never inside the pump's call, where the other side of the pipe
+// is in the middle of an operation.
+struct inline_continuation {
+    const connection* transport_of = nullptr;  // set around a pump step of this connection
+    enum : std::uint8_t { none, read, flush } due = none;
+};
+thread_local inline_continuation inline_here;
+
 void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::read_result> first);
 
 // Nothing more will be read or written by the parser: the transport's `out` pump sees the end
@@ -284,6 +298,10 @@ parser_next answer(const std::shared_ptr<connection>& c, const contend::read_res
     writer.flush_async([c](contend::flush_result fr) {
         c->parked_flush = fr;
         if (c->handoff.exchange(connection::done, std::memory_order_acq_rel) == connection::pending) {
+            if (inline_here.transport_of == c.get()) {
+                inline_here.due = inline_continuation::flush;
+                return;
+            }
             c->core.pool->post_local([c] {
                 c->handoff.store(connection::idle, std::memory_order_relaxed);
                 resume(c, after_flush(*c, c->parked_flush));
@@ -315,6 +333,10 @@ void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::rea
                 c->in.reader().read_async([c](contend::read_result rr) {
                     c->parked_read = std::move(rr);
                     if (c->handoff.exchange(connection::done, std::memory_order_acq_rel) == connection::pending) {
+                        if (inline_here.transport_of == c.get()) {
+                            inline_here.due = inline_continuation::read;
+                            return;
+                        }
                         c->core.pool->post_local([c] {
                             c->handoff.store(connection::idle, std::memory_order_relaxed);
                             parser_run(c, std::move(c->parked_read));
@@ -339,12 +361,33 @@ void parser_run(const std::shared_ptr<connection>& c, std::optional<contend::rea
     }
 }
 
+// Marks this thread as running c's pump steps (see inline_continuation) for its life.
+struct pump_scope {
+    explicit pump_scope(const connection& c) noexcept { inline_here.transport_of = &c; }
+    ~pump_scope() { inline_here.transport_of = nullptr; }
+    pump_scope(const pump_scope&) = delete;
+    pump_scope& operator=(const pump_scope&) = delete;
+};
+
+// The parser continuation a pump step completed, if any, run now that the step is over.
+void run_due_continuation(const std::shared_ptr<connection>& c) {
+    const auto due = std::exchange(inline_here.due, inline_continuation::none);
+    if (due == inline_continuation::none) return;
+    c->handoff.store(connection::idle, std::memory_order_relaxed);
+    if (due == inline_continuation::read) parser_run(c, std::move(c->parked_read));
+    else resume(c, after_flush(*c, c->parked_flush));
+}
+
 // The transport: one pass over what `bits` says is ready. The `in` pump reads the socket
 // when it is readable (epoll) or a flush it left pending has completed; the `out` pump
 // writes when the socket is writable or a read it left pending found bytes (or the end).
-void transport_pass(connection& c, unsigned bits) {
+// A request read by the first then usually runs its parser right here, whose flush marks
+// `out` ready: the next pass writes the response, all in this one item.
+void transport_pass(const std::shared_ptr<connection>& cp, unsigned bits) {
+    connection& c = *cp;
     if ((bits & connection::in_hangup) != 0) c.hung_up = true;
     if ((bits & (connection::in_ready | connection::in_hangup)) != 0 && !c.in_done) {
+        pump_scope scope(c);
         try {
             // A read that comes back short ends the step: the next bytes raise an edge. Not
             // after a hang-up, whose EOF may sit behind the last bytes and raises none.
@@ -357,7 +400,9 @@ void transport_pass(connection& c, unsigned bits) {
             c.in.writer().complete();
         }
     }
+    run_due_continuation(cp);
     if ((bits & connection::out_ready) != 0 && !c.out_done) {
+        pump_scope scope(c);
         try {
             const auto t = c.out_pump->step();
             if (t.stop == contend::fd_stop::end_of_stream || t.stop == contend::fd_stop::error) c.out_done = true;
@@ -366,6 +411,7 @@ void transport_pass(connection& c, unsigned bits) {
             c.out.reader().complete();
         }
     }
+    run_due_continuation(cp);
     if (c.out_done && !c.handed_off) {
         // Nothing more goes out: a parser waiting for a request sees the end, and the socket
         // is the loop's from here on.
@@ -380,7 +426,7 @@ void transport_run(const std::shared_ptr<connection>& c) {
     for (;;) {
         if (c->core.halted.load(std::memory_order_acquire)) return;
         const unsigned bits = c->transport.exchange(connection::queued, std::memory_order_acq_rel);
-        if (!c->handed_off) transport_pass(*c, bits);
+        if (!c->handed_off) transport_pass(c, bits);
         // Idle again unless news came during the pass; then another pass, in this item.
         unsigned expected = connection::queued;
         if (c->transport.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
