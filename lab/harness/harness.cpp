@@ -336,9 +336,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
         // samples so far lie within spread_to_stop of their median) or the repetitions have
         // lasted time_to_stop_s in all (a lock whose runs convoy can take a second each).
         if (cell.repetitions >= options.min_repetitions && cell.repetitions < options.repetitions) {
-            const double mid = median(cell.ns_per_op);
-            const double spread = quantile(cell.ns_per_op, 0.75) - quantile(cell.ns_per_op, 0.25);
-            if ((mid > 0 && spread <= options.spread_to_stop * mid) || timed_ns >= options.time_to_stop_s * 1e9) break;
+            if (settled(cell.ns_per_op, options.spread_to_stop) || timed_ns >= options.time_to_stop_s * 1e9) break;
         }
     }
     if (cell.repetitions == 0) {

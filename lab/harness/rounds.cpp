@@ -89,18 +89,17 @@ rounds_outcome run_rounds(std::size_t rows, const harness_options& harness,
         }
         const std::int32_t finished = r + 1;
         if (out.stopped || finished < harness.min_repetitions || finished >= harness.repetitions) continue;
-        bool settled = true;
-        for (std::size_t i = 0; i < rows && settled; ++i) {
+        bool all_settled = true;
+        for (std::size_t i = 0; i < rows && all_settled; ++i) {
             if (ended[i]) continue;
             std::vector<double> samples;
             for (const auto& round : rounds[i])
                 samples.insert(samples.end(), round.ns_per_op.begin(), round.ns_per_op.end());
-            const double mid = median(samples);
-            settled = mid > 0 && quantile(samples, 0.75) - quantile(samples, 0.25) <= harness.spread_to_stop * mid;
+            all_settled = settled(samples, harness.spread_to_stop);
         }
         const double per_row_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() / static_cast<double>(rows);
-        if (settled || per_row_s >= harness.time_to_stop_s) break;
+        if (all_settled || per_row_s >= harness.time_to_stop_s) break;
     }
     for (auto& r : rounds)
         if (!r.empty()) out.cells.push_back(merge_rounds(r));

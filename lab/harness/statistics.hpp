@@ -12,4 +12,11 @@ double quantile(std::vector<double> samples, double q);
 
 inline double median(const std::vector<double>& samples) { return quantile(samples, 0.5); }
 
+// The harness's rule for enough repetitions: the samples' interquartile range is at most
+// `spread` times their median (and the median is positive).
+inline bool settled(const std::vector<double>& samples, double spread) {
+    const double mid = median(samples);
+    return mid > 0 && quantile(samples, 0.75) - quantile(samples, 0.25) <= spread * mid;
+}
+
 }  // namespace contend::lab

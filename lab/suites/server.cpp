@@ -373,9 +373,7 @@ cell_result measure_server_cell(const server_kind& kind, const std::string& rout
         timed_ns += wrk_seconds(o) * 1e9;
         // The harness's rule for stopping early (harness.cpp, run_cell).
         if (cell.repetitions >= o.min_repetitions && cell.repetitions < o.repetitions) {
-            const double mid = median(cell.ns_per_op);
-            const double spread = quantile(cell.ns_per_op, 0.75) - quantile(cell.ns_per_op, 0.25);
-            if ((mid > 0 && spread <= o.spread_to_stop * mid) || timed_ns >= o.time_to_stop_s * 1e9) break;
+            if (settled(cell.ns_per_op, o.spread_to_stop) || timed_ns >= o.time_to_stop_s * 1e9) break;
         }
     }
     cell.median_ns = median(cell.ns_per_op);

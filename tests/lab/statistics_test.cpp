@@ -27,3 +27,11 @@ TEST(Statistics, OneOutlierMovesNeitherMedianNorQuartiles) {
     EXPECT_DOUBLE_EQ(lab::median({5, 5, 5, 5, 5000}), 5);
     EXPECT_DOUBLE_EQ(lab::quantile({5, 5, 5, 5, 5000}, 0.75), 5);
 }
+
+TEST(Statistics, SettledMeansTheQuartilesLieWithinTheSpreadOfTheMedian) {
+    EXPECT_TRUE(lab::settled({100, 100, 101, 100}, 0.02));
+    EXPECT_FALSE(lab::settled({100, 110, 120, 130}, 0.02));  // IQR 15 > 2.3
+    EXPECT_TRUE(lab::settled({100, 110, 120, 130}, 0.2));
+    EXPECT_FALSE(lab::settled({}, 0.02));  // no samples: never settled
+    EXPECT_FALSE(lab::settled({0, 0}, 1));  // a zero median is not a measurement
+}
