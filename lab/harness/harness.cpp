@@ -248,6 +248,12 @@ cell_result new_cell(const contender& c, const std::string& suite, std::int32_t 
     return cell;
 }
 
+void summarize_samples(cell_result& cell) {
+    cell.median_ns = median(cell.ns_per_op);
+    cell.p25_ns = quantile(cell.ns_per_op, 0.25);
+    cell.p75_ns = quantile(cell.ns_per_op, 0.75);
+}
+
 cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
                      const harness_options& options) {
     if (c.measure_cell) return c.measure_cell(c, suite, workers, options);
@@ -344,9 +350,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
         cell.detail = "--reps 0";
         return cell;
     }
-    cell.median_ns = median(cell.ns_per_op);
-    cell.p25_ns = quantile(cell.ns_per_op, 0.25);
-    cell.p75_ns = quantile(cell.ns_per_op, 0.75);
+    summarize_samples(cell);
     cell.cpu_ns_per_op = median(cpu_per_op);
     for (const auto& [name, samples] : metric_samples) cell.metrics.emplace_back(name, median(samples));
     if (cell.has_fairness) {

@@ -101,6 +101,10 @@ std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min
 // measure_cell start from it, so every cell names itself the same way.
 cell_result new_cell(const contender& c, const std::string& suite, std::int32_t workers);
 
+// Sets the cell's median and quartiles from its samples (ns_per_op), as every cell reports
+// them: run_cell, a contender's own measure_cell, and rows merged from rounds.
+void summarize_samples(cell_result& cell);
+
 // Calibrates and runs one cell in this process.
 cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
                      const harness_options& options);

@@ -56,9 +56,7 @@ cell_result merge_rounds(const std::vector<cell_result>& rounds) {
         }
         return cell;
     }
-    cell.median_ns = median(cell.ns_per_op);
-    cell.p25_ns = quantile(cell.ns_per_op, 0.25);
-    cell.p75_ns = quantile(cell.ns_per_op, 0.75);
+    summarize_samples(cell);
     cell.cpu_ns_per_op = median_of_numbers(cpu);
     cell.min_share = median_of_numbers(min_share);
     cell.max_share = median_of_numbers(max_share);

@@ -376,9 +376,7 @@ cell_result measure_server_cell(const server_kind& kind, const std::string& rout
             if (settled(cell.ns_per_op, o.spread_to_stop) || timed_ns >= o.time_to_stop_s * 1e9) break;
         }
     }
-    cell.median_ns = median(cell.ns_per_op);
-    cell.p25_ns = quantile(cell.ns_per_op, 0.25);
-    cell.p75_ns = quantile(cell.ns_per_op, 0.75);
+    summarize_samples(cell);
     cell.cpu_ns_per_op = cpu_per_request.empty() ? not_measured : median(cpu_per_request);
     for (const auto& [name, values] : samples) cell.metrics.emplace_back(name, median(values));
     return cell;

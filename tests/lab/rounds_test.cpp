@@ -14,8 +14,8 @@ namespace {
 
 lab::cell_result round_of(double ns, double cpu, double metric) {
     lab::cell_result c;
-    c.suite = "s";
-    c.contender = "x";
+    c.suite = std::string("server");
+    c.contender = std::string("asio");
     c.workers = 2;
     c.repetitions = 1;
     c.ns_per_op = {ns};
@@ -38,7 +38,7 @@ TEST(Rounds, MergeKeepsEverySampleAndTakesMediansOfTheRest) {
     EXPECT_EQ(cell.cpu_ns_per_op, 200);
     EXPECT_EQ(cell.metric("requests_per_second"), 2);
     EXPECT_TRUE(std::isnan(cell.metric("absent_here")));
-    EXPECT_EQ(cell.name(), "s/x/workers:2");
+    EXPECT_EQ(cell.name(), "server/asio/workers:2");
 }
 
 TEST(Rounds, AnInvalidRoundEndsTheRowWithItsReasonAndFigures) {
