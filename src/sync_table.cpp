@@ -1,70 +1,242 @@
 #include "sync_table.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <vector>
+
+#include "contend/thin_lock.hpp"
 
 namespace contend::internal {
 namespace {
 
+// Past the flat array: chunks of 1,024, indexed from flat_fat_locks on.
 constexpr std::uint32_t chunk_bits = 10;
 constexpr std::uint32_t chunk_size = 1u << chunk_bits;
-constexpr std::uint32_t max_chunks = 1u << 16;  // 2^26 fat locks: far below the 2^31 a word holds
+constexpr std::uint32_t max_chunks = 1u << 16;  // 2^26 more fat locks: far below the 2^31 a word holds
+// Entries a sweep visits before it lets go of the table's lock for a moment, so that
+// inflations and destructions elsewhere wait for a few microseconds at most.
+constexpr std::uint32_t sweep_batch = 256;
+// HotSpot's asynchronous deflation looks for idle monitors every 250 ms (AsyncDeflationInterval,
+// docs/references.md); a fat lock costs every acquisition a few ns here, so we look twice as
+// often: a lock nobody touched for 100 to 200 ms is thin again.
+constexpr std::chrono::milliseconds default_sweep_interval{100};
 
 // Chunk pointers are published once and never change: readers need no lock.
 std::atomic<fat_lock*> chunks[max_chunks];
 
+}  // namespace
+
+fat_lock flat_fat_lock_table[flat_fat_locks];
+
+fat_lock& chunked_fat_lock(std::uint32_t index) noexcept {
+    const std::uint32_t i = index - flat_fat_locks;
+    return chunks[i >> chunk_bits].load(std::memory_order_acquire)[i & (chunk_size - 1)];
+}
+
+namespace {
+
 struct table_state {
-    std::mutex lock;  // allocation and release only: inflation is a slow path
+    std::mutex lock;  // allocation, release and sweeps: slow paths only
     std::vector<std::uint32_t> free;
     std::uint32_t next = 0;  // entries created so far
     std::size_t live = 0;
     std::uint64_t inflations = 0;
+    std::uint64_t deflations = 0;
+    std::chrono::milliseconds interval = default_sweep_interval;
+    bool sweeper_started = false;
+    std::condition_variable wake;  // the sweeper waits here (interval changed, first fat lock)
 };
+
+void before_fork();
+void after_fork_parent();
+void after_fork_child();
+
 table_state& state() {
-    static table_state* s = new table_state;  // never destroyed: locks may outlive statics
+    static table_state* s = [] {
+        auto* t = new table_state;  // never destroyed: locks and the sweeper may outlive statics
+        // A fork while a sweep holds the lock would leave the child's table locked forever.
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        return t;
+    }();
     return *s;
+}
+
+void before_fork() { state().lock.lock(); }
+void after_fork_parent() { state().lock.unlock(); }
+void after_fork_child() {
+    auto& t = state();
+    t.sweeper_started = false;  // threads do not survive a fork: the next inflation starts one
+    t.lock.unlock();
+}
+
+bool is_fat(std::uint32_t w) noexcept { return (w & thin_lock::inflated_bit) != 0; }
+
+// With the table's lock held. Deflates entry `index` if it is idle (see sync_table.hpp).
+bool sweep_one(table_state& t, std::uint32_t index, bool marked_only) {
+    fat_lock& f = sync_table_at(index);
+    if (f.word == nullptr) return false;  // free
+    std::uint32_t o = f.owner.load(std::memory_order_relaxed);
+    if (o == 0 && marked_only) {
+        // Idle now: mark it. Any acquisition stores its owner over the mark.
+        f.owner.compare_exchange_strong(o, idle_mark, std::memory_order_relaxed, std::memory_order_relaxed);
+        return false;
+    }
+    if (o != idle_mark && !(o == 0 && !marked_only)) return false;
+    if (!f.m.try_lock()) return false;
+    // Under the mutex nobody is between taking it and storing an owner, so a mark still
+    // here means no thread has acquired the lock since the last sweep.
+    o = f.owner.load(std::memory_order_relaxed);
+    std::uint32_t expected = thin_lock::inflated_bit | index;
+    const bool idle = (o == idle_mark || (o == 0 && !marked_only)) && f.waiters == 0;
+    // The word names this entry (only a sweep or the destructor change a fat word, both
+    // under the table's lock); compare anyway, so a broken invariant deflates nothing.
+    if (!idle || !f.word->compare_exchange_strong(expected, 0, std::memory_order_release, std::memory_order_relaxed)) {
+        f.m.unlock();
+        return false;
+    }
+    // The word is thin and free now. Threads that read the old word and wait for (or will
+    // take) this mutex find it no longer names them, and start over.
+    f.word = nullptr;
+    f.owner.store(0, std::memory_order_relaxed);
+    f.recursion = 0;
+    f.m.unlock();
+    --t.live;
+    ++t.deflations;
+    t.free.push_back(index);
+    return true;
+}
+
+std::size_t sweep_locked(table_state& t, std::unique_lock<std::mutex>& lk, bool marked_only) {
+    std::size_t deflated = 0;
+    for (std::uint32_t index = 0; index < t.next; ++index) {
+        if (index % sweep_batch == sweep_batch - 1) {
+            lk.unlock();
+            lk.lock();
+        }
+        if (sweep_one(t, index, marked_only)) ++deflated;
+    }
+    return deflated;
+}
+
+void sweeper_main() {
+    auto& t = state();
+    std::unique_lock lk(t.lock);
+    auto next_sweep = std::chrono::steady_clock::now() + t.interval;
+    for (;;) {
+        if (t.interval.count() == 0 || t.live == 0) {
+            t.wake.wait(lk);
+            next_sweep = std::chrono::steady_clock::now() + t.interval;  // idle from now on
+            continue;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next_sweep) {
+            t.wake.wait_until(lk, next_sweep);
+            continue;  // re-read the interval and the count
+        }
+        sweep_locked(t, lk, true);
+        next_sweep = std::chrono::steady_clock::now() + t.interval;
+    }
+}
+
+// With the table's lock held.
+void start_sweeper(table_state& t) {
+    if (t.sweeper_started || t.interval.count() == 0) return;
+    // Every signal blocked: a signal sent to the process must reach the program's own
+    // threads, not this one (the new thread inherits the mask).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    try {
+        std::thread sweeper(sweeper_main);
+        pthread_setname_np(sweeper.native_handle(), "contend-deflate");
+        sweeper.detach();
+        t.sweeper_started = true;
+    } catch (const std::system_error&) {
+        // No thread to be had: locks stay fat until a sweep is asked for (monitor::deflate_idle_locks).
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace
 
-std::uint32_t sync_table_allocate() {
+std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_t owner) {
     auto& t = state();
-    std::lock_guard guard(t.lock);
-    ++t.live;
-    ++t.inflations;
-    if (!t.free.empty()) {
-        const std::uint32_t index = t.free.back();
-        t.free.pop_back();
-        return index;
+    std::uint32_t index;
+    {
+        std::lock_guard guard(t.lock);
+        if (!t.free.empty()) {
+            index = t.free.back();
+            t.free.pop_back();
+        } else {
+            index = t.next;
+            if (index >= flat_fat_locks) {
+                const std::uint32_t i = index - flat_fat_locks;
+                if ((i >> chunk_bits) >= max_chunks) throw std::bad_alloc();
+                if ((i & (chunk_size - 1)) == 0)
+                    chunks[i >> chunk_bits].store(new fat_lock[chunk_size], std::memory_order_release);
+            }
+            ++t.next;
+        }
+        fat_lock& f = sync_table_at(index);
+        f.word = word;
+        // An owner, not the idle mark: a sweep leaves the entry alone from now on.
+        f.owner.store(owner, std::memory_order_relaxed);
+        f.recursion = 0;
+        if (++t.live == 1) t.wake.notify_all();
+        ++t.inflations;
+        start_sweeper(t);
     }
-    const std::uint32_t index = t.next;
-    if ((index >> chunk_bits) >= max_chunks) throw std::bad_alloc();
-    if ((index & (chunk_size - 1)) == 0)
-        chunks[index >> chunk_bits].store(new fat_lock[chunk_size], std::memory_order_release);
-    ++t.next;
+    // Outside the table's lock: a thread that read this entry's index from another word
+    // before a sweep released it may hold the mutex for a moment (it lets go once it sees
+    // that its word names another entry now).
+    sync_table_at(index).m.lock();
     return index;
 }
 
-fat_lock& sync_table_at(std::uint32_t index) noexcept {
-    return chunks[index >> chunk_bits].load(std::memory_order_acquire)[index & (chunk_size - 1)];
-}
-
-void sync_table_release(std::uint32_t index) noexcept {
-    fat_lock& f = sync_table_at(index);
-    f.owner.store(0, std::memory_order_relaxed);
-    f.recursion = 0;
+void sync_table_release(std::atomic<std::uint32_t>& word) noexcept {
     auto& t = state();
     std::lock_guard guard(t.lock);
+    const std::uint32_t w = word.load(std::memory_order_relaxed);  // a sweep may have deflated it
+    if (!is_fat(w)) return;
+    const std::uint32_t index = w & ~thin_lock::inflated_bit;
+    fat_lock& f = sync_table_at(index);
+    f.word = nullptr;
+    f.owner.store(0, std::memory_order_relaxed);
+    f.recursion = 0;
     --t.live;
     t.free.push_back(index);  // a vector at most as long as the peak of live entries
+}
+
+std::size_t sync_table_sweep(bool marked_only) {
+    auto& t = state();
+    std::unique_lock lk(t.lock);
+    return sweep_locked(t, lk, marked_only);
+}
+
+void sync_table_set_sweep_interval(std::chrono::milliseconds interval) {
+    auto& t = state();
+    std::lock_guard guard(t.lock);
+    t.interval = interval.count() > 0 ? interval : std::chrono::milliseconds{0};
+    if (t.live > 0) start_sweeper(t);
+    t.wake.notify_all();
+}
+
+std::chrono::milliseconds sync_table_sweep_interval() noexcept {
+    auto& t = state();
+    std::lock_guard guard(t.lock);
+    return t.interval;
 }
 
 sync_table_counts sync_table_stats() noexcept {
     auto& t = state();
     std::lock_guard guard(t.lock);
-    return {t.live, t.next, t.inflations};
+    return {t.live, t.next, t.inflations, t.deflations};
 }
 
 }  // namespace contend::internal

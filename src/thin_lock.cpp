@@ -1,11 +1,15 @@
 // contend::thin_lock slow paths: re-entry, waiting, inflation, the fat lock. The word and
 // who may write it are described in thin_lock.hpp.
 //
-// No deflation. A lock that had to inflate was contended, recursed past 63 or waited on;
-// the same is likely again, and deflating safely needs the fat lock free, unowned and
-// unwaited at once, checked and swapped without a thread slipping into the fat mutex
-// between the two (CoreCLR only deflates while every thread is stopped for a GC). The fat
-// lock costs a sync-table entry until the thin_lock is destroyed, and destruction returns it.
+// Deflation. A lock that had to inflate was contended, recursed past 63 or waited on; the
+// same is often likely again, but not always (an object contended during start-up, then
+// used by one thread for the rest of its life). The sync table's sweeps (src/sync_table.hpp)
+// deflate a fat lock that nobody has acquired for a whole sweep interval, without stopping
+// any thread: a thread that read the fat word before the deflation and then takes the
+// entry's mutex checks, under that mutex, that the word still names the entry
+// (fat_enter), and starts over if not. The check is one load of a line the thread has just
+// read. CoreCLR deflates only while every thread is stopped for a GC; HotSpot deflates
+// idle monitors from a thread of its own, as here (docs/references.md).
 #include "contend/thin_lock.hpp"
 
 #include <optional>
@@ -35,30 +39,32 @@ std::uint32_t index_of(std::uint32_t w) noexcept { return w & ~thin_lock::inflat
 std::uint32_t owner_of(std::uint32_t w) noexcept { return w & thin_lock::owner_mask; }
 std::uint32_t depth_of(std::uint32_t w) noexcept { return (w & thin_lock::recursion_mask) / thin_lock::recursion_unit; }
 
-bool fat_acquire(fat_lock& f, std::uint32_t me, internal::deadline until) {
-    if (f.owner.load(std::memory_order_relaxed) == me) {
-        ++f.recursion;
-        return true;
-    }
-    if (until == internal::no_deadline) {
-        f.m.lock();
-    } else if (!f.m.try_lock_until(until)) {
-        return false;
-    }
-    f.owner.store(me, std::memory_order_relaxed);
-    f.recursion = 0;
-    return true;
-}
+enum class entry { acquired, failed, stale };
 
-bool fat_try_acquire(fat_lock& f, std::uint32_t me) {
+// Takes the fat lock that `w`, a fat word read from `word`, names: at once (`one_shot`), or
+// waiting until the deadline. `stale`: a sweep deflated the lock after `w` was read (the
+// entry may even serve another lock now); the caller reads the word again.
+entry fat_enter(const std::atomic<std::uint32_t>& word, std::uint32_t w, std::uint32_t me, internal::deadline until,
+                bool one_shot) {
+    fat_lock& f = internal::sync_table_at(index_of(w));
+    // Our own id in the owner field means we hold this entry, so it is still this lock's:
+    // a held entry is never deflated, and we cannot have taken another lock since reading w.
     if (f.owner.load(std::memory_order_relaxed) == me) {
         ++f.recursion;
-        return true;
+        return entry::acquired;
     }
-    if (!f.m.try_lock()) return false;
-    f.owner.store(me, std::memory_order_relaxed);
-    f.recursion = 0;
-    return true;
+    // try_lock_until, not lock(), even without a deadline: lock()'s prefetch for write would
+    // take the line from the holder a second time, after try_lock_fat's (the counter
+    // suite at 64 workers).
+    if (one_shot ? !f.m.try_lock() : !f.m.try_lock_until(until)) return entry::failed;
+    // A sweep stores the thin word under this mutex, before releasing it: holding the mutex,
+    // we see that store if it happened.
+    if (word.load(std::memory_order_relaxed) != w) [[unlikely]] {
+        f.m.unlock();
+        return entry::stale;
+    }
+    f.owner.store(me, std::memory_order_relaxed);  // recursion is 0 whenever the lock is free
+    return entry::acquired;
 }
 
 [[noreturn]] void not_held(const char* what) {
@@ -69,19 +75,15 @@ bool fat_try_acquire(fat_lock& f, std::uint32_t me) {
 }  // namespace
 
 thin_lock::~thin_lock() {
-    const std::uint32_t w = word_.load(std::memory_order_relaxed);
-    if (is_fat(w)) internal::sync_table_release(index_of(w));
+    if (is_fat(word_.load(std::memory_order_relaxed))) internal::sync_table_release(word_);
 }
 
 // The caller holds the thin lock. Moves its state (owner, depth) into a new fat lock whose
 // mutex it holds, publishes the index, and sends threads parked on the word to the fat lock.
 std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
     const std::uint32_t w = word_.load(std::memory_order_relaxed);
-    const std::uint32_t index = internal::sync_table_allocate();
-    fat_lock& f = internal::sync_table_at(index);
-    f.m.lock();  // a free entry: taken at once
-    f.owner.store(me, std::memory_order_relaxed);
-    f.recursion = depth_of(w);
+    const std::uint32_t index = internal::sync_table_allocate(&word_, me);  // its mutex held, owner me
+    internal::sync_table_at(index).recursion = depth_of(w);
     // Only the owner writes a held thin word, so a store cannot lose anyone's update.
     word_.store(inflated_bit | index, std::memory_order_release);
     // A parked thread re-reads the word when woken; one about to park validates the word
@@ -97,7 +99,12 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
                 return true;
             continue;
         }
-        if (is_fat(seen)) return fat_acquire(internal::sync_table_at(index_of(seen)), me, until);
+        if (is_fat(seen)) {
+            const entry e = fat_enter(word_, seen, me, until, false);
+            if (e != entry::stale) return e == entry::acquired;
+            seen = word_.load(std::memory_order_relaxed);
+            continue;
+        }
         if (owner_of(seen) == me) {
             if (depth_of(seen) < max_thin_recursion) {
                 word_.store(seen + recursion_unit, std::memory_order_relaxed);
@@ -114,9 +121,10 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
     // Held by another thread past the spin: park on the word until it is released (the
     // owner's exit finds us in the waiter registry), then take it and inflate it, so that
     // further contention is the fat mutex's business.
-    std::optional<internal::waiter_registration> registration(std::in_place, internal::waiter_slot_index(this));
+    std::optional<internal::waiter_registration> registration;
     bool parked = false;
     for (;;) {
+        if (!registration) registration.emplace(internal::waiter_slot_index(this));
         seen = word_.load(std::memory_order_relaxed);
         if (seen == 0) {
             if (word_.compare_exchange_weak(seen, me, std::memory_order_acquire, std::memory_order_relaxed)) {
@@ -128,7 +136,9 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
         }
         if (is_fat(seen)) {
             registration.reset();  // not a sleeper of the word any more
-            return fat_acquire(internal::sync_table_at(index_of(seen)), me, until);
+            const entry e = fat_enter(word_, seen, me, until, false);
+            if (e != entry::stale) return e == entry::acquired;
+            continue;  // deflated meanwhile: thin again
         }
         if (until != internal::no_deadline && internal::clock::now() >= until) return false;
         parking_lot::park(
@@ -143,7 +153,14 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
 }
 
 bool thin_lock::try_lock_slow(std::uint32_t me, std::uint32_t seen) {
-    if (is_fat(seen)) return fat_try_acquire(internal::sync_table_at(index_of(seen)), me);
+    while (is_fat(seen)) {
+        const entry e = fat_enter(word_, seen, me, internal::no_deadline, true);
+        if (e != entry::stale) return e == entry::acquired;
+        // Deflated meanwhile: one shot at the thin word instead.
+        seen = word_.load(std::memory_order_relaxed);
+        if (seen == 0)
+            return word_.compare_exchange_strong(seen, me, std::memory_order_acquire, std::memory_order_relaxed);
+    }
     if (seen != 0 && owner_of(seen) == me) {
         // Re-entry is not contention: past the thin count it inflates, as lock() does.
         if (depth_of(seen) < max_thin_recursion) word_.store(seen + recursion_unit, std::memory_order_relaxed);
@@ -197,9 +214,11 @@ bool thin_lock::wait_until_internal(internal::deadline until) {
     const std::uint32_t depth = f.recursion;
     f.recursion = 0;
     f.owner.store(0, std::memory_order_relaxed);
+    ++f.waiters;  // under f.m: no sweep deflates a lock with a thread in wait()
     bool notified = true;
     if (until == internal::no_deadline) f.cv.wait(f.m);
     else notified = f.cv.wait_until(f.m, until) == std::cv_status::no_timeout;
+    --f.waiters;
     f.owner.store(me, std::memory_order_relaxed);
     f.recursion = depth;
     return notified;

@@ -232,6 +232,8 @@ TEST(ThinLock, AMillionCreateInflateDestroyCyclesKeepTheSyncTableBounded) {
     }
     const auto after = contend::internal::sync_table_stats();
     EXPECT_EQ(after.inflations - before.inflations, static_cast<std::uint64_t>(cycles));
-    EXPECT_EQ(after.live, before.live);
+    // Background sweeps may deflate other tests' fat locks meanwhile; each one they did
+    // left the table one entry lighter.
+    EXPECT_EQ(after.live, before.live - (after.deflations - before.deflations));
     EXPECT_LE(after.capacity, before.capacity + 1024) << "released entries must be reused";
 }

@@ -30,7 +30,7 @@ namespace contend {
 
 struct monitor_stats {
     std::uint64_t inflations = 0;  // thin_locks inflated to fat locks, ever
-    std::uint64_t deflations = 0;  // fat locks returned to the sync table, ever
+    std::uint64_t deflations = 0;  // idle fat locks turned back into thin ones, ever (not destructions)
     std::uint64_t contentions = 0;  // monitor enters that had to wait, ever
     std::size_t live_fat_locks = 0;  // sync-table entries in use
     std::size_t live_address_entries = 0;  // monitor entries in use (addresses entered or waited on)
@@ -60,6 +60,18 @@ public:
     static void pulse_all(const void* address);
 
     static monitor_stats stats();
+
+    // Deflation of thin_locks (thin_lock.hpp). A background thread, started by the first
+    // inflation, sweeps the fat locks every interval: a sweep marks each unowned one idle and
+    // deflates those the previous sweep marked that no thread has acquired since, that
+    // nobody holds and nobody waits on. So a lock is thin again after one to two intervals
+    // of disuse. Zero stops the background sweeps (a lock then stays fat until a sweep is
+    // asked for or the thin_lock is destroyed). Default 100 ms.
+    static void set_deflation_interval(std::chrono::milliseconds interval);
+    static std::chrono::milliseconds deflation_interval();
+    // One sweep now, on the calling thread; returns how many locks it deflated. Two calls
+    // with no acquisition of a lock between them deflate it.
+    static std::size_t deflate_idle_locks();
 
 private:
     static bool enter_until(const void* address, internal::deadline until);

@@ -23,8 +23,11 @@
 //   - contention: a thread that had to park for a thin lock inflates it once it gets it,
 //     so later contention is handled by contend::mutex (a designee, FIFO sleepers) rather
 //     than by parking on the word.
-// An inflated lock stays inflated until the thin_lock is destroyed, which returns the fat
-// lock to the sync table (no deflation: see src/thin_lock.cpp for why).
+// Deflation: a fat lock that no thread acquires for a whole sweep interval (100 ms by
+// default, monitor::set_deflation_interval), and that nobody holds or waits on, is turned
+// back into a thin one by a background sweep, without stopping any thread (src/thin_lock.cpp
+// says how a thread entering at that moment stays safe); monitor::stats().deflations counts
+// them. Destroying the thin_lock returns its fat lock, if it has one, to the sync table.
 //
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
 // spins or parks, so it costs about the same whether the lock is free or held. The only
@@ -36,6 +39,8 @@
 #include <cstdint>
 
 #include "contend/internal/deadline.hpp"
+#include "contend/internal/fat_lock.hpp"
+#include "contend/internal/prefetch.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/internal/waiter_slots.hpp"
 
@@ -56,9 +61,13 @@ public:
     void lock() {
         const std::uint32_t me = internal::compact_thread_id();
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
-        if (expected == 0 && word_.compare_exchange_strong(expected, me, std::memory_order_acquire,
-                                                           std::memory_order_relaxed)) [[likely]]
+        if (expected == 0) {
+            if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
+                [[likely]]
+                return;
+        } else if ((expected & inflated_bit) && try_lock_fat(expected, me)) {
             return;
+        }
         lock_slow(me, expected, internal::no_deadline);
     }
 
@@ -83,7 +92,8 @@ public:
     // Throws synchronization_error if the calling thread does not hold the lock.
     void unlock() {
         const std::uint32_t me = internal::compact_thread_id();
-        if (word_.load(std::memory_order_relaxed) == me) [[likely]] {
+        const std::uint32_t w = word_.load(std::memory_order_relaxed);
+        if (w == me) [[likely]] {
             const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
             if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
                 word_.store(0, std::memory_order_release);
@@ -92,6 +102,14 @@ public:
                 std::atomic_signal_fence(std::memory_order_seq_cst);
                 if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
                     wake_after_release();
+                return;
+            }
+        } else if (w & inflated_bit) {
+            // Inflated, held by us at depth 0: clear the owner and release the fat mutex.
+            internal::fat_lock& f = internal::fat_lock_at(w & ~inflated_bit);
+            if (f.owner.load(std::memory_order_relaxed) == me && f.recursion == 0) [[likely]] {
+                f.owner.store(0, std::memory_order_relaxed);
+                f.m.unlock();
                 return;
             }
         }
@@ -122,6 +140,21 @@ public:
 
 private:
     static_assert(internal::max_compact_thread_id <= owner_mask, "every compact thread id fits the owner field");
+
+    // An inflated lock, free: its fat mutex at once, then a check that the word still names
+    // it (a sweep may have deflated it since the word was read; src/thin_lock.cpp). The
+    // fat lock's recursion is 0 whenever it is free, so only the owner is stored.
+    bool try_lock_fat(std::uint32_t w, std::uint32_t me) {
+        internal::fat_lock& f = internal::fat_lock_at(w & ~inflated_bit);
+        internal::prefetch_for_write(&f.m);  // the fat mutex's line is written, as contend::mutex's
+        if (!f.m.try_lock()) return false;
+        if (word_.load(std::memory_order_relaxed) != w) [[unlikely]] {
+            f.m.unlock();
+            return false;
+        }
+        f.owner.store(me, std::memory_order_relaxed);
+        return true;
+    }
 
     bool lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until);
     bool try_lock_slow(std::uint32_t me, std::uint32_t seen);

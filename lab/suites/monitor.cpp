@@ -1,10 +1,12 @@
 // The monitor suite: the Monitor scenarios of the dotnet/runtime thin-lock PR (enter/exit, try-enter/exit when
 // unlocked, try-enter when another thread holds the lock) for thin_lock, a thin_lock inflated beforehand (fat),
-// monitor:: on an address, and contend::mutex and std::recursive_mutex beside them. Rows:
+// a thin_lock inflated under contention and deflated once idle, monitor:: on an address, and
+// contend::mutex and std::recursive_mutex beside them. Rows:
 // monitor/<lock>/scenario:<scenario>/workers:N.
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "contend/monitor.hpp"
@@ -30,6 +32,32 @@ struct fat_adapter {
         if (l.is_inflated()) return;
         for (unsigned i = 0; i <= contend::thin_lock::max_thin_recursion + 1; ++i) l.lock();
         for (unsigned i = 0; i <= contend::thin_lock::max_thin_recursion + 1; ++i) l.unlock();
+    }
+    void lock() { l.lock(); }
+    bool try_lock() { return l.try_lock(); }
+    void unlock() { l.unlock(); }
+};
+// Inflated under contention once (a second thread parks on it), then left alone for two
+// deflation sweeps (monitor::deflate_idle_locks, what the background sweeps do after one
+// to two idle intervals): a lock contended during start-up, used by one thread since.
+struct deflated_adapter {
+    contend::thin_lock l;
+    bool prepared = false;
+    void prepare() {
+        if (prepared) return;
+        prepared = true;
+        l.lock();
+        std::thread contender([this] {
+            l.lock();
+            l.unlock();
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past its spin: it parks
+        l.unlock();
+        contender.join();
+        if (!l.is_inflated()) throw std::runtime_error("deflated_lock: the contended lock did not inflate");
+        contend::monitor::deflate_idle_locks();
+        contend::monitor::deflate_idle_locks();
+        if (l.is_inflated()) throw std::runtime_error("deflated_lock: two sweeps left the idle lock fat");
     }
     void lock() { l.lock(); }
     bool try_lock() { return l.try_lock(); }
@@ -171,6 +199,8 @@ suite make_monitor_suite() {
             {1, 4}};
     add_lock<thin_adapter>(s.contenders, "thin_lock", "contend::thin_lock");
     add_lock<fat_adapter>(s.contenders, "fat_lock", "contend::thin_lock inflated beforehand");
+    add_lock<deflated_adapter>(s.contenders, "deflated_lock",
+                               "contend::thin_lock inflated under contention, then deflated while idle");
     add_lock<monitor_adapter>(s.contenders, "monitor", "contend::monitor on an address");
     add_lock<mutex_adapter>(s.contenders, "contend_mutex", "contend::mutex");
     add_lock<recursive_mutex_adapter>(s.contenders, "recursive_mutex", "std::recursive_mutex");
