@@ -38,6 +38,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 #include <thread>
 
 #include "contend/cache_padded.hpp"
@@ -58,7 +60,36 @@ using internal::mutex_untimed_key;
 constexpr std::intptr_t handoff_token = 1;  // you own the mutex
 constexpr std::intptr_t designee_token = 2;  // the mutex is free or busy; you are the designee
 
-std::atomic<std::uint32_t> spin_rounds{2};
+std::atomic<std::uint32_t> spin_rounds{mutex::default_spin_limit};
+
+// Rounds of spin per adaptive level (mutex.hpp), and how often a thread spins anyway at
+// level 0 (one contended lock() in trial_period, per thread) to learn whether it pays again.
+constexpr std::uint32_t level_rounds[4] = {0, 2, 4, 10};
+constexpr std::uint32_t trial_rounds = 2;
+constexpr std::uint32_t trial_period = 16;
+// No spin outlasts a park and wake: one way, 16 to 19 us on the AMD EPYC reference VM
+// (a futex ping-pong between two threads). Only yielding rounds can get near it, and they
+// check the clock.
+constexpr auto max_spin = std::chrono::microseconds(16);
+
+std::uint32_t level_of(std::uint8_t s) noexcept {
+    return static_cast<std::uint32_t>((s & mutex::spin_level_mask) >> mutex::spin_level_shift);
+}
+std::uint8_t with_level(std::uint8_t s, std::uint32_t level) noexcept {
+    return static_cast<std::uint8_t>((s & ~mutex::spin_level_mask) | ((level & 3u) << mutex::spin_level_shift));
+}
+// A success while spinning raises the level only one time in raise_period (per thread),
+// and a spin in vain drops it to 0: on the 2-CPU reference VM a waiter that wins while
+// spinning has mostly taken the mutex from a holder that was about to re-take it, which
+// trades places without saving a park (the counter suite: 0 rounds beat 2, 4 and 10, and
+// raising on every success climbed to 10), so the level climbs only where spins almost
+// never fail.
+constexpr std::uint32_t raise_period = 8;
+std::uint8_t raised(std::uint8_t s) noexcept {
+    thread_local std::uint32_t successes = 0;
+    if (++successes % raise_period != 0) return s;
+    return with_level(s, std::min(level_of(s) + 1, 3u));
+}
 
 // A designee's nap. The kernel rounds a timed futex wait up to the timer slack (50 us by
 // default), so this lands near the ~90 us a 1 ns nanosleep takes on the reference VM.
@@ -118,18 +149,65 @@ bool mutex::lock_slow(internal::deadline until) {
     const std::size_t slot_index = internal::waiter_slot_index(this);
     const auto& slot = internal::waiter_slots[slot_index];
 
-    const std::uint32_t limit = spin_rounds.load(std::memory_order_relaxed);
+    const std::uint32_t fixed = spin_rounds.load(std::memory_order_relaxed);
+    const bool adaptive = fixed == adaptive_spin;
+    std::uint32_t limit = fixed;
+    if (adaptive) {
+        limit = level_rounds[level_of(state_.load(std::memory_order_relaxed))];
+        thread_local std::uint32_t contended_locks = 0;
+        if (limit == 0 && ++contended_locks % trial_period == 0) limit = trial_rounds;
+    }
+    internal::clock::time_point spin_start{};
+    bool spun_in_vain = false;
     for (std::uint32_t round = 0;; ++round) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
         while (!(s & held_bit)) {
-            if (state_.compare_exchange_weak(s, s | held_bit, std::memory_order_acquire, std::memory_order_relaxed))
+            // Taken while spinning: spinning pays here, so the next waiter may spin longer.
+            const std::uint8_t taken = adaptive && round > 0 ? raised(s) : s;
+            if (state_.compare_exchange_weak(s, static_cast<std::uint8_t>(taken | held_bit), std::memory_order_acquire,
+                                             std::memory_order_relaxed))
                 return true;
         }
         // Threads already parked here means the wait is long: join them rather than burn
         // a core (WTF's rule: spin only while nobody is parked).
-        if (round >= limit || (slot.load(std::memory_order_relaxed) & internal::waiter_slot_count_mask) != 0) break;
+        if ((slot.load(std::memory_order_relaxed) & internal::waiter_slot_count_mask) != 0) break;
+        if (round >= limit) {
+            spun_in_vain = adaptive && limit > 0;
+            break;
+        }
+        if (round >= 4) {  // a yielding round: bounded by the clock too
+            const auto now = internal::clock::now();
+            if (round == 4) spin_start = now;
+            else if (now - spin_start > max_spin) {
+                spun_in_vain = adaptive;
+                break;
+            }
+        }
         spin_round(round);
     }
+    if (spun_in_vain) {
+        // Lower the level once we hold the mutex (only a holder or taker writes it).
+        const bool got = lock_after_spin(until);
+        if (got) lower_spin_level();
+        return got;
+    }
+    return lock_after_spin(until);
+}
+
+// A holder's update of the spin level: a CAS, since other threads may set WAKING or
+// HANDOFF_REQUEST meanwhile.
+void mutex::lower_spin_level() noexcept {
+    std::uint8_t s = state_.load(std::memory_order_relaxed);
+    while (level_of(s) != 0) {
+        if (state_.compare_exchange_weak(s, with_level(s, 0), std::memory_order_relaxed, std::memory_order_relaxed))
+            return;
+    }
+}
+
+// After the spin: yield in a crowd, or register, then become the designee or park.
+bool mutex::lock_after_spin(internal::deadline until) {
+    const std::size_t slot_index = internal::waiter_slot_index(this);
+    const auto& slot = internal::waiter_slots[slot_index];
 
     const bool timed = until != internal::no_deadline;
     if (!timed && yield_while_crowded(slot_index)) return true;

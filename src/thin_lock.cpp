@@ -75,7 +75,9 @@ entry fat_enter(const std::atomic<std::uint32_t>& word, std::uint32_t w, std::ui
 }  // namespace
 
 thin_lock::~thin_lock() {
-    if (is_fat(word_.load(std::memory_order_relaxed))) internal::sync_table_release(word_);
+    // Acquire: a sweep that deflated this lock wrote the word last; its write must come
+    // before the memory is freed (a thin word here means no sweep will touch it again).
+    if (is_fat(word_.load(std::memory_order_acquire))) internal::sync_table_release(word_);
 }
 
 // The caller holds the thin lock. Moves its state (owner, depth) into a new fat lock whose

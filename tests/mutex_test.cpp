@@ -3,6 +3,7 @@
 #include <map>
 #include <type_traits>
 
+#include "contend/cpu_relax.hpp"
 #include "contend/parking_lot.hpp"
 #include "lock_conformance.hpp"
 
@@ -258,6 +259,89 @@ TEST(Mutex, EveryWaiterGetsAMutexReleasedWhileADesigneeNaps) {
     m.unlock();
     for (auto& w : waiters) w.join();
     EXPECT_EQ(got.load(), 4);
+}
+
+}  // namespace contend_test
+
+namespace contend_test {
+
+// Sets the process-wide spin policy for a test's length; restores the default after.
+class spin_policy {
+public:
+    explicit spin_policy(std::uint32_t rounds) { contend::mutex::set_spin_limit(rounds); }
+    ~spin_policy() { contend::mutex::set_spin_limit(contend::mutex::default_spin_limit); }
+};
+
+TEST(MutexSpin, TheDefaultIsFixedAndSetSpinLimitSaysWhatIsInForce) {
+    EXPECT_EQ(contend::mutex::spin_limit(), contend::mutex::default_spin_limit);
+    {
+        spin_policy adaptive(contend::mutex::adaptive_spin);
+        EXPECT_EQ(contend::mutex::spin_limit(), contend::mutex::adaptive_spin);
+    }
+    EXPECT_EQ(contend::mutex::spin_limit(), contend::mutex::default_spin_limit);
+}
+
+// The adaptive level lives in the state byte beside HELD, WAKING and HANDOFF_REQUEST, and
+// every unlock stores it back: a plain counter under 8 threads on a few mutexes (with holds
+// long enough for spins to both win and fail, so levels move both ways) must come out exact,
+// and misuse must still be detected with a level set.
+TEST(MutexSpin, AdaptiveSpinningKeepsExclusionWhileLevelsMove) {
+    watchdog dog(120s);
+    spin_policy adaptive(contend::mutex::adaptive_spin);
+    constexpr int locks = 3;
+    contend::mutex m[locks];
+    long counter[locks] = {};
+    bool inside[locks] = {};
+    std::atomic<long> broken{0};
+    const long per = scaled(200000);
+    run_threads(8, [&](int t) {
+        for (long i = 0; i < per; ++i) {
+            const int k = static_cast<int>((t + i) % locks);
+            m[k].lock();
+            if (inside[k]) broken.fetch_add(1);
+            inside[k] = true;
+            counter[k] = counter[k] + 1;
+            for (long w = 0, n = (i % 7) * 40; w < n; ++w) contend::cpu_relax();  // 0 to ~6 us held
+            inside[k] = false;
+            m[k].unlock();
+        }
+    });
+    EXPECT_EQ(broken.load(), 0);
+    EXPECT_EQ(counter[0] + counter[1] + counter[2], 8 * per);
+    for (auto& x : m) {
+        EXPECT_FALSE(x.is_locked());
+        EXPECT_THROW(x.unlock(), contend::synchronization_error);
+        EXPECT_TRUE(x.try_lock());
+        x.unlock();
+    }
+}
+
+// Switching between fixed and adaptive while threads contend: each lock() reads the policy
+// once, so a switch mid-run only changes later spins.
+TEST(MutexSpin, SwitchingThePolicyUnderContentionKeepsExclusion) {
+    watchdog dog(120s);
+    contend::mutex m;
+    long counter = 0;
+    std::atomic<bool> stop{false};
+    std::thread switcher([&] {
+        const std::uint32_t policies[] = {contend::mutex::adaptive_spin, 0, 2, 10};
+        for (int i = 0; !stop.load(); ++i) {
+            contend::mutex::set_spin_limit(policies[i % 4]);
+            std::this_thread::sleep_for(1ms);
+        }
+        contend::mutex::set_spin_limit(contend::mutex::default_spin_limit);
+    });
+    const long per = scaled(300000);
+    run_threads(4, [&](int) {
+        for (long i = 0; i < per; ++i) {
+            m.lock();
+            counter = counter + 1;
+            m.unlock();
+        }
+    });
+    stop.store(true);
+    switcher.join();
+    EXPECT_EQ(counter, 4 * per);
 }
 
 }  // namespace contend_test

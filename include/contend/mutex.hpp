@@ -20,6 +20,8 @@
 //   |                     | HELD|WAKING with a plain store (src/mutex.cpp)                |
 //   | 0x04 HANDOFF_REQUEST| the designee has waited its patience (1 ms): the next unlock |
 //   |                     | hands the mutex over (to a timed waiter first, else to it)    |
+//   | 0x18 spin level     | how long a contended lock() spins (set_spin_limit); written  |
+//   |                     | only by the thread that takes or holds the mutex              |
 //
 // Whether other threads are parked is not in the byte: they are queued in
 // contend::parking_lot under keys derived from the mutex's address (src/parking_keys.hpp)
@@ -100,10 +102,13 @@ public:
     // on this one (thin_lock's fat lock) would otherwise pay a call on every release.
     [[gnu::always_inline]] inline void unlock() {
         const std::uint8_t s = state_.load(std::memory_order_relaxed);
-        if (s == held_bit) [[likely]] {
+        // The spin level is written only by the thread that takes or holds the mutex, so the
+        // holder may store it back as it read it.
+        const auto level = static_cast<std::uint8_t>(s & spin_level_mask);
+        if ((s & ~spin_level_mask) == held_bit) [[likely]] {
             const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
             if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
-                state_.store(0, std::memory_order_release);
+                state_.store(level, std::memory_order_release);
                 // Only the compiler must not move the load above the store; the hardware
                 // ordering is supplied by the registering waiter's heavy barrier.
                 std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -111,11 +116,11 @@ public:
                     wake_after_release();
                 return;
             }
-        } else if (s == (held_bit | waking_bit)) {
+        } else if ((s & ~spin_level_mask) == (held_bit | waking_bit)) {
             // A designated waiter is awake or napping and retries by itself: nobody needs
             // waking, and no other thread clears WAKING while the mutex is held, so a plain
             // store cannot undo anyone's write that matters (see src/mutex.cpp).
-            state_.store(waking_bit, std::memory_order_release);
+            state_.store(static_cast<std::uint8_t>(waking_bit | level), std::memory_order_release);
             return;
         }
         unlock_slow(false);
@@ -128,23 +133,40 @@ public:
     // True if some thread holds the mutex (a snapshot, for assertions and diagnostics).
     bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & held_bit; }
 
-    // Rounds of spinning a contended lock() does before it parks: round r pauses 2^(r+1)
-    // times for r < 4 (Rust parking_lot's SpinWait), later rounds yield. Default 2 (2 + 4
-    // pauses, a few hundred ns). Measured on the 2-core reference VM (bench/lock_bench
-    // counter, env CONTEND_MUTEX_SPIN), ns per increment at 2 / 64 threads: 0 rounds
-    // 6.6 / 8.5, 2 rounds 7.5 / 8.7, 4 rounds 8.8 / 8.6, 10 rounds 14.0 / 10.5. With a
-    // napping designee, longer spins only let the spinner fight the holder for the line;
-    // we keep a short one for holders that release within a few hundred ns and then work
-    // elsewhere, which that counter (holders re-lock at once) never rewards.
+    // How long a contended lock() spins before it parks. Round r of a spin pauses 2^(r+1)
+    // times for r < 4 (Rust parking_lot's SpinWait; about 50 ns to 0.7 us in all on the AMD
+    // EPYC reference VM, where a pause takes 23 ns), later rounds yield. No spin lasts longer
+    // than a park and wake on that VM (16 to 19 us one way): yielding rounds stop there.
+    //
+    // Default: 2 rounds for every mutex (default_spin_limit). set_spin_limit(n) fixes n.
+    //
+    // set_spin_limit(adaptive_spin) makes the budget adapt per mutex instead: two bits of
+    // the state byte hold a level, 0 to 3, for 0, 2, 4 or 10 rounds; a new mutex starts at
+    // 0. A spin in vain drops its mutex to level 0 once the waiter has the mutex; a waiter
+    // that gets the mutex while spinning raises the level by one, one such success in 8 per
+    // thread, in the same CAS that takes it; at level 0 one contended lock() in 16 (per
+    // thread) still spins 2 rounds to find out whether spinning pays again. .NET's
+    // System.Threading.Lock adapts its spin count to the same signal (docs/references.md,
+    // dotnet-lock-adaptive-spin). Not the default: on the 2-CPU reference VM it beat the
+    // fixed 2 rounds in 7 of the lab's 15 counter and striped cells and lost in 4 (by up
+    // to 1.44x, striped with 1 and 4 locks at 2 workers), and no fixed limit or this rule
+    // is the best in every cell (docs/lab.md, the spin rows).
+    static constexpr std::uint32_t adaptive_spin = 0xFFFF'FFFFu;
+    static constexpr std::uint32_t default_spin_limit = 2;
     static void set_spin_limit(std::uint32_t rounds) noexcept;
     static std::uint32_t spin_limit() noexcept;
 
     static constexpr std::uint8_t held_bit = 0x01;
     static constexpr std::uint8_t waking_bit = 0x02;
     static constexpr std::uint8_t handoff_request_bit = 0x04;
+    // The adaptive spin level (0 to 3; a new mutex starts at 0).
+    static constexpr std::uint8_t spin_level_mask = 0x18;
+    static constexpr int spin_level_shift = 3;
 
 private:
     bool lock_slow(internal::deadline until);
+    bool lock_after_spin(internal::deadline until);
+    void lower_spin_level() noexcept;
     void wait_as_designee(bool nap_first);
     void unlock_slow(bool fair);
     void release_slow(std::size_t slot_index);

@@ -268,11 +268,14 @@ void append_lock_points(std::vector<contender>& out, const std::string& name, co
     }
 }
 
-// The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us.
+// The hold suite's points for one lock: critical sections of 0, 1, 20 and 200 us (or of
+// 0 and 1 only, `short_only`: the mutex's fixed spin rows, which only short holds tell apart).
 template <class Lock>
-void append_hold_points(std::vector<contender>& out, const std::string& name, const std::string& description) {
+void append_hold_points(std::vector<contender>& out, const std::string& name, const std::string& description,
+                        bool short_only = false) {
     append_lock_points<locked_work<Lock>, int>(
-        out, name, description, "cs_us", {0, 1, 20, 200},
+        out, name, description, "cs_us",
+        short_only ? std::initializer_list<int>{0, 1} : std::initializer_list<int>{0, 1, 20, 200},
         [](int cs_us) { return ", " + std::to_string(cs_us) + " us of work inside"; },
         [](int cs_us) {
             const auto iterations = static_cast<std::uint64_t>(burn_iterations_per_us() * cs_us);

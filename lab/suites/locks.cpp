@@ -9,6 +9,33 @@
 #include "suites/primitives.hpp"
 
 namespace contend::lab {
+namespace {
+
+// contend::mutex with its spin set to Rounds (mutex::set_spin_limit, process-wide; or
+// adaptive) for as long as one exists: the spin rows beside the default. Cells run one at a
+// time (each in a process of its own unless --in-process), so the setting is the cell's.
+template <std::uint32_t Rounds>
+struct spin_set_mutex {
+    spin_set_mutex() { contend::mutex::set_spin_limit(Rounds); }
+    ~spin_set_mutex() { contend::mutex::set_spin_limit(contend::mutex::default_spin_limit); }
+    spin_set_mutex(const spin_set_mutex&) = delete;
+    spin_set_mutex& operator=(const spin_set_mutex&) = delete;
+    void lock() { m.lock(); }
+    void unlock() { m.unlock(); }
+    contend::mutex m;
+};
+
+template <std::uint32_t Rounds>
+void append_spin_row(std::vector<contender>& out, lock_use use) {
+    const bool adaptive = Rounds == contend::mutex::adaptive_spin;
+    const std::string name = adaptive ? "contend_mutex_adaptive" : "contend_mutex_spin" + std::to_string(Rounds);
+    const std::string description = adaptive ? "contend::mutex, spin adapted per mutex"
+                                             : "contend::mutex, spin fixed at " + std::to_string(Rounds) + " rounds";
+    if (use == lock_use::hold) append_hold_points<spin_set_mutex<Rounds>>(out, name, description, true);
+    else append_lock<spin_set_mutex<Rounds>>(out, use, name, description);
+}
+
+}  // namespace
 
 void append_lock_contenders(std::vector<contender>& out, lock_use use) {
     append_lock<contend::tas_lock>(out, use, "tas_lock", "naive exchange loop (bad baseline)");
@@ -20,7 +47,11 @@ void append_lock_contenders(std::vector<contender>& out, lock_use use) {
     append_lock<pthread_mutex_lock_adapter>(out, use, "pthread_mutex", "pthread_mutex_t, default");
     append_lock<std::mutex>(out, use, "std_mutex", "std::mutex");
     append_lock<c11_mtx_adapter>(out, use, "c11_mtx", "C11 mtx_t, mtx_plain");
-    append_lock<contend::mutex>(out, use, "contend_mutex", "contend::mutex");
+    append_lock<contend::mutex>(out, use, "contend_mutex", "contend::mutex (spin 2 rounds, the default)");
+    append_spin_row<contend::mutex::adaptive_spin>(out, use);
+    append_spin_row<0>(out, use);
+    append_spin_row<4>(out, use);
+    append_spin_row<10>(out, use);
     append_lock<contend::thin_lock>(out, use, "thin_lock", "contend::thin_lock (one 32-bit word, recursive)");
     append_peer_locks(out, use);
 }
