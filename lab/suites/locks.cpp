@@ -14,9 +14,13 @@ namespace {
 // contend::mutex with its spin set to Rounds (mutex::set_spin_limit, process-wide; or
 // adaptive) for as long as one exists: the spin rows beside the default. Cells run one at a
 // time (each in a process of its own unless --in-process), so the setting is the cell's.
-template <std::uint32_t Rounds>
+// Rounds is an int, -1 for adaptive: `contend disasm` matches the type's name as objdump
+// prints it, which spells an unsigned argument with a suffix that __PRETTY_FUNCTION__ lacks.
+template <int Rounds>
 struct spin_set_mutex {
-    spin_set_mutex() { contend::mutex::set_spin_limit(Rounds); }
+    spin_set_mutex() {
+        contend::mutex::set_spin_limit(Rounds < 0 ? contend::mutex::adaptive_spin : static_cast<std::uint32_t>(Rounds));
+    }
     ~spin_set_mutex() { contend::mutex::set_spin_limit(contend::mutex::default_spin_limit); }
     spin_set_mutex(const spin_set_mutex&) = delete;
     spin_set_mutex& operator=(const spin_set_mutex&) = delete;
@@ -25,9 +29,9 @@ struct spin_set_mutex {
     contend::mutex m;
 };
 
-template <std::uint32_t Rounds>
+template <int Rounds>
 void append_spin_row(std::vector<contender>& out, lock_use use) {
-    const bool adaptive = Rounds == contend::mutex::adaptive_spin;
+    const bool adaptive = Rounds < 0;
     const std::string name = adaptive ? "contend_mutex_adaptive" : "contend_mutex_spin" + std::to_string(Rounds);
     const std::string description = adaptive ? "contend::mutex, spin adapted per mutex"
                                              : "contend::mutex, spin fixed at " + std::to_string(Rounds) + " rounds";
@@ -48,7 +52,7 @@ void append_lock_contenders(std::vector<contender>& out, lock_use use) {
     append_lock<std::mutex>(out, use, "std_mutex", "std::mutex");
     append_lock<c11_mtx_adapter>(out, use, "c11_mtx", "C11 mtx_t, mtx_plain");
     append_lock<contend::mutex>(out, use, "contend_mutex", "contend::mutex (spin 2 rounds, the default)");
-    append_spin_row<contend::mutex::adaptive_spin>(out, use);
+    append_spin_row<-1>(out, use);
     append_spin_row<0>(out, use);
     append_spin_row<4>(out, use);
     append_spin_row<10>(out, use);
