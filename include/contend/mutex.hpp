@@ -140,17 +140,20 @@ public:
     //
     // Default: 2 rounds for every mutex (default_spin_limit). set_spin_limit(n) fixes n.
     //
-    // set_spin_limit(adaptive_spin) makes the budget adapt per mutex instead: two bits of
-    // the state byte hold a level, 0 to 3, for 0, 2, 4 or 10 rounds; a new mutex starts at
-    // 0. A spin in vain drops its mutex to level 0 once the waiter has the mutex; a waiter
-    // that gets the mutex while spinning raises the level by one, one such success in 8 per
-    // thread, in the same CAS that takes it; at level 0 one contended lock() in 16 (per
-    // thread) still spins 2 rounds to find out whether spinning pays again. .NET's
-    // System.Threading.Lock adapts its spin count to the same signal (docs/references.md,
-    // dotnet-lock-adaptive-spin). Not the default: on the 2-CPU reference VM it beat the
-    // fixed 2 rounds in 7 of the lab's 15 counter and striped cells and lost in 4 (by up
-    // to 1.44x, striped with 1 and 4 locks at 2 workers), and no fixed limit or this rule
-    // is the best in every cell (docs/lab.md, the spin rows).
+    // set_spin_limit(adaptive_spin) makes the budget adapt per mutex instead, from what
+    // waiting instead of spinning would cost (src/mutex.cpp, adaptive_spin_limit): no spin
+    // when a crowd of waiters already yields; at least 2 rounds when parking would first pay
+    // a process-wide barrier; else a level kept in two bits of the state byte, 0 to 3 for
+    // 0, 2, 4 or 10 rounds (a new mutex starts at 0). A spin in vain drops its mutex to
+    // level 0 once the waiter has it; one success in 8 per thread raises it by one, in the
+    // same CAS that takes the mutex; at level 0 one contended lock() in 16 per thread still
+    // spins 2 rounds. .NET's System.Threading.Lock adapts its spin to spin success too
+    // (docs/references.md, dotnet-lock-adaptive-spin); success alone misled here: a waiter
+    // that wins while spinning on a hot lock has mostly taken it from a holder about to
+    // re-take it, and that rule climbed to 10 rounds and 2.7x the time in the counter suite.
+    // Not the default: on the 2-CPU reference VM no fixed limit wins every cell of the lab's
+    // counter, hold and striped suites, and this rule, while within 5 % of the best fixed
+    // limit in most of them, is not in all (docs/lab.md, the spin rows).
     static constexpr std::uint32_t adaptive_spin = 0xFFFF'FFFFu;
     static constexpr std::uint32_t default_spin_limit = 2;
     static void set_spin_limit(std::uint32_t rounds) noexcept;
@@ -166,6 +169,7 @@ public:
 private:
     bool lock_slow(internal::deadline until);
     bool lock_after_spin(internal::deadline until);
+    std::uint32_t adaptive_spin_limit(std::size_t slot_index) const noexcept;
     void lower_spin_level() noexcept;
     void wait_as_designee(bool nap_first);
     void unlock_slow(bool fair);
