@@ -72,12 +72,12 @@ constexpr std::uint32_t trial_period = 16;
 // check the clock.
 constexpr auto max_spin = std::chrono::microseconds(16);
 
-std::uint32_t level_of(std::uint8_t s) noexcept {
-    return static_cast<std::uint32_t>((s & mutex::spin_level_mask) >> mutex::spin_level_shift);
-}
-std::uint8_t with_level(std::uint8_t s, std::uint32_t level) noexcept {
-    return static_cast<std::uint8_t>((s & ~mutex::spin_level_mask) | ((level & 3u) << mutex::spin_level_shift));
-}
+// The adaptive levels, one per waiter slot: a lock's byte has no room for one that its
+// holder could keep storing back with a plain store at no cost (the level in the byte made
+// the inflated thin_lock's unlock, which releases a contend::mutex, 3 % slower in the counter
+// suite). Relaxed: a level is advice, and a lost update only delays it.
+std::atomic<std::uint8_t> spin_levels[internal::waiter_slot_count];
+
 // A success while spinning raises the level only one time in raise_period (per thread),
 // and a spin in vain drops it to 0: on the 2-CPU reference VM a waiter that wins while
 // spinning has mostly taken the mutex from a holder that was about to re-take it, which
@@ -85,10 +85,16 @@ std::uint8_t with_level(std::uint8_t s, std::uint32_t level) noexcept {
 // raising on every success climbed to 10), so the level climbs only where spins almost
 // never fail.
 constexpr std::uint32_t raise_period = 8;
-std::uint8_t raised(std::uint8_t s) noexcept {
+void spun_and_won(std::size_t slot_index) noexcept {
     thread_local std::uint32_t successes = 0;
-    if (++successes % raise_period != 0) return s;
-    return with_level(s, std::min(level_of(s) + 1, 3u));
+    if (++successes % raise_period != 0) return;
+    auto& level = spin_levels[slot_index];
+    const std::uint8_t l = level.load(std::memory_order_relaxed);
+    if (l < 3) level.store(static_cast<std::uint8_t>(l + 1), std::memory_order_relaxed);
+}
+void spun_in_vain(std::size_t slot_index) noexcept {
+    auto& level = spin_levels[slot_index];
+    if (level.load(std::memory_order_relaxed) != 0) level.store(0, std::memory_order_relaxed);
 }
 
 // A designee's nap. The kernel rounds a timed futex wait up to the timer slack (50 us by
@@ -154,50 +160,32 @@ bool mutex::lock_slow(internal::deadline until) {
     std::uint32_t limit = fixed;
     if (adaptive) limit = adaptive_spin_limit(slot_index);
     internal::clock::time_point spin_start{};
-    bool spun_in_vain = false;
     for (std::uint32_t round = 0;; ++round) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
         while (!(s & held_bit)) {
-            // Taken while spinning: spinning pays here, so the next waiter may spin longer.
-            const std::uint8_t taken = adaptive && round > 0 ? raised(s) : s;
-            if (state_.compare_exchange_weak(s, static_cast<std::uint8_t>(taken | held_bit), std::memory_order_acquire,
-                                             std::memory_order_relaxed))
+            if (state_.compare_exchange_weak(s, s | held_bit, std::memory_order_acquire, std::memory_order_relaxed)) {
+                if (adaptive && round > 0) spun_and_won(slot_index);  // the next waiter may spin longer
                 return true;
+            }
         }
         // Threads already parked here means the wait is long: join them rather than burn
         // a core (WTF's rule: spin only while nobody is parked).
         if ((slot.load(std::memory_order_relaxed) & internal::waiter_slot_count_mask) != 0) break;
         if (round >= limit) {
-            spun_in_vain = adaptive && limit > 0;
+            if (adaptive && limit > 0) spun_in_vain(slot_index);
             break;
         }
         if (round >= 4) {  // a yielding round: bounded by the clock too
             const auto now = internal::clock::now();
             if (round == 4) spin_start = now;
             else if (now - spin_start > max_spin) {
-                spun_in_vain = adaptive;
+                if (adaptive) spun_in_vain(slot_index);
                 break;
             }
         }
         spin_round(round);
     }
-    if (spun_in_vain) {
-        // Lower the level once we hold the mutex (only a holder or taker writes it).
-        const bool got = lock_after_spin(until);
-        if (got) lower_spin_level();
-        return got;
-    }
     return lock_after_spin(until);
-}
-
-// A holder's update of the spin level: a CAS, since other threads may set WAKING or
-// HANDOFF_REQUEST meanwhile.
-void mutex::lower_spin_level() noexcept {
-    std::uint8_t s = state_.load(std::memory_order_relaxed);
-    while (level_of(s) != 0) {
-        if (state_.compare_exchange_weak(s, with_level(s, 0), std::memory_order_relaxed, std::memory_order_relaxed))
-            return;
-    }
 }
 
 // The adaptive budget of a contended lock(), from what waiting instead would cost:
@@ -205,7 +193,7 @@ void mutex::lower_spin_level() noexcept {
 //     is cheap, and a spin there only takes the line from the holder: no spin;
 //   - a waiter slot at rest (exactly `light`) means parking would first pay a process-wide
 //     barrier (tens of us, internal/waiter_slots.hpp): spin at least trial_rounds;
-//   - otherwise the mutex's level, raised and dropped by how its spins fare (raised()),
+//   - otherwise the slot's level, raised and dropped by how its spins fare (spun_and_won),
 //     with one contended lock() in trial_period (per thread) spinning anyway at level 0.
 // On the 2-CPU reference VM the first rule is what the hot single locks want (0 rounds
 // beat 2 by up to 1.6x at 64 workers), the second what tables of 1,024 locks want (2
@@ -215,7 +203,7 @@ std::uint32_t mutex::adaptive_spin_limit(std::size_t slot_index) const noexcept 
     if ((word & internal::waiter_slot_count_mask) + yielding[slot_index]->load(std::memory_order_relaxed) + 1 >=
         crowd_threshold())
         return 0;
-    const std::uint32_t limit = level_rounds[level_of(state_.load(std::memory_order_relaxed))];
+    const std::uint32_t limit = level_rounds[spin_levels[slot_index].load(std::memory_order_relaxed)];
     if (word == internal::waiter_slot_light) return std::max(limit, trial_rounds);
     thread_local std::uint32_t contended_locks = 0;
     if (limit == 0 && ++contended_locks % trial_period == 0) return trial_rounds;

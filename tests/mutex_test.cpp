@@ -281,10 +281,9 @@ TEST(MutexSpin, TheDefaultIsFixedAndSetSpinLimitSaysWhatIsInForce) {
     EXPECT_EQ(contend::mutex::spin_limit(), contend::mutex::default_spin_limit);
 }
 
-// The adaptive level lives in the state byte beside HELD, WAKING and HANDOFF_REQUEST, and
-// every unlock stores it back: a plain counter under 8 threads on a few mutexes (with holds
-// long enough for spins to both win and fail, so levels move both ways) must come out exact,
-// and misuse must still be detected with a level set.
+// Adaptive spinning changes only how long a waiter spins, never the state byte's meaning: a
+// plain counter under 8 threads on a few mutexes (with holds long enough for spins to both
+// win and fail, so levels move both ways) must come out exact, and misuse still detected.
 TEST(MutexSpin, AdaptiveSpinningKeepsExclusionWhileLevelsMove) {
     watchdog dog(120s);
     spin_policy adaptive(contend::mutex::adaptive_spin);

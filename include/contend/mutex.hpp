@@ -20,8 +20,6 @@
 //   |                     | HELD|WAKING with a plain store (src/mutex.cpp)                |
 //   | 0x04 HANDOFF_REQUEST| the designee has waited its patience (1 ms): the next unlock |
 //   |                     | hands the mutex over (to a timed waiter first, else to it)    |
-//   | 0x18 spin level     | how long a contended lock() spins (set_spin_limit); written  |
-//   |                     | only by the thread that takes or holds the mutex              |
 //
 // Whether other threads are parked is not in the byte: they are queued in
 // contend::parking_lot under keys derived from the mutex's address (src/parking_keys.hpp)
@@ -102,13 +100,10 @@ public:
     // on this one (thin_lock's fat lock) would otherwise pay a call on every release.
     [[gnu::always_inline]] inline void unlock() {
         const std::uint8_t s = state_.load(std::memory_order_relaxed);
-        // The spin level is written only by the thread that takes or holds the mutex, so the
-        // holder may store it back as it read it.
-        const auto level = static_cast<std::uint8_t>(s & spin_level_mask);
-        if ((s & ~spin_level_mask) == held_bit) [[likely]] {
+        if (s == held_bit) [[likely]] {
             const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
             if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
-                state_.store(level, std::memory_order_release);
+                state_.store(0, std::memory_order_release);
                 // Only the compiler must not move the load above the store; the hardware
                 // ordering is supplied by the registering waiter's heavy barrier.
                 std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -116,11 +111,11 @@ public:
                     wake_after_release();
                 return;
             }
-        } else if ((s & ~spin_level_mask) == (held_bit | waking_bit)) {
+        } else if (s == (held_bit | waking_bit)) {
             // A designated waiter is awake or napping and retries by itself: nobody needs
             // waking, and no other thread clears WAKING while the mutex is held, so a plain
             // store cannot undo anyone's write that matters (see src/mutex.cpp).
-            state_.store(static_cast<std::uint8_t>(waking_bit | level), std::memory_order_release);
+            state_.store(waking_bit, std::memory_order_release);
             return;
         }
         unlock_slow(false);
@@ -143,17 +138,16 @@ public:
     // set_spin_limit(adaptive_spin) makes the budget adapt per mutex instead, from what
     // waiting instead of spinning would cost (src/mutex.cpp, adaptive_spin_limit): no spin
     // when a crowd of waiters already yields; at least 2 rounds when parking would first pay
-    // a process-wide barrier; else a level kept in two bits of the state byte, 0 to 3 for
-    // 0, 2, 4 or 10 rounds (a new mutex starts at 0). A spin in vain drops its mutex to
-    // level 0 once the waiter has it; one success in 8 per thread raises it by one, in the
-    // same CAS that takes the mutex; at level 0 one contended lock() in 16 per thread still
-    // spins 2 rounds. .NET's System.Threading.Lock adapts its spin to spin success too
-    // (docs/references.md, dotnet-lock-adaptive-spin); success alone misled here: a waiter
-    // that wins while spinning on a hot lock has mostly taken it from a holder about to
-    // re-take it, and that rule climbed to 10 rounds and 2.7x the time in the counter suite.
-    // Not the default: on the 2-CPU reference VM no fixed limit wins every cell of the lab's
-    // counter, hold and striped suites, and this rule, while within 5 % of the best fixed
-    // limit in most of them, is not in all (docs/lab.md, the spin rows).
+    // a process-wide barrier; else a level, 0 to 3 for 0, 2, 4 or 10 rounds, kept per waiter
+    // slot (the mutexes hashing to one share it; a byte each beside the slots, written only
+    // on slow paths, so the unlock fast path stays a store of a constant). A spin in vain
+    // drops the level to 0; one success in 8 per thread raises it by one; at level 0 one
+    // contended lock() in 16 per thread still spins 2 rounds. .NET's System.Threading.Lock adapts its spin to spin
+    // success too (docs/references.md, dotnet-lock-adaptive-spin); success alone misled here: a waiter that wins while
+    // spinning on a hot lock has mostly taken it from a holder about to re-take it, and that rule climbed to 10 rounds
+    // and 2.7x the time in the counter suite. Not the default: on the 2-CPU reference VM no fixed limit wins every cell
+    // of the lab's counter, hold and striped suites, and this rule, while within 5 % of the best fixed limit in most of
+    // them, is not in all (docs/lab.md, the spin rows).
     static constexpr std::uint32_t adaptive_spin = 0xFFFF'FFFFu;
     static constexpr std::uint32_t default_spin_limit = 2;
     static void set_spin_limit(std::uint32_t rounds) noexcept;
@@ -162,15 +156,11 @@ public:
     static constexpr std::uint8_t held_bit = 0x01;
     static constexpr std::uint8_t waking_bit = 0x02;
     static constexpr std::uint8_t handoff_request_bit = 0x04;
-    // The adaptive spin level (0 to 3; a new mutex starts at 0).
-    static constexpr std::uint8_t spin_level_mask = 0x18;
-    static constexpr int spin_level_shift = 3;
 
 private:
     bool lock_slow(internal::deadline until);
     bool lock_after_spin(internal::deadline until);
     std::uint32_t adaptive_spin_limit(std::size_t slot_index) const noexcept;
-    void lower_spin_level() noexcept;
     void wait_as_designee(bool nap_first);
     void unlock_slow(bool fair);
     void release_slow(std::size_t slot_index);
