@@ -142,12 +142,18 @@ public:
     // slot (the mutexes hashing to one share it; a byte each beside the slots, written only
     // on slow paths, so the unlock fast path stays a store of a constant). A spin in vain
     // drops the level to 0; one success in 8 per thread raises it by one; at level 0 one
-    // contended lock() in 16 per thread still spins 2 rounds. .NET's System.Threading.Lock adapts its spin to spin
-    // success too (docs/references.md, dotnet-lock-adaptive-spin); success alone misled here: a waiter that wins while
-    // spinning on a hot lock has mostly taken it from a holder about to re-take it, and that rule climbed to 10 rounds
-    // and 2.7x the time in the counter suite. Not the default: on the 2-CPU reference VM no fixed limit wins every cell
-    // of the lab's counter, hold and striped suites, and this rule, while within 5 % of the best fixed limit in most of
-    // them, is not in all (docs/lab.md, the spin rows).
+    // contended lock() in 16 per thread still spins 2 rounds. .NET's System.Threading.Lock
+    // adapts its spin to spin success too (docs/references.md, dotnet-lock-adaptive-spin);
+    // success alone misled here: a waiter that wins while spinning on a hot lock has mostly
+    // taken it from a holder about to re-take it, and that rule climbed to 10 rounds and
+    // 2.7x the time in the counter suite.
+    //
+    // Not the default: on the 2-CPU reference VM no fixed limit wins every cell of the lab's
+    // counter, hold and striped suites, and this rule came within 5 % of the best fixed
+    // limit in 10 of 25 (the best of all in 6) and up to 1.44x off it in others: at 2
+    // workers on a few packed stripes, a waiter that sleeps instead of spinning lets the
+    // other worker run without false sharing, which no spin outcome reveals (docs/lab.md,
+    // the spin rows).
     static constexpr std::uint32_t adaptive_spin = 0xFFFF'FFFFu;
     static constexpr std::uint32_t default_spin_limit = 2;
     static void set_spin_limit(std::uint32_t rounds) noexcept;
