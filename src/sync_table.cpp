@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,7 @@ constexpr std::uint32_t sweep_batch = 256;
 // docs/references.md); a fat lock costs every acquisition a few ns here, so we look twice as
 // often: a lock nobody touched for 100 to 200 ms is thin again.
 constexpr std::chrono::milliseconds default_sweep_interval{100};
+constexpr std::chrono::milliseconds max_sweep_interval{std::chrono::hours(24)};
 
 // Chunk pointers are published once and never change: readers need no lock.
 std::atomic<fat_lock*> chunks[max_chunks];
@@ -222,7 +224,8 @@ std::size_t sync_table_sweep(bool marked_only) {
 void sync_table_set_sweep_interval(std::chrono::milliseconds interval) {
     auto& t = state();
     std::lock_guard guard(t.lock);
-    t.interval = interval.count() > 0 ? interval : std::chrono::milliseconds{0};
+    // Capped, so that `now + interval` cannot overflow the clock (milliseconds::max()).
+    t.interval = interval.count() <= 0 ? std::chrono::milliseconds{0} : std::min(interval, max_sweep_interval);
     if (t.live > 0) start_sweeper(t);
     t.wake.notify_all();
 }

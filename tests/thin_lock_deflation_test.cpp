@@ -240,3 +240,20 @@ TEST(ThinLockDeflation, DestructionRacingWithSweepsReleasesEachEntryOnce) {
     EXPECT_EQ(after.live, before.live - 0) << "every entry deflated or released, none twice";
     EXPECT_LE(after.capacity, before.capacity + 1024);
 }
+
+// A hostile interval: milliseconds::max() must not overflow the sweeper's clock into a sweep
+// every instant (it counts as 24 hours), and a negative one stops the sweeps.
+TEST(ThinLockDeflation, ExtremeIntervalsNeitherOverflowNorSweepAtOnce) {
+    watchdog dog(60s);
+    const auto before = monitor::deflation_interval();
+    for (const auto interval : {std::chrono::milliseconds::max(), std::chrono::milliseconds(-5)}) {
+        monitor::set_deflation_interval(interval);
+        EXPECT_EQ(monitor::deflation_interval(),
+                  interval.count() > 0 ? std::chrono::milliseconds(std::chrono::hours(24)) : 0ms);
+        contend::thin_lock l;
+        inflate_by_recursion(l);
+        std::this_thread::sleep_for(50ms);  // a sweeper that overflowed would sweep all the time
+        EXPECT_TRUE(l.is_inflated());
+    }
+    monitor::set_deflation_interval(before);
+}

@@ -66,7 +66,8 @@ public:
     // deflates those the previous sweep marked that no thread has acquired since, that
     // nobody holds and nobody waits on. So a lock is thin again after one to two intervals
     // of disuse. Zero stops the background sweeps (a lock then stays fat until a sweep is
-    // asked for or the thin_lock is destroyed). Default 100 ms.
+    // asked for or the thin_lock is destroyed). Default 100 ms; longer than 24 hours counts
+    // as 24 hours.
     static void set_deflation_interval(std::chrono::milliseconds interval);
     static std::chrono::milliseconds deflation_interval();
     // One sweep now, on the calling thread; returns how many locks it deflated. Two calls

@@ -28,6 +28,8 @@
 // back into a thin one by a background sweep, without stopping any thread (src/thin_lock.cpp
 // says how a thread entering at that moment stays safe); monitor::stats().deflations counts
 // them. Destroying the thin_lock returns its fat lock, if it has one, to the sync table.
+// So, as for any lock, its destructor must run before its memory is reused or unmapped (an
+// arena dropped without destructors): while it is inflated, the sweeps hold its address.
 //
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
 // spins or parks, so it costs about the same whether the lock is free or held. The only
