@@ -186,6 +186,7 @@ std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_
             ++t.next;
         }
         fat_lock& f = sync_table_at(index);
+        if (f.slot == nullptr) f.slot = &waiter_slot_for(&f.m);  // the same on every use
         f.word = word;
         // An owner, not the idle mark: a sweep leaves the entry alone from now on.
         f.owner.store(owner, std::memory_order_relaxed);

@@ -56,6 +56,8 @@
 
 namespace contend {
 
+class thin_lock;
+
 class mutex {
 public:
     constexpr mutex() noexcept = default;
@@ -98,28 +100,7 @@ public:
 
     // Throws synchronization_error if the mutex is not held. Always inlined: a lock built
     // on this one (thin_lock's fat lock) would otherwise pay a call on every release.
-    [[gnu::always_inline]] inline void unlock() {
-        const std::uint8_t s = state_.load(std::memory_order_relaxed);
-        if (s == held_bit) [[likely]] {
-            const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
-            if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
-                state_.store(0, std::memory_order_release);
-                // Only the compiler must not move the load above the store; the hardware
-                // ordering is supplied by the registering waiter's heavy barrier.
-                std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
-                    wake_after_release();
-                return;
-            }
-        } else if (s == (held_bit | waking_bit)) {
-            // A designated waiter is awake or napping and retries by itself: nobody needs
-            // waking, and no other thread clears WAKING while the mutex is held, so a plain
-            // store cannot undo anyone's write that matters (see src/mutex.cpp).
-            state_.store(waking_bit, std::memory_order_release);
-            return;
-        }
-        unlock_slow(false);
-    }
+    [[gnu::always_inline]] inline void unlock() { unlock_with(internal::waiter_slot_for(this)); }
 
     // Like unlock(), but if a thread is parked, the mutex passes directly to it: no other
     // thread can barge in between. Costs a wake-up the holder pays for.
@@ -164,6 +145,31 @@ public:
     static constexpr std::uint8_t handoff_request_bit = 0x04;
 
 private:
+    friend class thin_lock;
+    // unlock() with this mutex's waiter slot already found (thin_lock keeps it beside its
+    // fat locks, saving the address hash on every release).
+    [[gnu::always_inline]] inline void unlock_with(const std::atomic<std::uint32_t>& slot) {
+        const std::uint8_t s = state_.load(std::memory_order_relaxed);
+        if (s == held_bit) [[likely]] {
+            if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
+                state_.store(0, std::memory_order_release);
+                // Only the compiler must not move the load above the store; the hardware
+                // ordering is supplied by the registering waiter's heavy barrier.
+                std::atomic_signal_fence(std::memory_order_seq_cst);
+                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
+                    wake_after_release();
+                return;
+            }
+        } else if (s == (held_bit | waking_bit)) {
+            // A designated waiter is awake or napping and retries by itself: nobody needs
+            // waking, and no other thread clears WAKING while the mutex is held, so a plain
+            // store cannot undo anyone's write that matters (see src/mutex.cpp).
+            state_.store(waking_bit, std::memory_order_release);
+            return;
+        }
+        unlock_slow(false);
+    }
+
     bool lock_slow(internal::deadline until);
     bool lock_after_spin(internal::deadline until);
     std::uint32_t adaptive_spin_limit(std::size_t slot_index) const noexcept;

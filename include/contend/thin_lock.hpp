@@ -111,7 +111,7 @@ public:
             internal::fat_lock& f = internal::fat_lock_at(w & ~inflated_bit);
             if (f.owner.load(std::memory_order_relaxed) == me && f.recursion == 0) [[likely]] {
                 f.owner.store(0, std::memory_order_relaxed);
-                f.m.unlock();
+                f.m.unlock_with(*f.slot);
                 return;
             }
         }
