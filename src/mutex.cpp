@@ -75,7 +75,8 @@ constexpr auto max_spin = std::chrono::microseconds(16);
 // The adaptive levels, one per waiter slot: a lock's byte has no room for one that its
 // holder could keep storing back with a plain store at no cost (the level in the byte made
 // the inflated thin_lock's unlock, which releases a contend::mutex, 3 % slower in the counter
-// suite). Relaxed: a level is advice, and a lost update only delays it.
+// suite). Relaxed: a level is advice, and a lost update only delays it. Unpadded (4 KiB),
+// and written only when a level changes, so the array stays read-mostly.
 std::atomic<std::uint8_t> spin_levels[internal::waiter_slot_count];
 
 // A success while spinning raises the level only one time in raise_period (per thread),

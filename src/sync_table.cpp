@@ -46,8 +46,14 @@ namespace {
 struct table_state {
     std::mutex lock;  // allocation, release and sweeps: slow paths only
     std::vector<std::uint32_t> free;
+    // The entries in use, in no order, and each one's place in it (indexed by entry): a sweep
+    // visits the live fat locks only, not every entry the table ever made, so a program that
+    // once had a million fat locks and now has ten pays for ten every interval.
+    std::vector<std::uint32_t> in_use;
+    std::vector<std::uint32_t> place;
     std::uint32_t next = 0;  // entries created so far
     std::size_t live = 0;
+    std::size_t last_sweep_visits = 0;
     std::uint64_t inflations = 0;
     std::uint64_t deflations = 0;
     std::chrono::milliseconds interval = default_sweep_interval;
@@ -79,6 +85,17 @@ void after_fork_child() {
 
 bool is_fat(std::uint32_t w) noexcept { return (w & thin_lock::inflated_bit) != 0; }
 
+// With the table's lock held: entry `index` is no longer in use.
+void retire(table_state& t, std::uint32_t index) {
+    const std::uint32_t at = t.place[index];
+    const std::uint32_t last = t.in_use.back();
+    t.in_use[at] = last;
+    t.place[last] = at;
+    t.in_use.pop_back();
+    --t.live;
+    t.free.push_back(index);  // a vector at most as long as the peak of live entries
+}
+
 // With the table's lock held. Deflates entry `index` if it is idle (see sync_table.hpp).
 bool sweep_one(table_state& t, std::uint32_t index, bool marked_only) {
     fat_lock& f = sync_table_at(index);
@@ -108,21 +125,27 @@ bool sweep_one(table_state& t, std::uint32_t index, bool marked_only) {
     f.owner.store(0, std::memory_order_relaxed);
     f.recursion = 0;
     f.m.unlock();
-    --t.live;
+    retire(t, index);
     ++t.deflations;
-    t.free.push_back(index);
     return true;
 }
 
+// Retiring an entry moves the last one into its place, so a position is visited again
+// after a deflation, and entries only ever move from the end to a place before it: no
+// entry is visited twice in one sweep (which would deflate it without a whole interval of
+// idleness); one moved while the lock was let go waits for the next sweep.
 std::size_t sweep_locked(table_state& t, std::unique_lock<std::mutex>& lk, bool marked_only) {
-    std::size_t deflated = 0;
-    for (std::uint32_t index = 0; index < t.next; ++index) {
-        if (index % sweep_batch == sweep_batch - 1) {
+    std::size_t deflated = 0, visits = 0;
+    for (std::size_t at = 0; at < t.in_use.size();) {
+        if (++visits % sweep_batch == 0) {
             lk.unlock();
             lk.lock();
+            if (at >= t.in_use.size()) break;
         }
-        if (sweep_one(t, index, marked_only)) ++deflated;
+        if (sweep_one(t, t.in_use[at], marked_only)) ++deflated;
+        else ++at;
     }
+    t.last_sweep_visits = visits;
     return deflated;
 }
 
@@ -146,9 +169,14 @@ void sweeper_main() {
     }
 }
 
-// With the table's lock held.
-void start_sweeper(table_state& t) {
-    if (t.sweeper_started || t.interval.count() == 0) return;
+// Starts the sweeper if fat locks exist, sweeps are on and none runs yet. Called without
+// the table's lock: creating a thread is a system call, and inflations wait on that lock.
+void ensure_sweeper(table_state& t) {
+    {
+        std::lock_guard guard(t.lock);
+        if (t.sweeper_started || t.interval.count() == 0 || t.live == 0) return;
+        t.sweeper_started = true;
+    }
     // Every signal blocked: a signal sent to the process must reach the program's own
     // threads, not this one (the new thread inherits the mask).
     sigset_t all, old;
@@ -158,9 +186,11 @@ void start_sweeper(table_state& t) {
         std::thread sweeper(sweeper_main);
         pthread_setname_np(sweeper.native_handle(), "contend-deflate");
         sweeper.detach();
-        t.sweeper_started = true;
     } catch (const std::system_error&) {
-        // No thread to be had: locks stay fat until a sweep is asked for (monitor::deflate_idle_locks).
+        // No thread to be had: locks stay fat until a sweep is asked for
+        // (monitor::deflate_idle_locks), or a later inflation tries again.
+        std::lock_guard guard(t.lock);
+        t.sweeper_started = false;
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
@@ -172,6 +202,11 @@ std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_
     std::uint32_t index;
     {
         std::lock_guard guard(t.lock);
+        // Room first, so that nothing below throws halfway, and so that retire(), under
+        // noexcept callers, never needs memory: every list can hold every entry.
+        t.in_use.reserve(t.next + 1);
+        t.place.reserve(t.next + 1);
+        t.free.reserve(t.next + 1);
         if (!t.free.empty()) {
             index = t.free.back();
             t.free.pop_back();
@@ -184,7 +219,10 @@ std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_
                     chunks[i >> chunk_bits].store(new fat_lock[chunk_size], std::memory_order_release);
             }
             ++t.next;
+            t.place.push_back(0);
         }
+        t.place[index] = static_cast<std::uint32_t>(t.in_use.size());
+        t.in_use.push_back(index);
         fat_lock& f = sync_table_at(index);
         if (f.slot == nullptr) f.slot = &waiter_slot_for(&f.m);  // the same on every use
         f.word = word;
@@ -193,8 +231,8 @@ std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_
         f.recursion = 0;
         if (++t.live == 1) t.wake.notify_all();
         ++t.inflations;
-        start_sweeper(t);
     }
+    ensure_sweeper(t);
     // Outside the table's lock: a thread that read this entry's index from another word
     // before a sweep released it may hold the mutex for a moment (it lets go once it sees
     // that its word names another entry now).
@@ -212,8 +250,7 @@ void sync_table_release(std::atomic<std::uint32_t>& word) noexcept {
     f.word = nullptr;
     f.owner.store(0, std::memory_order_relaxed);
     f.recursion = 0;
-    --t.live;
-    t.free.push_back(index);  // a vector at most as long as the peak of live entries
+    retire(t, index);
 }
 
 std::size_t sync_table_sweep(bool marked_only) {
@@ -224,11 +261,13 @@ std::size_t sync_table_sweep(bool marked_only) {
 
 void sync_table_set_sweep_interval(std::chrono::milliseconds interval) {
     auto& t = state();
-    std::lock_guard guard(t.lock);
-    // Capped, so that `now + interval` cannot overflow the clock (milliseconds::max()).
-    t.interval = interval.count() <= 0 ? std::chrono::milliseconds{0} : std::min(interval, max_sweep_interval);
-    if (t.live > 0) start_sweeper(t);
-    t.wake.notify_all();
+    {
+        std::lock_guard guard(t.lock);
+        // Capped, so that `now + interval` cannot overflow the clock (milliseconds::max()).
+        t.interval = interval.count() <= 0 ? std::chrono::milliseconds{0} : std::min(interval, max_sweep_interval);
+        t.wake.notify_all();
+    }
+    ensure_sweeper(t);
 }
 
 std::chrono::milliseconds sync_table_sweep_interval() noexcept {
@@ -240,7 +279,7 @@ std::chrono::milliseconds sync_table_sweep_interval() noexcept {
 sync_table_counts sync_table_stats() noexcept {
     auto& t = state();
     std::lock_guard guard(t.lock);
-    return {t.live, t.next, t.inflations, t.deflations};
+    return {t.live, t.next, t.inflations, t.deflations, t.last_sweep_visits};
 }
 
 }  // namespace contend::internal

@@ -47,6 +47,7 @@ struct sync_table_counts {
     std::size_t capacity = 0;  // entries ever created (the table's size)
     std::uint64_t inflations = 0;  // allocations so far
     std::uint64_t deflations = 0;  // entries returned by sweeps (not by destruction)
+    std::size_t last_sweep_visits = 0;  // entries the latest sweep looked at (the live ones)
 };
 sync_table_counts sync_table_stats() noexcept;
 

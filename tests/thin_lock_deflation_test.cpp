@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -256,4 +257,31 @@ TEST(ThinLockDeflation, ExtremeIntervalsNeitherOverflowNorSweepAtOnce) {
         EXPECT_TRUE(l.is_inflated());
     }
     monitor::set_deflation_interval(before);
+}
+
+// A sweep looks at the fat locks in use, not at every entry the table ever made: after a
+// thousand inflated locks are destroyed, a sweep with two live fat locks visits two.
+TEST(ThinLockDeflation, ASweepVisitsOnlyTheFatLocksInUse) {
+    watchdog dog(60s);
+    no_background_sweeps quiet;
+    contend::internal::sync_table_sweep(false);  // other tests' idle fat locks out of the way
+    {
+        std::vector<std::unique_ptr<contend::thin_lock>> many;
+        for (int i = 0; i < 1000; ++i) {
+            many.push_back(std::make_unique<contend::thin_lock>());
+            inflate_by_recursion(*many.back());
+        }
+    }
+    contend::thin_lock a, b;
+    inflate_by_recursion(a);
+    inflate_by_recursion(b);
+    a.lock();
+    b.lock();  // held: visited, not deflated
+    const auto live = contend::internal::sync_table_stats().live;
+    contend::internal::sync_table_sweep(false);
+    EXPECT_EQ(contend::internal::sync_table_stats().last_sweep_visits, live);
+    EXPECT_EQ(live, 2u) << "only a and b are fat now";
+    EXPECT_GE(contend::internal::sync_table_stats().capacity, 1000u) << "the table kept the entries it made";
+    a.unlock();
+    b.unlock();
 }
