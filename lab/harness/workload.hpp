@@ -13,6 +13,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -290,13 +291,31 @@ void append_hold_points(std::vector<contender>& out, const std::string& name, co
 // others want its stripe; with many, most acquisitions find the lock free. The count is a
 // power of two, so a stripe is picked with a mask: a `%` would put a 64-bit division
 // (tens of cycles) into every operation of every contender.
+//
+// The table starts on a cache line for every lock type, so every contender gets the same
+// placement: a `new stripe[n]` puts an array cookie (the element count, 8 bytes) first when
+// the lock has a destructor, which moved each stripe by 8 bytes and split one stripe in four
+// across two lines (lock on one, counter on the next): the same contend::mutex measured
+// 10 to 25 % slower at 64 and 1,024 stripes inside a wrapper with a destructor than bare.
 template <class Lock>
 class striped_counters final : public counting_workload {
 public:
-    explicit striped_counters(std::size_t stripes) : stripes_(new stripe[stripes]), count_(stripes) {
+    explicit striped_counters(std::size_t stripes) : count_(stripes) {
         if (stripes == 0 || (stripes & (stripes - 1)) != 0)
             throw std::invalid_argument("the stripe count must be a power of two");
+        stripes_ = static_cast<stripe*>(::operator new(stripes * sizeof(stripe), table_alignment));
+        std::size_t made = 0;
+        try {
+            for (; made < stripes; ++made) ::new (static_cast<void*>(stripes_ + made)) stripe;
+        } catch (...) {
+            destroy(made);
+            throw;
+        }
     }
+    ~striped_counters() override { destroy(count_); }
+    const void* table() const noexcept { return stripes_; }  // for the placement test
+    striped_counters(const striped_counters&) = delete;
+    striped_counters& operator=(const striped_counters&) = delete;
     void reset() override {
         for (std::size_t i = 0; i < count_; ++i) stripes_[i].count = 0;
     }
@@ -324,7 +343,12 @@ private:
         Lock lock;
         std::uint64_t count = 0;
     };
-    std::unique_ptr<stripe[]> stripes_;
+    static constexpr std::align_val_t table_alignment{contend::cache_line_size};
+    void destroy(std::size_t made) noexcept {
+        while (made > 0) stripes_[--made].~stripe();
+        ::operator delete(stripes_, table_alignment);
+    }
+    stripe* stripes_ = nullptr;
     std::size_t count_;
 };
 
