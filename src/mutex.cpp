@@ -197,8 +197,8 @@ bool mutex::lock_slow(internal::deadline until) {
 //   - otherwise the slot's level, raised and dropped by how its spins fare (spun_and_won),
 //     with one contended lock() in trial_period (per thread) spinning anyway at level 0.
 // On the 2-CPU reference VM the first rule is what the hot single locks want (0 rounds
-// beat 2 by up to 1.6x at 64 workers), the second what tables of 1,024 locks want (2
-// rounds beat 0 by 1.75x), and the levels what 16 to 64 locks at 64 workers want.
+// beat 2 by up to 1.3x at 64 workers), the second what tables of 1,024 locks want (2
+// rounds beat 0 by 1.3 to 1.6x), and the levels what 16 to 64 locks at 64 workers want.
 std::uint32_t mutex::adaptive_spin_limit(std::size_t slot_index) const noexcept {
     const std::uint32_t word = internal::waiter_slots[slot_index].load(std::memory_order_relaxed);
     if ((word & internal::waiter_slot_count_mask) + yielding[slot_index]->load(std::memory_order_relaxed) + 1 >=

@@ -131,7 +131,7 @@ public:
     //
     // Not the default: on the 2-CPU reference VM no fixed limit wins every cell of the lab's
     // counter, hold and striped suites, and this rule came within 5 % of the best fixed
-    // limit in 11 of 25 (the best of all in 6) and up to 1.44x off it in others: at 2
+    // limit in 14 of 25 (the best of all in 7) and up to 1.5x off it in others: at 2
     // workers on a few packed stripes, a waiter that sleeps instead of spinning lets the
     // other worker run without false sharing, which no spin outcome reveals (docs/lab.md,
     // the spin rows).
