@@ -515,6 +515,9 @@ int main(int argc, char** argv) {
     bench->add_flag("--no-history", a.no_history, "Do not append the run to the history database");
     bench->add_option("--label", o.label, "Label for the run (default: git describe)");
     bench->add_flag("--in-process", o.in_process, "Run cells in this process (no protection against hangs)");
+    bench->add_flag("--interleave", o.interleave,
+                    "Run the repetitions in rounds, one of every row per round, so that the rows compared sample "
+                    "the same stretches of time (the server suite always does)");
     std::string disasm_suite, disasm_contender;
     auto* disasm = app.add_subcommand("disasm", "Show the instructions of a contender's hot loop, atomics marked");
     disasm->add_option("suite", disasm_suite, "Suite, e.g. counter")->required();

@@ -89,7 +89,7 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
     bool stopped = false;
     for (const auto w : plan.workers) {
         if (stopped) break;
-        if (plan.chosen_suite->interleave_rounds) {
+        if (plan.chosen_suite->interleave_rounds || o.interleave) {
             // One repetition of every row per round (harness/rounds.hpp).
             auto outcome = run_rounds(
                 plan.contenders.size(), o.harness,

@@ -25,6 +25,10 @@ struct bench_options {
     // same run: its cells there are recorded as "skipped", with the reason. true: run every
     // cell anyway (contend bench --full).
     bool run_after_timeout = false;
+    // Run every suite's repetitions in rounds, one of every chosen row per round, as the
+    // server suite always does (harness/rounds.hpp): rows that are compared then sample the
+    // same stretches of a VM whose speed drifts (contend bench --interleave).
+    bool interleave = false;
     std::string executable;  // runs a cell as `<executable> __cell`; empty: this program
 };
 

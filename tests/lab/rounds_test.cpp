@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/rounds.hpp"
+#include "harness/runner.hpp"
 
 namespace lab = contend::lab;
 
@@ -110,4 +111,34 @@ TEST(Rounds, AStopKeepsTheRowsThatFinishedARound) {
     EXPECT_EQ(out.cells[0].repetitions, 2);
     EXPECT_EQ(out.cells[1].repetitions, 1);
     EXPECT_EQ(out.cells[2].repetitions, 1);
+}
+
+// contend bench --interleave: any suite, not only the server suite, in rounds.
+TEST(Interleave, AnySuiteRunsOneRepetitionOfEveryRowPerRound) {
+    lab::bench_options o;
+    o.suite = "counter";
+    o.contenders = "fetch_add_relaxed,cas_weak";
+    o.workers = {1};
+    o.in_process = true;
+    o.interleave = true;
+    o.harness.min_time_s = 0.002;
+    o.harness.repetitions = 3;
+    o.harness.min_repetitions = 3;
+    std::vector<std::string> started;
+    lab::run_hooks hooks;
+    hooks.on_cell = [&](std::size_t, std::size_t, const std::string& row) { started.push_back(row); };
+    const auto run = lab::run_suite(o, hooks);
+    ASSERT_EQ(run.cells.size(), 2u);
+    for (const auto& cell : run.cells) {
+        EXPECT_TRUE(cell.valid()) << cell.name() << ": " << cell.detail;
+        EXPECT_EQ(cell.repetitions, 3) << cell.name();
+    }
+    // Rows alternate: a, b, a, b, a, b, each start naming its round.
+    ASSERT_EQ(started.size(), 6u);
+    const auto row = [](const std::string& s) { return s.substr(0, s.find(" (round")); };
+    for (std::size_t i = 0; i < started.size(); ++i) {
+        EXPECT_NE(started[i].find(" (round " + std::to_string(i / 2 + 1) + ")"), std::string::npos) << started[i];
+        EXPECT_EQ(row(started[i]), row(started[i % 2])) << started[i];
+    }
+    EXPECT_NE(row(started[0]), row(started[1]));
 }
