@@ -118,8 +118,8 @@ public:
     //
     // set_spin_limit(adaptive_spin) makes the budget adapt per mutex instead, from what
     // waiting instead of spinning would cost (src/mutex.cpp, adaptive_spin_limit): no spin
-    // when a crowd of waiters already yields; at least 2 rounds when parking would first pay
-    // a process-wide barrier; else a level, 0 to 3 for 0, 2, 4 or 10 rounds, kept per waiter
+    // when a crowd of waiters already yields; 2 rounds when parking would first pay a
+    // process-wide barrier; else a level, 0 to 3 for 0, 2, 4 or 10 rounds, kept per waiter
     // slot (the mutexes hashing to one share it; a byte each beside the slots, written only
     // on slow paths, so the unlock fast path stays a store of a constant). A spin in vain
     // drops the level to 0; one success in 8 per thread raises it by one; at level 0 one
@@ -131,10 +131,11 @@ public:
     //
     // Not the default: on the 2-CPU reference VM no fixed limit wins every cell of the lab's
     // counter, hold and striped suites, and this rule came within 5 % of the best fixed
-    // limit in 14 of 25 (the best of all in 7) and up to 1.5x off it in others: at 2
-    // workers on a few packed stripes, a waiter that sleeps instead of spinning lets the
-    // other worker run without false sharing, which no spin outcome reveals (docs/lab.md,
-    // the spin rows).
+    // limit in 17 to 22 of the 25 (four interleaved runs), but 1.3 to 1.4x off it at 64
+    // stripes and 64 workers in every run: there 2 rounds even after spins in vain pay
+    // (holders come back from preemption), and at 2 workers on a few packed stripes no
+    // spin does (a waiter that sleeps lets the other worker run without false sharing), and
+    // no spin outcome tells the two apart (docs/lab.md, the spin rows).
     static constexpr std::uint32_t adaptive_spin = 0xFFFF'FFFFu;
     static constexpr std::uint32_t default_spin_limit = 2;
     static void set_spin_limit(std::uint32_t rounds) noexcept;
