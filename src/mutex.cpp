@@ -38,8 +38,6 @@
 
 #include <sched.h>
 
-#include <algorithm>
-
 #include <thread>
 
 #include "contend/cache_padded.hpp"

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -303,6 +304,8 @@ public:
     explicit striped_counters(std::size_t stripes) : count_(stripes) {
         if (stripes == 0 || (stripes & (stripes - 1)) != 0)
             throw std::invalid_argument("the stripe count must be a power of two");
+        // What `new stripe[n]` checks for itself: the size must not wrap around.
+        if (stripes > std::numeric_limits<std::size_t>::max() / sizeof(stripe)) throw std::bad_array_new_length();
         stripes_ = static_cast<stripe*>(::operator new(stripes * sizeof(stripe), table_alignment));
         std::size_t made = 0;
         try {

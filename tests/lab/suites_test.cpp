@@ -122,6 +122,10 @@ TEST(StripedSuite, AStripeThatFailsToConstructUndoesTheOthers) {
     EXPECT_EQ(lock_with_destructor::live, 0);
 }
 
+TEST(StripedSuite, ACountWhoseTableSizeWrapsAroundIsRefusedNotAllocatedShort) {
+    EXPECT_THROW(lab::striped_counters<std::mutex>(std::size_t{1} << 63), std::bad_array_new_length);
+}
+
 TEST(TaxSuite, ExpectsOneIncrementPerFullRunOfItemsPerWorker) {
     // Ratio 10: worker 0 completes 25 items (2 increments), worker 1 nine (none).
     auto w = counting("tax", "fetch_add_relaxed/items_per_inc:10");
