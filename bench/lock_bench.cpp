@@ -2,7 +2,8 @@
 // (see docs/references.md, sleeping-spinlock-study).
 //
 //   uncontended/<lock>         lock+unlock on one thread (thin_lock too); bare_cas_pair is the physical
-//                              floor: one CAS-acquire and one release store
+//                              floor: one CAS-acquire and one release store; thin_lock_inflated
+//                              and mutex_via_index split the inflated thin_lock's cost
 //   counter/<lock>/threads:N   N threads increment one plain counter under the lock
 //                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
 //                              completed increment (aggregate, the study's metric),
@@ -47,6 +48,33 @@ template <class Lock>
 struct alignas(64) shared_state {
     alignas(64) Lock lock;
     alignas(64) std::uint64_t counter = 0;
+};
+
+// A thin_lock inflated beforehand (re-entered past its 63 thin levels), left free: lock and
+// unlock then take the inline fat path of thin_lock.hpp.
+struct inflated_thin_lock {
+    contend::thin_lock l;
+    inflated_thin_lock() {
+        for (unsigned i = 0; i <= contend::thin_lock::max_thin_recursion + 1; ++i) l.lock();
+        for (unsigned i = 0; i <= contend::thin_lock::max_thin_recursion + 1; ++i) l.unlock();
+    }
+    void lock() { l.lock(); }
+    void unlock() { l.unlock(); }
+};
+
+// Only the lookup of that path: a contend::mutex found, on every lock and unlock, through an
+// index read from a header word, as the inflated thin_lock finds its fat lock. Against
+// uncontended/contend_mutex it prices the load that sits before the mutex's CAS; against
+// uncontended/thin_lock_inflated, what the thread id and the owner bookkeeping add.
+struct mutex_via_index {
+    struct alignas(64) entry {
+        contend::mutex m;
+    };
+    static inline entry table[64];
+    std::atomic<std::uint32_t> word{0x8000'0000u | 17};
+    contend::mutex& find() { return table[word.load(std::memory_order_relaxed) & 0x7FFF'FFFFu].m; }
+    void lock() { find().lock(); }
+    void unlock() { find().unlock(); }
 };
 
 template <class Lock>
@@ -202,6 +230,8 @@ int main(int argc, char** argv) {
     register_lock<contend::mutex>("contend_mutex");
     // The thin lock (the Monitor's header word) shares the mutex's fast-path design.
     benchmark::RegisterBenchmark("uncontended/thin_lock", uncontended<contend::thin_lock>);
+    benchmark::RegisterBenchmark("uncontended/thin_lock_inflated", uncontended<inflated_thin_lock>);
+    benchmark::RegisterBenchmark("uncontended/mutex_via_index", uncontended<mutex_via_index>);
     register_lock<std::mutex>("std_mutex");
     register_lock<contend::backoff_spin_lock>("backoff_spin_lock");
     register_lock<contend::sleeping_spin_lock>("sleeping_spin_lock");

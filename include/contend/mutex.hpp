@@ -135,7 +135,10 @@ public:
     // stripes and 64 workers in every run: there 2 rounds even after spins in vain pay
     // (holders come back from preemption), and at 2 workers on a few packed stripes no
     // spin does (a waiter that sleeps lets the other worker run without false sharing), and
-    // no spin outcome tells the two apart (docs/lab.md, the spin rows).
+    // no spin outcome tells the two apart (docs/lab.md, the spin rows). On a later VM (AMD
+    // EPYC family 26) the cells moved: 16 to 22 of 25 in nine runs, 64 stripes at 64
+    // workers within 5 %, and 0 rounds best and the rule 1.08 to 1.12x off it at 4 stripes
+    // (8 and 64 workers) and 64 stripes (2 workers).
     static constexpr std::uint32_t adaptive_spin = 0xFFFF'FFFFu;
     static constexpr std::uint32_t default_spin_limit = 2;
     static void set_spin_limit(std::uint32_t rounds) noexcept;
