@@ -126,28 +126,38 @@ TEST(ThinLockDeflation, HeldRecursedOrWaitedOnLocksAreNeverDeflated) {
 
 TEST(ThinLockDeflation, ALockInflatedUnderContentionThenLeftAloneIsThinAgain) {
     watchdog dog(60s);
-    const auto before = monitor::deflation_interval();
-    monitor::set_deflation_interval(10ms);
+    // Sweeps off until the lock is seen fat (two background sweeps 10 ms apart could deflate
+    // it before the check); the guard restores the interval however the test ends.
+    no_background_sweeps sweeps_off_for_now;
     contend::thin_lock l;
-    l.lock();
-    std::thread contender([&] {
+    // A contender that has to park inflates the lock once it gets it. Seeing it registered
+    // is not seeing it parked: on a loaded machine the release can come first, the contender
+    // then takes the thin lock without parking and nothing inflates (3 runs in 200 beside 6
+    // busy loops on 2 CPUs, once in CI under ASan). So give it time to park, and try again
+    // if it did not.
+    for (int attempt = 0; attempt < 20 && !l.is_inflated(); ++attempt) {
         l.lock();
+        std::thread contender([&] {
+            l.lock();
+            l.unlock();
+        });
+        const auto& slot = contend::internal::waiter_slot_for(&l);
+        const bool registered =
+            eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; });
+        if (registered) std::this_thread::sleep_for(5ms);
         l.unlock();
-    });
-    // Past its spin the contender parks; the lock it then gets, it inflates.
-    const auto& slot = contend::internal::waiter_slot_for(&l);
-    ASSERT_TRUE(eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; }));
-    l.unlock();
-    contender.join();
-    ASSERT_TRUE(l.is_inflated());
+        contender.join();
+        ASSERT_TRUE(registered) << "the contender never waited";
+    }
+    ASSERT_TRUE(l.is_inflated()) << "the contender never parked in 20 tries";
     const auto deflations = monitor::stats().deflations;
-    // Left alone: the background sweeps (every 10 ms here) make it thin.
+    // Left alone: the background sweeps (every 10 ms from now) make it thin.
+    monitor::set_deflation_interval(10ms);
     EXPECT_TRUE(eventually([&] { return !l.is_inflated(); }, 10s));
     EXPECT_GE(monitor::stats().deflations, deflations + 1);
     l.lock();
     EXPECT_FALSE(l.is_inflated());
     l.unlock();
-    monitor::set_deflation_interval(before);
 }
 
 // The race the design is about: threads read the fat word, then a sweep deflates the lock,

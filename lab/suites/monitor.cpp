@@ -46,15 +46,19 @@ struct deflated_adapter {
     void prepare() {
         if (prepared) return;
         prepared = true;
-        l.lock();
-        std::thread contender([this] {
+        // On a loaded machine the contender may not have parked in 5 ms (it then takes the
+        // thin lock without inflating it): try again, a bounded number of times.
+        for (int attempt = 0; attempt < 20 && !l.is_inflated(); ++attempt) {
             l.lock();
+            std::thread contender([this] {
+                l.lock();
+                l.unlock();
+            });
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past its spin: it parks
             l.unlock();
-        });
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past its spin: it parks
-        l.unlock();
-        contender.join();
-        if (!l.is_inflated()) throw std::runtime_error("deflated_lock: the contended lock did not inflate");
+            contender.join();
+        }
+        if (!l.is_inflated()) throw std::runtime_error("deflated_lock: the contended lock did not inflate in 20 tries");
         contend::monitor::deflate_idle_locks();
         contend::monitor::deflate_idle_locks();
         if (l.is_inflated()) throw std::runtime_error("deflated_lock: two sweeps left the idle lock fat");
