@@ -92,18 +92,26 @@ TEST(ThinLock, ContentionInflatesAndExclusionHolds) {
     // Whether 8 threads on this machine ever parked is the scheduler's call; the count is
     // what must hold. A lock that must be contended: hold it while another thread waits.
     contend::thin_lock m;
-    m.lock();
-    std::thread waiter([&] {
+    // Past its spin the waiter registers in the waiter registry, then parks, and a thread
+    // that parked inflates the lock it then gets. Registered is not yet parked: a release
+    // before the waiter's next look at the word lets it take the thin lock without parking
+    // or inflating (seen on a loaded machine in the deflation test's twin of this setup). So
+    // give it time to park, and try again if it did not.
+    for (int attempt = 0; attempt < 20 && !m.is_inflated(); ++attempt) {
         m.lock();
+        std::thread waiter([&] {
+            m.lock();
+            m.unlock();
+        });
+        const auto& slot = contend::internal::waiter_slot_for(&m);
+        const bool registered =
+            eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; });
+        if (registered) std::this_thread::sleep_for(5ms);
         m.unlock();
-    });
-    // Past its spin the waiter registers in the waiter registry, and from then on it either
-    // parks or finds the word free: both end with it inflating the lock it gets.
-    const auto& slot = contend::internal::waiter_slot_for(&m);
-    ASSERT_TRUE(eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; }));
-    m.unlock();
-    waiter.join();
-    EXPECT_TRUE(m.is_inflated()) << "a thread that parked inflates the lock it then gets";
+        waiter.join();
+        ASSERT_TRUE(registered) << "the waiter never waited";
+    }
+    EXPECT_TRUE(m.is_inflated()) << "a thread that parked inflates the lock it then gets (20 tries)";
 }
 
 TEST(ThinLock, WaitNotifyPingPongHundredThousandRounds) {
