@@ -13,6 +13,7 @@
 #include "contend/thin_lock.hpp"
 #include "sync_table.hpp"
 #include "test_support.hpp"
+#include "thin_lock_support.hpp"
 
 using namespace contend_test;
 using contend::monitor;
@@ -130,26 +131,7 @@ TEST(ThinLockDeflation, ALockInflatedUnderContentionThenLeftAloneIsThinAgain) {
     // it before the check); the guard restores the interval however the test ends.
     no_background_sweeps sweeps_off_for_now;
     contend::thin_lock l;
-    // A contender that has to park inflates the lock once it gets it. Seeing it registered
-    // is not seeing it parked: on a loaded machine the release can come first, the contender
-    // then takes the thin lock without parking and nothing inflates (3 runs in 200 beside 6
-    // busy loops on 2 CPUs, once in CI under ASan). So give it time to park, and try again
-    // if it did not.
-    for (int attempt = 0; attempt < 20 && !l.is_inflated(); ++attempt) {
-        l.lock();
-        std::thread contender([&] {
-            l.lock();
-            l.unlock();
-        });
-        const auto& slot = contend::internal::waiter_slot_for(&l);
-        const bool registered =
-            eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; });
-        if (registered) std::this_thread::sleep_for(5ms);
-        l.unlock();
-        contender.join();
-        ASSERT_TRUE(registered) << "the contender never waited";
-    }
-    ASSERT_TRUE(l.is_inflated()) << "the contender never parked in 20 tries";
+    ASSERT_TRUE(inflate_by_contention(l)) << "a thread that parked inflates the lock it then gets";
     const auto deflations = monitor::stats().deflations;
     // Left alone: the background sweeps (every 10 ms from now) make it thin.
     monitor::set_deflation_interval(10ms);

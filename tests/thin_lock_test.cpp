@@ -10,6 +10,7 @@
 #include "lock_conformance.hpp"
 #include "sync_table.hpp"
 #include "test_support.hpp"
+#include "thin_lock_support.hpp"
 
 using namespace contend_test;
 
@@ -92,26 +93,7 @@ TEST(ThinLock, ContentionInflatesAndExclusionHolds) {
     // Whether 8 threads on this machine ever parked is the scheduler's call; the count is
     // what must hold. A lock that must be contended: hold it while another thread waits.
     contend::thin_lock m;
-    // Past its spin the waiter registers in the waiter registry, then parks, and a thread
-    // that parked inflates the lock it then gets. Registered is not yet parked: a release
-    // before the waiter's next look at the word lets it take the thin lock without parking
-    // or inflating (seen on a loaded machine in the deflation test's twin of this setup). So
-    // give it time to park, and try again if it did not.
-    for (int attempt = 0; attempt < 20 && !m.is_inflated(); ++attempt) {
-        m.lock();
-        std::thread waiter([&] {
-            m.lock();
-            m.unlock();
-        });
-        const auto& slot = contend::internal::waiter_slot_for(&m);
-        const bool registered =
-            eventually([&] { return (slot.load() & contend::internal::waiter_slot_count_mask) != 0; });
-        if (registered) std::this_thread::sleep_for(5ms);
-        m.unlock();
-        waiter.join();
-        ASSERT_TRUE(registered) << "the waiter never waited";
-    }
-    EXPECT_TRUE(m.is_inflated()) << "a thread that parked inflates the lock it then gets (20 tries)";
+    EXPECT_TRUE(inflate_by_contention(m)) << "a thread that parked inflates the lock it then gets";
 }
 
 TEST(ThinLock, WaitNotifyPingPongHundredThousandRounds) {
