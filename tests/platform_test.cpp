@@ -18,6 +18,10 @@
 using namespace contend_test;
 namespace ci = contend::internal;
 
+// "futex" or "portable": the backend of the library this program is linked with
+// (tests/expected_wait_backend.cpp, compiled per program).
+extern const char* const contend_test_expected_wait_backend;
+
 TEST(Platform, CachePaddedOccupiesWholeLines) {
     static_assert(alignof(contend::cache_padded<char>) == contend::cache_line_size);
     static_assert(sizeof(contend::cache_padded<char>) == contend::cache_line_size);
@@ -132,4 +136,11 @@ TEST(WaitBackend, NameIsFutexOrPortable) {
     const char* name = contend::wait_backend_name();
     ASSERT_NE(name, nullptr);
     EXPECT_TRUE(std::strcmp(name, "futex") == 0 || std::strcmp(name, "portable") == 0) << name;
+}
+
+// The test objects are linked twice, with contend and with contend_portable
+// (tests/CMakeLists.txt): each program must run on the backend it is named for, or the
+// portable/ tests would test the futex build a second time.
+TEST(WaitBackend, IsTheOneThisTestProgramWasLinkedFor) {
+    EXPECT_STREQ(contend::wait_backend_name(), contend_test_expected_wait_backend);
 }

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,14 @@ using steady = std::chrono::steady_clock;
 // exist to turn a hang into a failure.
 const auto io_budget = contend_test::under_sanitizer ? 30s : 10s;
 
+// The server under test: the one this program was built beside, or the one named by
+// CONTEND_JSON_SERVER_PATH in the environment (ctest runs these tests a second time that
+// way, against the server linked with the portable wait backend).
+std::string server_path() {
+    const char* path = std::getenv("CONTEND_JSON_SERVER_PATH");
+    return path != nullptr && *path != '\0' ? path : CONTEND_JSON_SERVER_PATH;
+}
+
 // The server process, its stdout read through a pipe.
 class server_process {
 public:
@@ -49,7 +58,7 @@ public:
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-        args.insert(args.begin(), CONTEND_JSON_SERVER_PATH);
+        args.insert(args.begin(), server_path());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -258,7 +267,7 @@ void expect_plaintext(const client::response& r) {
 // The exit status of the server run with `args` (it is expected to refuse them and exit at
 // once); -1 if it did not exit within the I/O budget (it is then killed) or exited by a signal.
 int exit_status_of(std::vector<std::string> args) {
-    args.insert(args.begin(), CONTEND_JSON_SERVER_PATH);
+    args.insert(args.begin(), server_path());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
