@@ -3,7 +3,8 @@
 //
 //   uncontended/<lock>         lock+unlock on one thread (thin_lock too); bare_cas_pair is the physical
 //                              floor: one CAS-acquire and one release store; thin_lock_inflated
-//                              and mutex_via_index split the inflated thin_lock's cost
+//                              and mutex_via_index split the inflated thin_lock's cost;
+//                              model_mutex_bits_in_word prices an alternative design of it
 //   counter/<lock>/threads:N   N threads increment one plain counter under the lock
 //                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
 //                              completed increment (aggregate, the study's metric),
@@ -28,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "contend/internal/thread_id.hpp"
+#include "contend/internal/waiter_slots.hpp"
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
 #include "contend/thin_lock.hpp"
@@ -75,6 +78,47 @@ struct mutex_via_index {
     contend::mutex& find() { return table[word.load(std::memory_order_relaxed) & 0x7FFF'FFFFu].m; }
     void lock() { find().lock(); }
     void unlock() { find().unlock(); }
+};
+
+// A model, not a lock anyone should use: the design that takes the lookup off the path
+// before the CAS. The fat mutex's state bit sits in the header word itself, beside the
+// index; the entry keeps only the owner (for the ownership check and recursion), and the
+// release checks a waiter slot as contend::mutex does. It spins when contended and never
+// parks, so only its uncontended row is registered: against uncontended/thin_lock_inflated
+// it says whether that design would be cheaper on the path that matters.
+struct alignas(64) model_entry {
+    std::atomic<std::uint32_t> owner{0};
+    std::uint32_t recursion = 0;
+};
+struct model_mutex_bits_in_word {
+    using entry = model_entry;
+    static constexpr std::uint32_t inflated = 0x8000'0000u;
+    static constexpr std::uint32_t locked = 1;
+    static inline entry table[64];
+    std::atomic<std::uint32_t> word{inflated | (17u << 3)};
+    static entry& entry_of(std::uint32_t w) { return table[(w >> 3) & 63]; }
+    void lock() {
+        const std::uint32_t me = contend::internal::compact_thread_id();
+        for (;;) {
+            std::uint32_t w = word.load(std::memory_order_relaxed);
+            if (!(w & locked) && word.compare_exchange_strong(w, w | locked, std::memory_order_acquire)) [[likely]] {
+                entry_of(w).owner.store(me, std::memory_order_relaxed);
+                return;
+            }
+        }
+    }
+    void unlock() {
+        const std::uint32_t me = contend::internal::compact_thread_id();
+        const std::uint32_t w = word.load(std::memory_order_relaxed);
+        entry& e = entry_of(w);
+        if (!(w & locked) || e.owner.load(std::memory_order_relaxed) != me || e.recursion != 0) std::abort();
+        e.owner.store(0, std::memory_order_relaxed);
+        const auto& slot = contend::internal::waiter_slot_for(this);
+        if (slot.load(std::memory_order_relaxed) != contend::internal::waiter_slot_light) std::abort();
+        word.store(w & ~locked, std::memory_order_release);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (slot.load(std::memory_order_relaxed) != contend::internal::waiter_slot_light) std::abort();
+    }
 };
 
 template <class Lock>
@@ -232,6 +276,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("uncontended/thin_lock", uncontended<contend::thin_lock>);
     benchmark::RegisterBenchmark("uncontended/thin_lock_inflated", uncontended<inflated_thin_lock>);
     benchmark::RegisterBenchmark("uncontended/mutex_via_index", uncontended<mutex_via_index>);
+    benchmark::RegisterBenchmark("uncontended/model_mutex_bits_in_word", uncontended<model_mutex_bits_in_word>);
     register_lock<std::mutex>("std_mutex");
     register_lock<contend::backoff_spin_lock>("backoff_spin_lock");
     register_lock<contend::sleeping_spin_lock>("sleeping_spin_lock");
