@@ -9,6 +9,8 @@
 //                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
 //                              completed increment (aggregate, the study's metric),
 //                              cpu_ns_per_op the CPU time of all threads per increment
+//                              (thin_lock, mutex_via_index and mutex_with_owner[_not_cleared]
+//                              at 2 and 64 threads only: the inflated thin_lock in parts)
 //   long_cs/<lock>/threads:4   each holder works ~20 us inside the lock; ops_per_s is
 //                              acquisitions per second, cpu_ns_per_op the CPU time per
 //                              acquisition (a spinning waiter burns a core, a parked one
@@ -25,8 +27,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <initializer_list>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "contend/internal/thread_id.hpp"
@@ -118,6 +123,28 @@ struct model_mutex_bits_in_word {
         word.store(w & ~locked, std::memory_order_release);
         std::atomic_signal_fence(std::memory_order_seq_cst);
         if (slot.load(std::memory_order_relaxed) != contend::internal::waiter_slot_light) std::abort();
+    }
+};
+
+// The owner's bookkeeping alone, on a bare contend::mutex (no lookup): the owner set after
+// the acquisition and checked and cleared before the release, as thin_lock's fat lock does,
+// and, to price the clearing store, the same without it (unsafe: a stale owner would pass a
+// later check; a model only).
+template <bool ClearOwner>
+struct mutex_with_owner {
+    alignas(64) contend::mutex m;
+    std::atomic<std::uint32_t> owner{0};
+    std::uint32_t recursion = 0;
+    void lock() {
+        const std::uint32_t me = contend::internal::compact_thread_id();
+        m.lock();
+        owner.store(me, std::memory_order_relaxed);
+    }
+    void unlock() {
+        const std::uint32_t me = contend::internal::compact_thread_id();
+        if (owner.load(std::memory_order_relaxed) != me || recursion != 0) std::abort();
+        if (ClearOwner) owner.store(0, std::memory_order_relaxed);
+        m.unlock();
     }
 };
 
@@ -277,6 +304,19 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("uncontended/thin_lock_inflated", uncontended<inflated_thin_lock>);
     benchmark::RegisterBenchmark("uncontended/mutex_via_index", uncontended<mutex_via_index>);
     benchmark::RegisterBenchmark("uncontended/model_mutex_bits_in_word", uncontended<model_mutex_bits_in_word>);
+    // The inflated thin_lock's contended cost in parts (counter rows at 2 and 64 threads).
+    for (const auto& [n, fn] : std::initializer_list<std::pair<const char*, void (*)(benchmark::State&)>>{
+             {"thin_lock", counter<contend::thin_lock>},
+             {"mutex_via_index", counter<mutex_via_index>},
+             {"mutex_with_owner", counter<mutex_with_owner<true>>},
+             {"mutex_with_owner_not_cleared", counter<mutex_with_owner<false>>}}) {
+        benchmark::RegisterBenchmark((std::string("counter/") + n).c_str(), fn)
+            ->ArgName("threads")
+            ->Arg(2)
+            ->Arg(64)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+    }
     register_lock<std::mutex>("std_mutex");
     register_lock<contend::backoff_spin_lock>("backoff_spin_lock");
     register_lock<contend::sleeping_spin_lock>("sleeping_spin_lock");

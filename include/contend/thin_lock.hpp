@@ -35,13 +35,21 @@
 // VM): 6.60 to 6.75 ns against 6.04 to 6.13 for a bare contend::mutex, 1.09 to 1.10x.
 // About half of it is finding the fat lock: its index is read from the word before the fat
 // mutex's CAS can start (uncontended/mutex_via_index, a bare mutex found that way: 6.34 to
-// 6.39 ns); the rest is the thread id and the owner and recursion checks. Dropping the owner's
-// stores alone measured no gain. Keeping the fat mutex's bits in this word beside the index
-// (a CAS on the word itself) would take the lookup off the path before the CAS, but the
-// owner's bookkeeping would still need it after, and every read-modify-write of the mutex
-// algorithm would have to survive a concurrent deflation of the word: a model of that path
-// (uncontended/model_mutex_bits_in_word) measured 6.59 to 6.79 ns against 6.60 to 6.62 for
-// this one in the same three runs (contend::mutex 5.99 to 6.08): no better.
+// 6.39 ns); the rest is the thread id and the owner and recursion checks. Keeping the fat
+// mutex's bits in this word beside the index (a CAS on the word itself) would take the lookup
+// off the path before the CAS, but the owner's bookkeeping would still need it after, and
+// every read-modify-write of the mutex algorithm would have to survive a concurrent
+// deflation of the word: a model of that path (uncontended/model_mutex_bits_in_word)
+// measured 6.59 to 6.79 ns against 6.60 to 6.62 for this one in the same three runs
+// (contend::mutex 5.99 to 6.08): no better.
+// Contended, the owner's two stores are what cost: with two threads (the lab's counter suite
+// and lock_bench's counter rows at 2 threads), a bare mutex with the owner set, checked and
+// cleared as here (counter/mutex_with_owner) takes 1.12 to 1.18x the mutex, the same without
+// the clearing store 1.00 to 1.09x, and the lookup alone (counter/mutex_via_index) 1.02 to
+// 1.11x; one store alone in the critical section measured 1.06 to 1.08x. Alone on one
+// thread the stores cost nothing measurable. What would remove both is an owner kept in the
+// fat mutex's own word (taken by the CAS, released by the release store), which needs the
+// mutex's parking algorithm on a word with owner bits: not done.
 //
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
 // spins or parks, so it costs about the same whether the lock is free or held. The only
