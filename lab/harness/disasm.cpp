@@ -1,5 +1,7 @@
 #include "harness/disasm.hpp"
 
+#include <cxxabi.h>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -13,9 +15,20 @@
 #include <stdexcept>
 #include <vector>
 
+#include "harness/workload.hpp"
+
 extern char** environ;
 
 namespace contend::lab {
+
+std::string demangled_type_name(const char* mangled) {
+    int status = 0;
+    char* name = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    if (status != 0 || name == nullptr) return mangled;  // not a C++ type name: as it is
+    std::string out(name);
+    std::free(name);
+    return out;
+}
 
 bool is_atomic_instruction(const std::string& line) {
     // x86 xchg is implicitly locked only with a memory operand: `xchg %ax,%ax` is a nop.
@@ -120,33 +133,56 @@ disassembly disassemble_run(const std::string& executable, const std::string& wo
         return s;
     };
     const std::string wanted = strip(workload_type) + "::run(";
-    disassembly d;
-    bool inside = false, found = false;
-    std::string full_name;  // branch targets inside the function repeat it: shorten them
+    // The function, and the clones GCC split it into: a `[clone .part.N]` (partial
+    // inlining: run() is then a test and a jump, the loop is in the clone) or `.constprop`
+    // / `.isra` holds loop code too; a `[clone .cold]` holds only the unlikely blocks (slow
+    // paths) and is left out. The clones come anywhere in the listing, before or after.
+    struct piece {
+        std::string listing;
+        int atomic_instructions = 0;
+        int calls = 0;
+    };
+    std::vector<piece> pieces;  // pieces[0] is run() itself once found
+    bool found = false;
+    piece* inside = nullptr;
+    std::string base_name;  // branch targets repeat the function's name: shorten it to "run"
     std::string line;
     while (objdump.next_line(line)) {
-        if (!inside) {
+        if (inside == nullptr) {
             const auto open = line.find('<');
             if (line.size() > 2 && line.back() == ':' && open != std::string::npos &&
                 strip(line.substr(open + 1)).rfind(wanted, 0) == 0) {
-                inside = found = true;
-                full_name = line.substr(open + 1, line.size() - open - 3);
-                d.listing += line + "\n";
+                if (line.find(" [clone .cold]", open) != std::string::npos) continue;  // also a clone's
+                const auto clone = line.find(" [clone ", open);
+                if (clone == std::string::npos) {
+                    found = true;
+                    pieces.insert(pieces.begin(), piece{});
+                    inside = &pieces.front();
+                } else {
+                    pieces.push_back(piece{});
+                    inside = &pieces.back();
+                }
+                const auto end = clone == std::string::npos ? line.size() - 2 : clone;
+                base_name = line.substr(open + 1, end - open - 1);
+                inside->listing += line + "\n";
             }
             continue;
         }
-        if (line.empty()) break;  // objdump ends a function with a blank line
-        for (std::size_t at; !full_name.empty() && (at = line.find(full_name)) != std::string::npos;)
-            line.replace(at, full_name.size(), "run");
+        if (line.empty()) {  // objdump ends a function with a blank line
+            inside = nullptr;
+            continue;
+        }
+        for (std::size_t at; (at = line.find(base_name)) != std::string::npos;)
+            line.replace(at, base_name.size(), "run");
         std::string mark;
         if (is_atomic_instruction(line)) {
-            ++d.atomic_instructions;
+            ++inside->atomic_instructions;
             mark = "    <== atomic";
         } else if (line.find("\tcall") != std::string::npos || line.find("\tbl\t") != std::string::npos) {
-            ++d.calls;
+            ++inside->calls;
             mark = "    <-- call";
         }
-        d.listing += line + mark + "\n";
+        inside->listing += line + mark + "\n";
     }
     const int status = objdump.finish();
     if (status != 0)
@@ -155,6 +191,13 @@ disassembly disassemble_run(const std::string& executable, const std::string& wo
             (status < 0 ? std::string("killed by a signal") : "exit status " + std::to_string(status)) +
             "; is it an executable, and is binutils installed?)");
     if (!found) throw std::runtime_error("no function " + workload_type + "::run in " + executable);
+    disassembly d;
+    for (const piece& p : pieces) {
+        if (!d.listing.empty()) d.listing += "\n";
+        d.listing += p.listing;
+        d.atomic_instructions += p.atomic_instructions;
+        d.calls += p.calls;
+    }
     return d;
 }
 

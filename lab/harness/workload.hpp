@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <vector>
 
 #include "contend/cache_padded.hpp"
@@ -220,17 +221,15 @@ private:
     std::uint64_t work_;
 };
 
-// T's name as the compiler spells it, in objdump -C's dialect ("(anonymous namespace)").
+// T's name as objdump -C prints it in the symbols of T's member functions: T's mangled
+// name (typeid) demangled by the same Itanium-ABI demangler. __PRETTY_FUNCTION__ spelled
+// it otherwise for a template on an enum constant (by name, where objdump prints a cast
+// number), for unsigned long (long unsigned int) and for anonymous namespaces ("<unnamed>"
+// in one place, "{anonymous}" in another), and `contend disasm` then found no function.
+std::string demangled_type_name(const char* mangled);
 template <class T>
 std::string demangled_type_name() {
-    std::string_view f = __PRETTY_FUNCTION__;  // "... [with T = X; std::string = ...]"
-    const auto start = f.find("T = ") + 4;
-    auto end = f.find(';', start);
-    if (end == std::string_view::npos) end = f.rfind(']');
-    std::string name(f.substr(start, end - start));
-    for (std::size_t at; (at = name.find("{anonymous}")) != std::string::npos;)
-        name.replace(at, 11, "(anonymous namespace)");
-    return name;
+    return demangled_type_name(typeid(T).name());
 }
 
 template <class Lock>

@@ -3,6 +3,7 @@
 // named it's broke the quoting. These tests copy the built CLI into such folders and run
 // the copy (without a shell themselves), then look for what an injection would leave.
 #include "harness/disasm.hpp"
+#include "harness/workload.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +28,10 @@ namespace fs = std::filesystem;
 namespace lab = contend::lab;
 
 namespace {
+
+enum class kind { first, second };
+template <kind K>
+struct on_enum {};
 
 struct outcome {
     int exit_code = -1;  // -1 when it did not exit normally
@@ -154,4 +160,14 @@ TEST(DisasmObjdump, AFunctionNotInTheBinaryIsAnError) {
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("no function no_such_workload_type::run"), std::string::npos) << e.what();
     }
+}
+
+// `contend disasm` finds run() by its type's name as objdump -C prints it. The name came from
+// __PRETTY_FUNCTION__, which spelled these two otherwise (an enum constant by name, where
+// objdump prints a cast number; "long unsigned int"), and their loops were not found.
+TEST(DisasmNames, ATypeIsNamedAsObjdumpNamesIt) {
+    EXPECT_EQ(lab::demangled_type_name<std::atomic<unsigned long>>(), "std::atomic<unsigned long>");
+    EXPECT_EQ(lab::demangled_type_name<on_enum<kind::second>>(),
+              "(anonymous namespace)::on_enum<((anonymous namespace)::kind)1>");
+    EXPECT_EQ(lab::demangled_type_name("not a mangled name"), "not a mangled name");
 }
