@@ -126,8 +126,7 @@ private:
 disassembly disassemble_run(const std::string& executable, const std::string& workload_type) {
     if (workload_type.empty()) throw std::runtime_error("this contender has no known hot-loop function");
     objdump_process objdump(executable);
-    // GCC spells names relative to the enclosing namespace in __PRETTY_FUNCTION__ and in
-    // full in the symbol table: compare both with our namespace removed.
+    // Compared with our namespace removed, so that a type may also be named relative to it.
     auto strip = [](std::string s) {
         for (std::size_t at; (at = s.find("contend::lab::")) != std::string::npos;) s.erase(at, 14);
         return s;

@@ -14,8 +14,7 @@ namespace {
 // contend::mutex with its spin set to Rounds (mutex::set_spin_limit, process-wide; or
 // adaptive) for as long as one exists: the spin rows beside the default. Cells run one at a
 // time (each in a process of its own unless --in-process), so the setting is the cell's.
-// Rounds is an int, -1 for adaptive: `contend disasm` matches the type's name as objdump
-// prints it, which spells an unsigned argument with a suffix that __PRETTY_FUNCTION__ lacks.
+// Rounds is an int, -1 for adaptive.
 template <int Rounds>
 struct spin_set_mutex {
     spin_set_mutex() {
