@@ -233,6 +233,18 @@ int run_disasm(const std::string& suite_name, const std::string& contender_id) {
                   << " call(s) out of the loop (slow paths, helpers). Built with: " << lab::read_build_flags() << "\n";
         return 0;
     }
+    // A contender with parameters is named with them (hold: contend_mutex/cs_us:20), which
+    // `contend bench --list` does not show: name the points of the one asked for.
+    std::string points;
+    for (const auto& c : s->contenders) {
+        if (c.name != contender_id || c.params.empty()) continue;
+        points += (points.empty() ? "" : ", ") + c.id();
+    }
+    if (!points.empty()) {
+        std::fprintf(stderr, "contend disasm: '%s' in suite '%s' has parameters: name one of its points: %s\n",
+                     contender_id.c_str(), suite_name.c_str(), points.c_str());
+        return exit_usage;
+    }
     std::fprintf(stderr, "contend disasm: no contender '%s' in suite '%s' (see contend bench --list)\n",
                  contender_id.c_str(), suite_name.c_str());
     return exit_usage;

@@ -142,6 +142,15 @@ TEST_F(Cli, DisasmMarksTheAtomicInstructionsOfTheHotLoop) {
     EXPECT_NE(run("disasm counter nosuch").exit_code, 0);
 }
 
+TEST_F(Cli, DisasmOfAContenderWithParametersNamesItsPoints) {
+    // `contend bench --list` shows names only; a name alone is not an id here.
+    const auto o = run("disasm hold contend_mutex");
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find("contend_mutex/cs_us:0"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("contend_mutex/cs_us:20"), std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("contend_mutex_spin"), std::string::npos) << o.output;  // only its own points
+}
+
 TEST_F(Cli, DisasmFindsTheHotLoopOfEveryKindOfWorkload) {
     // One contender per workload template of every suite (its instantiations are named the
     // same way): the function found must be run() itself, not the cold clone of its
