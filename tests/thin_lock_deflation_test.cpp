@@ -216,7 +216,15 @@ TEST(ThinLockDeflation, DestructionRacingWithSweepsReleasesEachEntryOnce) {
     no_background_sweeps quiet;
     std::atomic<bool> stop{false};
     std::thread sweeper([&] {
-        while (!stop.load(std::memory_order_relaxed)) contend::internal::sync_table_sweep(false);
+        // A yield between sweeps: the table's lock is a plain std::mutex, and a loop that
+        // re-takes it at once starved the main thread's inflations on a busy machine (four
+        // copies of this test at once on 2 CPUs ran past the watchdog's 120 s, and one copy
+        // beside other tests under `ctest -j2` did once; with the yield, four copies of five
+        // repetitions take 11 to 15 s).
+        while (!stop.load(std::memory_order_relaxed)) {
+            contend::internal::sync_table_sweep(false);
+            std::this_thread::yield();
+        }
     });
     const auto before = contend::internal::sync_table_stats();
     const long cycles = scaled(200000);
