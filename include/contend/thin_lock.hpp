@@ -47,9 +47,13 @@
 // cleared as here (counter/mutex_with_owner) takes 1.12 to 1.18x the mutex, the same without
 // the clearing store 1.00 to 1.09x, and the lookup alone (counter/mutex_via_index) 1.02 to
 // 1.11x; one store alone in the critical section measured 1.06 to 1.08x. Alone on one
-// thread the stores cost nothing measurable. What would remove both is an owner kept in the
-// fat mutex's own word (taken by the CAS, released by the release store), which needs the
-// mutex's parking algorithm on a word with owner bits: not done.
+// thread the stores cost nothing measurable. Removing both by keeping the owner in the fat
+// mutex's own word (contend::mutex's algorithm on a 32-bit word with owner bits, the owner
+// written by the acquiring CAS and cleared by the releasing store; tried in full, all tests
+// green) made the contended thin_lock slower, not faster: counter rows of bench/lock_bench,
+// 2 threads, 1.14 to 1.20x the mutex against 1.07 to 1.11x for this layout, and 64 threads
+// 1.05 to 1.08x against 0.97 to 1.07x (seven alternating runs of the two builds, AMD EPYC
+// family 26 VM). So the two-store model above does not explain the gap; not adopted.
 //
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
 // spins or parks, so it costs about the same whether the lock is free or held. The only
