@@ -15,6 +15,10 @@
 //                              acquisitions per second, cpu_ns_per_op the CPU time per
 //                              acquisition (a spinning waiter burns a core, a parked one
 //                              burns nothing)
+//   ping_pong/<pair>           two threads take turns through wait/notify under the lock
+//                              (contend::mutex or std::mutex with their condition
+//                              variables, thin_lock's wait/notify_one); ns_per_turn is the
+//                              wall time per turn: a wake-up and a pass of the lock
 // For the contended rows, "Time" is the wall time of one whole run.
 //
 // The lock word and the counter sit on separate cache lines, as in the study, so waiters
@@ -34,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "contend/condition_variable.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/internal/waiter_slots.hpp"
 #include "contend/mutex.hpp"
@@ -273,6 +278,54 @@ void long_cs(benchmark::State& state) {
     });
 }
 
+// One player of ping_pong: takes `turns` turns of parity `parity`, each a wait for the
+// other's turn, an increment and a notify, all under the lock.
+template <class Mutex, class Cv>
+struct cv_pair {
+    Mutex m;
+    Cv cv;
+    long turn = 0;
+    void play(long parity, long turns) {
+        std::unique_lock lk(m);
+        for (long r = 0; r < turns; ++r) {
+            while (turn % 2 != parity) cv.wait(lk);
+            ++turn;
+            cv.notify_one();
+        }
+    }
+};
+struct thin_lock_pair {
+    contend::thin_lock l;
+    long turn = 0;
+    void play(long parity, long turns) {
+        l.lock();
+        for (long r = 0; r < turns; ++r) {
+            while (turn % 2 != parity) l.wait();
+            ++turn;
+            l.notify_one();
+        }
+        l.unlock();
+    }
+};
+
+template <class Pair>
+void ping_pong(benchmark::State& state) {
+    constexpr long turns_each = 10'000;
+    double wall = 0, turns = 0;
+    for (auto _ : state) {
+        Pair p;
+        const auto t0 = std::chrono::steady_clock::now();
+        std::thread other([&] { p.play(1, turns_each); });
+        p.play(0, turns_each);
+        other.join();
+        const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+        state.SetIterationTime(ns * 1e-9);
+        wall += ns;
+        turns += 2.0 * turns_each;
+    }
+    state.counters["ns_per_turn"] = wall / turns;
+}
+
 template <class Lock>
 void register_lock(const char* name) {
     const std::string n(name);
@@ -317,6 +370,13 @@ int main(int argc, char** argv) {
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
     }
+    for (const auto& [n, fn] : std::initializer_list<std::pair<const char*, void (*)(benchmark::State&)>>{
+             {"contend_mutex", ping_pong<cv_pair<contend::mutex, contend::condition_variable>>},
+             {"std_mutex", ping_pong<cv_pair<std::mutex, std::condition_variable>>},
+             {"thin_lock", ping_pong<thin_lock_pair>}})
+        benchmark::RegisterBenchmark((std::string("ping_pong/") + n).c_str(), fn)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
     register_lock<std::mutex>("std_mutex");
     register_lock<contend::backoff_spin_lock>("backoff_spin_lock");
     register_lock<contend::sleeping_spin_lock>("sleeping_spin_lock");

@@ -365,6 +365,14 @@ void mutex::release_slow(std::size_t slot_index) {
     else internal::note_idle_unlock(slot_index);
 }
 
+void mutex::unlock_before_blocking() {
+    unlock();
+    // A designee that is napping would otherwise leave the mutex idle for the rest of its
+    // nap. If it is probing instead, or another thread took the mutex meanwhile, the unpark
+    // finds nobody or makes the designee probe early and nap again: harmless either way.
+    if (state_.load(std::memory_order_relaxed) & waking_bit) parking_lot::unpark_one(mutex_designee_key(this));
+}
+
 void mutex::unlock_slow(bool fair) {
     const std::size_t slot_index = internal::waiter_slot_index(this);
     const std::uint8_t s = state_.load(std::memory_order_relaxed);

@@ -81,8 +81,11 @@ TEST(ConditionVariable, WaitForTimesOutNoEarlierThanItsDeadlineAndRelocks) {
     EXPECT_GE(steady::now() - start, 30ms);
     EXPECT_LT(steady::now() - start, 5s);
     EXPECT_TRUE(lk.owns_lock());
+    EXPECT_EQ(lk.mutex(), &m);  // the wait releases a contend::mutex through the unique_lock's own pointer
     EXPECT_TRUE(m.is_locked());
     EXPECT_FALSE(cv.wait_until(lk, std::chrono::system_clock::now() + 10ms, [] { return false; }));
+    EXPECT_TRUE(lk.owns_lock());
+    EXPECT_EQ(lk.mutex(), &m);
 }
 
 TEST(ConditionVariable, NotifyOneWakesOneOfSeveral) {

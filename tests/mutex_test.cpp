@@ -261,6 +261,37 @@ TEST(Mutex, EveryWaiterGetsAMutexReleasedWhileADesigneeNaps) {
     EXPECT_EQ(got.load(), 4);
 }
 
+// The release a condition variable's wait uses: the same release as unlock() (the waiters,
+// a designee among them, all get the mutex), and misuse is refused as unlock() refuses it.
+TEST(Mutex, UnlockBeforeBlockingReleasesToEveryWaiterAndRefusesAnUnheldMutex) {
+    watchdog dog(60s);
+    contend::mutex m;
+    EXPECT_THROW(m.unlock_before_blocking(), contend::synchronization_error);
+    EXPECT_FALSE(m.is_locked());
+    m.lock();
+    std::atomic<int> got{0};
+    long inside = 0;  // a plain counter: exclusion is what keeps it exact
+    std::vector<std::thread> waiters;
+    for (int i = 0; i < 4; ++i) {
+        waiters.emplace_back([&] {
+            for (int r = 0; r < 1000; ++r) {
+                m.lock();
+                ++inside;
+                m.unlock_before_blocking();
+            }
+            got.fetch_add(1);
+        });
+    }
+    std::this_thread::sleep_for(20ms);  // all four have queued or appointed a designee
+    m.unlock_before_blocking();
+    for (auto& w : waiters) w.join();
+    EXPECT_EQ(got.load(), 4);
+    EXPECT_EQ(inside, 4000);
+    EXPECT_FALSE(m.is_locked());
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
 }  // namespace contend_test
 
 namespace contend_test {

@@ -16,8 +16,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 
 #include "contend/internal/deadline.hpp"
+#include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 
@@ -81,10 +83,26 @@ private:
                 has_waiters_.store(true, std::memory_order_seq_cst);
                 return true;
             },
-            [&lock] { lock.unlock(); }, until);
+            [&lock] { release_to_wait(lock); }, until);
         lock.lock();
         return result.status == parking_lot::park_status::timed_out ? std::cv_status::timeout
                                                                     : std::cv_status::no_timeout;
+    }
+
+    // A contend::mutex is released with unlock_before_blocking (mutex.hpp says why), also
+    // through the std::unique_lock that usually holds it; other locks with unlock().
+    template <class Lock>
+    static void release_to_wait(Lock& lock) {
+        if constexpr (std::is_same_v<Lock, contend::mutex>) {
+            lock.unlock_before_blocking();
+        } else if constexpr (std::is_same_v<Lock, std::unique_lock<contend::mutex>>) {
+            contend::mutex* m = lock.mutex();
+            m->unlock_before_blocking();  // throws before the unique_lock changes, if it must
+            (void)lock.release();
+            lock = std::unique_lock<contend::mutex>(*m, std::defer_lock);  // not owning, as unlock() leaves it
+        } else {
+            lock.unlock();
+        }
     }
 
     template <class Lock>
