@@ -16,10 +16,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <type_traits>
 
 #include "contend/internal/deadline.hpp"
-#include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 
@@ -89,17 +87,22 @@ private:
                                                                     : std::cv_status::no_timeout;
     }
 
-    // A contend::mutex is released with unlock_before_blocking (mutex.hpp says why), also
-    // through the std::unique_lock that usually holds it; other locks with unlock().
+    // A lock that has unlock_before_blocking (contend::mutex: mutex.hpp says why) is
+    // released with it, also through the std::unique_lock that usually holds it; other
+    // locks with unlock().
     template <class Lock>
     static void release_to_wait(Lock& lock) {
-        if constexpr (std::is_same_v<Lock, contend::mutex>) {
+        if constexpr (requires { lock.unlock_before_blocking(); }) {
             lock.unlock_before_blocking();
-        } else if constexpr (std::is_same_v<Lock, std::unique_lock<contend::mutex>>) {
-            contend::mutex* m = lock.mutex();
+        } else if constexpr (requires {
+                                 lock.mutex()->unlock_before_blocking();
+                                 lock.release();
+                                 Lock(*lock.mutex(), std::defer_lock);
+                             }) {
+            auto* m = lock.mutex();
             m->unlock_before_blocking();  // throws before the unique_lock changes, if it must
             (void)lock.release();
-            lock = std::unique_lock<contend::mutex>(*m, std::defer_lock);  // not owning, as unlock() leaves it
+            lock = Lock(*m, std::defer_lock);  // not owning, as unlock() leaves it
         } else {
             lock.unlock();
         }

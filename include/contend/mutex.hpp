@@ -107,11 +107,12 @@ public:
     void unlock_fairly() { unlock_slow(true); }
 
     // Like unlock(), for a holder about to block (contend::condition_variable's wait calls
-    // it): a waiter napping as the designee is woken at once instead of at the end of its
-    // nap, since the holder will not be back to take the mutex soon. Without it a wait/notify
-    // ping-pong could settle into a rhythm where each turn waited out a nap (about 100 us):
-    // ThinLock.WaitNotifyPingPongHundredThousandRounds took 15 to 27 s in 4 of 10 runs
-    // instead of 2.4 (AMD EPYC family 26 VM). Costs an unpark call when a designee exists.
+    // it on any lock that has it, the pipe's too): a waiter napping as the designee is woken
+    // at once instead of at the end of its nap, since the holder will not be back to take the
+    // mutex soon. Without it a wait/notify ping-pong could settle into a rhythm where each
+    // turn waited out a nap (about 100 us): ThinLock.WaitNotifyPingPongHundredThousandRounds
+    // took 15 to 27 s in 4 of 10 runs instead of 2.4 (AMD EPYC family 26 VM). Costs an
+    // unpark call when a designee exists.
     void unlock_before_blocking();
 
     // True if some thread holds the mutex (a snapshot, for assertions and diagnostics).

@@ -73,6 +73,12 @@ public:
         if (kind_ == pipe_lock_kind::contend_mutex) fast_.unlock();
         else platform_.unlock();
     }
+    // The release before a condition variable's wait: a contend::mutex wakes a napping
+    // designee then (contend::mutex::unlock_before_blocking), since this side is going to sleep.
+    void unlock_before_blocking() {
+        if (kind_ == pipe_lock_kind::contend_mutex) fast_.unlock_before_blocking();
+        else platform_.unlock();
+    }
     std::uint64_t contentions() const noexcept { return contentions_.load(std::memory_order_relaxed); }
     std::uint64_t acquisitions() const noexcept { return acquisitions_.load(std::memory_order_relaxed); }
 
