@@ -42,18 +42,19 @@
 // deflation of the word: a model of that path (uncontended/model_mutex_bits_in_word)
 // measured 6.59 to 6.79 ns against 6.60 to 6.62 for this one in the same three runs
 // (contend::mutex 5.99 to 6.08): no better.
-// Contended, the owner's two stores are what cost: with two threads (the lab's counter suite
-// and lock_bench's counter rows at 2 threads), a bare mutex with the owner set, checked and
-// cleared as here (counter/mutex_with_owner) takes 1.12 to 1.18x the mutex, the same without
-// the clearing store 1.00 to 1.09x, and the lookup alone (counter/mutex_via_index) 1.02 to
-// 1.11x; one store alone in the critical section measured 1.06 to 1.08x. Alone on one
-// thread the stores cost nothing measurable. Removing both by keeping the owner in the fat
-// mutex's own word (contend::mutex's algorithm on a 32-bit word with owner bits, the owner
-// written by the acquiring CAS and cleared by the releasing store; tried in full, all tests
-// green) made the contended thin_lock slower, not faster: counter rows of bench/lock_bench,
-// 2 threads, 1.14 to 1.20x the mutex against 1.07 to 1.11x for this layout, and 64 threads
-// 1.05 to 1.08x against 0.97 to 1.07x (seven alternating runs of the two builds, AMD EPYC
-// family 26 VM). So the two-store model above does not explain the gap; not adopted.
+// Contended, rows that model its parts seemed to put the cost on the owner's two stores:
+// with two threads (the lab's counter suite and lock_bench's counter rows), a bare mutex
+// with the owner set, checked and cleared as here (counter/mutex_with_owner) takes 1.12 to
+// 1.18x the mutex, the same without the clearing store 1.00 to 1.09x, and the lookup alone
+// (counter/mutex_via_index) 1.02 to 1.11x; one store alone in the critical section
+// measured 1.06 to 1.08x. Alone on one thread the stores cost nothing measurable. Removing
+// both by keeping the owner in the fat mutex's own word (contend::mutex's algorithm on a
+// 32-bit word with owner bits, the owner written by the acquiring CAS and cleared by the
+// releasing store; built in full, the lock tests green in the optimized build) made the
+// contended thin_lock slower, not faster: counter rows of bench/lock_bench, 2 threads,
+// 1.14 to 1.20x the mutex against 1.07 to 1.11x for this layout, and 64 threads 1.05 to
+// 1.08x against 0.97 to 1.07x (seven alternating runs of the two builds, AMD EPYC family
+// 26 VM). So the two-store model does not explain the gap; not adopted.
 //
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
 // spins or parks, so it costs about the same whether the lock is free or held. The only
