@@ -218,9 +218,8 @@ TEST(ThinLockDeflation, DestructionRacingWithSweepsReleasesEachEntryOnce) {
     std::thread sweeper([&] {
         // A yield between sweeps: the table's lock is a plain std::mutex, and a loop that
         // re-takes it at once starved the main thread's inflations on a busy machine (four
-        // copies of this test at once on 2 CPUs ran past the watchdog's 120 s, and one copy
-        // beside other tests under `ctest -j2` did once; with the yield, four copies of five
-        // repetitions take 11 to 15 s).
+        // copies of this test at once on 2 CPUs, five repetitions each, all ran past the
+        // watchdog's 120 s; with the yield they take 11 to 15 s).
         while (!stop.load(std::memory_order_relaxed)) {
             contend::internal::sync_table_sweep(false);
             std::this_thread::yield();
