@@ -29,13 +29,19 @@ struct spin_set_mutex {
 };
 
 template <int Rounds>
-void append_spin_row(std::vector<contender>& out, lock_use use) {
-    const bool adaptive = Rounds < 0;
-    const std::string name = adaptive ? "contend_mutex_adaptive" : "contend_mutex_spin" + std::to_string(Rounds);
-    const std::string description = adaptive ? "contend::mutex, spin adapted per mutex"
-                                             : "contend::mutex, spin fixed at " + std::to_string(Rounds) + " rounds";
+void append_spin_row(std::vector<contender>& out, lock_use use, const std::string& name,
+                     const std::string& description) {
     if (use == lock_use::hold) append_hold_points<spin_set_mutex<Rounds>>(out, name, description, true);
     else append_lock<spin_set_mutex<Rounds>>(out, use, name, description);
+}
+
+template <int Rounds>
+void append_spin_row(std::vector<contender>& out, lock_use use) {
+    if constexpr (Rounds < 0)
+        append_spin_row<Rounds>(out, use, "contend_mutex_adaptive", "contend::mutex, spin adapted per mutex");
+    else
+        append_spin_row<Rounds>(out, use, "contend_mutex_spin" + std::to_string(Rounds),
+                                "contend::mutex, spin fixed at " + std::to_string(Rounds) + " rounds");
 }
 
 }  // namespace
@@ -53,6 +59,11 @@ void append_lock_contenders(std::vector<contender>& out, lock_use use) {
     append_lock<contend::mutex>(out, use, "contend_mutex", "contend::mutex (spin 2 rounds, the default)");
     append_spin_row<-1>(out, use);
     append_spin_row<0>(out, use);
+    // An A/A control: the spin0 row again, in processes of its own. The spin rows are read
+    // against each other within a few per cent, and a cell's interquartile range (its
+    // repetitions, one process) understates how far two runs of the same code land apart;
+    // this row's distance from contend_mutex_spin0 shows it, cell by cell.
+    append_spin_row<0>(out, use, "contend_mutex_spin0_again", "contend_mutex_spin0 again: an A/A control of the noise");
     append_spin_row<4>(out, use);
     append_spin_row<10>(out, use);
     append_lock<contend::thin_lock>(out, use, "thin_lock", "contend::thin_lock (one 32-bit word, recursive)");
