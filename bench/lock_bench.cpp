@@ -9,8 +9,9 @@
 //                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
 //                              completed increment (aggregate, the study's metric),
 //                              cpu_ns_per_op the CPU time of all threads per increment
-//                              (thin_lock, mutex_via_index and mutex_with_owner[_not_cleared]
-//                              at 2 and 64 threads only: the inflated thin_lock in parts)
+//                              (thin_lock, mutex_via_index, mutex_with_owner[_not_cleared]
+//                              and mutex_with_thread_owner at 2 and 64 threads only: the
+//                              inflated thin_lock in parts, and one alternative)
 //   long_cs/<lock>/threads:4   each holder works ~20 us inside the lock; ops_per_s is
 //                              acquisitions per second, cpu_ns_per_op the CPU time per
 //                              acquisition (a spinning waiter burns a core, a parked one
@@ -149,6 +150,31 @@ struct mutex_with_owner {
         const std::uint32_t me = contend::internal::compact_thread_id();
         if (owner.load(std::memory_order_relaxed) != me || recursion != 0) std::abort();
         if (ClearOwner) owner.store(0, std::memory_order_relaxed);
+        m.unlock();
+    }
+};
+
+// The alternative of keeping the owner with the thread instead of in the lock: each thread
+// records the locks it holds on a small stack of its own, so the lock's shared line carries
+// no owner stores at all; unlocking a lock that is not the thread's newest aborts (a model:
+// thin_lock allows any release order).
+struct thread_held_locks {
+    static constexpr std::uint32_t capacity = 16;
+    const void* lock[capacity];
+    std::uint32_t depth = 0;
+};
+struct mutex_with_thread_owner {
+    alignas(64) contend::mutex m;
+    static inline thread_local thread_held_locks held;
+    void lock() {
+        m.lock();
+        if (held.depth == thread_held_locks::capacity) std::abort();
+        held.lock[held.depth++] = this;
+    }
+    void unlock() {
+        thread_held_locks& h = held;
+        if (h.depth == 0 || h.lock[h.depth - 1] != this) std::abort();
+        --h.depth;
         m.unlock();
     }
 };
@@ -362,7 +388,8 @@ int main(int argc, char** argv) {
              {"thin_lock", counter<contend::thin_lock>},
              {"mutex_via_index", counter<mutex_via_index>},
              {"mutex_with_owner", counter<mutex_with_owner<true>>},
-             {"mutex_with_owner_not_cleared", counter<mutex_with_owner<false>>}}) {
+             {"mutex_with_owner_not_cleared", counter<mutex_with_owner<false>>},
+             {"mutex_with_thread_owner", counter<mutex_with_thread_owner>}}) {
         benchmark::RegisterBenchmark((std::string("counter/") + n).c_str(), fn)
             ->ArgName("threads")
             ->Arg(2)
