@@ -31,16 +31,16 @@ bool is_value(std::string_view value) {
     });
 }
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 }  // namespace
 
 void check_params(const param_list& params) {
     for (const auto& [key, value] : params) {
         if (!is_key(key))
-            throw std::invalid_argument("parameter key " + quoted(key) + " is not lower-case words joined by '_'");
+            throw std::invalid_argument("parameter key " + in_quotes(key) + " is not lower-case words joined by '_'");
         if (!is_value(value))
-            throw std::invalid_argument("parameter " + key + " has value " + quoted(value) +
+            throw std::invalid_argument("parameter " + key + " has value " + in_quotes(value) +
                                         ", which is empty or holds '/' or a control character");
     }
 }
@@ -62,7 +62,7 @@ param_list parse_params(std::string_view text) {
         const std::string_view item = text.substr(0, slash);
         const std::size_t colon = item.find(':');
         if (colon == std::string_view::npos)
-            throw std::invalid_argument("parameter " + quoted(item) + " is not key:value");
+            throw std::invalid_argument("parameter " + in_quotes(item) + " is not key:value");
         params.emplace_back(item.substr(0, colon), item.substr(colon + 1));
         if (slash == std::string_view::npos) break;
         text.remove_prefix(slash + 1);
@@ -81,20 +81,20 @@ std::string format_id(std::string_view name, const param_list& params) {
 parsed_id parse_id(std::string_view id) {
     const std::size_t slash = id.find('/');
     parsed_id p{std::string(id.substr(0, slash)), {}};
-    if (p.name.empty()) throw std::invalid_argument("contender id " + quoted(id) + " has no name");
+    if (p.name.empty()) throw std::invalid_argument("contender id " + in_quotes(id) + " has no name");
     if (slash != std::string_view::npos) p.params = parse_params(id.substr(slash + 1));
     return p;
 }
 
 void check_metric_name(std::string_view name) {
     if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z') || !is_key(name))
-        throw std::invalid_argument("metric name " + quoted(name) + " is not [a-z][a-z0-9_]*");
+        throw std::invalid_argument("metric name " + in_quotes(name) + " is not [a-z][a-z0-9_]*");
     for (const auto& f : cell_fields())
         if (f.name == name || f.json == name)
-            throw std::invalid_argument("metric name " + quoted(name) + " is already a field of a cell");
+            throw std::invalid_argument("metric name " + in_quotes(name) + " is already a field of a cell");
     for (const std::string_view derived :
          {"name", "run_name", "run_type", "aggregate_name", "threads", "cpu_time", "time_unit", "valid"})
-        if (derived == name) throw std::invalid_argument("metric name " + quoted(name) + " is a field of the JSON row");
+        if (derived == name) throw std::invalid_argument("metric name " + in_quotes(name) + " is a field of the JSON row");
 }
 
 std::string cell_result::name() const {
@@ -189,7 +189,7 @@ std::vector<double> parse_samples(std::string_view text) {
         double sample = 0;
         const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), sample);
         if (ec != std::errc{} || end != item.data() + item.size())
-            throw std::invalid_argument("sample " + quoted(item) + " is not a number");
+            throw std::invalid_argument("sample " + in_quotes(item) + " is not a number");
         samples.push_back(sample);
         text.remove_prefix(space == std::string_view::npos ? text.size() : space + 1);
     }
