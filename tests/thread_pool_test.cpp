@@ -156,17 +156,19 @@ TEST(ThreadPool, TheGateThreadUnblocksItemsThatWaitForEachOther) {
     thread_pool pool(o);
     std::atomic<int> started{0};
     std::atomic<int> finished{0};
-    for (int i = 0; i < 16; ++i) {
+    // 8 items, not more: each injection past the 2 threads takes the gate's 500 ms, and this
+    // test runs in six builds of the test command.
+    for (int i = 0; i < 8; ++i) {
         pool.post([&] {
             started.fetch_add(1);
-            // Blocks until all 16 have started: impossible with 2 threads unless the gate
-            // thread adds 14 (one per 500 ms when no progress is made).
-            eventually([&] { return started.load() == 16; }, 100s);
+            // Blocks until all 8 have started: impossible with 2 threads unless the gate
+            // thread adds 6 (one per 500 ms when no progress is made).
+            eventually([&] { return started.load() == 8; }, 100s);
             finished.fetch_add(1);
         });
     }
-    EXPECT_TRUE(eventually([&] { return finished.load() == 16; }, 90s));
-    EXPECT_GE(pool.stats().starvation_injections, 14u);
+    EXPECT_TRUE(eventually([&] { return finished.load() == 8; }, 90s));
+    EXPECT_GE(pool.stats().starvation_injections, 6u);
     pool.wait_idle();
 }
 
@@ -240,18 +242,25 @@ TEST(ThreadPool, ATimerFiresWhileTenThousandSlowItemsAreQueued) {
     watchdog dog(120s);
     thread_pool pool(fixed(2));
     std::atomic<int> done{0};
+    std::atomic<bool> fired{false};
     for (int i = 0; i < 10'000; ++i)
         pool.post([&] {
-            std::this_thread::sleep_for(1ms);
+            // Slow until the timer has run; the rest then drain at once (the test checks
+            // the timer, not 5 s of sleeping items).
+            if (!fired.load()) std::this_thread::sleep_for(1ms);
             done.fetch_add(1);
         });
     std::atomic<int> done_at_fire{-1};
-    pool.post_after(10ms, [&] { done_at_fire.store(done.load()); });
+    pool.post_after(10ms, [&] {
+        done_at_fire.store(done.load());
+        fired.store(true);
+    });
     ASSERT_TRUE(eventually([&] { return done_at_fire.load() >= 0; }, 60s));
     // The timer jumped the queue: most of the 10,000 items (each >= 1 ms, two at a time)
     // were still waiting when it ran.
     EXPECT_LT(done_at_fire.load(), 5'000);
     pool.wait_idle();
+    EXPECT_EQ(done.load(), 10'000);
 }
 
 TEST(ThreadPool, RegisteredWaitsFireOnSetAndOnTimeout) {

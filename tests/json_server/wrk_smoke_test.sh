@@ -40,7 +40,7 @@ fi
 
 for path in /json /plaintext; do
   out="$work/wrk$(echo "$path" | tr / _).txt"
-  timeout 30 wrk -t2 -c16 -d3s "http://127.0.0.1:$port$path" >"$out" 2>&1 || {
+  timeout 30 wrk -t2 -c16 -d2s "http://127.0.0.1:$port$path" >"$out" 2>&1 || {
     echo "json_server_wrk: wrk failed on $path" >&2
     cat "$out" >&2
     exit 1
