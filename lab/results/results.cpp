@@ -94,7 +94,8 @@ void check_metric_name(std::string_view name) {
             throw std::invalid_argument("metric name " + in_quotes(name) + " is already a field of a cell");
     for (const std::string_view derived :
          {"name", "run_name", "run_type", "aggregate_name", "threads", "cpu_time", "time_unit", "valid"})
-        if (derived == name) throw std::invalid_argument("metric name " + in_quotes(name) + " is a field of the JSON row");
+        if (derived == name)
+            throw std::invalid_argument("metric name " + in_quotes(name) + " is a field of the JSON row");
 }
 
 std::string cell_result::name() const {
