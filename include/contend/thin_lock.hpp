@@ -59,6 +59,11 @@
 // line; counter/mutex_with_thread_owner) was slower than the owner in the fat lock, not
 // faster: 2 threads 7.11 to 7.72 ns against 6.96 to 7.60 (mutex 6.13 to 6.71) in four
 // runs (the rows side by side in each run).
+// How far one figure can be trusted there: two threads taking an inflated thin_lock and a
+// mutex in turn, 300 ms a pair (a throwaway program on the release library), gave thin_lock
+// / mutex 1.01 to 1.26 over 23 pairs in 15 minutes, the pairs of one run closer together
+// than the runs; with one thread the inflated path came out faster than the mutex in 6 of
+// 9 pairs. A target of 1.1x is judged over pooled runs on that VM, not one.
 //
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
 // spins or parks, so it costs about the same whether the lock is free or held. The only
