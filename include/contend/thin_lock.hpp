@@ -61,7 +61,7 @@
 // runs (the rows side by side in each run).
 // How far one figure can be trusted there: two threads taking an inflated thin_lock and a
 // mutex in turn, 300 ms a pair (a throwaway program on the release library), gave thin_lock
-// / mutex 1.01 to 1.26 over 23 pairs in 15 minutes, the pairs of one run closer together
+// / mutex 1.01 to 1.26 over 23 pairs in 25 minutes, the pairs of one run closer together
 // than the runs; with one thread the inflated path came out faster than the mutex in 6 of
 // 9 pairs. A target of 1.1x is judged over pooled runs on that VM, not one.
 //
