@@ -195,9 +195,18 @@ void ensure_sweeper(table_state& t) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
+std::atomic<std::uint32_t> failures_for_testing{0};  // sync_table_fail_allocations_for_testing
+
 }  // namespace
 
+std::uint32_t sync_table_fail_allocations_for_testing(std::uint32_t count) noexcept {
+    return failures_for_testing.exchange(count, std::memory_order_relaxed);
+}
+
 std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_t owner) {
+    for (std::uint32_t left = failures_for_testing.load(std::memory_order_relaxed); left != 0;)
+        if (failures_for_testing.compare_exchange_weak(left, left - 1, std::memory_order_relaxed))
+            throw std::bad_alloc();
     auto& t = state();
     std::uint32_t index;
     {

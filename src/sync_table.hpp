@@ -30,6 +30,10 @@ namespace contend::internal {
 // sweeps on first use.
 std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_t owner);
 inline fat_lock& sync_table_at(std::uint32_t index) noexcept { return fat_lock_at(index); }
+// Tests only: the next `count` allocations throw std::bad_alloc, as they would with no
+// memory left for the table's lists or a new chunk of entries. Returns how many failures
+// the previous call had left unused.
+std::uint32_t sync_table_fail_allocations_for_testing(std::uint32_t count) noexcept;
 // The thin lock whose word is `word` is being destroyed (nobody uses it): if the word still
 // names an entry, the entry returns to the free list.
 void sync_table_release(std::atomic<std::uint32_t>& word) noexcept;

@@ -12,6 +12,7 @@
 // idle monitors from a thread of its own, as here (docs/references.md).
 #include "contend/thin_lock.hpp"
 
+#include <new>
 #include <optional>
 
 #include "contend/cpu_relax.hpp"
@@ -37,6 +38,10 @@ constexpr int spin_probes = 8;
 bool is_fat(std::uint32_t w) noexcept { return (w & thin_lock::inflated_bit) != 0; }
 std::uint32_t index_of(std::uint32_t w) noexcept { return w & ~thin_lock::inflated_bit; }
 std::uint32_t owner_of(std::uint32_t w) noexcept { return w & thin_lock::owner_mask; }
+// Whether thread `me` holds the thin word `w`: never for a wide id (placeholder owner).
+bool holds_thin(std::uint32_t w, std::uint32_t me) noexcept {
+    return w != 0 && me < thin_lock::wide_owner && owner_of(w) == me;
+}
 std::uint32_t depth_of(std::uint32_t w) noexcept { return (w & thin_lock::recursion_mask) / thin_lock::recursion_unit; }
 
 enum class entry { acquired, failed, stale };
@@ -80,6 +85,32 @@ thin_lock::~thin_lock() {
     if (is_fat(word_.load(std::memory_order_acquire))) internal::sync_table_release(word_);
 }
 
+// One attempt at a free word (`seen` is 0); on failure `seen` is the word now. A thread whose
+// id does not fit the owner field takes the word under the placeholder owner and inflates it
+// at once (thin_lock.hpp); if that fails it lets the word go, waking a waiter, and throws.
+bool thin_lock::take_free(std::uint32_t& seen, std::uint32_t me) {
+    if (me < wide_owner) [[likely]]
+        return word_.compare_exchange_strong(seen, me, std::memory_order_acquire, std::memory_order_relaxed);
+    if (!word_.compare_exchange_strong(seen, wide_owner, std::memory_order_acquire, std::memory_order_relaxed))
+        return false;
+    try {
+        inflate_held(me);
+    } catch (...) {
+        release_thin_word();
+        throw;
+    }
+    return true;
+}
+
+// Releases a thin word held at depth 0 when waiters may be registered: the fenced half of the
+// handshake with a waiter about to park (the inline unlock's fast path is the other half).
+void thin_lock::release_thin_word() noexcept {
+    const std::size_t slot_index = internal::waiter_slot_index(this);
+    word_.exchange(0, std::memory_order_seq_cst);
+    if (internal::slot_has_waiters(slot_index)) wake_after_release();
+    else internal::note_idle_unlock(slot_index);
+}
+
 // The caller holds the thin lock. Moves its state (owner, depth) into a new fat lock whose
 // mutex it holds, publishes the index, and sends threads parked on the word to the fat lock.
 std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
@@ -97,8 +128,7 @@ std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
 bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until) {
     for (int probe = 0;; ++probe) {
         if (seen == 0) {
-            if (word_.compare_exchange_weak(seen, me, std::memory_order_acquire, std::memory_order_relaxed))
-                return true;
+            if (take_free(seen, me)) return true;
             continue;
         }
         if (is_fat(seen)) {
@@ -107,7 +137,7 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
             seen = word_.load(std::memory_order_relaxed);
             continue;
         }
-        if (owner_of(seen) == me) {
+        if (holds_thin(seen, me)) {
             if (depth_of(seen) < max_thin_recursion) {
                 word_.store(seen + recursion_unit, std::memory_order_relaxed);
             } else {
@@ -129,9 +159,17 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
         if (!registration) registration.emplace(internal::waiter_slot_index(this));
         seen = word_.load(std::memory_order_relaxed);
         if (seen == 0) {
-            if (word_.compare_exchange_weak(seen, me, std::memory_order_acquire, std::memory_order_relaxed)) {
+            if (take_free(seen, me)) {
                 registration.reset();
-                if (parked) inflate_held(me);
+                // Best effort: the lock is ours either way, and a lock left thin only parks
+                // its next waiters on the word again. Throwing here would leave the caller
+                // holding a lock that its lock() call reported as not taken.
+                if (parked && !is_fat(word_.load(std::memory_order_relaxed))) {
+                    try {
+                        inflate_held(me);
+                    } catch (const std::bad_alloc&) {
+                    }
+                }
                 return true;
             }
             continue;
@@ -160,10 +198,10 @@ bool thin_lock::try_lock_slow(std::uint32_t me, std::uint32_t seen) {
         if (e != entry::stale) return e == entry::acquired;
         // Deflated meanwhile: one shot at the thin word instead.
         seen = word_.load(std::memory_order_relaxed);
-        if (seen == 0)
-            return word_.compare_exchange_strong(seen, me, std::memory_order_acquire, std::memory_order_relaxed);
+        if (seen == 0) return take_free(seen, me);
     }
-    if (seen != 0 && owner_of(seen) == me) {
+    if (seen == 0) return take_free(seen, me);  // a wide id: the inline path leaves free words to us
+    if (holds_thin(seen, me)) {
         // Re-entry is not contention: past the thin count it inflates, as lock() does.
         if (depth_of(seen) < max_thin_recursion) word_.store(seen + recursion_unit, std::memory_order_relaxed);
         else ++internal::sync_table_at(inflate_held(me)).recursion;
@@ -185,16 +223,12 @@ void thin_lock::unlock_slow(std::uint32_t me) {
         f.m.unlock();
         return;
     }
-    if (w == 0 || owner_of(w) != me) not_held("unlock");
+    if (!holds_thin(w, me)) not_held("unlock");
     if (depth_of(w) > 0) {
         word_.store(w - recursion_unit, std::memory_order_relaxed);
         return;
     }
-    // Depth 0 and the registry slot is not quiet: the fenced half of the handshake.
-    const std::size_t slot_index = internal::waiter_slot_index(this);
-    word_.exchange(0, std::memory_order_seq_cst);
-    if (internal::slot_has_waiters(slot_index)) wake_after_release();
-    else internal::note_idle_unlock(slot_index);
+    release_thin_word();  // depth 0 and the registry slot is not quiet
 }
 
 void thin_lock::wake_after_release() noexcept { parking_lot::unpark_one(internal::thin_lock_key(&word_)); }
@@ -203,7 +237,7 @@ bool thin_lock::is_held_by_current_thread() const {
     const std::uint32_t me = internal::compact_thread_id();
     const std::uint32_t w = word_.load(std::memory_order_relaxed);
     if (is_fat(w)) return internal::sync_table_at(index_of(w)).owner.load(std::memory_order_relaxed) == me;
-    return w != 0 && owner_of(w) == me;
+    return holds_thin(w, me);
 }
 
 void thin_lock::wait() { (void)wait_until_internal(internal::no_deadline); }

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <new>
 #include <thread>
 
+#include "contend/internal/thread_id.hpp"
 #include "contend/synchronization_error.hpp"
 #include "lock_conformance.hpp"
 #include "sync_table.hpp"
@@ -13,6 +16,7 @@
 #include "thin_lock_support.hpp"
 
 using namespace contend_test;
+namespace ci = contend::internal;
 
 using ThinLocks = ::testing::Types<contend::thin_lock>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Thin, LockConformance, ThinLocks);
@@ -25,6 +29,26 @@ void on_other_thread(Fn fn) {
     std::thread t(fn);
     t.join();
 }
+
+// Runs fn on a thread whose compact id is `id`: ids past 0xFFFE, which a process gets with
+// more than 65,534 live threads, are assigned rather than reached.
+template <class Fn>
+void on_thread_with_id(std::uint32_t id, Fn fn) {
+    bool assigned = false;
+    std::thread t([&] {
+        assigned = ci::assign_compact_thread_id_for_testing(id);
+        if (assigned) fn();
+    });
+    t.join();
+    ASSERT_TRUE(assigned) << "id " << id;
+}
+
+// Every sync-table allocation fails while one exists (as with no memory left).
+struct failing_allocations {
+    failing_allocations() { ci::sync_table_fail_allocations_for_testing(1'000'000); }
+    ~failing_allocations() { ci::sync_table_fail_allocations_for_testing(0); }
+    bool any_failed() const { return ci::sync_table_fail_allocations_for_testing(1'000'000) != 1'000'000; }
+};
 
 }  // namespace
 
@@ -226,4 +250,138 @@ TEST(ThinLock, AMillionCreateInflateDestroyCyclesKeepTheSyncTableBounded) {
     // left the table one entry lighter.
     EXPECT_EQ(after.live, before.live - (after.deflations - before.deflations));
     EXPECT_LE(after.capacity, before.capacity + 1024) << "released entries must be reused";
+}
+
+// With more than 65,534 live threads the rest get ids that the word's 16-bit owner field
+// cannot hold. The id (1 << 16) | mine reads, in a thin word, as "owner mine, one re-entry",
+// and 0xFFFF is the placeholder the word shows while such a thread inflates the lock.
+TEST(ThinLock, AThreadWhoseIdDoesNotFitTheWordNeverPassesForAnotherOwner) {
+    watchdog dog(60s);
+    const std::uint32_t mine = ci::compact_thread_id();
+    ASSERT_LE(mine, ci::max_compact_thread_id);
+    for (const std::uint32_t wide : {mine | contend::thin_lock::recursion_unit, contend::thin_lock::wide_owner}) {
+        contend::thin_lock l;
+        // The wide thread holds the lock (twice); this thread must not pass for its owner.
+        std::atomic<int> stage{0};
+        std::thread holder([&] {
+            ASSERT_TRUE(ci::assign_compact_thread_id_for_testing(wide));
+            l.lock();
+            l.lock();
+            EXPECT_TRUE(l.is_held_by_current_thread());
+            EXPECT_TRUE(l.is_inflated()) << "a wide id holds the lock only through its fat lock";
+            stage.store(1);
+            while (stage.load() != 2) std::this_thread::yield();
+            l.unlock();
+            l.unlock();
+            EXPECT_THROW(l.unlock(), contend::synchronization_error);
+        });
+        ASSERT_TRUE(eventually([&] { return stage.load() == 1; }));
+        EXPECT_FALSE(l.try_lock()) << "id " << wide;
+        EXPECT_FALSE(l.is_held_by_current_thread());
+        EXPECT_THROW(l.unlock(), contend::synchronization_error);
+        stage.store(2);
+        holder.join();
+        EXPECT_TRUE(l.try_lock());
+        l.unlock();
+
+        // This thread holds the lock thin at depth 1 (the word is then mine | one re-entry):
+        // the wide thread must neither enter nor release it.
+        contend::thin_lock m;
+        m.lock();
+        m.lock();
+        ASSERT_FALSE(m.is_inflated());
+        on_thread_with_id(wide + 2, [&] {
+            EXPECT_FALSE(m.try_lock());
+            EXPECT_FALSE(m.is_held_by_current_thread());
+            EXPECT_THROW(m.unlock(), contend::synchronization_error);
+            EXPECT_FALSE(m.try_lock_for(1ms));
+        });
+        EXPECT_TRUE(m.is_held_by_current_thread());
+        m.unlock();
+        m.unlock();
+        EXPECT_THROW(m.unlock(), contend::synchronization_error);
+    }
+}
+
+// Threads with ids that fit and ids that do not, on one lock that a sweeper keeps turning
+// thin again, so the wide threads keep taking free thin words: a plain counter checks the
+// exclusion (and TSan the ordering).
+TEST(ThinLock, ExclusionHoldsBetweenThreadsWithIdsThatFitTheWordAndIdsThatDoNot) {
+    watchdog dog(120s);
+    contend::thin_lock l;
+    long counter = 0;
+    const long per = scaled(200000);
+    constexpr int wide_threads = 3, thin_threads = 3;
+    const std::uint32_t wide_ids[wide_threads] = {contend::thin_lock::wide_owner, (1u << 16) | 1, (1u << 16) | 2};
+    std::atomic<int> running{wide_threads + thin_threads};
+    const auto before = ci::sync_table_stats();
+    std::thread sweeper([&] {
+        while (running.load() > 0) {
+            ci::sync_table_sweep(false);
+            std::this_thread::yield();
+        }
+    });
+    run_threads(wide_threads + thin_threads, [&](int t) {
+        if (t < wide_threads) {
+            ASSERT_TRUE(ci::assign_compact_thread_id_for_testing(wide_ids[t]));
+        }
+        for (long i = 0; i < per; ++i) {
+            l.lock();
+            if (i % 8 == 0) l.lock();  // re-entry, thin or fat
+            counter = counter + 1;
+            if (i % 8 == 0) l.unlock();
+            l.unlock();
+        }
+        running.fetch_sub(1);
+    });
+    sweeper.join();
+    EXPECT_EQ(counter, per * (wide_threads + thin_threads));
+    const auto after = ci::sync_table_stats();
+    std::printf("inflations %llu, deflations %llu\n",
+                static_cast<unsigned long long>(after.inflations - before.inflations),
+                static_cast<unsigned long long>(after.deflations - before.deflations));
+    EXPECT_GE(after.inflations - before.inflations, 1u);
+}
+
+// A thread that parked for the lock inflates it once it has it; if no fat lock can be had,
+// lock() must still return holding the lock (it used to throw bad_alloc out of lock() with
+// the lock held, so the caller never released it).
+TEST(ThinLock, AContendedLockThatCannotInflateIsStillAcquiredAndStaysThin) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    bool inflated = true, failed = false;
+    {
+        failing_allocations no_memory;
+        inflated = inflate_by_contention(l);
+        failed = no_memory.any_failed();
+    }
+    EXPECT_TRUE(failed) << "the waiter never parked, so it never tried to inflate";
+    EXPECT_FALSE(inflated);
+    EXPECT_FALSE(l.is_inflated());
+    on_other_thread([&] {
+        EXPECT_TRUE(l.try_lock()) << "the waiter released what it got";
+        l.unlock();
+    });
+}
+
+// A thread whose id does not fit holds a lock only inflated: with no fat lock to be had,
+// lock() and try_lock() throw bad_alloc and leave the lock free, its word thin.
+TEST(ThinLock, AWideThreadThatCannotInflateThrowsBadAllocAndHoldsNothing) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    on_thread_with_id((1u << 16) | 7, [&] {
+        {
+            failing_allocations no_memory;
+            EXPECT_THROW(l.lock(), std::bad_alloc);
+            EXPECT_THROW(l.try_lock(), std::bad_alloc);
+        }
+        EXPECT_FALSE(l.is_held_by_current_thread());
+        EXPECT_FALSE(l.is_inflated());
+        EXPECT_THROW(l.unlock(), contend::synchronization_error);
+        l.lock();  // memory again: it works
+        EXPECT_TRUE(l.is_inflated());
+        l.unlock();
+    });
+    EXPECT_TRUE(l.try_lock());
+    l.unlock();
 }

@@ -7,7 +7,8 @@
 //   | bit 31    | bits 16..21               | bits 0..15                                 |
 //   +-----------+---------------------------+--------------------------------------------+
 //   | 0 (thin)  | recursion: extra entries  | owner's compact thread id; 0 = free        |
-//   |           | by the owner, 0..63       | (the whole word is 0 when free)            |
+//   |           | by the owner, 0..63       | (the whole word is 0 when free); 0xFFFF:   |
+//   |           |                           | a thread whose id does not fit, inflating  |
 //   | 1 (fat)   | bits 0..30: index of the fat lock in the sync table                    |
 //   +-----------+------------------------------------------------------------------------+
 //
@@ -65,6 +66,19 @@
 // than the runs; with one thread the inflated path came out faster than the mutex in 6 of
 // 9 pairs. A target of 1.1x is judged over pooled runs on that VM, not one.
 //
+// Thread ids past 16 bits. Compact ids 1 to 0xFFFE fit the owner field; a process with more
+// live threads gives the rest larger ids (internal/thread_id.hpp), and such a thread never
+// holds the lock thin: it takes a free word under the placeholder owner 0xFFFF (wide_owner)
+// and inflates at once, before lock() returns, so the fat lock records its whole id. Other
+// threads see an owner that is not theirs and wait as for any holder. CoreCLR's header lock
+// sends a thread id wider than its field to the sync block the same way (docs/references.md,
+// coreclr-syncblk-thread-id). The thin paths pay one instruction for it: the range check
+// that sends a thread's first call (no id yet) to the slow path sends a wide id there too.
+// Such a thread's lock(), try_lock() and try_lock_for() may throw std::bad_alloc (no fat lock),
+// and then do not hold the lock. A thread whose id fits sees bad_alloc only past 63 thin
+// re-entries or in wait(), still holding the lock as before the call; a contended lock()
+// that cannot inflate keeps the lock thin instead of throwing.
+//
 // try_lock() is one shot: one CAS (or a re-entry, or one attempt on the fat lock); it never
 // spins or parks, so it costs about the same whether the lock is free or held. The only
 // inflation it can cause is a re-entry past 63 by the owner, exactly as lock() would.
@@ -95,7 +109,11 @@ public:
     // enters, and asking for it exclusive on every entry made it bounce between cores (the
     // lab's counter suite, 2 and 4 workers: 8.0 to 8.8 ns on the AMD EPYC VM).
     void lock() {
-        const std::uint32_t me = internal::compact_thread_id();
+        const std::uint32_t me = internal::cached_compact_thread_id;
+        if (!fits_word(me)) [[unlikely]] {
+            lock_slow(internal::compact_thread_id(), word_.load(std::memory_order_relaxed), internal::no_deadline);
+            return;
+        }
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
         if (expected == 0) {
             if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
@@ -110,7 +128,9 @@ public:
     // One shot: never spins or parks; a lock held by another thread costs a load and is never
     // inflated by it (the owner re-entering past 63 inflates, as in lock()).
     bool try_lock() {
-        const std::uint32_t me = internal::compact_thread_id();
+        const std::uint32_t me = internal::cached_compact_thread_id;
+        if (!fits_word(me)) [[unlikely]]
+            return try_lock_slow(internal::compact_thread_id(), word_.load(std::memory_order_relaxed));
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
         if (expected == 0 && word_.compare_exchange_strong(expected, me, std::memory_order_acquire,
                                                            std::memory_order_relaxed)) [[likely]]
@@ -127,7 +147,11 @@ public:
 
     // Throws synchronization_error if the calling thread does not hold the lock.
     void unlock() {
-        const std::uint32_t me = internal::compact_thread_id();
+        const std::uint32_t me = internal::cached_compact_thread_id;
+        if (!fits_word(me)) [[unlikely]] {  // a wide id may look like a thin word (owner and depth)
+            unlock_slow(internal::compact_thread_id());
+            return;
+        }
         const std::uint32_t w = word_.load(std::memory_order_relaxed);
         if (w == me) [[likely]] {
             const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
@@ -173,9 +197,15 @@ public:
     static constexpr std::uint32_t recursion_unit = 0x0001'0000u;
     static constexpr std::uint32_t recursion_mask = 0x003F'0000u;
     static constexpr std::uint32_t max_thin_recursion = recursion_mask / recursion_unit;  // 63
+    // The owner field of a word taken by a thread whose id does not fit (ids 1..0xFFFE do).
+    static constexpr std::uint32_t wide_owner = owner_mask;
+    static_assert(wide_owner == internal::max_compact_thread_id + 1, "ids below wide_owner fit the owner field");
 
 private:
-    static_assert(internal::max_compact_thread_id <= owner_mask, "every compact thread id fits the owner field");
+    // Whether `id`, the calling thread's cached compact id, can own the word: one compare
+    // sends both a thread's first call (no id yet, 0) and an id past 0xFFFE to the slow paths,
+    // which take the id with compact_thread_id() and handle either.
+    static bool fits_word(std::uint32_t id) noexcept { return id - 1 < wide_owner - 1; }
 
     // An inflated lock, free: its fat mutex at once, then a check that the word still names
     // it (a sweep may have deflated it since the word was read; src/thin_lock.cpp). The
@@ -192,6 +222,8 @@ private:
         return true;
     }
 
+    bool take_free(std::uint32_t& seen, std::uint32_t me);
+    void release_thin_word() noexcept;
     bool lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until);
     bool try_lock_slow(std::uint32_t me, std::uint32_t seen);
     void unlock_slow(std::uint32_t me);

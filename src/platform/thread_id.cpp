@@ -29,6 +29,9 @@ void release_id(std::uint32_t id) noexcept {
     id_pool& p = pool();
     std::lock_guard guard(p.lock);
     --p.live;
+    // An id assigned by a test lies beyond the fresh range: next_fresh hands it out again
+    // when it gets there, so it must not also wait in the free list.
+    if (id >= p.next_fresh) return;
     try {
         p.free_ids.push_back(id);
         std::push_heap(p.free_ids.begin(), p.free_ids.end(), std::greater<>{});
@@ -44,10 +47,11 @@ struct id_returner {
     }
 };
 
+thread_local id_returner returner;
+
 }  // namespace
 
 std::uint32_t acquire_compact_thread_id() noexcept {
-    thread_local id_returner returner;
     if (returner.id != 0) return returner.id;
     id_pool& p = pool();
     std::uint32_t id;
@@ -64,6 +68,19 @@ std::uint32_t acquire_compact_thread_id() noexcept {
     }
     returner.id = id;
     return id;
+}
+
+bool assign_compact_thread_id_for_testing(std::uint32_t id) noexcept {
+    if (returner.id != 0) return false;
+    id_pool& p = pool();
+    {
+        std::lock_guard guard(p.lock);
+        if (id < p.next_fresh) return false;
+        ++p.live;
+    }
+    returner.id = id;
+    cached_compact_thread_id = id;
+    return true;
 }
 
 std::uint32_t live_compact_thread_ids() noexcept {

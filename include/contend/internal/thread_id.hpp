@@ -1,26 +1,39 @@
 // Compact thread ids: small integers, dense, reused after a thread exits.
 // Internal. The thin lock stores the owner's id in 16 bits of a header word, so ids are
-// handed out lowest-free-first, and 65,535 live threads fit. Ids are not capped: past that,
-// a thread gets an id above max_compact_thread_id, and thin_lock does not check for one
-// (its word would misread such an owner); no other user of the ids cares.
+// handed out lowest-free-first, and the threads of an ordinary program fit. Ids are not
+// capped: a process with more live threads than that (Linux allows it: threads-max was
+// 192,729 on the 2-CPU reference VM) gets larger ids, and thin_lock takes its lock through
+// the fat lock for those threads (thin_lock.hpp); no other user of the ids cares.
 #pragma once
 
 #include <cstdint>
 
 namespace contend::internal {
 
-inline constexpr std::uint32_t max_compact_thread_id = 0xFFFF;
+// The largest id that fits thin_lock's 16-bit owner field (it keeps 0xFFFF for the others).
+inline constexpr std::uint32_t max_compact_thread_id = 0xFFFE;
 
 // Out of line: allocates on first call in a thread; returned to the pool at thread exit.
 std::uint32_t acquire_compact_thread_id() noexcept;
 
+// The calling thread's id once it has asked for one, else 0. Read directly only by a fast
+// path that folds the "not yet" test into a range check of its own (thin_lock).
+inline thread_local std::uint32_t cached_compact_thread_id = 0;
+
 // The calling thread's id, >= 1. Zero is never an id, so a header word can use it for "no owner".
 inline std::uint32_t compact_thread_id() noexcept {
-    thread_local std::uint32_t id = 0;
+    std::uint32_t id = cached_compact_thread_id;
     if (id == 0) [[unlikely]]
-        id = acquire_compact_thread_id();
+        cached_compact_thread_id = id = acquire_compact_thread_id();
     return id;
 }
+
+// Tests only: gives the calling thread, which has no id yet, the id `id`, as if that many
+// threads were alive, so that a test reaches the ids past the thin lock's 16 bits without
+// starting 65,536 threads. Refused (false) if the thread has an id, or unless `id` lies
+// beyond every id handed out so far (the test keeps the ids it assigns distinct); the id is
+// not kept for reuse once its thread exits.
+bool assign_compact_thread_id_for_testing(std::uint32_t id) noexcept;
 
 // Number of ids currently held by live threads (for tests and diagnostics).
 std::uint32_t live_compact_thread_ids() noexcept;
