@@ -200,7 +200,7 @@ bool thin_lock::try_lock_slow(std::uint32_t me, std::uint32_t seen) {
         seen = word_.load(std::memory_order_relaxed);
         if (seen == 0) return take_free(seen, me);
     }
-    if (seen == 0) return take_free(seen, me);  // a wide id: the inline path leaves free words to us
+    if (seen == 0) return take_free(seen, me);  // a wide id or a first call: not tried inline
     if (holds_thin(seen, me)) {
         // Re-entry is not contention: past the thin count it inflates, as lock() does.
         if (depth_of(seen) < max_thin_recursion) word_.store(seen + recursion_unit, std::memory_order_relaxed);
