@@ -85,6 +85,28 @@ thin_lock::~thin_lock() {
     if (is_fat(word_.load(std::memory_order_acquire))) internal::sync_table_release(word_);
 }
 
+// The inline paths' way in for a thread without an id yet, or with one too wide for the
+// word. The id first, then the word, in that order: ids are reused, and a word read before
+// the thread got its id may show the id of a holder that has since exited and handed the
+// id on to this thread, which would then take itself for the owner (and "re-enter" a lock
+// it never took). Read after, the word cannot show this thread's id unless it holds the lock:
+// the holder's last store to it came before it gave the id back, under the id pool's lock.
+bool thin_lock::lock_with_new_or_wide_id(internal::deadline until) {
+    const std::uint32_t me = new_or_wide_id();
+    return lock_slow(me, word_.load(std::memory_order_relaxed), until);
+}
+
+bool thin_lock::try_lock_with_new_or_wide_id() {
+    const std::uint32_t me = new_or_wide_id();
+    return try_lock_slow(me, word_.load(std::memory_order_relaxed));
+}
+
+std::uint32_t thin_lock::new_or_wide_id() noexcept {
+    const std::uint32_t me = internal::compact_thread_id();
+    if (me < wide_owner) word_owner_id = me;
+    return me;
+}
+
 // One attempt at a free word (`seen` is 0); on failure `seen` is the word now. A thread whose
 // id does not fit the owner field takes the word under the placeholder owner and inflates it
 // at once (thin_lock.hpp); if that fails it lets the word go, waking a waiter, and throws.

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "contend/internal/thread_id.hpp"
 #include "contend/synchronization_error.hpp"
@@ -383,5 +384,41 @@ TEST(ThinLock, AWideThreadThatCannotInflateThrowsBadAllocAndHoldsNothing) {
         l.unlock();
     });
     EXPECT_TRUE(l.try_lock());
+    l.unlock();
+}
+
+// Compact ids are reused: a thread that exits returns its id, and the next thread to start
+// may get it. A thread's first lock() takes its id on the slow path, and the word must be
+// read after that: else a new thread could read the word while the owner still held it,
+// have that owner exit and hand the id on, and then find "its own" id in the word and take
+// itself for the owner (a re-entry of a lock it never took, which later leaves the word
+// held by nobody alive). Here threads come and go, more of them than CPUs, each taking the
+// lock a few times: a plain counter checks the exclusion, the watchdog a lock left held.
+TEST(ThinLock, ThreadsThatComeAndGoNeverInheritALockHeldByOneThatLeft) {
+    watchdog dog(120s);
+    contend::thin_lock l;
+    long counter = 0, expected = 0;
+    const int generations = static_cast<int>(scaled(200)), threads_per_generation = 64;
+    for (int g = 0; g < generations; ++g) {
+        std::atomic<bool> go{false};
+        std::vector<std::thread> threads;
+        threads.reserve(threads_per_generation);
+        for (int t = 0; t < threads_per_generation; ++t) {
+            const long ops = 1 + (g * 7 + t * 37) % 64 * 16;  // they finish at different times
+            expected += ops;
+            threads.emplace_back([&, ops] {
+                while (!go.load()) std::this_thread::yield();
+                for (long i = 0; i < ops; ++i) {
+                    l.lock();
+                    counter = counter + 1;
+                    l.unlock();
+                }
+            });
+        }
+        go.store(true);
+        for (auto& t : threads) t.join();
+    }
+    EXPECT_EQ(counter, expected);
+    EXPECT_TRUE(l.try_lock()) << "a thread that is gone left the lock held";
     l.unlock();
 }

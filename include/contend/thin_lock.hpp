@@ -72,8 +72,9 @@
 // and inflates at once, before lock() returns, so the fat lock records its whole id. Other
 // threads see an owner that is not theirs and wait as for any holder. CoreCLR's header lock
 // sends a thread id wider than its field to the sync block the same way (docs/references.md,
-// coreclr-syncblk-thread-id). The thin paths pay one instruction for it: the range check
-// that sends a thread's first call (no id yet) to the slow path sends a wide id there too.
+// coreclr-syncblk-thread-id). The thin paths pay nothing for it: they read the id from a
+// per-thread copy that is 0 until the thread's first call and stays 0 for a wide id, and the
+// test for 0 that always sent a first call to the slow paths sends a wide id there too.
 // Such a thread's lock(), try_lock() and try_lock_for() may throw std::bad_alloc (no fat lock),
 // and then do not hold the lock. A thread whose id fits sees bad_alloc only past 63 thin
 // re-entries or in wait(), still holding the lock as before the call; a contended lock()
@@ -109,9 +110,9 @@ public:
     // enters, and asking for it exclusive on every entry made it bounce between cores (the
     // lab's counter suite, 2 and 4 workers: 8.0 to 8.8 ns on the AMD EPYC VM).
     void lock() {
-        const std::uint32_t me = internal::cached_compact_thread_id;
-        if (!fits_word(me)) [[unlikely]] {
-            lock_slow(internal::compact_thread_id(), word_.load(std::memory_order_relaxed), internal::no_deadline);
+        const std::uint32_t me = word_owner_id;
+        if (me == 0) [[unlikely]] {
+            (void)lock_with_new_or_wide_id(internal::no_deadline);
             return;
         }
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
@@ -128,9 +129,9 @@ public:
     // One shot: never spins or parks; a lock held by another thread costs a load and is never
     // inflated by it (the owner re-entering past 63 inflates, as in lock()).
     bool try_lock() {
-        const std::uint32_t me = internal::cached_compact_thread_id;
-        if (!fits_word(me)) [[unlikely]]
-            return try_lock_slow(internal::compact_thread_id(), word_.load(std::memory_order_relaxed));
+        const std::uint32_t me = word_owner_id;
+        if (me == 0) [[unlikely]]
+            return try_lock_with_new_or_wide_id();
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
         if (expected == 0 && word_.compare_exchange_strong(expected, me, std::memory_order_acquire,
                                                            std::memory_order_relaxed)) [[likely]]
@@ -141,14 +142,13 @@ public:
     // Spins briefly, then parks until the deadline. Returns whether it acquired the lock.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-        return try_lock() || lock_slow(internal::compact_thread_id(), word_.load(std::memory_order_relaxed),
-                                       internal::deadline_after(d));
+        return try_lock() || lock_with_new_or_wide_id(internal::deadline_after(d));
     }
 
     // Throws synchronization_error if the calling thread does not hold the lock.
     void unlock() {
-        const std::uint32_t me = internal::cached_compact_thread_id;
-        if (!fits_word(me)) [[unlikely]] {  // a wide id may look like a thin word (owner and depth)
+        const std::uint32_t me = word_owner_id;
+        if (me == 0) [[unlikely]] {  // no id yet, or a wide one (which may look like a thin word)
             unlock_slow(internal::compact_thread_id());
             return;
         }
@@ -202,10 +202,11 @@ public:
     static_assert(wide_owner == internal::max_compact_thread_id + 1, "ids below wide_owner fit the owner field");
 
 private:
-    // Whether `id`, the calling thread's cached compact id, can own the word: one compare
-    // sends both a thread's first call (no id yet, 0) and an id past 0xFFFE to the slow paths,
-    // which take the id with compact_thread_id() and handle either.
-    static bool fits_word(std::uint32_t id) noexcept { return id - 1 < wide_owner - 1; }
+    // The calling thread's compact id if it fits the owner field, else 0: not asked for yet,
+    // or too wide. The inline paths test it for 0 and send both cases to the slow paths,
+    // which take the id with compact_thread_id(); a wide id is never stored here, so such a
+    // thread always goes that way.
+    static inline thread_local std::uint32_t word_owner_id = 0;
 
     // An inflated lock, free: its fat mutex at once, then a check that the word still names
     // it (a sweep may have deflated it since the word was read; src/thin_lock.cpp). The
@@ -222,6 +223,9 @@ private:
         return true;
     }
 
+    bool lock_with_new_or_wide_id(internal::deadline until);
+    bool try_lock_with_new_or_wide_id();
+    static std::uint32_t new_or_wide_id() noexcept;
     bool take_free(std::uint32_t& seen, std::uint32_t me);
     void release_thin_word() noexcept;
     bool lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until);

@@ -78,8 +78,7 @@ bool assign_compact_thread_id_for_testing(std::uint32_t id) noexcept {
         if (id < p.next_fresh) return false;
         ++p.live;
     }
-    returner.id = id;
-    cached_compact_thread_id = id;
+    returner.id = id;  // what compact_thread_id() will find on its first call
     return true;
 }
 

@@ -16,15 +16,11 @@ inline constexpr std::uint32_t max_compact_thread_id = 0xFFFE;
 // Out of line: allocates on first call in a thread; returned to the pool at thread exit.
 std::uint32_t acquire_compact_thread_id() noexcept;
 
-// The calling thread's id once it has asked for one, else 0. Read directly only by a fast
-// path that folds the "not yet" test into a range check of its own (thin_lock).
-inline thread_local std::uint32_t cached_compact_thread_id = 0;
-
 // The calling thread's id, >= 1. Zero is never an id, so a header word can use it for "no owner".
 inline std::uint32_t compact_thread_id() noexcept {
-    std::uint32_t id = cached_compact_thread_id;
+    thread_local std::uint32_t id = 0;
     if (id == 0) [[unlikely]]
-        cached_compact_thread_id = id = acquire_compact_thread_id();
+        id = acquire_compact_thread_id();
     return id;
 }
 
