@@ -425,3 +425,39 @@ TEST(ThinLock, ThreadsThatComeAndGoNeverInheritALockHeldByOneThatLeft) {
     EXPECT_TRUE(l.try_lock()) << "a thread that is gone left the lock held";
     l.unlock();
 }
+
+// wait() and notify_*() from a thread whose id does not fit: it holds the lock only fat, so
+// wait() must give the fat lock up and take it back with the whole id, at the same depth.
+TEST(ThinLock, AWideThreadWaitsAndNotifiesLikeAnyOther) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    long turn = 0;  // even: the wide thread's turn, odd: this thread's
+    const long rounds = scaled(2000);
+    std::thread wide([&] {
+        ASSERT_TRUE(ci::assign_compact_thread_id_for_testing((1u << 16) | 9));
+        l.lock();
+        l.lock();  // depth 1 across every wait
+        for (long r = 0; r < rounds; ++r) {
+            while (turn % 2 == 1) l.wait();
+            ++turn;
+            l.notify_one();
+        }
+        while (turn < 2 * rounds) l.wait();  // this thread's last notify
+        EXPECT_FALSE(l.wait_for(1ms));  // nobody notifies now: times out, still held twice
+        l.unlock();
+        EXPECT_TRUE(l.is_held_by_current_thread());
+        l.unlock();
+        EXPECT_FALSE(l.is_held_by_current_thread());
+    });
+    l.lock();
+    for (long r = 0; r < rounds; ++r) {
+        while (turn % 2 == 0) l.wait();
+        ++turn;
+        l.notify_one();
+    }
+    l.unlock();
+    wide.join();
+    EXPECT_EQ(turn, 2 * rounds);
+    EXPECT_TRUE(l.try_lock());
+    l.unlock();
+}
