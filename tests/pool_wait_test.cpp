@@ -378,7 +378,10 @@ TEST(WaitThread, SetsDuringACallbackAreNotLost) {
     auto ra = wt.add(&a, true, fa.callback(20ms), no_timeout, false);
     m.set();
     a.set();
-    ASSERT_TRUE(eventually([&] { return fm.signalled.load() == 1 && fa.signalled.load() >= 1; }));
+    // At least once, not exactly: a set() that races with the wait's first look may fire it
+    // once more (src/pool/wait_thread.cpp says so), and then the count passes 1 while the
+    // other wait has not fired yet. Exactly 1 failed once in four runs of the test command (TSan).
+    ASSERT_TRUE(eventually([&] { return fm.signalled.load() >= 1 && fa.signalled.load() >= 1; }));
     m.set();
     m.reset();  // gone from the event before the wait re-arms: the latch keeps it
     a.set();
