@@ -44,6 +44,16 @@ void on_thread_with_id(std::uint32_t id, Fn fn) {
     ASSERT_TRUE(assigned) << "id " << id;
 }
 
+// `rounds` turns of a wait/notify ping-pong on `l`, which the caller holds: this side moves
+// when `turn` has the parity `mine` (0 or 1), then hands the turn over.
+void take_turns(contend::thin_lock& l, long& turn, long rounds, long mine) {
+    for (long r = 0; r < rounds; ++r) {
+        while (turn % 2 != mine) l.wait();
+        ++turn;
+        l.notify_one();
+    }
+}
+
 // Every sync-table allocation fails while one exists (as with no memory left).
 struct failing_allocations {
     failing_allocations() { ci::sync_table_fail_allocations_for_testing(1'000'000); }
@@ -128,19 +138,11 @@ TEST(ThinLock, WaitNotifyPingPongHundredThousandRounds) {
     const long rounds = scaled(100000);
     std::thread pong([&] {
         l.lock();
-        for (long r = 0; r < rounds; ++r) {
-            while (turn % 2 == 0) l.wait();
-            ++turn;
-            l.notify_one();
-        }
+        take_turns(l, turn, rounds, 1);
         l.unlock();
     });
     l.lock();
-    for (long r = 0; r < rounds; ++r) {
-        while (turn % 2 == 1) l.wait();
-        ++turn;
-        l.notify_one();
-    }
+    take_turns(l, turn, rounds, 0);
     while (turn < 2 * rounds) l.wait();
     l.unlock();
     pong.join();
@@ -437,11 +439,7 @@ TEST(ThinLock, AWideThreadWaitsAndNotifiesLikeAnyOther) {
         ASSERT_TRUE(ci::assign_compact_thread_id_for_testing((1u << 16) | 9));
         l.lock();
         l.lock();  // depth 1 across every wait
-        for (long r = 0; r < rounds; ++r) {
-            while (turn % 2 == 1) l.wait();
-            ++turn;
-            l.notify_one();
-        }
+        take_turns(l, turn, rounds, 0);
         while (turn < 2 * rounds) l.wait();  // this thread's last notify
         EXPECT_FALSE(l.wait_for(1ms));  // nobody notifies now: times out, still held twice
         l.unlock();
@@ -450,11 +448,7 @@ TEST(ThinLock, AWideThreadWaitsAndNotifiesLikeAnyOther) {
         EXPECT_FALSE(l.is_held_by_current_thread());
     });
     l.lock();
-    for (long r = 0; r < rounds; ++r) {
-        while (turn % 2 == 0) l.wait();
-        ++turn;
-        l.notify_one();
-    }
+    take_turns(l, turn, rounds, 1);
     l.unlock();
     wide.join();
     EXPECT_EQ(turn, 2 * rounds);
