@@ -12,13 +12,15 @@
 // idle monitors from a thread of its own, as here (docs/references.md).
 #include "contend/thin_lock.hpp"
 
+#include <sched.h>
+
 #include <new>
 #include <optional>
 
-#include "contend/cpu_relax.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "parking_keys.hpp"
+#include "platform/spin_wait.hpp"
 #include "sync_table.hpp"
 #include "waiter_registry.hpp"
 
@@ -31,9 +33,14 @@ using internal::fat_lock;
 // 2 and 4 pauses) is tuned for a lock whose waiters have a designee; a thin lock's waiters
 // park on the word, so it spins a little longer: 8 probes, as the sleeping lock of the
 // sleeping-spinlock study (docs/references.md) makes before it sleeps, with doubling pauses
-// (1 to 128, about 10 us in all on the reference VM): long enough to cover a critical section
-// of a few hundred instructions, short against a futex round trip.
+// (1 to 128 pause lengths of 23 ns, what a pause took on the AMD EPYC VM: about 6 us in
+// all): long enough to cover a critical section of a few hundred instructions, short against
+// a futex round trip. In time, derived from the pause measured here (platform/spin_wait.hpp),
+// and the last three probes yield instead of pausing, so that a holder preempted on this
+// CPU runs instead of the prober (docs/design/polling.md).
 constexpr int spin_probes = 8;
+constexpr int pausing_probes = 5;
+constexpr std::chrono::nanoseconds probe_unit{23};
 
 bool is_fat(std::uint32_t w) noexcept { return (w & thin_lock::inflated_bit) != 0; }
 std::uint32_t index_of(std::uint32_t w) noexcept { return w & ~thin_lock::inflated_bit; }
@@ -136,6 +143,7 @@ void thin_lock::release_thin_word() noexcept {
 // The caller holds the thin lock. Moves its state (owner, depth) into a new fat lock whose
 // mutex it holds, publishes the index, and sends threads parked on the word to the fat lock.
 std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
+    forget_taken_free();  // this call may write the word (thin_lock.hpp, taken_free)
     const std::uint32_t w = word_.load(std::memory_order_relaxed);
     const std::uint32_t index = internal::sync_table_allocate(&word_, me);  // its mutex held, owner me
     internal::sync_table_at(index).recursion = depth_of(w);
@@ -148,6 +156,7 @@ std::uint32_t thin_lock::inflate_held(std::uint32_t me) {
 }
 
 bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadline until) {
+    forget_taken_free();  // this call may write the word (thin_lock.hpp, taken_free)
     for (int probe = 0;; ++probe) {
         if (seen == 0) {
             if (take_free(seen, me)) return true;
@@ -168,7 +177,8 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
             return true;
         }
         if (probe >= spin_probes) break;
-        for (int i = 0; i < (1 << probe); ++i) cpu_relax();
+        if (probe < pausing_probes) internal::relax_for(probe_unit * (1 << probe));
+        else sched_yield();
         seen = word_.load(std::memory_order_relaxed);
     }
 
@@ -215,6 +225,7 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
 }
 
 bool thin_lock::try_lock_slow(std::uint32_t me, std::uint32_t seen) {
+    forget_taken_free();  // this call may write the word (thin_lock.hpp, taken_free)
     while (is_fat(seen)) {
         const entry e = fat_enter(word_, seen, me, internal::no_deadline, true);
         if (e != entry::stale) return e == entry::acquired;
@@ -233,6 +244,7 @@ bool thin_lock::try_lock_slow(std::uint32_t me, std::uint32_t seen) {
 }
 
 void thin_lock::unlock_slow(std::uint32_t me) {
+    forget_taken_free();  // this call may write the word (thin_lock.hpp, taken_free)
     const std::uint32_t w = word_.load(std::memory_order_relaxed);
     if (is_fat(w)) {
         fat_lock& f = internal::sync_table_at(index_of(w));

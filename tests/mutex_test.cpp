@@ -1,3 +1,6 @@
+// This program checks every unlock (the debug builds' behaviour, whatever NDEBUG says):
+// mutex_unchecked_test.cpp tests the optimized unlock.
+#define CONTEND_CHECK_UNLOCK 1
 #include "contend/mutex.hpp"
 
 #include <map>

@@ -1,4 +1,8 @@
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -12,6 +16,7 @@
 #include "contend/internal/prefetch.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/wait_backend.hpp"
+#include "platform/spin_wait.hpp"
 #include "platform/wait.hpp"
 #include "test_support.hpp"
 
@@ -144,3 +149,73 @@ TEST(WaitBackend, NameIsFutexOrPortable) {
 TEST(WaitBackend, IsTheOneThisTestProgramWasLinkedFor) {
     EXPECT_STREQ(contend::wait_backend_name(), contend_test_expected_wait_backend);
 }
+
+namespace contend_test {
+
+// The pause's cost is measured, not assumed: a figure a count can be derived from.
+TEST(SpinWait, MeasuresAPlausiblePauseAndYieldInterval) {
+    const double ns = contend::internal::relax_ns();
+    EXPECT_GE(ns, 1.0);
+    EXPECT_LE(ns, 1000.0);
+    EXPECT_EQ(ns, contend::internal::relax_ns()) << "measured once per process";
+    EXPECT_GE(contend::internal::yield_interval(), std::chrono::microseconds(1));
+    EXPECT_LE(contend::internal::yield_interval(), std::chrono::microseconds(50));
+    EXPECT_GE(contend::internal::relaxes_for(std::chrono::nanoseconds(0)), 1u);
+    EXPECT_LE(contend::internal::relaxes_for(std::chrono::microseconds(1)),
+              contend::internal::relaxes_for(std::chrono::microseconds(100)));
+    EXPECT_EQ(contend::internal::relaxes_for(std::chrono::hours(1'000'000)), 1'000'000'000u) << "saturates";
+}
+
+// A poll ends by itself once its budget is spent, however long each pause really takes.
+TEST(SpinWait, EndsOnceItsBudgetIsSpent) {
+    watchdog dog(60s);
+    const auto start = steady::now();
+    contend::internal::spin_wait poll(std::chrono::microseconds(200));
+    long pauses = 0;
+    while (poll.pause()) ASSERT_LT(++pauses, 100'000'000L);
+    EXPECT_GE(steady::now() - start, std::chrono::microseconds(200));
+}
+
+// A poll longer than the yield interval yields the CPU as it goes: a partner that shares the
+// CPU gets to run (the poller gives its CPU up instead of burning its budget).
+TEST(SpinWait, YieldsTheCpuAsItPolls) {
+    watchdog dog(60s);
+    contend::internal::spin_wait poll(contend::internal::yield_interval() * 8);
+    while (poll.pause()) {
+    }
+    EXPECT_GE(poll.yields(), 2u);
+}
+
+// Two threads on one CPU: the one that polls lets the one it waits for run, so the poll
+// succeeds (sees the partner's store) long before its budget is spent, instead of the
+// partner waiting for the poller's time slice to end.
+TEST(SpinWait, APartnerOnTheSameCpuRunsWhileThePollGoesOn) {
+    watchdog dog(60s);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    std::atomic<bool> polling{false};
+    std::atomic<bool> done{false};
+    bool seen = false;
+    std::uint32_t yields = 0;
+    std::thread poller([&] {
+        ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+        contend::internal::spin_wait poll(std::chrono::seconds(5));
+        polling = true;
+        while (!(seen = done.load()) && poll.pause()) {
+        }
+        yields = poll.yields();
+    });
+    std::thread partner([&] {
+        ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+        const auto give_up = steady::now() + 10s;
+        while (!polling.load() && steady::now() < give_up) std::this_thread::yield();
+        done = true;
+    });
+    partner.join();
+    poller.join();
+    EXPECT_TRUE(seen) << "the poll spent its whole budget although its partner only had to store a flag";
+    EXPECT_GE(yields, 1u) << "the partner shared the poller's CPU, so the poll must have yielded to it";
+}
+
+}  // namespace contend_test

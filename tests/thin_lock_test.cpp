@@ -455,3 +455,48 @@ TEST(ThinLock, AWideThreadWaitsAndNotifiesLikeAnyOther) {
     EXPECT_TRUE(l.try_lock());
     l.unlock();
 }
+
+// unlock() trusts, without reading the word, a lock this thread took free with the inline
+// CAS (thin_lock.hpp, taken_free). Every way the owner can change the word after such a take
+// must make the next unlock read it again: re-entry, out-of-order release of nested locks,
+// inflation by a wait, and a release attempted by a thread that never took the lock.
+TEST(ThinLock, UnlockAfterAFreeTakeSeesEveryChangeTheOwnerMadeSince) {
+    watchdog dog(60s);
+    contend::thin_lock a;
+    contend::thin_lock b;
+
+    a.lock();
+    a.lock();  // re-entry: depth 1
+    a.unlock();
+    EXPECT_TRUE(a.is_held_by_current_thread()) << "the first exit of a re-entered lock released it";
+    a.unlock();
+    EXPECT_FALSE(a.is_held_by_current_thread());
+    EXPECT_THROW(a.unlock(), contend::synchronization_error);
+
+    a.lock();
+    b.lock();
+    a.unlock();  // not the lock taken last
+    EXPECT_FALSE(a.is_held_by_current_thread());
+    EXPECT_TRUE(b.is_held_by_current_thread());
+    b.unlock();
+    EXPECT_FALSE(b.is_held_by_current_thread());
+    EXPECT_THROW(b.unlock(), contend::synchronization_error);
+
+    ASSERT_TRUE(a.try_lock());
+    EXPECT_FALSE(a.wait_for(1ms));  // a wait inflates the lock the thread took free
+    EXPECT_TRUE(a.is_inflated());
+    a.unlock();
+    EXPECT_FALSE(a.is_held_by_current_thread());
+    EXPECT_THROW(a.unlock(), contend::synchronization_error);
+
+    b.lock();
+    std::thread other([&] { EXPECT_THROW(b.unlock(), contend::synchronization_error); });
+    other.join();
+    EXPECT_TRUE(b.is_held_by_current_thread()) << "a thread that never took the lock released it";
+    b.unlock();
+    std::thread taker([&] {
+        EXPECT_TRUE(b.try_lock()) << "the lock was left held";
+        b.unlock();
+    });
+    taker.join();
+}

@@ -27,7 +27,7 @@
 // why a plain-store unlock still cannot miss one.
 //
 // Costs: lock() is a prefetch for write, a load and one CAS when free. unlock() is a
-// load, a release store and two loads of a read-mostly slot when nobody waits, and a load
+// release store and two loads of a read-mostly slot when nobody waits, and a load
 // and a store when a designee naps. A contended lock() spins briefly (set_spin_limit),
 // then becomes the designee or queues; when at least two waiters per CPU want the mutex, a
 // new waiter stays runnable and yields (up to 20 ms) instead of queueing, so that the
@@ -41,9 +41,16 @@
 // waiter if there is one. Timed waiters (try_lock_for/until) queue apart and are only ever
 // handed the mutex, first in line at each handoff request.
 //
-// Not recursive. Unlocking a mutex that is not held throws synchronization_error and
-// leaves the mutex as it was. (Ownership is not tracked: one byte has no room for an owner,
-// so a thread unlocking a mutex another thread holds is not detected.)
+// Not recursive. Unlocking a mutex that is not held is a precondition violation; it never
+// changes the mutex (a free byte is stored free again) and is reported by throwing
+// synchronization_error whenever the unlock looks at the byte: always when a waiter is
+// registered (the slow path), and in every unlock of a build with CONTEND_CHECK_UNLOCK set
+// to 1 (the default where NDEBUG is not defined, as for assert). An optimized build's fast
+// path does not look: reading back the byte the lock's CAS just wrote made an uncontended
+// lock+unlock 1.25 to 1.48x a bare CAS and store on Intel (docs/design/unlock.md). WTF's
+// Lock and parking_lot's RawMutex check only in debug builds too. (Ownership is not tracked:
+// one byte has no room for an owner, so a thread unlocking a mutex another thread holds is
+// not detected.)
 #pragma once
 
 #include <atomic>
@@ -53,6 +60,16 @@
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/prefetch.hpp"
 #include "contend/internal/waiter_slots.hpp"
+
+// 1: every unlock() checks that the mutex is held (a load of the state byte). Define it
+// to 0 or 1 before including this header to choose; the default follows NDEBUG.
+#ifndef CONTEND_CHECK_UNLOCK
+#ifdef NDEBUG
+#define CONTEND_CHECK_UNLOCK 0
+#else
+#define CONTEND_CHECK_UNLOCK 1
+#endif
+#endif
 
 namespace contend {
 
@@ -98,8 +115,9 @@ public:
         return try_lock() || lock_slow(internal::to_deadline(t));
     }
 
-    // Throws synchronization_error if the mutex is not held. Always inlined: a lock built
-    // on this one (thin_lock's fat lock) would otherwise pay a call on every release.
+    // Precondition: the mutex is held (see the top of this file for what a violation does).
+    // Always inlined: a lock built on this one (thin_lock's fat lock) would otherwise pay a
+    // call on every release.
     [[gnu::always_inline]] inline void unlock() { unlock_with(internal::waiter_slot_for(this)); }
 
     // Like unlock(), but if a thread is parked, the mutex passes directly to it: no other
@@ -166,18 +184,25 @@ private:
     // unlock() with this mutex's waiter slot already found (thin_lock keeps it beside its
     // fat locks, saving the address hash on every release).
     [[gnu::always_inline]] inline void unlock_with(const std::atomic<std::uint32_t>& slot) {
-        const std::uint8_t s = state_.load(std::memory_order_relaxed);
-        if (s == held_bit) [[likely]] {
-            if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
-                state_.store(0, std::memory_order_release);
-                // Only the compiler must not move the load above the store; the hardware
-                // ordering is supplied by the registering waiter's heavy barrier.
-                std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
-                    wake_after_release();
-                return;
-            }
-        } else if (s == (held_bit | waking_bit)) {
+#if CONTEND_CHECK_UNLOCK
+        if (!(state_.load(std::memory_order_relaxed) & held_bit)) [[unlikely]]
+            unlock_slow(false);  // throws: the mutex is not held
+#endif
+        // The slot first, and not the state byte: the byte is the one this thread's lock()
+        // has just written with a locked CAS, and reading it back right after costs 2 to 5 ns
+        // on Intel Sapphire Rapids (docs/design/unlock.md). A slot that is exactly `light`
+        // says nobody is registered, and only registered waiters set WAKING or
+        // HANDOFF_REQUEST (src/mutex.cpp), so a held byte is exactly HELD: store 0.
+        if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
+            state_.store(0, std::memory_order_release);
+            // Only the compiler must not move the load above the store; the hardware
+            // ordering is supplied by the registering waiter's heavy barrier.
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+            if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
+                wake_after_release();
+            return;
+        }
+        if (state_.load(std::memory_order_relaxed) == (held_bit | waking_bit)) {
             // A designated waiter is awake or napping and retries by itself: nobody needs
             // waking, and no other thread clears WAKING while the mutex is held, so a plain
             // store cannot undo anyone's write that matters (see src/mutex.cpp).

@@ -38,6 +38,7 @@
 #include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
 #include "pipe/segment_pool.hpp"
+#include "platform/spin_wait.hpp"
 
 namespace contend {
 namespace internal {
@@ -88,14 +89,17 @@ private:
         // blocking lock(). contend::mutex's designee would otherwise nap about 100 us on a
         // lock that is free again within nanoseconds. Both lock kinds get the same tries,
         // so the std::mutex variant differs only in the lock.
+        const std::uint32_t relaxes = internal::relaxes_for(try_spacing);
         for (int i = 0; i < lock_tries; ++i) {
-            for (int p = 0; p < 4; ++p) cpu_relax();
+            for (std::uint32_t p = 0; p < relaxes; ++p) cpu_relax();
             if (try_lock()) return;
         }
         if (kind_ == pipe_lock_kind::contend_mutex) fast_.lock();
         else platform_.lock();
     }
+    // 16 tries 100 ns apart: about 1.6 us, a few of the other side's critical sections.
     static constexpr int lock_tries = 16;
+    static constexpr std::chrono::nanoseconds try_spacing{100};
     bool try_lock() { return kind_ == pipe_lock_kind::contend_mutex ? fast_.try_lock() : platform_.try_lock(); }
     const pipe_lock_kind kind_;
     contend::mutex fast_;
@@ -105,9 +109,14 @@ private:
 };
 
 // A waiter polls for this long before it takes the lock to sleep: the other side usually
-// answers within microseconds, and a futex sleep and wake-up costs more than that on each
-// side (10-20 us on the 2-core reference VM).
-constexpr int wait_spin_rounds = 256;  // x 8 pauses: some 20-50 us
+// answers within microseconds, and a futex sleep and its wake-up cost 16 to 19 us one way
+// on the 2-CPU VMs (both families). In time, not pauses, and yielding as it goes
+// (platform/spin_wait.hpp): a poll that shares its CPU with the other side lets it run
+// instead of burning the budget (docs/design/polling.md).
+constexpr std::chrono::microseconds wait_poll_budget{40};
+// After the epoch moved, the other side is still inside its critical section for a few
+// stores: this long before taking the lock, so as not to queue behind it.
+constexpr std::chrono::nanoseconds leave_grace{400};
 
 // Segment sizes are the minimum or a power-of-two multiple of it, so that a stream of large
 // writes reuses its segments too. Segments up to this size go back to the pool; a rented
@@ -277,12 +286,9 @@ void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sle
         const std::uint64_t seen = epoch_.load(std::memory_order_acquire);
         g.unlock();
         bool changed = false;
-        for (int round = 0; round < wait_spin_rounds && !changed; ++round) {
-            for (int i = 0; i < 8; ++i) cpu_relax();
-            changed = epoch_.load(std::memory_order_acquire) != seen;
-        }
-        if (changed)  // the epoch moves inside the other side's critical section: let it leave
-            for (int i = 0; i < 16; ++i) cpu_relax();
+        internal::spin_wait poll(wait_poll_budget);
+        while (!changed && poll.pause()) changed = epoch_.load(std::memory_order_acquire) != seen;
+        if (changed) internal::relax_for(leave_grace);  // the epoch moves inside the other side's critical section
         g.lock();
         if (changed || ready()) continue;
         sleeping = true;
@@ -393,8 +399,8 @@ flush_result pipe_state::flush() {
         // Paused: poll the reader's progress before taking the lock to sleep.
         writer_pauses_.fetch_add(1, std::memory_order_relaxed);
         counted = true;
-        for (int round = 0; round < wait_spin_rounds; ++round) {
-            for (int i = 0; i < 8; ++i) cpu_relax();
+        internal::spin_wait poll(wait_poll_budget);
+        while (poll.pause()) {
             if (writer_needs_lock_.load(std::memory_order_seq_cst)) break;
             if (unexamined() < resume) return {};
         }
@@ -535,10 +541,10 @@ read_result pipe_state::read(std::size_t at_least) {
         // The common case: data beyond what was examined, taken without the lock; if none
         // yet, poll for a while before going to sleep.
         const std::uint64_t examined = examined_.load(std::memory_order_relaxed);
-        for (int round = 0;; ++round) {
+        internal::spin_wait poll(wait_poll_budget);
+        for (;;) {
             if (flushed_.load(std::memory_order_acquire) > examined) return take_read(false);
-            if (round == wait_spin_rounds || read_needs_lock_.load(std::memory_order_acquire)) break;
-            for (int i = 0; i < 8; ++i) cpu_relax();
+            if (read_needs_lock_.load(std::memory_order_acquire) || !poll.pause()) break;
         }
     }
     std::function<void()> run_after;

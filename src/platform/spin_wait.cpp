@@ -1,0 +1,81 @@
+// Calibration and pacing for src/platform/spin_wait.hpp.
+#include "platform/spin_wait.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "contend/cpu_relax.hpp"
+
+namespace contend::internal {
+namespace {
+
+// The fastest of several short runs: a run the hypervisor or the scheduler interrupted is
+// slower, never faster, so the minimum is the machine's own figure.
+template <class F>
+double fastest_ns_per_call(int runs, int calls, F f) noexcept {
+    double best = 1e18;
+    for (int r = 0; r < runs; ++r) {
+        const auto t0 = clock::now();
+        for (int i = 0; i < calls; ++i) f();
+        const auto t1 = clock::now();
+        best = std::min(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / calls);
+    }
+    return best;
+}
+
+double measure_relax_ns() noexcept {
+    const double ns = fastest_ns_per_call(8, 96, [] { cpu_relax(); });
+    // A clock that did not move (or a compiler that removed nothing) still leaves a sane figure.
+    return std::isfinite(ns) && ns >= 1.0 ? std::min(ns, 1000.0) : 1.0;
+}
+
+std::chrono::nanoseconds measure_yield_interval() noexcept {
+    const double yield_ns = fastest_ns_per_call(4, 8, [] { sched_yield(); });
+    const double interval = std::isfinite(yield_ns) ? std::clamp(4 * yield_ns, 1000.0, 50'000.0) : 1000.0;
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(interval));
+}
+
+}  // namespace
+
+double relax_ns() noexcept {
+    static const double ns = measure_relax_ns();
+    return ns;
+}
+
+std::uint32_t relaxes_for(std::chrono::nanoseconds d) noexcept {
+    const double n = static_cast<double>(d.count()) / relax_ns();
+    if (!(n >= 1.0)) return 1;
+    return n >= 1e9 ? 1'000'000'000u : static_cast<std::uint32_t>(n);
+}
+
+void relax_for(std::chrono::nanoseconds d) noexcept {
+    for (std::uint32_t i = 0, n = relaxes_for(d); i < n; ++i) cpu_relax();
+}
+
+std::chrono::nanoseconds yield_interval() noexcept {
+    static const std::chrono::nanoseconds interval = measure_yield_interval();
+    return interval;
+}
+
+spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
+    : start_(clock::now()),
+      last_yield_(start_),
+      budget_(budget),
+      interval_(yield_interval()),
+      relaxes_per_step_(relaxes_for(step)) {}
+
+bool spin_wait::pause() noexcept {
+    for (std::uint32_t i = 0; i < relaxes_per_step_; ++i) cpu_relax();
+    const auto now = clock::now();
+    if (now - start_ >= budget_) return false;
+    if (now - last_yield_ >= interval_) {
+        sched_yield();  // a partner runnable on this CPU runs now; otherwise back at once
+        ++yields_;
+        last_yield_ = clock::now();
+    }
+    return true;
+}
+
+}  // namespace contend::internal

@@ -1,0 +1,65 @@
+// Polling before sleeping, in time rather than in pauses, and without starving a partner
+// that shares the CPU. Internal: every "poll, then sleep" of the library goes through here
+// (the pipe's waits, the pool's idle spin, contend::mutex's spin).
+//
+// Two facts this answers, both measured (docs/design/polling.md):
+//   - A pause is not a unit of time. It took 23 ns on the AMD EPYC VM and 26 to 31 ns on
+//     the Intel Xeon (Sapphire Rapids) VM, and up to 140 cycles on Skylake-SP, so a budget
+//     written as a pause count means another wait on every CPU. Budgets here are nanoseconds:
+//     a poll checks the clock, and a pause count is derived from the cost of a pause
+//     measured once per process (relax_ns).
+//   - A poll cannot succeed while the thread it waits for is not running, and when both
+//     share a CPU (a busy machine, a taskset, more threads than CPUs) the poller holds the
+//     very CPU its partner needs: on the Intel VM the pipe's poll burnt its whole budget
+//     every 64 KiB window and ran at 1 GB/s instead of 8. So a poll yields the CPU every
+//     yield_interval() of polling: when nothing else is runnable here, sched_yield returns
+//     at once and the poll goes on; when the partner is runnable here, it runs now.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "contend/internal/deadline.hpp"
+
+namespace contend::internal {
+
+// The cost of one cpu_relax() on this machine, in nanoseconds (at least 1), measured at the
+// first call (the fastest of a few short timed runs, about 20 us in all) and kept.
+double relax_ns() noexcept;
+
+// How many cpu_relax() calls last about `d` here (at least 1).
+std::uint32_t relaxes_for(std::chrono::nanoseconds d) noexcept;
+
+// Pauses for about `d` (cpu_relax() relaxes_for(d) times). Never enters the kernel.
+void relax_for(std::chrono::nanoseconds d) noexcept;
+
+// How long a poll goes between two yields: four times what a sched_yield() with nothing
+// else to run costs here (measured once, like relax_ns), and at least 1 us, so that the
+// yields take at most about a fifth of a poll on a quiet machine.
+std::chrono::nanoseconds yield_interval() noexcept;
+
+// One poll's pacing:
+//     spin_wait poll(budget);
+//     while (!ready()) if (!poll.pause()) { /* budget spent: sleep */ }
+// pause() relaxes for about `step` (default 250 ns: short against a wake-up, long against a
+// check of a shared line), yields the CPU when yield_interval() has passed since the last
+// yield (or the start), and returns false once `budget` has passed since construction.
+class spin_wait {
+public:
+    static constexpr std::chrono::nanoseconds default_step{250};
+
+    explicit spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step = default_step) noexcept;
+    bool pause() noexcept;
+    // Yields this poll has made so far (for tests and statistics).
+    std::uint32_t yields() const noexcept { return yields_; }
+
+private:
+    clock::time_point start_;
+    clock::time_point last_yield_;
+    std::chrono::nanoseconds budget_;
+    std::chrono::nanoseconds interval_;
+    std::uint32_t relaxes_per_step_;
+    std::uint32_t yields_ = 0;
+};
+
+}  // namespace contend::internal
