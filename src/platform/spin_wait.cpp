@@ -66,14 +66,24 @@ spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds s
       interval_(yield_interval()),
       relaxes_per_step_(relaxes_for(step)) {}
 
+namespace {
+// Whether this thread's last yield gave its CPU to another thread (it took longer than a
+// yield interval). Then the CPU is shared, most likely with the partner the poll waits for,
+// and a pause there only delays it: the next polls of this thread yield at every step,
+// until a yield comes back at once again.
+thread_local bool cpu_shared = false;
+}  // namespace
+
 bool spin_wait::pause() noexcept {
-    for (std::uint32_t i = 0; i < relaxes_per_step_; ++i) cpu_relax();
+    if (!cpu_shared)
+        for (std::uint32_t i = 0; i < relaxes_per_step_; ++i) cpu_relax();
     const auto now = clock::now();
     if (now - start_ >= budget_) return false;
-    if (now - last_yield_ >= interval_) {
+    if (cpu_shared || now - last_yield_ >= interval_) {
         sched_yield();  // a partner runnable on this CPU runs now; otherwise back at once
         ++yields_;
         last_yield_ = clock::now();
+        cpu_shared = last_yield_ - now > interval_;
     }
     return true;
 }

@@ -44,6 +44,9 @@ std::chrono::nanoseconds yield_interval() noexcept;
 // pause() relaxes for about `step` (default 250 ns: short against a wake-up, long against a
 // check of a shared line), yields the CPU when yield_interval() has passed since the last
 // yield (or the start), and returns false once `budget` has passed since construction.
+// A yield that gave the CPU away (it took longer than the interval) marks the calling
+// thread's CPU as shared: until one of its yields comes back at once, its polls yield at
+// every step instead of pausing, which on one CPU makes each hand-off a direct switch.
 class spin_wait {
 public:
     static constexpr std::chrono::nanoseconds default_step{250};
