@@ -12,11 +12,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "pool/hill_climbing.hpp"
+#include "pool/outbox.hpp"
 #include "test_support.hpp"
 
 using namespace contend_test;
@@ -145,6 +148,177 @@ TEST(ThreadPool, IdleWorkersStealFromAWorkerThatPostsLocally) {
     pool.wait_idle();
     EXPECT_EQ(ran.load(), 2'000);
     EXPECT_GT(pool.stats().steals, 0u);
+}
+
+// A worker's post() waits in its outbox (src/pool/outbox.hpp) until one of the rules at the
+// top of thread_pool.cpp moves it to the global queue; the tests below are those rules.
+
+// The poster stays busy until its items have run: with its outbox out of the other worker's
+// sight, or no wake-up for it, they would run only after the poster's item, 10 s later.
+TEST(ThreadPool, ItemsAWorkerPostsRunWhileItStaysBusyAndTheOtherWorkerSlept) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(2));
+    pool.post([] {});
+    pool.wait_idle();
+    std::this_thread::sleep_for(100ms);  // past the idle poll: both workers sleep
+    constexpr int children = 5;
+    std::atomic<int> ran{0};
+    std::atomic<bool> ran_meanwhile{false};
+    pool.post([&] {
+        for (int i = 0; i < children; ++i) pool.post([&] { ran.fetch_add(1); });
+        ran_meanwhile = eventually([&] { return ran.load() == children; }, 10s);
+    });
+    pool.wait_idle();
+    EXPECT_TRUE(ran_meanwhile.load());
+    EXPECT_EQ(ran.load(), children);
+}
+
+// Many workers, each posting while busy: the idle ones take from the busy ones' outboxes.
+TEST(ThreadPool, IdleWorkersTakeFromTheOutboxesOfBusyWorkers) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(4));
+    constexpr int parents = 2, children = 100;
+    std::atomic<int> ran{0};
+    std::atomic<int> waited_out{0};
+    for (int p = 0; p < parents; ++p) {
+        pool.post([&] {
+            for (int i = 0; i < children; ++i) pool.post([&] { ran.fetch_add(1); });
+            // Each parent holds its worker until every child has run, elsewhere.
+            if (eventually([&] { return ran.load() == parents * children; }, 10s)) waited_out.fetch_add(1);
+        });
+    }
+    pool.wait_idle();
+    EXPECT_EQ(waited_out.load(), parents);
+    EXPECT_EQ(ran.load(), parents * children);
+}
+
+// A single worker posts, then blocks: the outbox goes to the global queue on the way into
+// the blocking_scope, and the scope starts a worker for it at once.
+TEST(ThreadPool, PostsOfAWorkerThatThenBlocksRunWhileItBlocks) {
+    watchdog dog(60s);
+    thread_pool_options o;
+    o.min_threads = 1;
+    o.max_threads = 4;
+    o.hill_climbing = false;
+    thread_pool pool(o);
+    std::atomic<int> ran{0};
+    std::atomic<bool> ran_meanwhile{false};
+    pool.post([&] {
+        for (int i = 0; i < 5; ++i) pool.post([&] { ran.fetch_add(1); });
+        contend::blocking_scope blocking;
+        ran_meanwhile = eventually([&] { return ran.load() == 5; }, 10s);
+    });
+    pool.wait_idle();
+    EXPECT_TRUE(ran_meanwhile.load());
+    EXPECT_EQ(ran.load(), 5);
+}
+
+// Workers retire (the maximum drops to 1) while every item posts its successor, so they
+// leave with items in their outboxes; the chains go on until the retirements are done.
+TEST(ThreadPool, PostsOfWorkersThatRetireEachRunExactlyOnce) {
+    watchdog dog(120s);
+    thread_pool_options o;
+    o.min_threads = 1;
+    o.max_threads = 4;
+    o.hill_climbing = false;
+    thread_pool pool(o);
+    ASSERT_TRUE(pool.set_min_threads(4));
+    struct chains {
+        explicit chains(thread_pool& p) : pool(p) {}
+        thread_pool& pool;
+        run_counts runs{static_cast<std::size_t>(scaled(8'000'000))};
+        std::atomic<std::size_t> next_id{0};
+        std::atomic<bool> stop{false};
+        // Each item gets its id when posted: one lost leaves a 0, one run twice a 2.
+        void post_next() {
+            const std::size_t id = next_id.fetch_add(1);
+            if (id >= runs.counts.size()) return;  // out of ids: the chain ends
+            pool.post([this, id] {
+                runs.hit(id);
+                if (!stop.load()) post_next();
+            });
+        }
+    };
+    chains c(pool);
+    for (int i = 0; i < 64; ++i) c.post_next();
+    ASSERT_TRUE(eventually([&] { return pool.stats().threads == 4 && c.next_id.load() > 1'000; }));
+    ASSERT_TRUE(pool.set_min_threads(1));
+    ASSERT_TRUE(pool.set_max_threads(1));
+    const bool retired = eventually([&] { return pool.stats().threads == 1; }, 30s);
+    const bool still_running = c.next_id.load() < c.runs.counts.size();
+    c.stop = true;
+    pool.wait_idle();
+    EXPECT_TRUE(retired) << pool.stats().threads;
+    EXPECT_TRUE(still_running) << "the chains ended before the workers retired";
+    // Every item posted ran once.
+    const std::size_t ids = std::min(c.next_id.load(), c.runs.counts.size());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < c.runs.counts.size(); ++i) wrong += c.runs.counts[i].load() != (i < ids ? 1 : 0);
+    EXPECT_EQ(wrong, 0u);
+}
+
+// The destructor drains while workers are still posting: trees of items, each posting its
+// children with post(), the pool destroyed as soon as the roots are posted.
+TEST(ThreadPool, AHundredThousandItemsPostedByWorkersAcrossDestructionEachRunExactlyOnce) {
+    watchdog dog(120s);
+    constexpr std::size_t roots = 100, per_root = 1'000;
+    run_counts runs(roots * per_root);
+    struct tree {
+        // Runs item `i` of a root's items (numbered as a binary heap) and posts its children.
+        static void run(thread_pool& p, run_counts& r, std::size_t base, std::size_t i) {
+            r.hit(base + i);
+            for (std::size_t c = 2 * i + 1; c <= 2 * i + 2 && c < per_root; ++c)
+                p.post([&p, &r, base, c] { run(p, r, base, c); });
+        }
+    };
+    {
+        thread_pool pool(fixed(2));
+        for (std::size_t root = 0; root < roots; ++root)
+            pool.post([&pool, &runs, base = root * per_root] { tree::run(pool, runs, base, 0); });
+    }
+    EXPECT_EQ(runs.first_wrong(), runs.counts.size());
+}
+
+// One worker, held busy after it posted ten items: they wait in its outbox, where nobody
+// else can take them. Queue length, work_waiting and wait_idle must all count them.
+TEST(ThreadPool, StatsWorkWaitingAndWaitIdleCountTheItemsInAnOutbox) {
+    watchdog dog(60s);
+    thread_pool pool(fixed(1));
+    std::atomic<bool> posted{false}, release{false};
+    std::atomic<int> ran{0};
+    pool.post([&] {
+        for (int i = 0; i < 10; ++i) pool.post([&] { ran.fetch_add(1); });
+        posted = true;
+        eventually([&] { return release.load(); }, 20s);
+    });
+    ASSERT_TRUE(eventually([&] { return posted.load(); }));
+    EXPECT_EQ(pool.stats().global_queue_length, 10u);
+    EXPECT_TRUE(pool.work_waiting());
+    std::atomic<int> ran_when_idle{-1};
+    std::thread waiter([&] {
+        pool.wait_idle();
+        ran_when_idle = ran.load();
+    });
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(ran_when_idle.load(), -1);  // the poster still runs
+    release = true;
+    waiter.join();
+    EXPECT_EQ(ran_when_idle.load(), 10);
+    EXPECT_EQ(pool.stats().global_queue_length, 0u);
+    EXPECT_FALSE(pool.work_waiting());
+}
+
+// An outbox fills (32 items) many times over while another worker takes from it.
+TEST(ThreadPool, AWorkerPostingFarMoreThanItsOutboxHoldsLosesNothing) {
+    watchdog dog(60s);
+    constexpr std::size_t items = 100'000;
+    run_counts runs(items);
+    thread_pool pool(fixed(2));
+    pool.post([&] {
+        for (std::size_t k = 0; k < items; ++k) pool.post([&runs, k] { runs.hit(k); });
+    });
+    pool.wait_idle();
+    EXPECT_EQ(runs.first_wrong(), runs.counts.size());
 }
 
 TEST(ThreadPool, TheGateThreadUnblocksItemsThatWaitForEachOther) {
@@ -415,12 +589,20 @@ TEST(ThreadPool, HillClimbingAddsThreadsForBlockingItems) {
     EXPECT_GT(later, first * 1.5) << "first " << first << "/s, later " << later << "/s";
 }
 
-TEST(ThreadPool, HillClimbingDoesNotGrowFarPastTheCoresForCpuWork) {
+// CPU-bound items at the CPU count: the climber sees that no worker blocks, so it never
+// probes a thread up (it used to, and a noisy sample could keep it; docs/design/pool.md).
+TEST(ThreadPool, HillClimbingDoesNotGrowPastTheCoresForCpuWork) {
     watchdog dog(120s);
     const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
     thread_pool_options o;
     o.min_threads = cores;
     o.max_threads = 64;
+    std::mutex m;
+    std::string moves;  // for the failure message
+    o.on_adjustment = [&](const contend::hill_climbing_adjustment& a) {
+        std::lock_guard g(m);
+        moves += " " + std::to_string(a.from_threads) + "->" + std::to_string(a.to_threads) + " (" + a.reason + ")";
+    };
     thread_pool pool(o);
     std::atomic<bool> stop{false};
     struct stream {
@@ -440,7 +622,8 @@ TEST(ThreadPool, HillClimbingDoesNotGrowFarPastTheCoresForCpuWork) {
     }
     stop.store(true);
     pool.wait_idle();
-    EXPECT_LE(most, 2 * cores + 2);
+    std::lock_guard g(m);
+    EXPECT_EQ(most, cores) << "moves:" << moves;
 }
 
 TEST(ThreadPool, InvalidThreadLimitsChangeNothing) {
@@ -578,4 +761,131 @@ TEST(ThreadPool, AnIdlePoolBurnsNextToNoCpu) {
     const double used = process_cpu_seconds() - before;
     // A spinning worker would use ~1 s here; the gate thread's ticks use microseconds.
     EXPECT_LT(used, 0.05) << used << " s of CPU in an idle second";
+}
+
+// The outbox alone: its owner pushes, and takes all when full, while two thieves take half
+// at a time. Every item is taken once, and each taker gets items in the order pushed.
+TEST(WorkerOutbox, EveryItemIsTakenExactlyOnceAndInPushOrderByOwnerAndThieves) {
+    watchdog dog(120s);
+    constexpr std::size_t capacity = 32;
+    contend::internal::worker_outbox<std::uintptr_t, capacity> box;
+    const std::uintptr_t items = static_cast<std::uintptr_t>(scaled(2'000'000));
+    std::vector<std::atomic<std::uint8_t>> taken(items + 1);
+    std::atomic<bool> done{false};
+    std::atomic<int> out_of_order{0};
+    run_threads(3, [&](int t) {
+        std::uintptr_t batch[capacity];
+        std::uintptr_t last = 0;  // items are 1..items: each taker's must only grow
+        const auto record = [&](std::size_t n) {
+            for (std::size_t i = 0; i < n; ++i) {
+                if (batch[i] <= last) out_of_order.fetch_add(1);
+                last = batch[i];
+                taken[batch[i]].fetch_add(1, std::memory_order_relaxed);
+            }
+        };
+        if (t == 0) {
+            for (std::uintptr_t i = 1; i <= items; ++i) {
+                while (!box.push(i)) record(box.take(batch, capacity));
+                if (i % 1000 == 0) record(box.take(batch, capacity));  // a flush before it is full
+            }
+            done = true;
+        } else {
+            while (!done.load() || !box.empty()) record(box.take(batch, (box.size() + 1) / 2));
+        }
+    });
+    EXPECT_EQ(out_of_order.load(), 0);
+    std::size_t wrong = 0;
+    for (std::uintptr_t i = 1; i <= items; ++i) wrong += taken[i].load() != 1;
+    EXPECT_EQ(wrong, 0u);
+}
+
+// The climber's decisions, fed samples by hand: 0.1 s each, a steady rate unless a test says
+// otherwise, each decision's goal applied as the gate thread would.
+namespace {
+using contend::internal::hill_climber;
+
+struct climbing {
+    hill_climber climber;
+    std::size_t goal;
+    std::size_t min_threads;
+    std::size_t max_threads = 64;
+    int ups = 0, downs = 0;
+    hill_climber::decision sample(double per_second, bool work_waiting, hill_climber::cpu_view cpu) {
+        const auto d = climber.update(goal, 0.1, static_cast<std::uint64_t>(per_second / 10), work_waiting, min_threads,
+                                      max_threads, cpu);
+        ups += d.what == hill_climber::move::probe_up;
+        downs += d.what == hill_climber::move::probe_down;
+        goal = d.goal;
+        return d;
+    }
+};
+
+hill_climber::cpu_view cpus_blocked(std::size_t cpus, double blocked) {
+    hill_climber::cpu_view v;
+    v.cpus = cpus;
+    v.blocked_workers = blocked;
+    return v;
+}
+}  // namespace
+
+TEST(HillClimber, CpuBoundWorkersAtTheCpuCountGetNoThreadMoreWhateverWaits) {
+    climbing c{{}, 2, 2};
+    for (int i = 0; i < 200; ++i) c.sample(100'000, true, cpus_blocked(2, 0.2));
+    EXPECT_EQ(c.goal, 2u);
+    EXPECT_EQ(c.ups, 0);
+}
+
+TEST(HillClimber, BlockedWorkersAtTheCpuCountStillGetAProbeUp) {
+    climbing c{{}, 2, 2};
+    for (int i = 0; i < 10 && c.ups == 0; ++i) c.sample(100'000, true, cpus_blocked(2, 1.5));
+    EXPECT_EQ(c.ups, 1);
+    EXPECT_EQ(c.goal, 3u);
+}
+
+TEST(HillClimber, BelowTheCpuCountCpuBoundWorkStillProbesUp) {
+    climbing c{{}, 2, 2};
+    for (int i = 0; i < 10 && c.ups == 0; ++i) c.sample(100'000, true, cpus_blocked(4, 0.0));
+    EXPECT_EQ(c.goal, 3u);
+}
+
+TEST(HillClimber, WithoutACpuViewWaitingWorkProbesUpAsBefore) {
+    climbing c{{}, 2, 2};
+    for (int i = 0; i < 10 && c.ups == 0; ++i) c.sample(100'000, true, {});
+    EXPECT_EQ(c.goal, 3u);
+}
+
+// A goal above the CPU count (a noisy sample kept a probe, or the work was blocking then)
+// comes back down once the workers are CPU-bound, though work keeps waiting, and stays.
+TEST(HillClimber, AboveTheCpuCountCpuBoundWorkersAreProbedDownWhileWorkWaits) {
+    climbing c{{}, 3, 2};
+    for (int i = 0; i < 200; ++i) c.sample(100'000, true, cpus_blocked(2, 0.1));
+    EXPECT_EQ(c.goal, 2u);
+    EXPECT_EQ(c.downs, 1);
+    EXPECT_EQ(c.ups, 0);
+}
+
+// ...unless the thread less costs more than min_gain: then the climber goes back up and rests.
+TEST(HillClimber, AProbeDownThatCostsThroughputIsRevertedThenRetriedLessOften) {
+    climbing c{{}, 3, 2};
+    int reverts = 0;
+    for (int i = 0; i < 200; ++i) {
+        const double rate = c.goal == 3 ? 100'000 : 70'000;  // the third thread is worth 30 %
+        reverts += c.sample(rate, true, cpus_blocked(2, 0.1)).what == hill_climber::move::revert;
+    }
+    EXPECT_EQ(c.goal, 3u);
+    EXPECT_GE(reverts, 2);
+    EXPECT_EQ(reverts, c.downs);
+    EXPECT_LE(c.downs, 8);  // rests of 4, 8, 16, 32, 32... samples between the probes
+}
+
+// A probe up is kept only if throughput rose by more than min_gain.
+TEST(HillClimber, AProbeUpIsKeptOnlyForMoreThanTheMinimumGain) {
+    climbing flat{{}, 2, 2};
+    for (int i = 0; i < 8; ++i) flat.sample(100'000, true, {});
+    EXPECT_EQ(flat.goal, 2u);  // probed, saw no gain, reverted
+    EXPECT_GE(flat.ups, 1);
+    climbing rising{{}, 2, 2};
+    for (int i = 0; i < 8 && rising.goal < 3; ++i) rising.sample(100'000, true, {});
+    for (int i = 0; i < 4; ++i) rising.sample(rising.goal >= 3 ? 150'000 : 100'000, true, {});
+    EXPECT_GE(rising.goal, 3u);
 }

@@ -5,7 +5,15 @@
 //   - post() appends to a global FIFO queue (fairness between producers); post_local(),
 //     called on a worker, pushes on that worker's own deque, which the owner pops LIFO
 //     without a lock and idle workers steal from FIFO (src/pool/work_stealing_deque.hpp).
-//   - A worker that finds no work spins briefly, then sleeps on a LIFO semaphore (the most
+//   - post() called on one of this pool's workers (outside a blocking_scope) first gathers
+//     the item in that worker's outbox, which joins the global queue in one piece: when it
+//     holds 32 items, when the worker has nothing else to run, at least every 61 items the
+//     worker runs, and when the worker enters a blocking_scope or retires. Idle workers
+//     take from outboxes as from deques, so an item never waits there while a worker is
+//     free; but a worker's posts may join the global queue behind items that other threads
+//     posted after them. Each thread's posts join it in the order it made them.
+//   - A worker that finds no work polls the queues briefly (about 50 us, yielding its CPU
+//     to any thread that wants it as it goes), then sleeps on a LIFO semaphore (the most
 //     recently idle worker, whose cache is warmest, wakes first). A post wakes at most one
 //     sleeper, and only when no worker is already searching: no thundering herd.
 //   - Hill climbing moves the number of running workers between min_threads and
@@ -62,7 +70,7 @@ struct thread_pool_stats {
     std::size_t threads = 0;  // worker threads alive
     std::size_t active = 0;  // running an item now
     std::size_t idle = 0;  // alive, not running an item
-    std::size_t global_queue_length = 0;  // global and time-sensitive queues
+    std::size_t global_queue_length = 0;  // global and time-sensitive queues, workers' outboxes
     std::size_t local_queue_length = 0;  // all workers' deques together
     std::uint64_t completed = 0;  // items that have finished (normally or by throwing)
     std::uint64_t steals = 0;
@@ -182,10 +190,11 @@ public:
     // The pool whose worker the calling thread is, or nullptr.
     static thread_pool* current() noexcept;
     // On one of this pool's workers: whether an item waits that this worker would otherwise
-    // run next (its own deque, the global or the time-sensitive queue). An item that may
-    // wait a long time for something outside the pool (an event loop's poll) blocks only
-    // while this is false, and otherwise polls without waiting and returns, so that it
-    // never sits on work. Off the pool's workers: whether the global queues hold items.
+    // run next (its own deque or outbox, the global or the time-sensitive queue). An item
+    // that may wait a long time for something outside the pool (an event loop's poll)
+    // blocks only while this is false, and otherwise polls without waiting and returns, so
+    // that it never sits on work. Off the pool's workers: whether the global queues (the
+    // workers' outboxes included) hold items.
     bool work_waiting() const noexcept;
 
 private:

@@ -5,18 +5,28 @@
 // writes the same head or tail line; here the critical section is a few stores, and the
 // lock, the length and the indices share one cache line, so a push or a pop moves that line
 // and one slot's line, no more. The length is an atomic so that workers can see "empty" with
-// one load, without the lock.
+// one load, without the lock. Workers move items in batches (push_batch, pop_share: a
+// worker's outbox and its share of the queue, thread_pool.cpp), which cuts the lock holds
+// that contend.
 //
 // The lock is tried a few times before lock() is called. contend::mutex's designee naps
 // about 100 us when it finds the lock taken, which serializes two workers hammering one
 // queue (good for the sustained benchmark) but leaves a worker asleep through a whole
 // burst of short items: in the lab's pool suite (AMD EPYC VM, 2 workers) a plain lock()
-// gave 1,786 items/ms at burst:64 against the mutex pool's 4,200; ten tries first gave
-// 7,100 there and kept sustained at 2x the mutex pool. Workers also take a batch per
-// pop (thread_pool.cpp), which cuts the pops that contend.
+// gave 1,786 items/ms at burst:64 against the mutex pool's 4,200; ten tries 4 pauses apart
+// (92 ns there) gave 7,100 and kept sustained at 2x the mutex pool. The spacing is now
+// that time, not that many pauses (a pause costs 23 ns there, 26 to 31 ns on the Intel
+// VM, 140 cycles on Skylake-SP: platform/spin_wait.hpp), so the tries cover about 1 us on
+// every CPU. A count of tries, not a clock-checked budget, because each try is one look at
+// the lock's line and the whole wait is a handful of the holder's critical sections (a few
+// stores each): a clock read per try would cost a fifth of the spacing, and a holder that
+// is not running (preempted) is contend::mutex's business, which parks. Tries, not yields:
+// 1 us is within one yield_interval(), the shortest a poll here goes without yielding.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -24,6 +34,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
 #include "contend/mutex.hpp"
+#include "platform/spin_wait.hpp"
 
 namespace contend::internal {
 
@@ -36,9 +47,32 @@ public:
 
     void push(T item) {
         std::lock_guard guard(*this);
-        if (tail_ - head_ > mask_) grow();
-        slots_[tail_++ & mask_] = item;
+        append(&item, 1);
         length_.store(tail_ - head_, std::memory_order_release);
+    }
+
+    // Appends items[0..n) in that order under one lock hold.
+    void push_batch(const T* items, std::size_t n) {
+        if (n == 0) return;
+        std::lock_guard guard(*this);
+        append(items, n);
+        length_.store(tail_ - head_, std::memory_order_release);
+    }
+
+    // Appends items[0..n) (none: n = 0), then takes a share of the queue from its head:
+    // length / sharers + 1 items, at most `max`, all under one lock hold. Returns how many
+    // it took (0 only if the queue was and stays empty). The share is reckoned on the
+    // length under the lock, so `sharers` workers taking their share in turn leave some
+    // for each.
+    std::size_t push_and_pop_share(const T* items, std::size_t n, T* out, std::size_t sharers, std::size_t max) {
+        if (n == 0 && length_.load(std::memory_order_acquire) == 0) return 0;
+        std::lock_guard guard(*this);
+        append(items, n);
+        const std::size_t want = std::min(max, (tail_ - head_) / std::max<std::size_t>(sharers, 1) + 1);
+        std::size_t got = 0;
+        while (got < want && head_ != tail_) out[got++] = slots_[head_++ & mask_];
+        length_.store(tail_ - head_, std::memory_order_release);
+        return got;
     }
 
     // False if empty.
@@ -51,24 +85,16 @@ public:
         return true;
     }
 
-    // Takes up to `max` items (at least one if any) under one lock hold. Returns how many.
-    std::size_t pop_batch(T* out, std::size_t max) {
-        if (length_.load(std::memory_order_acquire) == 0) return 0;
-        std::lock_guard guard(*this);
-        std::size_t n = 0;
-        while (n < max && head_ != tail_) out[n++] = slots_[head_++ & mask_];
-        length_.store(tail_ - head_, std::memory_order_relaxed);
-        return n;
-    }
-
     std::size_t size() const noexcept { return length_.load(std::memory_order_relaxed); }
     bool empty() const noexcept { return size() == 0; }
 
     // BasicLockable for lock_guard: the queue's own lock, spun on before it may park.
     void lock() {
-        for (int i = 0; i < spin_before_lock; ++i) {
+        if (lock_.try_lock()) return;
+        const std::uint32_t relaxes = relaxes_for(try_spacing);
+        for (int i = 1; i < lock_tries; ++i) {
+            for (std::uint32_t p = 0; p < relaxes; ++p) cpu_relax();
             if (lock_.try_lock()) return;
-            for (int p = 0; p < 4; ++p) cpu_relax();
         }
         lock_.lock();
     }
@@ -76,16 +102,26 @@ public:
 
 private:
     static constexpr std::size_t initial_capacity = 1024;
-    static constexpr int spin_before_lock = 10;  // tries, 4 pauses apart
+    // 10 tries 100 ns apart: about 1 us (see the top of the file).
+    static constexpr int lock_tries = 10;
+    static constexpr std::chrono::nanoseconds try_spacing{100};
 
-    void grow() {
-        const std::size_t cap = mask_ + 1;
-        auto bigger = std::make_unique<T[]>(cap * 2);
-        for (std::size_t i = 0; i < cap; ++i) bigger[i] = slots_[(head_ + i) & mask_];
+    void append(const T* items, std::size_t n) {
+        if (tail_ - head_ + n > mask_ + 1) grow(tail_ - head_ + n);
+        for (std::size_t i = 0; i < n; ++i) slots_[tail_++ & mask_] = items[i];
+    }
+
+    // To the next power of two that holds `need` items.
+    void grow(std::size_t need) {
+        const std::size_t len = tail_ - head_;
+        std::size_t cap = (mask_ + 1) * 2;
+        while (cap < need) cap *= 2;
+        auto bigger = std::make_unique<T[]>(cap);
+        for (std::size_t i = 0; i < len; ++i) bigger[i] = slots_[(head_ + i) & mask_];
         slots_ = std::move(bigger);
-        mask_ = cap * 2 - 1;
-        tail_ = cap;
+        mask_ = cap - 1;
         head_ = 0;
+        tail_ = len;
     }
 
     // One line for the lock, the length and the indices: a push or pop touches this line and

@@ -11,7 +11,8 @@ void hill_climber::reset() noexcept {
 }
 
 hill_climber::decision hill_climber::update(std::size_t goal, double seconds, std::uint64_t completions,
-                                            bool work_waiting, std::size_t min_threads, std::size_t max_threads) {
+                                            bool work_waiting, std::size_t min_threads, std::size_t max_threads,
+                                            cpu_view cpu) {
     const double throughput = seconds > 0 ? static_cast<double>(completions) / seconds : 0;
     since_last_move_ += seconds;
     decision d{std::clamp(goal, min_threads, max_threads), move::none, throughput};
@@ -47,9 +48,11 @@ hill_climber::decision hill_climber::update(std::size_t goal, double seconds, st
         return d;
     }
     if (since_last_move_ < 1.0 / max_change_per_second) return d;
+    // CPU-bound at or above the CPU count: another thread would only share the same CPUs.
+    const bool cpu_bound = cpu.known() && goal >= cpu.cpus && cpu.blocked_workers < min_blocked_workers;
     std::size_t target = goal;
-    if (work_waiting && goal < max_threads) target = goal + 1;
-    else if (!work_waiting && goal > min_threads) target = goal - 1;
+    if (work_waiting && goal < max_threads && !cpu_bound) target = goal + 1;
+    else if ((!work_waiting || (cpu_bound && goal > cpu.cpus)) && goal > min_threads) target = goal - 1;
     if (target == goal) return d;
     probing_ = true;
     discard_next_ = true;

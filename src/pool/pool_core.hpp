@@ -20,6 +20,7 @@
 #include "pool/hill_climbing.hpp"
 #include "pool/idle_stack.hpp"
 #include "pool/os_thread.hpp"
+#include "pool/outbox.hpp"
 #include "pool/timer_queue.hpp"
 #include "pool/wait_thread.hpp"
 #include "pool/work_stealing_deque.hpp"
@@ -28,6 +29,10 @@ namespace contend::internal {
 
 // No pool has more workers than this (the slot table is sized once).
 inline constexpr std::size_t max_pool_threads = 32767;
+// A worker's post()s wait in its outbox until this many are there, or another rule moves
+// them to the global queue (thread_pool.cpp). The same as the most a worker takes from the
+// global queue at once: a batch goes in and comes out in one lock hold.
+inline constexpr std::size_t outbox_capacity = 32;
 
 struct pool_core;
 
@@ -35,6 +40,7 @@ struct worker {
     pool_core* core = nullptr;
     std::size_t index = 0;
     work_stealing_deque<task_node*> deque;
+    worker_outbox<task_node*, outbox_capacity> outbox;  // its post()s on their way to the global queue
     idle_waiter idle;
     std::thread thread;
     // Written by the owner only; read by stats and wait_idle.
@@ -43,6 +49,8 @@ struct worker {
     std::atomic<std::uint64_t> steals{0};
     std::atomic<bool> running_item{false};
     std::atomic<bool> alive{false};
+    std::atomic<int> os_tid{0};  // the thread's kernel id while it runs (Linux), for the gate's CPU view
+    std::atomic<std::uint64_t> sleeps{0};  // times it went to sleep for want of work (owner writes)
     // Owner-thread state.
     bool searching = false;
     std::uint32_t tick = 0;
@@ -65,7 +73,9 @@ struct pool_core {
     void worker_main(worker* self);
     task_node* find_work(worker* self);
     task_node* steal(worker* self);
-    bool take_from_global(worker* self, task_node*& out);
+    task_node* steal_from_outboxes(worker* self);
+    bool take_from_global(worker* self, task_node*& out, std::size_t max);
+    std::size_t flush_outbox(worker* self);  // to the global queue; returns how many moved (caller notifies)
     bool any_work_visible() const noexcept;
     std::size_t queued() const noexcept;
     void run_item(worker* self, task_node* n);
@@ -77,6 +87,7 @@ struct pool_core {
     bool spawn_worker();
     bool quiescent() const noexcept;
     std::uint64_t completed_sum() const noexcept;
+    std::uint64_t sleeps_sum() const noexcept;
     void wait_idle();
     void begin_blocking(worker* w);
     void end_blocking(worker* w);

@@ -1,19 +1,40 @@
 // contend::thread_pool: posting, the worker loop, waking and retiring workers.
 //
 // Waking without a herd (after Tokio's "searching" workers; see docs/references.md,
-// tokio-scheduler): a worker that runs out of local work becomes a searcher (it spins over
-// the queues for a short while); a post wakes a sleeping worker only when no worker is
+// tokio-scheduler): a worker that runs out of local work becomes a searcher (it polls the
+// queues for a short while); a post wakes a sleeping worker only when no worker is
 // searching, and the woken worker starts as a searcher, so a burst of posts wakes one
 // thread, which wakes the next when it finds work, and so on: at most one wake-up per item
-// found, none for items a spinning worker takes.
+// found, none for items a polling worker takes.
 //
-// Why no wake-up is lost: a worker about to sleep pushes itself on the idle stack, stops
-// searching (an RMW on `searching`), issues a full fence and looks at the queues once more;
-// a poster pushes its item, issues a full fence, and reads `searching` and the idle count.
-// With both fences seq_cst, either the worker's last look sees the item, or the poster sees
-// the worker (idle, or still searching, in which case that worker's last look sees it).
-#include <pthread.h>
-#include <sched.h>
+// Outboxes: a worker's post() goes to its own outbox (src/pool/outbox.hpp), not straight to
+// the global queue, so that a worker posting one item per item run does not move the
+// queue's lock line between CPUs per item. The outbox moves to the global queue in one lock
+// hold: when it is full (outbox_capacity), when its worker runs out of other work (before
+// it takes from the global queue, in the same lock hold), every global_check_interval items
+// its worker runs, and before its worker blocks (blocking_scope) or retires. Meanwhile its
+// items are not hidden: idle workers look in outboxes as in deques, and take half of one
+// (steal_from_outboxes). So no worker idles while an item waits in an outbox; what an
+// outbox delays is an item's place in the global FIFO, by at most 32 of its worker's posts
+// or 61 items its worker runs (docs/design/pool.md has the numbers and the history).
+//
+// Why no wake-up is lost. The places a worker looks for work are the time-sensitive and the
+// global queues, every worker's deque and every worker's outbox; any_work_visible() reads
+// them all. A worker about to sleep pushes itself on the idle stack, stops searching (an RMW
+// on `searching`), issues a full fence and looks at all of them once more. A thread that
+// makes an item visible in any of them (a post, and also a move: an outbox emptied into the
+// global queue, a share of the global queue or of an outbox pushed on a deque, a retiring
+// worker's hand-back) issues a full fence after it and reads `searching` and the idle count
+// (notify()). With both fences seq_cst, either the worker's last look sees the item, or the
+// poster sees the worker (idle, and wakes one; or still searching, and that worker's last
+// look sees it). An item is out of sight only while one worker holds it: running it (then
+// that worker looks again when it is done) or moving it (then the move notifies, as above).
+// Besides, a worker that searches, sleeps or has retired has an empty outbox: it emptied
+// it on the way (take_from_global runs before a worker finds nothing; try_retire flushes),
+// and only its owner puts items in one; a worker in a blocking_scope flushed it on the way
+// in and posts to the global queue while inside.
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,8 +43,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "contend/cpu_relax.hpp"
 #include "contend/internal/thread_id.hpp"
+#include "platform/spin_wait.hpp"
 #include "pool/pool_core.hpp"
 
 namespace contend {
@@ -32,11 +53,14 @@ namespace {
 
 thread_local worker* current_worker = nullptr;
 
-// A worker that found nothing spins this many rounds (each a few pauses and a look at every
-// queue) before it sleeps: about 20-50 us here, long enough to catch the next item of a
-// steady stream without a wake-up, short enough that an idle pool sleeps at once.
-constexpr int idle_spin_rounds = 64;
-constexpr int pauses_per_round = 32;
+// A worker that found nothing polls every queue for this long before it sleeps (a look
+// every ~250 ns, the CPU yielded every yield_interval(): platform/spin_wait.hpp). 50 us: a
+// sleep costs the next poster a futex wake and this worker 16 to 19 us to run again (both
+// 2-CPU VMs), so polling about a round trip's worth catches the next item of a steady
+// stream without either, at most doubling what a sleep would have cost when none comes;
+// and it is about what the old loop of 64 x 32 pauses lasted (47 us on the AMD VM, 27 to
+// 63 us on the Intel one), against which the pool suite was measured. docs/design/pool.md.
+constexpr auto idle_poll_budget = std::chrono::microseconds(50);
 // A sleeping worker above min_threads retires after this long without work.
 constexpr auto idle_retire_after = std::chrono::seconds(5);
 // Tokio and Go look at the global queue first every 61st item (docs/references.md,
@@ -148,8 +172,10 @@ void pool_core::shutdown() {
     task_node* n = nullptr;
     while (urgent.pop(n)) n->discard(n);
     while (global.pop(n)) n->discard(n);
-    for (auto& w : workers)
+    for (auto& w : workers) {
         while (w->deque.pop(n)) n->discard(n);
+        while (w->outbox.take(&n, 1) == 1) n->discard(n);
+    }
 }
 
 std::size_t pool_core::target_threads() const noexcept {
@@ -204,8 +230,15 @@ void pool_core::post(task_node* n, bool local) {
     if (w != nullptr && w->core == this) {
         // A worker counts its own posts: one writer, no locked instruction.
         w->posted->store(w->posted->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        if (local) w->deque.push(n);
-        else global.push(n);
+        if (local) {
+            w->deque.push(n);
+        } else if (w->blocking_depth > 0) {
+            global.push(n);  // it is about to block, or blocked already: no outbox to wait in
+        } else if (!w->outbox.push(n)) {
+            // Full: the outbox goes to the global queue in one lock hold, this item last.
+            flush_outbox(w);
+            w->outbox.push(n);  // room now: only this thread pushes
+        }
     } else {
         posted[compact_thread_id() % post_stripes]->fetch_add(1, std::memory_order_relaxed);
         global.push(n);
@@ -236,7 +269,7 @@ std::size_t pool_core::queued() const noexcept {
     std::size_t n = global.size() + urgent.size();
     const std::size_t used = slots_used.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < used; ++i)
-        if (worker* w = slots[i].load(std::memory_order_acquire)) n += w->deque.size();
+        if (worker* w = slots[i].load(std::memory_order_acquire)) n += w->deque.size() + w->outbox.size();
     return n;
 }
 
@@ -244,7 +277,8 @@ bool pool_core::any_work_visible() const noexcept {
     if (!global.empty() || !urgent.empty()) return true;
     const std::size_t used = slots_used.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < used; ++i)
-        if (worker* w = slots[i].load(std::memory_order_acquire); w && !w->deque.empty()) return true;
+        if (worker* w = slots[i].load(std::memory_order_acquire); w && (!w->deque.empty() || !w->outbox.empty()))
+            return true;
     return false;
 }
 
@@ -274,29 +308,65 @@ task_node* pool_core::steal(worker* self) {
     return nullptr;
 }
 
-bool pool_core::take_from_global(worker* self, task_node*& out) {
-    // Take a share of the global queue at once (Go's runtime takes len/workers + 1, up to
-    // half its local queue): one lock hold for several items, and the rest sit in this
-    // worker's deque where idle workers can steal them.
-    const std::size_t len = global.size();
-    if (len == 0) return false;
+std::size_t pool_core::flush_outbox(worker* self) {
+    task_node* batch[outbox_capacity];
+    const std::size_t n = self->outbox.take(batch, outbox_capacity);
+    global.push_batch(batch, n);
+    return n;
+}
+
+bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max) {
+    // This worker's outbox goes in first, in the same lock hold: its posts join the queue
+    // before it takes from it, and a worker that runs dry pays one lock hold for both.
+    // Then a share of the queue (Go's runtime takes len/workers + 1, up to half its local
+    // queue): the rest sit in this worker's deque, where idle workers can steal them.
+    task_node* mine[outbox_capacity];
+    const std::size_t flushed = self->outbox.take(mine, outbox_capacity);
     const std::size_t workers_now = std::max<std::size_t>(1, alive.load(std::memory_order_relaxed));
     task_node* batch[global_batch_max];
-    const std::size_t want = std::min(global_batch_max, len / workers_now + 1);
-    const std::size_t got = global.pop_batch(batch, want);
+    const std::size_t got =
+        global.push_and_pop_share(mine, flushed, batch, workers_now, std::min(max, global_batch_max));
     if (got == 0) return false;
     out = batch[0];
     for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);  // LIFO pops them in FIFO order
-    if (got > 1) notify();
+    // Items that moved (out of the outbox into the global queue, out of the queue into the
+    // deque) were out of sight on the way: say so as a post would (top of the file).
+    if (got > 1 || (flushed > 0 && !global.empty())) notify();
     return true;
+}
+
+task_node* pool_core::steal_from_outboxes(worker* self) {
+    // Half of the first outbox found with items, the oldest first (Go's runqsteal takes
+    // half too): the owner keeps the rest, and a few steals even out two busy workers.
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    if (used <= 1) return nullptr;
+    const std::size_t start = next_random(self->rng) % used;
+    for (std::size_t k = 0; k < used; ++k) {
+        worker* v = slots[(start + k) % used].load(std::memory_order_acquire);
+        if (v == nullptr || v == self) continue;
+        const std::size_t len = v->outbox.size();
+        if (len == 0) continue;
+        task_node* batch[outbox_capacity];
+        const std::size_t got = v->outbox.take(batch, (len + 1) / 2);
+        if (got == 0) continue;
+        for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);
+        if (got > 1) notify();
+        self->steals.store(self->steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return batch[0];
+    }
+    return nullptr;
 }
 
 task_node* pool_core::find_work(worker* self) {
     task_node* n = nullptr;
     if (!urgent.empty() && urgent.pop(n)) return n;
-    if (++self->tick % global_check_interval == 0 && global.pop(n)) return n;
+    // Every 61st item the global queue's head first, this worker's outbox flushed into it
+    // on the way: so neither two items posting each other locally nor a long run of local
+    // work keeps this worker from the global queue, or its posts out of it, for long.
+    if (++self->tick % global_check_interval == 0 && take_from_global(self, n, 1)) return n;
     if (self->deque.pop(n)) return n;
-    if (take_from_global(self, n)) return n;
+    if (take_from_global(self, n, global_batch_max)) return n;
+    if (task_node* stolen = steal_from_outboxes(self)) return stolen;
     return steal(self);
 }
 
@@ -347,7 +417,7 @@ bool pool_core::try_retire(worker* self) {
         if (alive.compare_exchange_weak(a, a - 1, std::memory_order_relaxed)) {
             // Hand back what this worker still owns; thieves may race for it, which is fine.
             task_node* n = nullptr;
-            bool moved = false;
+            bool moved = flush_outbox(self) > 0;
             while (self->deque.pop(n)) {
                 global.push(n);
                 moved = true;
@@ -361,6 +431,9 @@ bool pool_core::try_retire(worker* self) {
 
 void pool_core::worker_main(worker* self) {
     current_worker = self;
+#ifdef __linux__
+    self->os_tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+#endif
     set_current_thread_name(worker_name(options.name, self->index));
     if (options.on_thread_start) options.on_thread_start(self->index);
     for (;;) {
@@ -384,11 +457,8 @@ void pool_core::worker_main(worker* self) {
             searching->fetch_add(1, std::memory_order_seq_cst);
         }
         bool found = false;
-        for (int round = 0; round < idle_spin_rounds && !found; ++round) {
-            for (int i = 0; i < pauses_per_round; ++i) cpu_relax();
-            found = any_work_visible();
-            if (round % 16 == 15) sched_yield();  // share the CPU with a producer on a small machine
-        }
+        spin_wait poll(idle_poll_budget);
+        while (!found && poll.pause()) found = any_work_visible();
         if (found) continue;
 
         // Sleep. See the top of the file for why this order loses no wake-up.
@@ -403,6 +473,7 @@ void pool_core::worker_main(worker* self) {
             }
             continue;
         }
+        self->sleeps.store(self->sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         if (self->idle.wake.wait_for(idle_retire_after)) {
             self->searching = true;
             continue;
@@ -428,6 +499,7 @@ void pool_core::worker_main(worker* self) {
         searching->fetch_sub(1, std::memory_order_seq_cst);
     }
     if (options.on_thread_stop) options.on_thread_stop(self->index);
+    self->os_tid.store(0, std::memory_order_relaxed);
     current_worker = nullptr;
     self->alive.store(false, std::memory_order_release);
 }
@@ -453,6 +525,14 @@ std::uint64_t pool_core::completed_sum() const noexcept {
     return done;
 }
 
+std::uint64_t pool_core::sleeps_sum() const noexcept {
+    std::uint64_t n = 0;
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i)
+        if (worker* w = slots[i].load(std::memory_order_acquire)) n += w->sleeps.load(std::memory_order_relaxed);
+    return n;
+}
+
 void pool_core::wait_idle() {
     idle_waiters.fetch_add(1, std::memory_order_seq_cst);
     while (!quiescent()) {
@@ -474,6 +554,9 @@ void pool_core::adjust_goal(std::size_t to, const char* reason, double throughpu
 void pool_core::begin_blocking(worker* w) {
     if (w->blocking_depth++ > 0) return;
     blocked.fetch_add(1, std::memory_order_relaxed);
+    // Its outbox to the global queue, in order: idle workers could steal from it, but the
+    // global queue is where a worker that wakes or starts for the work looks first.
+    if (flush_outbox(w) > 0) notify();
     // Another worker now, not at the gate's next tick: wake a sleeper if there is one
     // (it will find the queued work), else start a thread if the target allows.
     if (queued() > 0) {
@@ -537,7 +620,12 @@ bool thread_pool::work_waiting() const noexcept {
     const auto& core = *core_;
     if (!core.global.empty() || !core.urgent.empty()) return true;
     const internal::worker* w = internal::current_worker;
-    return w != nullptr && w->core == core_.get() && !w->deque.empty();
+    if (w != nullptr && w->core == core_.get()) return !w->deque.empty() || !w->outbox.empty();
+    // Off the pool: the workers' outboxes hold items posted to the global queue too.
+    const std::size_t used = core.slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i)
+        if (internal::worker* o = core.slots[i].load(std::memory_order_acquire); o && !o->outbox.empty()) return true;
+    return false;
 }
 
 void thread_pool::wait_idle() {
@@ -563,6 +651,8 @@ thread_pool_stats thread_pool::stats() const {
     }
     s.idle = s.threads - s.active;
     s.global_queue_length = c.global.size() + c.urgent.size();
+    for (std::size_t i = 0; i < used; ++i)
+        if (internal::worker* w = c.slots[i].load(std::memory_order_acquire)) s.global_queue_length += w->outbox.size();
     s.starvation_injections = c.starvation_injections.load(std::memory_order_relaxed);
     s.hill_climbing_adjustments = c.adjustments.load(std::memory_order_relaxed);
     s.last_throughput = c.last_throughput.load(std::memory_order_relaxed);
