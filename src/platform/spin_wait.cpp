@@ -60,11 +60,11 @@ std::chrono::nanoseconds yield_interval() noexcept {
 }
 
 spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
-    : start_(clock::now()),
-      last_yield_(start_),
-      budget_(budget),
+    : budget_(budget),
       interval_(yield_interval()),
-      relaxes_per_step_(relaxes_for(step)) {}
+      relaxes_per_step_(relaxes_for(step)),
+      start_(clock::now()),
+      last_yield_(start_) {}
 
 namespace {
 // Whether this thread's last yield gave its CPU to another thread (it took longer than a

@@ -57,11 +57,13 @@ public:
     std::uint32_t yields() const noexcept { return yields_; }
 
 private:
-    clock::time_point start_;
-    clock::time_point last_yield_;
+    // In this order: the first poll of a process measures the pause and the yield (about
+    // 20 us) while these are computed, and the budget starts only after that.
     std::chrono::nanoseconds budget_;
     std::chrono::nanoseconds interval_;
     std::uint32_t relaxes_per_step_;
+    clock::time_point start_;
+    clock::time_point last_yield_;
     std::uint32_t yields_ = 0;
 };
 
