@@ -22,6 +22,7 @@
 #include "compare/history_series.hpp"
 #include "compare/html_page.hpp"
 #include "harness/cell_runner.hpp"
+#include "harness/cotenant.hpp"
 #include "harness/disasm.hpp"
 #include "harness/machine.hpp"
 #include "harness/runner.hpp"
@@ -75,6 +76,8 @@ struct bench_args {
     std::string db_path = ".contend/history.db";
     bool no_history = false;
     bool deadline_given = false;
+    std::string busy_loops, busy_nice;  // as given, read by parse_small_integer
+    bool busy_loops_given = false, busy_nice_given = false;
     lab::bench_options options;
 };
 
@@ -91,6 +94,16 @@ std::vector<std::int32_t> parse_workers(const std::string& text) {
     if (workers.empty() || text.back() == ',')
         throw std::invalid_argument("--workers: an empty item in '" + text + "'");
     return workers;
+}
+
+// A count or a nice level, in decimal as a person writes it: "010" is not 8, "0x10" not 16,
+// and a sign is allowed only where the value may be negative. The range is checked later,
+// with the other settings (check_cotenant).
+std::int32_t parse_small_integer(const char* option, const std::string& text, bool may_be_negative) {
+    const std::string digits = may_be_negative && !text.empty() && text[0] == '-' ? text.substr(1) : text;
+    if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument(std::string(option) + ": '" + text + "' is not a whole number in decimal");
+    return static_cast<std::int32_t>(std::stol(text));
 }
 
 int list_suites() {
@@ -113,6 +126,12 @@ int run_bench(bench_args& a) {
     if (!a.deadline_given) o.harness.deadline_s = a.full ? full_deadline_s : default_deadline_s;
     if (!a.workers.empty()) o.workers = parse_workers(a.workers);
     if (a.quick && o.workers.empty()) o.workers = {1, 2};
+    if (a.busy_loops_given) o.harness.cotenant.busy_loops = parse_small_integer("--busy-loops", a.busy_loops, false);
+    if (a.busy_nice_given) {
+        o.harness.cotenant.busy_nice = parse_small_integer("--busy-nice", a.busy_nice, true);
+        if (o.harness.cotenant.busy_loops == 0)
+            throw std::invalid_argument("--busy-nice sets the nice level of the busy loops: give --busy-loops N too");
+    }
 
     // Everything that can fail is checked before the first cell: the plan, every output
     // path, that no output is another output, and that the history can take the run.
@@ -157,7 +176,7 @@ int run_bench(bench_args& a) {
     text << "contend bench: suite " << plan.chosen_suite->name << " on " << c.cpu_model << " (" << c.logical_cpus
          << " CPUs, using " << c.cpu_list << "), timer slack " << c.timer_slack_ns << " ns, 1 ns nanosleep takes "
          << c.nanosleep_1ns_us << " us, wait backend " << c.wait_backend << ", peers built in: " << lab::peers_found()
-         << "\n";
+         << ", co-tenant: " << lab::describe_cotenant(c.busy_loops, c.busy_nice, c.one_cpu) << "\n";
     if (!run.cells.empty()) text << lab::to_table(run);
 
     const int stopped_by = stop_signal.load();
@@ -527,6 +546,13 @@ int main(int argc, char** argv) {
     bench->add_flag("--no-history", a.no_history, "Do not append the run to the history database");
     bench->add_option("--label", o.label, "Label for the run (default: git describe)");
     bench->add_flag("--in-process", o.in_process, "Run cells in this process (no protection against hangs)");
+    bench->add_flag("--one-cpu", o.harness.cotenant.one_cpu,
+                    "Run every thread of each cell (workers, a pool's or a pipe's own threads, a server and wrk, "
+                    "the busy loops) on one CPU, the first this process may use; takes no --pin");
+    bench->add_option("--busy-loops", a.busy_loops,
+                      "Run N background busy-loop processes beside each cell (0..64), started before its first "
+                      "repetition and killed after its last (default 0)");
+    bench->add_option("--busy-nice", a.busy_nice, "Nice level of the busy loops, -20..19 (default 19)");
     bench->add_flag("--interleave", o.interleave,
                     "Run the repetitions in rounds, one of every row per round, so that the rows compared sample "
                     "the same stretches of time (the server suite always does)");
@@ -615,6 +641,8 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : exit_usage;
     }
     a.deadline_given = bench->count("--deadline") > 0;
+    a.busy_loops_given = bench->count("--busy-loops") > 0;
+    a.busy_nice_given = bench->count("--busy-nice") > 0;
     install_stop_handlers();
     const std::string command = app.get_subcommands().front()->get_name();
     try {

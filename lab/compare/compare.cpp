@@ -74,6 +74,22 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
     }
     if (!std::isnan(r.p_value) && (r.base_samples < few_samples || r.test_samples < few_samples))
         r.reason += "; fewer than 9 repetitions a side: the test is weak";
+    const modes base_modes = find_modes(b.samples_ns), test_modes = find_modes(t.samples_ns);
+    r.base_modal = b.flagged_modal || base_modes.modal;
+    r.test_modal = t.flagged_modal || test_modes.modal;
+    if ((r.verdict == compare_verdict::regression || r.verdict == compare_verdict::improvement) &&
+        (r.base_modal || r.test_modal)) {
+        const auto side = [](const char* which, const modes& m) {
+            const std::string groups = describe_modes(m);
+            return std::string(which) + (groups.empty() ? " was flagged modal when measured" : ": " + groups);
+        };
+        std::string sides;
+        if (r.base_modal) sides = side("the baseline", base_modes);
+        if (r.test_modal) sides += (sides.empty() ? "" : "; ") + side("the test", test_modes);
+        r.verdict = compare_verdict::noisy;
+        r.reason = "past the threshold (p " + format_p(r.p_value) +
+                   "), but the repetitions fall into separate modes, so a median is not one figure (" + sides + ")";
+    }
     if (edge) {
         r.edge_checked = true;
         r.edge = edge->state;
@@ -270,7 +286,8 @@ std::string format_p(double p) {
 std::string comparison_rules(const comparison& c) {
     std::string s = "Rules: a change counts when Test/Base is past " + format_percent(c.options.threshold) +
                     ", the medians differ by at least " + format_fixed(c.options.noise_floor_ns, 2) +
-                    " ns, and a two-sided Mann-Whitney U test gives p < " + format_p(c.options.alpha) + ".";
+                    " ns, and a two-sided Mann-Whitney U test gives p < " + format_p(c.options.alpha) +
+                    ", unless a side's repetitions fall into separate modes (then no median is one figure).";
     if (c.edges_checked)
         s += " From a history, also: a change point of the benchmark's series over the runs falls between the two "
              "(E-divisive means, p < " +
@@ -325,9 +342,10 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
     verdict_tables(md, c, compare_verdict::improvement, "Improvements");
     md += c.edges_checked
               ? "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, samples that "
-                "overlap, or no change point in the history between the two runs):\n\n"
-              : "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, or samples "
-                "that overlap):\n\n";
+                "overlap, a side whose repetitions fall into separate modes, or no change point in the history "
+                "between the two runs):\n\n"
+              : "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, samples "
+                "that overlap, or a side whose repetitions fall into separate modes):\n\n";
     bool any_noisy = false;
     for (const auto& r : c.rows) {
         if (r.verdict != compare_verdict::noisy) continue;
@@ -367,6 +385,8 @@ std::string comparison_to_json(const comparison& c) {
                         {"p_value", num(r.p_value)},
                         {"baseline_spread", num(r.base_spread)},
                         {"test_spread", num(r.test_spread)},
+                        {"baseline_modal", r.base_modal},
+                        {"test_modal", r.test_modal},
                         {"verdict", to_string(r.verdict)},
                         {"reason", r.reason}});
         if (r.edge_checked) {

@@ -11,7 +11,9 @@
 //     repetitions on a side nothing can be tested; with fewer than 9 the test is weak and
 //     the row says so.
 // A row past the thresholds but not significant is "noisy", not a change; a row within
-// them is "same".
+// them is "same". So is a change of a side whose repetitions fall into separate modes
+// (harness/statistics.hpp): the median of such a side is one mode's or between them, and
+// the U test cannot tell a move of the figure from a different mix of the modes.
 // With a history (contend compare --db), a fourth test: the edge detector
 // (compare/edge_detector.hpp). A significant row whose benchmark's series shows no change
 // point between the two runs, although it has enough runs on each side to show one, is
@@ -49,6 +51,9 @@ struct compare_row {
     double p_value = std::numeric_limits<double>::quiet_NaN();  // NaN: not tested
     double base_spread = std::numeric_limits<double>::quiet_NaN();  // IQR / median; NaN below 2 samples
     double test_spread = std::numeric_limits<double>::quiet_NaN();
+    // A side whose repetitions fall into separate modes (find_modes, harness/statistics.hpp, or
+    // the lab's flag on the cell): its median is not one figure, so a change is noisy.
+    bool base_modal = false, test_modal = false;
     compare_verdict verdict = compare_verdict::same;
     std::string reason;  // why this verdict, in words
     // The history's word (compare --db only; edge_checked false otherwise).

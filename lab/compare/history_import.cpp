@@ -110,6 +110,7 @@ imported_run from_google_benchmark(std::string_view text, const std::string& sou
             cell.median_ns = s.median_ns;
             cell.p25_ns = quantile(s.samples_ns, 0.25);
             cell.p75_ns = quantile(s.samples_ns, 0.75);
+            cell.modal = find_modes(s.samples_ns).modal;
         }
         cell.cpu_ns_per_op = not_measured;  // a series carries wall time only
         const std::string name = cell.name();

@@ -64,6 +64,7 @@ comparison_input comparison_input_from_runs(const std::vector<stored_run>& runs,
         s.samples_ns = cell.ns_per_op;
         s.median_ns = cell.median_ns;
         if (s.samples_ns.empty()) s.note = "no samples: the run's median";
+        s.flagged_modal = cell.modal;
         in.benchmarks.push_back(std::move(s));
     }
     return in;

@@ -389,10 +389,11 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
     builder.verdict_section(out, compare_verdict::improvement, "Improvements", "improvement");
 
     out += c.edges_checked ? "<h2>Noisy</h2>\n<p class=\"note\">Past the thresholds but not shown to differ (too few "
-                             "repetitions, samples that overlap, or no change point in the history between the two "
-                             "runs).</p>\n"
+                             "repetitions, samples that overlap, a side whose repetitions fall into separate modes, "
+                             "or no change point in the history between the two runs).</p>\n"
                            : "<h2>Noisy</h2>\n<p class=\"note\">Past the thresholds but not shown to differ (too few "
-                             "repetitions, or samples that overlap).</p>\n";
+                             "repetitions, samples that overlap, or a side whose repetitions fall into separate "
+                             "modes).</p>\n";
     std::string noisy;
     for (const auto& r : c.rows)
         if (r.verdict == compare_verdict::noisy)

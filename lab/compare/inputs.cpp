@@ -206,6 +206,7 @@ void read_lab_rows(const json& rows, comparison_input& in) {
         } else {
             s.median_ns = median(s.samples_ns);
         }
+        s.flagged_modal = cell.modal;
         in.benchmarks.push_back(std::move(s));
     }
 }

@@ -59,6 +59,9 @@ struct benchmark_series {
     // mean aggregate when there is no median (and `note` says so).
     double median_ns = 0;
     std::string note;  // "" or how median_ns was found: "aggregates only: median"
+    // The lab flagged the cell modal when it measured it (cell_result::modal). compare also
+    // applies the rule to samples_ns itself, for every format.
+    bool flagged_modal = false;
 };
 
 // A lab cell left out because it is not valid.

@@ -34,6 +34,10 @@ cell_result failed_cell(const cell_settings& s, std::string status, std::string 
     } catch (const std::invalid_argument&) {
         c.contender = s.contender;
     }
+    // Named as run_cell names it: with the run's co-tenant, so that a cell that crashed beside
+    // busy loops is the same series as the cells that did not.
+    const param_list added = added_cotenant_params(c.params, s.harness.cotenant);
+    c.params.insert(c.params.end(), added.begin(), added.end());
     c.workers = s.workers;
     c.status = std::move(status);
     c.detail = std::move(detail);
@@ -72,6 +76,9 @@ nlohmann::json settings_to_json(const cell_settings& s) {
             {"time_to_stop_s", h.time_to_stop_s},
             {"deadline_s", h.deadline_s},
             {"pin", h.pin},
+            {"busy_loops", h.cotenant.busy_loops},
+            {"busy_nice", h.cotenant.busy_nice},
+            {"one_cpu", h.cotenant.one_cpu},
             {"burn_per_us", s.burn_per_us},
             {"parent_pid", s.parent_pid}};
 }
@@ -90,6 +97,9 @@ cell_settings settings_from_json(const nlohmann::json& j) {
         h.time_to_stop_s = j.at("time_to_stop_s").get<double>();
         h.deadline_s = j.at("deadline_s").get<double>();
         h.pin = j.at("pin").get<std::string>();
+        h.cotenant.busy_loops = j.at("busy_loops").get<std::int32_t>();
+        h.cotenant.busy_nice = j.at("busy_nice").get<std::int32_t>();
+        h.cotenant.one_cpu = j.at("one_cpu").get<bool>();
         s.burn_per_us = j.at("burn_per_us").get<double>();
         s.parent_pid = j.at("parent_pid").get<std::int64_t>();
         return s;

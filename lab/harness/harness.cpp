@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -24,6 +27,13 @@ double thread_cpu_ns() {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+// Milliseconds as a reader wants them: "37.5", "96", "3".
+std::string ms_text(double ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", ns / 1e6);
+    return text;
 }
 
 // Pins the calling thread to `cpus` and reads the mask back. Returns "" when the mask
@@ -140,6 +150,17 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     std::vector<std::uint64_t> snapshot(static_cast<std::size_t>(workers), 0);
     std::vector<std::uint64_t> at_time(static_cast<std::size_t>(workers), 0);
     bool read_at_time = false;
+    // Whether each worker has begun to run since the gate opened, and, at each reading of the
+    // progress, when it was taken and how many had not: the fairness rule's evidence.
+    const auto started = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(workers));
+    const auto not_started = [&] {
+        std::int32_t n = 0;
+        for (std::int32_t k = 0; k < workers; ++k) n += started[static_cast<std::size_t>(k)].load() ? 0 : 1;
+        return n;
+    };
+    double snapshot_ns = 0, at_time_ns = 0;
+    std::int32_t snapshot_not_started = 0, at_time_not_started = 0;
+    steady::time_point t0;
     std::vector<std::uint64_t> completed(static_cast<std::size_t>(workers), 0);
     std::vector<double> cpu(static_cast<std::size_t>(workers), 0);
     std::vector<std::string> pin_errors(static_cast<std::size_t>(workers));
@@ -165,6 +186,7 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
                 cv.notify_all();
             }
             open.wait(false);
+            started[idx].store(true);
             const double cpu0 = thread_cpu_ns();
             completed[idx] = w.run(i, ops_per_worker, stop, progress);
             cpu[idx] = thread_cpu_ns() - cpu0;
@@ -173,6 +195,8 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
                 for (std::size_t k = 0; k < snapshot.size(); ++k)
                     snapshot[k] = progress[k].value.load(std::memory_order_relaxed);
                 snapshot[idx] = completed[idx];
+                snapshot_ns = std::chrono::duration<double, std::nano>(now - t0).count();
+                snapshot_not_started = not_started();
             }
             std::lock_guard lk(m);
             last_finish = std::max(last_finish, now);
@@ -180,7 +204,6 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
             cv.notify_all();
         });
     }
-    steady::time_point t0;
     {
         std::unique_lock lk(m);
         cv.wait(lk, [&] { return arrived == workers; });
@@ -200,6 +223,8 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
             !cv.wait_until(lk, after(fairness_at_s), [&] { return finished == workers; })) {
             for (std::size_t k = 0; k < at_time.size(); ++k)
                 at_time[k] = progress[k].value.load(std::memory_order_relaxed);
+            at_time_ns = std::chrono::duration<double, std::nano>(steady::now() - t0).count();
+            at_time_not_started = not_started();
             read_at_time = true;
         }
         if (!cv.wait_until(lk, deadline, [&] { return finished == workers; })) {
@@ -222,7 +247,54 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
     result.check = w.check(completed);
     result.per_worker = completed;
     result.progress_for_fairness = read_at_time ? std::move(at_time) : std::move(snapshot);
+    result.fairness_read_ns = read_at_time ? at_time_ns : snapshot_ns;
+    result.not_started_at_reading = read_at_time ? at_time_not_started : snapshot_not_started;
     return result;
+}
+
+double fairness_needed_ns(std::int32_t workers, std::size_t cpus) {
+    const auto per_cpu = (static_cast<std::size_t>(std::max(workers, 1)) + std::max<std::size_t>(cpus, 1) - 1) /
+                         std::max<std::size_t>(cpus, 1);
+    return static_cast<double>(per_cpu) * scheduler_slice_ns;
+}
+
+void fairness_evidence::add(double read_ns, std::int32_t not_started) {
+    earliest_ns = repetitions++ == 0 ? read_ns : std::min(earliest_ns, read_ns);
+    if (!(read_ns >= needed_ns)) {
+        ++read_early;
+    } else if (not_started > 0) {
+        ++with_unstarted;
+        most_unstarted = std::max(most_unstarted, not_started);
+        unstarted_read_ns = read_ns;
+    }
+}
+
+std::string fairness_evidence::reason(std::int32_t workers, std::size_t cpus) const {
+    if (repetitions == 0) return "no repetition read the shares";
+    if (read_early > 0) {
+        const auto per_cpu = static_cast<long long>(std::llround(needed_ns / scheduler_slice_ns));
+        const std::string need = std::to_string(workers) + " workers on " + std::to_string(cpus) +
+                                 (cpus == 1 ? " CPU" : " CPUs") + " need the shares read at least " +
+                                 ms_text(needed_ns) + " ms into a repetition (" + std::to_string(per_cpu) +
+                                 " a CPU x a " + ms_text(scheduler_slice_ns) +
+                                 " ms scheduler slice) for the scheduler to have run each";
+        if (!(planned_ns >= needed_ns)) {
+            const auto min_time_ms = static_cast<long long>(std::ceil(needed_ns / fairness_window / 1e6));
+            return need + ", and these were read " + ms_text(planned_ns) +
+                   " ms in (3/4 of --min-time): a worker at 0 may only have waited for a CPU (--min-time " +
+                   std::to_string(min_time_ms) + " or more measures them)";
+        }
+        return need + ", and in " + std::to_string(read_early) + " of " + std::to_string(repetitions) +
+               " repetitions every worker finished before that, the shares read at the first finish (" +
+               ms_text(earliest_ns) +
+               " ms in): a worker at 0 may only have waited for a CPU (a longer --min-time helps)";
+    }
+    if (with_unstarted > 0)
+        return "in " + std::to_string(with_unstarted) + " of " + std::to_string(repetitions) + " repetitions, " +
+               std::to_string(most_unstarted) + " of the " + std::to_string(workers) +
+               " workers had not run yet when the shares were read (" + ms_text(unstarted_read_ns) +
+               " ms in): the scheduler had not run every worker";
+    return "";
 }
 
 std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns, bool may_shrink) {
@@ -252,11 +324,14 @@ void summarize_samples(cell_result& cell) {
     cell.median_ns = median(cell.ns_per_op);
     cell.p25_ns = quantile(cell.ns_per_op, 0.25);
     cell.p75_ns = quantile(cell.ns_per_op, 0.75);
+    cell.modal = find_modes(cell.ns_per_op).modal;
 }
 
-cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
-                     const harness_options& options) {
-    if (c.measure_cell) return c.measure_cell(c, suite, workers, options);
+namespace {
+
+// Calibrates and runs the cell of a contender with a workload.
+cell_result measure_workload_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                                  const harness_options& options) {
     cell_result cell = new_cell(c, suite, workers);
     cell.has_fairness = c.is_lock && workers > 1;
     std::vector<std::vector<int>> cpus;
@@ -272,7 +347,8 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     std::sort(used.begin(), used.end());
     used.erase(std::unique(used.begin(), used.end()), used.end());
     cell.affinity = format_cpu_list(used);
-    cell.oversubscribed = workers > static_cast<std::int32_t>(used.empty() ? allowed_cpus().size() : used.size());
+    const std::size_t worker_cpus = used.empty() ? allowed_cpus().size() : used.size();
+    cell.oversubscribed = workers > static_cast<std::int32_t>(worker_cpus);
 
     auto workload = c.make();
     auto check = [&](const repetition_result& r) {
@@ -306,6 +382,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     cell.ops_per_worker = ops;
 
     std::vector<double> cpu_per_op, min_shares, max_shares;
+    fairness_evidence fairness{fairness_needed_ns(workers, worker_cpus), fairness_window * options.min_time_s * 1e9};
     std::vector<std::pair<std::string, std::vector<double>>> metric_samples;  // per name, per repetition
     double timed_ns = 0;
     for (std::int32_t rep = 0; rep < options.repetitions; ++rep) {
@@ -335,6 +412,7 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
             const auto [lo, hi] = std::minmax_element(r.progress_for_fairness.begin(), r.progress_for_fairness.end());
             min_shares.push_back(mean > 0 ? static_cast<double>(*lo) / mean : 0);
             max_shares.push_back(mean > 0 ? static_cast<double>(*hi) / mean : 0);
+            fairness.add(r.fairness_read_ns, r.not_started_at_reading);
         }
         ++cell.repetitions;
         timed_ns += r.wall_ns;
@@ -354,9 +432,47 @@ cell_result run_cell(const contender& c, const std::string& suite, std::int32_t 
     cell.cpu_ns_per_op = median(cpu_per_op);
     for (const auto& [name, samples] : metric_samples) cell.metrics.emplace_back(name, median(samples));
     if (cell.has_fairness) {
-        cell.min_share = median(min_shares);
-        cell.max_share = median(max_shares);
+        cell.fairness_reason = fairness.reason(workers, worker_cpus);
+        if (cell.fairness_reason.empty()) {
+            cell.min_share = median(min_shares);
+            cell.max_share = median(max_shares);
+        }
     }
+    return cell;
+}
+
+// When busy loops end by themselves, should nothing kill them: after the longest a cell can
+// last (every calibration step and every repetition at its deadline), with a margin.
+double busy_loop_bound_s(const harness_options& o) { return (40.0 + std::max(o.repetitions, 1)) * o.deadline_s + 10; }
+
+}  // namespace
+
+cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                     const harness_options& options) {
+    const cotenant_options co = effective_cotenant(c.cotenant, options.cotenant);
+    const param_list added = added_cotenant_params(c.params, options.cotenant);
+    const auto refused = [&](std::string status, std::string detail) {
+        cell_result cell = new_cell(c, suite, workers);
+        cell.params.insert(cell.params.end(), added.begin(), added.end());
+        cell.status = std::move(status);
+        cell.detail = std::move(detail);
+        return cell;
+    };
+    if (co.one_cpu && options.pin != "none")
+        return refused("affinity_mismatch", "--one-cpu puts every thread on one CPU: it takes no --pin");
+    // One CPU first, so that the busy loops, forked after, share it with the cell.
+    std::optional<one_cpu_scope> cpu;
+    std::optional<busy_loops> busy;
+    try {
+        if (co.one_cpu) cpu.emplace();
+        if (co.busy_loops > 0) busy.emplace(co.busy_loops, co.busy_nice, busy_loop_bound_s(options));
+    } catch (const std::exception& e) {
+        return refused("cotenant_failed", e.what());
+    }
+    cell_result cell =
+        c.measure_cell ? c.measure_cell(c, suite, workers, options) : measure_workload_cell(c, suite, workers, options);
+    cell.params.insert(cell.params.end(), added.begin(), added.end());
+    if (cpu && cell.affinity.empty()) cell.affinity = std::to_string(cpu->cpu());
     return cell;
 }
 

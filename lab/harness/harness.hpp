@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/cotenant.hpp"
 #include "harness/workload.hpp"
 #include "results/results.hpp"
 
@@ -40,6 +41,9 @@ struct harness_options {
     // spaced evenly over the allowed CPUs), or a CPU list such as "0-3,8" (every worker
     // gets that whole set).
     std::string pin = "none";
+    // What shares the machine with every cell (cotenant.hpp): one CPU, busy loops. A row of a
+    // suite may carry its own busy loops (contender::cotenant), which then take precedence.
+    cotenant_options cotenant;
     // Called after every repetition, calibration included (a child process uses it to
     // tell its parent it is still making progress).
     std::function<void()> on_repetition;
@@ -65,6 +69,8 @@ struct repetition_result {
     bool affinity_ok = true;
     std::string affinity_detail;
     std::vector<std::uint64_t> progress_for_fairness;  // per worker (see run_repetition)
+    double fairness_read_ns = 0;  // when progress_for_fairness was read, after the start
+    std::int32_t not_started_at_reading = 0;  // workers that had not begun to run by then
 };
 
 // One repetition: `workers` threads, `ops_per_worker` each. Blocks until every worker has
@@ -84,6 +90,36 @@ repetition_result run_repetition(workload& w, std::int32_t workers, std::uint64_
 // (every timed repetition runs the calibrated work, which lasted at least --min-time).
 inline constexpr double fairness_window = 0.75;
 
+// The fairness rule. A worker's share says how a lock served it only once the scheduler has
+// run every worker: before that, a worker at 0 waited for a CPU, not for the lock (64
+// workers on 2 CPUs read 37.5 ms in showed a least-served share of 0.00 for every lock,
+// std::mutex included). So a cell's shares are reported only when, in every timed repetition,
+//  - they were read at least fairness_needed_ns after the start: ceil(workers / CPUs)
+//    scheduler slices, the time the scheduler takes to give each runnable worker one slice
+//    when every worker is runnable; and
+//  - every worker had begun to run by then (observed: each marks its start past the gate).
+// Otherwise the shares are NaN and cell_result::fairness_reason says why. The slice is
+// Linux's default minimum slice at 8 CPUs or more, 0.75 ms x (1 + log2 8) (CFS's
+// sched_min_granularity, EEVDF's base_slice; 1.5 ms at 2 CPUs): the longest default, so
+// that the rule needs no debugfs read and holds on any machine.
+inline constexpr double scheduler_slice_ns = 3e6;
+double fairness_needed_ns(std::int32_t workers, std::size_t cpus);
+
+// What the timed repetitions of a cell say about its fairness reading: add() each
+// repetition's reading (when, after the start; how many workers had not run by then), then
+// reason() is "" when the shares may be reported and otherwise why not, in words, with the
+// --min-time that would measure them when the planned reading comes too early. The same
+// cause gives the same words, so that the table's footnote names it once.
+struct fairness_evidence {
+    double needed_ns;  // fairness_needed_ns of the cell
+    double planned_ns;  // when a repetition reads the shares: fairness_window x --min-time
+    std::int32_t repetitions = 0, read_early = 0, with_unstarted = 0, most_unstarted = 0;
+    double earliest_ns = 0, unstarted_read_ns = 0;
+
+    void add(double read_ns, std::int32_t not_started);
+    std::string reason(std::int32_t workers, std::size_t cpus) const;
+};
+
 // Calibration rule: after a repetition of `ops` per worker took `wall_ns`, the next
 // size to try, or 0 when `ops` is right. Too short: grow by the measured shortfall (plus
 // 20 %), at least 2x and at most 16x per step, so a noisy first step cannot overshoot
@@ -101,8 +137,8 @@ std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min
 // measure_cell start from it, so every cell names itself the same way.
 cell_result new_cell(const contender& c, const std::string& suite, std::int32_t workers);
 
-// Sets the cell's median and quartiles from its samples (ns_per_op), as every cell reports
-// them: run_cell, a contender's own measure_cell, and rows merged from rounds.
+// Sets the cell's median, quartiles and modal flag from its samples (ns_per_op), as every cell
+// reports them: run_cell, a contender's own measure_cell, and rows merged from rounds.
 void summarize_samples(cell_result& cell);
 
 // Calibrates and runs one cell in this process.

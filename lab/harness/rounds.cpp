@@ -58,8 +58,14 @@ cell_result merge_rounds(const std::vector<cell_result>& rounds) {
     }
     summarize_samples(cell);
     cell.cpu_ns_per_op = median_of_numbers(cpu);
-    cell.min_share = median_of_numbers(min_share);
-    cell.max_share = median_of_numbers(max_share);
+    // Fairness is reported only when every round's was (harness.hpp, fairness_needed_ns).
+    cell.fairness_reason.clear();
+    for (const auto& round : rounds) {
+        if (!round.valid()) break;
+        if (cell.fairness_reason.empty()) cell.fairness_reason = round.fairness_reason;
+    }
+    cell.min_share = cell.fairness_reason.empty() ? median_of_numbers(min_share) : not_measured;
+    cell.max_share = cell.fairness_reason.empty() ? median_of_numbers(max_share) : not_measured;
     if (cell.valid())
         for (const auto& [name, values] : metrics) cell.metrics.emplace_back(name, median_of_numbers(values));
     return cell;

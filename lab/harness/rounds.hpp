@@ -20,7 +20,8 @@ namespace contend::lab {
 
 // The cell of one row from its rounds, in order (at least one): the samples of every
 // valid round, their median and quartiles, the median of each per-repetition figure (CPU
-// per operation, fairness shares, and every metric by name, NaNs left out). A round that
+// per operation, fairness shares, and every metric by name, NaNs left out). The shares only
+// when every valid round measured them; otherwise the first round's reason why not. A round that
 // is not valid ends the row there: the cell takes its status, detail and metrics (the
 // failed repetition's figures), and its repetitions are the valid rounds before it.
 cell_result merge_rounds(const std::vector<cell_result>& rounds);

@@ -32,6 +32,16 @@ bench_plan plan_suite(const bench_options& o) {
         if (glob_match(o.contenders, c.name) || glob_match(o.contenders, c.id())) plan.contenders.push_back(&c);
     if (plan.contenders.empty())
         throw std::invalid_argument("no contender of '" + o.suite + "' matches '" + o.contenders + "'");
+    const cotenant_options& co = o.harness.cotenant;
+    if (co.busy_loops > 0) {
+        // A suite's busy-loop rows carry their own co-tenant; under the run's they would be the
+        // quiet rows again, under the same name.
+        std::erase_if(plan.contenders, [](const contender* c) { return c->cotenant.busy_loops > 0; });
+        if (plan.contenders.empty())
+            throw std::invalid_argument("--busy-loops: every contender matching '" + o.contenders +
+                                        "' is a busy-loop row of the suite, which runs its own busy loops; pick "
+                                        "its quiet rows");
+    }
 
     plan.workers = o.workers.empty() ? plan.chosen_suite->default_workers : o.workers;
     for (std::size_t i = 0; i < plan.workers.size(); ++i) {
@@ -55,6 +65,10 @@ bench_plan plan_suite(const bench_options& o) {
         h.time_to_stop_s < 0)
         throw std::invalid_argument("the spread and the time that end repetitions must be numbers >= 0");
     for (const auto w : plan.workers) (void)placement(h.pin, w);  // throws for a pin this process cannot use
+    if (co.one_cpu && h.pin != "none")
+        throw std::invalid_argument("--one-cpu puts every thread of a cell on one CPU (" +
+                                    std::to_string(one_cpu_choice()) + "): it cannot be combined with --pin " + h.pin);
+    check_cotenant(co);
     if (!is_printable_utf8(o.label))
         throw std::invalid_argument("the label must be printable UTF-8 (no control characters)");
     return plan;
@@ -68,6 +82,9 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
 
     run_result run;
     run.context = read_machine_context(o.label, format_cpu_list(allowed_cpus()));
+    run.context.busy_loops = o.harness.cotenant.busy_loops;
+    run.context.busy_nice = o.harness.cotenant.busy_loops > 0 ? o.harness.cotenant.busy_nice : 0;
+    run.context.one_cpu = o.harness.cotenant.one_cpu ? one_cpu_choice() : -1;
     const std::size_t total = plan.cell_count();
     std::size_t done = 0;
     // Contender ids that timed out, with the fewest workers they did at.
@@ -120,6 +137,8 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
                 skipped.suite = plan.chosen_suite->name;
                 skipped.contender = c->name;
                 skipped.params = c->params;
+                const param_list added = added_cotenant_params(c->params, o.harness.cotenant);
+                skipped.params.insert(skipped.params.end(), added.begin(), added.end());
                 skipped.workers = w;
                 skipped.operation = c->operation;
                 skipped.status = "skipped";

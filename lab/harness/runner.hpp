@@ -47,7 +47,9 @@ struct bench_plan {
 // std::invalid_argument saying what is wrong: an unknown suite, globs that match no
 // contender, worker counts out of 1..4096 or repeated, a repetition time or deadline
 // that is not a positive finite number, a repetition count out of 1..1000, a pin mode or
-// CPU list this process cannot use, a label that is not printable UTF-8.
+// CPU list this process cannot use, a co-tenant out of range or with a nice level this
+// process may not give, --one-cpu with a pin, a label that is not printable UTF-8. With the
+// run's own busy loops, the suite's busy-loop rows are left out of the plan.
 bench_plan plan_suite(const bench_options& options);
 
 struct run_hooks {

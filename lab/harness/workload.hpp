@@ -23,6 +23,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
+#include "harness/cotenant.hpp"
 #include "results/results.hpp"
 
 namespace contend::lab {
@@ -128,6 +129,9 @@ struct contender {
     std::function<cell_result(const contender& self, const std::string& suite, std::int32_t workers,
                               const harness_options& options)>
         measure_cell = {};
+    // What this row runs beside, besides the run's own co-tenant: a suite's busy-loop row
+    // (busy_loop_row in suites.hpp) carries its busy loops here and in its parameters.
+    cotenant_options cotenant = {};
 
     // Unique within a suite: the name plus "/key:value" per parameter (format_id).
     std::string id() const { return format_id(name, params); }

@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "harness/cotenant.hpp"
+#include "harness/statistics.hpp"
 #include "report/assets.hpp"
 #include "report/page_parts.hpp"
 #include "results/results_io.hpp"
@@ -112,6 +114,9 @@ void context_table(std::string& out, const report_source& source) {
         if (text.empty()) text = "(not known)";
         out += "<tr><th>" + escape_html(f.heading) + "</th><td>" + text + "</td></tr>\n";
     }
+    const machine_context& c = source.run.context;
+    out += "<tr><th>co-tenant</th><td>" + escape_html(describe_cotenant(c.busy_loops, c.busy_nice, c.one_cpu)) +
+           "</td></tr>\n";
     std::string suites;
     for (const auto& name : suites_of(source.run)) suites.append(suites.empty() ? "" : ", ").append(name);
     out += "<tr><th>suites</th><td>" + escape_html(suites) + "</td></tr>\n</table>\n";
@@ -148,6 +153,16 @@ void cells_table(std::string& out, const std::vector<const cell_result*>& cells)
                            (c->detail.empty() ? "" : ": " + escape_html(c->detail));
                 if (f.name == "workers" && c->oversubscribed)
                     text += "<span class=\"flag\" title=\"more workers than CPUs\">oversubscribed</span>";
+                if ((f.name == "min_share" || f.name == "max_share") && c->valid() && c->has_fairness && text.empty())
+                    text = "<span class=\"flag unmeasured\" title=\"" +
+                           escape_html(c->fairness_reason.empty() ? "no figure was recorded" : c->fairness_reason) +
+                           "\">not measured</span>";
+                if (f.name == "median_ns" && c->valid() && c->modal) {
+                    const std::string groups = describe_modes(find_modes(c->ns_per_op));
+                    text += "<span class=\"flag modal\" title=\"the repetitions fall into separate modes" +
+                            escape_html(groups.empty() ? std::string() : ": " + groups) +
+                            "; the median is not one figure\">modal</span>";
+                }
                 out += numeric ? "<td class=\"num\">" + text + "</td>" : "<td>" + text + "</td>";
             }
             for (const auto& m : metrics) out += "<td class=\"num\">" + table_text(c->metric(m), c->valid()) + "</td>";
@@ -344,10 +359,16 @@ std::string render_report(const std::vector<report_source>& sources, std::string
             sections += "<div class=\"chart main\">" + canvas(id, suite, "median ns per operation") + "</div>\n";
             sections += "<div class=\"side\">\n<div class=\"chart small\">" +
                         canvas(id + "-cpu", suite, "CPU ns per operation") + "</div>\n";
+            const bool any_unmeasured = std::any_of(cells.begin(), cells.end(), [](const cell_result* c) {
+                return c->valid() && c->has_fairness && std::isnan(c->min_share);
+            });
             sections += chart["share_canvas"].is_null()
-                            ? std::string(
-                                  "<p class=\"note no-share\">No fairness figures: no cell of this suite "
-                                  "measured the least-served worker's share.</p>\n")
+                            ? std::string(any_unmeasured
+                                              ? "<p class=\"note no-share\">No fairness figures: the repetitions were "
+                                                "too short for the scheduler to run every worker (the table's min "
+                                                "share says why, cell by cell).</p>\n"
+                                              : "<p class=\"note no-share\">No fairness figures: no cell of this "
+                                                "suite measured the least-served worker's share.</p>\n")
                             : "<div class=\"chart small\">" +
                                   canvas(id + "-share", suite, "least-served worker's share of the mean progress") +
                                   "</div>\n";
@@ -394,7 +415,9 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     out += sections;
     out +=
         "<footer>Written by <code>contend report</code>. Bold: the fastest valid cell of its parameter point and "
-        "worker count. min/max share: the least and most served worker's progress as a fraction of the mean. "
+        "worker count. modal: the cell's repetitions fall into separate modes, so its median is not one figure. "
+        "min/max share: the least and most served worker's progress as a fraction of the mean, not measured "
+        "when the repetitions were too short for the scheduler to run every worker. "
         "Charts drawn by " +
         escape_html(chart_library_name(library)) + " (MIT licence), inlined in this page.</footer>\n";
     out += "<script type=\"application/json\" id=\"report-data\">" + script_safe_json({{"charts", charts}}) +

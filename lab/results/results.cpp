@@ -120,10 +120,12 @@ std::size_t run_result::valid_cells() const {
 }
 
 // Order is the order of CSV columns and of the JSON keys. Schema version 2 added version,
-// library_build_type, run_status and operation (and the metrics table).
+// library_build_type, run_status and operation (and the metrics table); version 3 the
+// co-tenant (busy_loops, busy_nice, one_cpu; the report shows them as one line); version 4 a
+// cell's modal flag; version 5 why a cell's fairness was not measured.
 std::span<const field<machine_context>> context_fields() {
     using c = machine_context;
-    static const std::array<field<c>, 16> fields{{
+    static const std::array<field<c>, 19> fields{{
         {"date", "date", &c::date, 1, "date"},
         {"label", "label", &c::label, 1, "label"},
         {"host_name", "host_name", &c::host_name, 1, "host"},
@@ -140,13 +142,16 @@ std::span<const field<machine_context>> context_fields() {
         {"timer_slack_ns", "timer_slack_ns", &c::timer_slack_ns, 1, "timer slack, ns"},
         {"nanosleep_1ns_us", "nanosleep_1ns_us", &c::nanosleep_1ns_us, 1, "1 ns nanosleep takes, \u00b5s"},
         {"run_status", "run_status", &c::run_status, 2, "run"},
+        {"busy_loops", "busy_loops", &c::busy_loops, 3},
+        {"busy_nice", "busy_nice", &c::busy_nice, 3},
+        {"one_cpu", "one_cpu", &c::one_cpu, 3},
     }};
     return fields;
 }
 
 std::span<const field<cell_result>> cell_fields() {
     using c = cell_result;
-    static const std::array<field<c>, 19> fields{{
+    static const std::array<field<c>, 21> fields{{
         {"suite", "suite", &c::suite},
         {"contender", "contender", &c::contender, 1, "contender"},
         {"params", "params", &c::params, 1, "params"},
@@ -160,10 +165,12 @@ std::span<const field<cell_result>> cell_fields() {
         {"median_ns", "real_time", &c::median_ns, 1, "median ns/op"},
         {"p25_ns", "p25", &c::p25_ns, 1, "p25"},
         {"p75_ns", "p75", &c::p75_ns, 1, "p75"},
+        {"modal", "modal", &c::modal, 4},
         {"cpu_ns_per_op", "cpu_ns_per_op", &c::cpu_ns_per_op, 1, "CPU ns/op"},
         {"min_share", "min_share", &c::min_share, 1, "min share", true},
         {"max_share", "max_share", &c::max_share, 1, "max share", true},
         {"has_fairness", "has_fairness", &c::has_fairness},
+        {"fairness_reason", "fairness_reason", &c::fairness_reason, 5},
         {"affinity", "affinity", &c::affinity},
         {"oversubscribed", "oversubscribed", &c::oversubscribed},
     }};

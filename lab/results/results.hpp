@@ -80,6 +80,12 @@ struct machine_context {
     // "complete", or why the run ended early: "interrupted by SIGINT after 3 of 10 cells".
     // An interrupted run keeps the cells it finished.
     std::string run_status = "complete";
+    // The run's co-tenant (harness/cotenant.hpp): the busy loops beside every cell and their
+    // nice level (0 when there are none), and the CPU every cell ran on under --one-cpu (-1:
+    // none). A suite's own busy-loop rows say theirs in their parameters only.
+    std::int32_t busy_loops = 0;
+    std::int32_t busy_nice = 0;
+    std::int32_t one_cpu = -1;
 };
 
 // One cell: one contender of one suite at one parameter point, over all its repetitions.
@@ -102,10 +108,16 @@ struct cell_result {
     std::int32_t repetitions = 0;  // completed repetitions
     std::vector<double> ns_per_op;  // one sample per repetition: wall ns / total ops
     double median_ns = 0, p25_ns = 0, p75_ns = 0;
+    // The repetitions fall into separate modes (find_modes in harness/statistics.hpp): the
+    // median is not one figure, and compare calls a change of it noisy.
+    bool modal = false;
     double cpu_ns_per_op = 0;  // median over repetitions of (sum of worker CPU ns) / ops
-    // Fairness, median over repetitions: lock cells at 2 or more workers; NaN otherwise.
+    // Fairness, median over repetitions: lock cells at 2 or more workers; NaN otherwise, and NaN
+    // when the repetitions were too short for the scheduler to run every worker (the rule of
+    // fairness_needed_ns in harness/harness.hpp): fairness_reason then says why.
     double min_share = not_measured, max_share = not_measured;
     bool has_fairness = false;
+    std::string fairness_reason;  // "" when the shares are measured or the cell has none
     std::string affinity;  // CPUs the workers were pinned to ("" when not pinned)
     bool oversubscribed = false;  // workers outnumber the CPUs they may use
     metric_list metrics;  // the workload's own figures

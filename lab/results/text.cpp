@@ -5,6 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "harness/statistics.hpp"
 #include "results/results_io.hpp"
 
 namespace contend::lab {
@@ -109,6 +110,8 @@ std::vector<cell_group> group_cells(const std::vector<const cell_result*>& cells
 
 std::string to_table(const run_result& run) {
     std::ostringstream out;
+    std::vector<const cell_result*> modal;
+    std::vector<std::string> unmeasured;  // why a fairness figure was not measured, once each
     for (const auto& suite : suites_of(run)) {
         std::vector<const cell_result*> cells;
         for (const auto& c : run.cells)
@@ -137,10 +140,21 @@ std::string to_table(const run_result& run) {
                     out << line << c->detail << "\n";
                     continue;
                 }
-                const std::string share =
-                    c->has_fairness ? num(c->min_share, "%.2f") + " / " + num(c->max_share, "%.2f") : "";
-                std::snprintf(line, sizeof line, "%s %-24s %8.3f  %8.3f-%-8.3f %10.3f   %-13s", first_valid ? "*" : " ",
-                              label.c_str(), c->median_ns, c->p25_ns, c->p75_ns, c->cpu_ns_per_op, share.c_str());
+                std::string share;
+                if (c->has_fairness && std::isfinite(c->min_share) && std::isfinite(c->max_share)) {
+                    share = num(c->min_share, "%.2f") + " / " + num(c->max_share, "%.2f");
+                } else if (c->has_fairness) {
+                    // Not measured: a marker here, the reason once in a footnote.
+                    const std::string why = c->fairness_reason.empty() ? "no figure was recorded" : c->fairness_reason;
+                    auto at = std::find(unmeasured.begin(), unmeasured.end(), why);
+                    if (at == unmeasured.end()) at = unmeasured.insert(unmeasured.end(), why);
+                    share = "n/m [" + std::to_string(at - unmeasured.begin() + 1) + "]";
+                }
+                // '~' right after the median: not one figure (the footnote says why).
+                std::snprintf(line, sizeof line, "%s %-24s %8.3f%c %8.3f-%-8.3f %10.3f   %-13s",
+                              first_valid ? "*" : " ", label.c_str(), c->median_ns, c->modal ? '~' : ' ', c->p25_ns,
+                              c->p75_ns, c->cpu_ns_per_op, share.c_str());
+                if (c->modal) modal.push_back(c);
                 std::string row = line;
                 for (const auto& [name, value] : c->metrics)
                     row.append("  ").append(name).append(" ").append(num(value, "%.4g"));
@@ -152,6 +166,16 @@ std::string to_table(const run_result& run) {
     }
     out << "\n* fastest valid row of its table. ns/op: wall time per completed operation (all workers), "
            "median of repetitions.\n";
+    if (!modal.empty()) {
+        out << "~ modal: the repetitions fall into separate modes, so the median is not one figure "
+               "(docs/lab.md, modal cells):\n";
+        for (const auto* c : modal) {
+            const std::string groups = describe_modes(find_modes(c->ns_per_op));
+            out << "    " << c->name() << ": " << (groups.empty() ? "flagged when it was measured" : groups) << "\n";
+        }
+    }
+    for (std::size_t i = 0; i < unmeasured.size(); ++i)
+        out << "[" << i + 1 << "] min/max share not measured: " << unmeasured[i] << "\n";
     return out.str();
 }
 

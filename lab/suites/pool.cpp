@@ -179,6 +179,9 @@ suite make_pool_suite() {
     reference.workload_type = demangled_type_name<no_pool_loop>();
     reference.make = [] { return std::make_unique<no_pool_loop>(); };
     s.contenders.push_back(std::move(reference));
+    // contend's pool at its plainest beside a nice-19 busy loop: a worker descheduled for the
+    // co-tenant holds up the items queued behind it.
+    add_busy_loop_row(s, "contend/queue:global/mode:sustained");
     return s;
 }
 

@@ -1,9 +1,16 @@
 // The selftest suite: contenders that fail in each way the harness must catch (a lost
-// increment, a stall that polls, a deadlock that does not). Hidden from --list; the
-// harness's and the CLI's tests run it.
+// increment, a stall that polls, a deadlock that does not), and a probe of what a cell runs
+// on and beside. Hidden from --list; the harness's and the CLI's tests run it.
+#include <sched.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "suites/primitives.hpp"
@@ -50,6 +57,61 @@ public:
     std::uint64_t observed_total() override { return 0; }
 };
 
+// How many CPUs the calling thread may use.
+double cpus_of_this_thread() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+// Children of this process named as busy loops are (cotenant.hpp).
+double busy_children() {
+    const std::string self = std::to_string(::getpid());
+    int found = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+        std::ifstream stat(entry.path() / "stat");
+        std::string line;
+        if (!std::getline(stat, line)) continue;
+        // "pid (comm) state ppid ...": the name may hold spaces, so read from its last ')'.
+        const auto open = line.find('('), close = line.rfind(')');
+        if (open == std::string::npos || close == std::string::npos || close < open) continue;
+        std::istringstream rest(line.substr(close + 1));
+        std::string state, ppid;
+        rest >> state >> ppid;
+        found += line.substr(open + 1, close - open - 1) == "contend_busy" && ppid == self;
+    }
+    return found;
+}
+
+// Reports where a cell's threads may run and what runs beside it: the workers' CPUs, the CPUs
+// of a thread of the workload's own (started with it, as a pipe's reader is), and the busy
+// loops its process started. A correct counter otherwise.
+class cotenant_probe final : public counting_workload {
+public:
+    cotenant_probe() {
+        std::thread own([this] { own_thread_cpus_ = cpus_of_this_thread(); });
+        own.join();
+    }
+    void reset() override { counter_.store(0); }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      progress_counters& progress) override {
+        if (worker == 0) worker_cpus_.store(cpus_of_this_thread());
+        return run_polled(worker, ops, stop, progress, [this] { counter_.fetch_add(1, std::memory_order_relaxed); });
+    }
+    std::uint64_t observed_total() override { return counter_.load(); }
+    void measure(const repetition_facts&, metric_list& out) override {
+        out.emplace_back("worker_cpus", worker_cpus_.load());
+        out.emplace_back("own_thread_cpus", own_thread_cpus_);
+        out.emplace_back("busy_loops_seen", busy_children());
+    }
+
+private:
+    std::atomic<std::uint64_t> counter_{0};
+    std::atomic<double> worker_cpus_{0};
+    double own_thread_cpus_ = 0;
+};
+
 template <class W>
 contender custom(std::string name, std::string description, bool is_lock) {
     return {std::move(name),         std::move(description), is_lock, [] { return std::make_unique<W>(); }, {},
@@ -59,16 +121,18 @@ contender custom(std::string name, std::string description, bool is_lock) {
 }  // namespace
 
 suite make_selftest_suite() {
-    return {"selftest",
-            "the harness's failure modes, for its tests",
-            {
-                atomic_contender<fetch_add_relaxed>("ok", "a correct contender"),
-                custom<miscounting>("miscount", "loses one increment per repetition", false),
-                custom<stalling_polite>("stall_polite", "stops progressing, but polls the deadline", true),
-                custom<deadlocked>("deadlock", "blocks forever without polling", true),
-            },
-            {1, 2},
-            true};
+    return {
+        "selftest",
+        "the harness's failure modes, for its tests",
+        {
+            atomic_contender<fetch_add_relaxed>("ok", "a correct contender"),
+            custom<miscounting>("miscount", "loses one increment per repetition", false),
+            custom<stalling_polite>("stall_polite", "stops progressing, but polls the deadline", true),
+            custom<deadlocked>("deadlock", "blocks forever without polling", true),
+            custom<cotenant_probe>("cotenant_probe", "reports its threads' CPUs and the busy loops beside it", false),
+        },
+        {1, 2},
+        true};
 }
 
 }  // namespace contend::lab

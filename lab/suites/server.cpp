@@ -430,6 +430,8 @@ suite make_server_suite() {
             }
         }
     }
+    // contend's server at the lighter load beside a nice-19 busy loop, run in the same rounds.
+    add_busy_loop_row(s, "contend/route:json/connections:16");
     return s;
 }
 

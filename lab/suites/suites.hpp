@@ -20,6 +20,14 @@ struct suite {
     bool interleave_rounds = false;
 };
 
+// Inserts, right after the row whose id is `quiet_id`, the same row beside `loops` busy loops
+// at nice `nice` (harness/cotenant.hpp): its id is the quiet one's plus busy_loops:N and
+// busy_nice:K, so that history and compare keep the two apart. The pipe, pool and server suites
+// run one such row by default: how their best-known row holds up beside a co-tenant. Throws
+// std::logic_error when the suite has no such row.
+void add_busy_loop_row(suite& s, const std::string& quiet_id, std::int32_t loops = 1,
+                       std::int32_t nice = default_busy_nice);
+
 const std::vector<suite>& all_suites();
 const suite* find_suite(const std::string& name);
 

@@ -299,6 +299,18 @@ TEST(CompareInputs, ALabRowMustBeTheLabsOwn) {
     EXPECT_EQ(error_of_text(in_us)->kind(), kind::bad_shape);
 }
 
+TEST(CompareInputs, ALabRowsModalFlagIsKeptAndAFileOfBeforeItReadsAsNotModal) {
+    const std::string text = slurp(golden("lab_counter.json"));  // written before the flag
+    for (const auto& s : lab::parse_comparison_input(text, "old.json").benchmarks) EXPECT_FALSE(s.flagged_modal);
+    std::string flagged = text;
+    const std::string row = R"("name": "counter/std_mutex/workers:1")";
+    flagged.replace(flagged.find(row), row.size(), row + R"(, "modal": true)");
+    EXPECT_TRUE(series(lab::parse_comparison_input(flagged, "new.json"), "counter/std_mutex/workers:1").flagged_modal);
+    std::string bad = text;
+    bad.replace(bad.find(row), row.size(), row + R"(, "modal": 1)");
+    EXPECT_EQ(error_of_text(bad)->kind(), kind::bad_shape) << "a flag is true or false";
+}
+
 TEST(CompareInputs, InputErrorSaysWhereAndWhat) {
     const lab::input_error with(kind::duplicate, "a.json", "BM_A", "appears twice");
     EXPECT_STREQ(with.what(), "a.json: benchmark 'BM_A': appears twice");

@@ -172,3 +172,54 @@ TEST(Compare, TheJsonReportMatchesItsGoldenFile) {
     maybe_update("report.json", json);
     EXPECT_EQ(json, golden("report.json")) << json;
 }
+
+// --- A side whose repetitions fall into separate modes --------------------------------------
+
+TEST(Compare, AChangeOfASideWithSeparateModesIsNoisyNotAChange) {
+    // Without the rule a regression: every test repetition is slower than every baseline one
+    // (p < 0.001). But the baseline ran in two modes, 5 near 520 ns and 4 near 4,015 ns: its
+    // median is one mode's, and the test may only have landed in the other mode every time.
+    const std::string name = "pipe/mutex_ring/chunk:4096/workers:2";
+    const auto base = input("base.json", {series(name, {500, 510, 520, 530, 540, 4000, 4010, 4020, 4030})});
+    const auto test = input("test.json", {series(name, {4100, 4110, 4120, 4130, 4140, 4150, 4160, 4170, 4180})});
+    const auto c = lab::compare_inputs(base, test, {});
+    const auto& r = c.rows.at(0);
+    EXPECT_LT(r.p_value, 0.001);
+    EXPECT_EQ(r.verdict, lab::compare_verdict::noisy);
+    EXPECT_TRUE(r.base_modal);
+    EXPECT_FALSE(r.test_modal);
+    EXPECT_NE(r.reason.find("separate modes"), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("the baseline: 5 repetitions near 520 ns, 4 near 4015 ns"), std::string::npos) << r.reason;
+    EXPECT_EQ(c.regressions, 0u);
+    EXPECT_EQ(c.noisy, 1u);
+
+    const auto j = nlohmann::json::parse(lab::comparison_to_json(c));
+    EXPECT_EQ(j["rows"][0]["baseline_modal"], true);
+    EXPECT_EQ(j["rows"][0]["test_modal"], false);
+    EXPECT_EQ(j["rows"][0]["verdict"], "noisy");
+    const std::string md = lab::comparison_to_markdown(c, "contend compare base.json test.json");
+    EXPECT_NE(md.find("separate modes"), std::string::npos) << md;
+
+    // The same the other way round: the test side is the modal one.
+    const auto reversed = lab::compare_inputs(test, base, {});
+    EXPECT_EQ(reversed.rows.at(0).verdict, lab::compare_verdict::noisy);
+    EXPECT_TRUE(reversed.rows.at(0).test_modal);
+}
+
+TEST(Compare, TheLabsModalFlagCountsEvenWhenTheSamplesAloneWouldNotShowIt) {
+    auto base = input("base.json", {series("a", {10, 10.1, 9.9, 10.05, 9.95})});
+    const auto test = input("test.json", {series("a", {20, 20.1, 19.9, 20.2, 19.8})});
+    EXPECT_EQ(lab::compare_inputs(base, test, {}).rows.at(0).verdict, lab::compare_verdict::regression);
+    base.benchmarks[0].flagged_modal = true;
+    const auto& r = lab::compare_inputs(base, test, {}).rows.at(0);
+    EXPECT_EQ(r.verdict, lab::compare_verdict::noisy);
+    EXPECT_NE(r.reason.find("the baseline was flagged modal when measured"), std::string::npos) << r.reason;
+}
+
+TEST(Compare, AModalSideWithinTheThresholdStaysTheSame) {
+    const std::vector<double> modal = {500, 510, 4000, 4010, 4020};
+    const auto c =
+        lab::compare_inputs(input("base.json", {series("a", modal)}), input("test.json", {series("a", modal)}), {});
+    EXPECT_EQ(c.rows.at(0).verdict, lab::compare_verdict::same);
+    EXPECT_TRUE(c.rows.at(0).base_modal);
+}

@@ -224,3 +224,111 @@ TEST(Harness, EveryContenderIdReadsBackThroughTheOneFormat) {
     EXPECT_THROW(lab::check_metric_name("real_time"), std::invalid_argument) << "a field's JSON key";
     EXPECT_THROW(lab::check_metric_name("Items"), std::invalid_argument);
 }
+
+// --- Fairness: reported only when the scheduler has run every worker --------------------------
+
+TEST(Fairness, TheReadingMustComeAScheduleSliceAPerCpuOfWorkersAfterTheStart) {
+    EXPECT_DOUBLE_EQ(lab::fairness_needed_ns(64, 2), 96e6) << "32 workers a CPU x 3 ms";
+    EXPECT_DOUBLE_EQ(lab::fairness_needed_ns(16, 2), 24e6);
+    EXPECT_DOUBLE_EQ(lab::fairness_needed_ns(3, 2), 6e6) << "rounded up: one CPU has two";
+    EXPECT_DOUBLE_EQ(lab::fairness_needed_ns(2, 2), 3e6);
+    EXPECT_DOUBLE_EQ(lab::fairness_needed_ns(2, 64), 3e6) << "never less than one slice";
+    EXPECT_DOUBLE_EQ(lab::fairness_needed_ns(0, 0), 3e6) << "nonsense in, one slice out";
+}
+
+TEST(Fairness, SharesAreReportedOnlyWhenEveryRepetitionReadThemLateEnoughWithEveryWorkerRun) {
+    lab::fairness_evidence fine{96e6, 120e6};
+    for (int i = 0; i < 5; ++i) fine.add(120e6, 0);
+    EXPECT_EQ(fine.reason(64, 2), "");
+
+    lab::fairness_evidence early{96e6, 37.5e6};  // the default run's reading at 64 workers
+    early.add(37.5e6, 12);
+    early.add(37.4e6, 0);
+    EXPECT_EQ(early.reason(64, 2),
+              "64 workers on 2 CPUs need the shares read at least 96 ms into a repetition (32 a CPU x a 3 ms "
+              "scheduler slice) for the scheduler to have run each, and these were read 37.5 ms in (3/4 of "
+              "--min-time): a worker at 0 may only have waited for a CPU (--min-time 128 or more measures them)");
+
+    // Planned late enough, but a repetition's workers all finished first: read at that finish.
+    lab::fairness_evidence short_repetition{24e6, 37.5e6};
+    short_repetition.add(37.5e6, 0);
+    short_repetition.add(20e6, 0);
+    EXPECT_EQ(short_repetition.reason(16, 2),
+              "16 workers on 2 CPUs need the shares read at least 24 ms into a repetition (8 a CPU x a 3 ms "
+              "scheduler slice) for the scheduler to have run each, and in 1 of 2 repetitions every worker finished "
+              "before that, the shares read at the first finish (20 ms in): a worker at 0 may only have waited for a "
+              "CPU (a longer --min-time helps)");
+
+    lab::fairness_evidence unstarted{24e6, 37.5e6};
+    unstarted.add(37.5e6, 0);
+    unstarted.add(37.5e6, 3);
+    unstarted.add(37.5e6, 1);
+    EXPECT_EQ(unstarted.reason(16, 2),
+              "in 2 of 3 repetitions, 3 of the 16 workers had not run yet when the shares were read (37.5 ms in): "
+              "the scheduler had not run every worker");
+
+    lab::fairness_evidence none{3e6, 37.5e6};
+    EXPECT_NE(none.reason(2, 2), "") << "no reading is no figure";
+    lab::fairness_evidence nan{3e6, 37.5e6};
+    nan.add(std::nan(""), 0);
+    EXPECT_NE(nan.reason(2, 2), "") << "a reading at no known time is too early";
+}
+
+namespace {
+const lab::contender& counter_lock(const std::string& name) {
+    for (const auto& c : lab::find_suite("counter")->contenders)
+        if (c.name == name) return c;
+    throw std::runtime_error("no counter contender " + name);
+}
+}  // namespace
+
+TEST(Fairness, SixtyFourWorkersInShortRepetitionsGetNoShareButTheReasonWhy) {
+    // std::mutex included: the shares were read long before the scheduler could have run
+    // every worker, so a least-served share of 0.00 would say nothing about the lock.
+    auto o = quick();
+    o.repetitions = 2;
+    const auto cell = lab::run_cell(counter_lock("std_mutex"), "counter", 64, o);
+    ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
+    EXPECT_TRUE(cell.has_fairness);
+    EXPECT_TRUE(std::isnan(cell.min_share));
+    EXPECT_TRUE(std::isnan(cell.max_share));
+    EXPECT_NE(cell.fairness_reason.find("64 workers on " + std::to_string(lab::allowed_cpus().size())),
+              std::string::npos)
+        << cell.fairness_reason;
+    EXPECT_NE(cell.fairness_reason.find("--min-time"), std::string::npos) << cell.fairness_reason;
+
+    const auto row = lab::cell_to_json(cell);
+    EXPECT_TRUE(row["min_share"].is_null());
+    EXPECT_TRUE(row["max_share"].is_null());
+    EXPECT_EQ(row["fairness_reason"], cell.fairness_reason);
+}
+
+TEST(Fairness, TwoWorkersInLongEnoughRepetitionsAreMeasured) {
+    // Read 30 ms in, ten times the one slice two workers on two CPUs need. The one other
+    // outcome the rule allows is a machine too loaded to have started both by then: the
+    // reason then says so. No figure is asserted.
+    auto o = quick();
+    o.min_time_s = 0.04;
+    o.repetitions = 2;
+    const auto cell = lab::run_cell(counter_lock("std_mutex"), "counter", 2, o);
+    ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
+    if (cell.fairness_reason.empty()) {
+        EXPECT_GE(cell.min_share, 0);
+        EXPECT_LE(cell.min_share, 1);
+        EXPECT_GE(cell.max_share, 1);
+    } else {
+        EXPECT_NE(cell.fairness_reason.find("had not run yet"), std::string::npos) << cell.fairness_reason;
+        EXPECT_TRUE(std::isnan(cell.min_share));
+    }
+    const auto one = lab::run_cell(counter_lock("std_mutex"), "counter", 1, quick());
+    EXPECT_FALSE(one.has_fairness) << "one worker has no share to tell";
+    EXPECT_EQ(one.fairness_reason, "");
+}
+
+TEST(Fairness, ARepetitionRecordsWhenItReadTheSharesAndWhoHadNotRun) {
+    auto w = counter_lock("std_mutex").make();
+    const auto r = lab::run_repetition(*w, 2, 1000, {}, 10, 0);
+    EXPECT_GT(r.fairness_read_ns, 0) << "read at the first finish";
+    EXPECT_GE(r.not_started_at_reading, 0);
+    EXPECT_LE(r.not_started_at_reading, 1) << "the worker that finished first had run";
+}

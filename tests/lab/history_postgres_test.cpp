@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "results/history.hpp"
+#include "results/history_backend.hpp"
 #include "results/results.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
@@ -42,6 +43,7 @@ using contend::lab::machine_context;
 using contend::lab::run_result;
 
 constexpr const char* server_variable = "CONTEND_TEST_POSTGRES";
+constexpr int current_schema = contend::lab::history_detail::schema_version;
 
 // --- Talking to the server directly: making databases, writing schemas by hand -----------
 
@@ -155,6 +157,9 @@ run_result sample_run(const std::string& label) {
     c.timer_slack_ns = std::numeric_limits<std::int64_t>::min();
     c.nanosleep_1ns_us = nan;
     c.run_status = "interrupted by SIGINT after 3 of 4 cells";
+    c.busy_loops = 3;
+    c.busy_nice = -2;
+    c.one_cpu = 1;
 
     cell_result counter;
     counter.suite = "counter";
@@ -168,6 +173,8 @@ run_result sample_run(const std::string& label) {
     counter.p25_ns = -inf;
     counter.p75_ns = inf;
     counter.cpu_ns_per_op = -0.0;  // comes back 0.0 from both: see RoundTripsEveryFieldAsTheSqliteFileDoes
+    counter.has_fairness = true;  // but not measured: NaN shares, and why
+    counter.fairness_reason = "the shares were read 1.5 ms into a repetition";
     counter.affinity = "0-3";
     counter.metrics = {{"items_per_ms", 1234.5}, {"p99_us", nan}, {"a", -inf}, {"zz", 5e-324}};
     run.cells.push_back(counter);
@@ -183,6 +190,7 @@ run_result sample_run(const std::string& label) {
     hold.median_ns = 2.0 / 3.0;
     hold.p25_ns = 0.5;
     hold.p75_ns = 1e300;
+    hold.modal = true;
     hold.cpu_ns_per_op = 41.5;
     hold.min_share = 0.0625;
     hold.max_share = 0.1875;
@@ -335,7 +343,7 @@ TEST_F(PostgresHistory, IdsGrowAndRunsComeBackByIdCountAndLimit) {
     std::vector<std::int64_t> ids;
     {
         history_store store(uri_);
-        EXPECT_EQ(store.schema_version_of_file(), 2);
+        EXPECT_EQ(store.schema_version_of_file(), current_schema);
         EXPECT_EQ(store.run_count(), 0u);
         EXPECT_TRUE(store.runs().empty());
         EXPECT_FALSE(store.run(1).has_value()) << "an empty history has no run 1";
@@ -460,11 +468,11 @@ TEST_F(PostgresHistory, AVersionOneHistoryIsReadAsItIsAndMigratedWhenWritten) {
     EXPECT_EQ(fingerprint(uri_), v1) << "reading and checking migrate nothing";
 
     history_store store(uri_);  // opened for writing: migrated
-    EXPECT_EQ(store.schema_version_of_file(), 2);
-    EXPECT_EQ(run_sql("SELECT version FROM contend_schema"), std::vector<std::string>{"2"});
+    EXPECT_EQ(store.schema_version_of_file(), current_schema);
+    EXPECT_EQ(run_sql("SELECT version FROM contend_schema"), std::vector<std::string>{std::to_string(current_schema)});
     EXPECT_EQ(run_sql("SELECT count(*) FROM information_schema.columns WHERE table_name = 'runs' AND column_name IN"
-                      " ('version', 'library_build_type', 'run_status')"),
-              std::vector<std::string>{"3"});
+                      " ('version', 'library_build_type', 'run_status', 'busy_loops', 'busy_nice', 'one_cpu')"),
+              std::vector<std::string>{"6"});
     expect_version_one_run(store.runs().at(0));
     const std::int64_t id = store.append(sample_run("after"));
     EXPECT_GT(id, 1);
@@ -475,6 +483,41 @@ TEST_F(PostgresHistory, AVersionOneHistoryIsReadAsItIsAndMigratedWhenWritten) {
     // A second opener finds nothing left to do.
     const history_store again(uri_);
     EXPECT_EQ(again.run_count(), 2u);
+}
+
+// What version 2 added to version 1, as its migration did.
+constexpr const char* schema_v2_additions = R"sql(
+ALTER TABLE runs ADD COLUMN version text NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN library_build_type text NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN run_status text NOT NULL DEFAULT 'complete';
+ALTER TABLE cells ADD COLUMN operation text NOT NULL DEFAULT 'op';
+CREATE TABLE metrics (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    cell_id bigint NOT NULL REFERENCES cells(id), name text NOT NULL, value double precision,
+    UNIQUE (cell_id, name));
+UPDATE contend_schema SET version = 2;
+)sql";
+
+TEST_F(PostgresHistory, AVersionTwoHistoryGetsTheLaterColumnsWithTheirDefaults) {
+    run_sql(schema_v1);
+    run_sql(schema_v2_additions);
+    {
+        history_store reader(uri_, history_access::read_only);
+        EXPECT_EQ(reader.schema_version_of_file(), 2);
+        EXPECT_EQ(reader.runs().at(0).context.one_cpu, -1);
+    }
+    history_store store(uri_);
+    EXPECT_EQ(store.schema_version_of_file(), current_schema);
+    const auto old_run = store.runs().at(0);
+    expect_version_one_run(old_run);
+    EXPECT_EQ(old_run.context.busy_loops, 0);
+    EXPECT_EQ(old_run.context.busy_nice, 0);
+    EXPECT_EQ(old_run.context.one_cpu, -1) << "the column's default: not restricted";
+    EXPECT_FALSE(old_run.cells.at(0).modal) << "a cell of before the flag reads as not modal";
+    EXPECT_EQ(old_run.cells.at(0).fairness_reason, "") << "nor with a reason for its fairness";
+    const std::int64_t id = store.append(sample_run("after"));
+    run_result expected = sample_run("after");
+    expected.cells[0].cpu_ns_per_op = 0.0;
+    expect_same(*store.run(id), expected);
 }
 
 TEST_F(PostgresHistory, ADatabaseOfAnotherSchemaIsRefusedAndLeftUntouched) {
@@ -501,7 +544,7 @@ TEST_F(PostgresHistory, ADatabaseOfAnotherSchemaIsRefusedAndLeftUntouched) {
 
 TEST_F(PostgresHistory, ANewerVersionIsRefusedAndLeftUntouched) {
     history_store(uri_).append(sample_run("by a newer lab"));
-    run_sql("UPDATE contend_schema SET version = 3");
+    run_sql("UPDATE contend_schema SET version = 99");  // newer than any lab so far
     const std::string before = fingerprint(uri_);
     for (const auto access : {history_access::read_write, history_access::read_only}) {
         try {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "results/history_backend.hpp"
 #include "results/results.hpp"
 #include "temp_dir.hpp"
 
@@ -27,6 +28,8 @@ using contend::lab::cell_result;
 using contend::lab::history_store;
 using contend::lab::machine_context;
 using contend::lab::run_result;
+
+constexpr int current_schema = contend::lab::history_detail::schema_version;
 
 class History : public temp_dir_test {
 protected:
@@ -52,6 +55,9 @@ run_result sample_run(const std::string& label) {
     c.nanosleep_1ns_us = 55.123456789012345;
     c.library_build_type = "release";
     c.run_status = "interrupted by SIGINT after 3 of 4 cells";
+    c.busy_loops = 3;
+    c.busy_nice = -2;
+    c.one_cpu = 1;
 
     cell_result counter;
     counter.suite = "counter";
@@ -64,6 +70,8 @@ run_result sample_run(const std::string& label) {
     counter.p25_ns = 1e-9;
     counter.p75_ns = 12345.678901234567;
     counter.cpu_ns_per_op = 3.3333333333333335;
+    counter.has_fairness = true;  // but not measured: NaN shares, and why
+    counter.fairness_reason = "the shares were read 1.5 ms into a repetition";
     counter.affinity = "0-3";
     counter.operation = "increment";
     counter.metrics = {{"items_per_ms", 1234.5}, {"p99_us", std::numeric_limits<double>::quiet_NaN()}};
@@ -80,6 +88,7 @@ run_result sample_run(const std::string& label) {
     hold.median_ns = 2.0 / 3.0;
     hold.p25_ns = 0.5;
     hold.p75_ns = 1e300;
+    hold.modal = true;
     hold.cpu_ns_per_op = 41.5;
     hold.min_share = 0.0625;
     hold.max_share = 0.1875;
@@ -119,6 +128,9 @@ void expect_same(const machine_context& a, const machine_context& b) {
     EXPECT_EQ(a.nanosleep_1ns_us, b.nanosleep_1ns_us);
     EXPECT_EQ(a.library_build_type, b.library_build_type);
     EXPECT_EQ(a.run_status, b.run_status);
+    EXPECT_EQ(a.busy_loops, b.busy_loops);
+    EXPECT_EQ(a.busy_nice, b.busy_nice);
+    EXPECT_EQ(a.one_cpu, b.one_cpu);
 }
 
 // Bit-exact, so that a sample's sign of zero counts too; any NaN equals any NaN.
@@ -144,10 +156,12 @@ void expect_same(const cell_result& a, const cell_result& b) {
     EXPECT_EQ(a.median_ns, b.median_ns);
     EXPECT_EQ(a.p25_ns, b.p25_ns);
     EXPECT_EQ(a.p75_ns, b.p75_ns);
+    EXPECT_EQ(a.modal, b.modal);
     EXPECT_EQ(a.cpu_ns_per_op, b.cpu_ns_per_op);
     EXPECT_TRUE(same_double(a.min_share, b.min_share));
     EXPECT_TRUE(same_double(a.max_share, b.max_share));
     EXPECT_EQ(a.has_fairness, b.has_fairness);
+    EXPECT_EQ(a.fairness_reason, b.fairness_reason);
     EXPECT_EQ(a.affinity, b.affinity);
     EXPECT_EQ(a.oversubscribed, b.oversubscribed);
     EXPECT_EQ(a.operation, b.operation);
@@ -373,10 +387,45 @@ TEST_F(History, AVersionOneHistoryIsReadAsItIsAndMigratedWhenWritten) {
     EXPECT_EQ(read(db_path()), v1_bytes) << "reading migrates nothing";
 
     history_store store(db_path());  // opened for writing: migrated
-    EXPECT_EQ(store.schema_version_of_file(), 2);
+    EXPECT_EQ(store.schema_version_of_file(), current_schema);
     expect_version_one_run(store.runs().at(0));
     EXPECT_EQ(store.append(sample_run("after")), 2);
     expect_same(store.runs().at(1), sample_run("after"));
+}
+
+// What version 2 added to version 1, as its migration did: the columns of the fields whose
+// since_schema is 2, and the metrics table.
+constexpr const char* schema_v2_additions = R"sql(
+ALTER TABLE runs ADD COLUMN version TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN library_build_type TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN run_status TEXT NOT NULL DEFAULT 'complete';
+ALTER TABLE cells ADD COLUMN operation TEXT NOT NULL DEFAULT 'op';
+CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL, value REAL,
+    UNIQUE (cell_id, name));
+CREATE INDEX metrics_by_cell ON metrics(cell_id);
+PRAGMA user_version = 2;
+)sql";
+
+TEST_F(History, AVersionTwoHistoryGetsTheLaterColumnsWithTheirDefaults) {
+    run_sql(db_path(), schema_v1);
+    run_sql(db_path(), schema_v2_additions);
+    {
+        const history_store reader(db_path(), contend::lab::history_access::read_only);
+        EXPECT_EQ(reader.schema_version_of_file(), 2);
+        const auto run = reader.runs().at(0);
+        expect_version_one_run(run);
+        EXPECT_EQ(run.context.busy_loops, 0) << "a run of before the co-tenant ran beside none";
+        EXPECT_EQ(run.context.one_cpu, -1);
+    }
+    history_store store(db_path());
+    EXPECT_EQ(store.schema_version_of_file(), current_schema);
+    const auto old_run = store.runs().at(0);
+    EXPECT_FALSE(old_run.cells.at(0).modal) << "a cell of before the flag reads as not modal";
+    EXPECT_EQ(old_run.cells.at(0).fairness_reason, "") << "nor with a reason for its fairness";
+    EXPECT_EQ(old_run.context.busy_loops, 0);
+    EXPECT_EQ(old_run.context.busy_nice, 0);
+    EXPECT_EQ(old_run.context.one_cpu, -1) << "the column's default: not restricted";
+    expect_same(store.run(store.append(sample_run("after"))).value(), sample_run("after"));
 }
 
 TEST_F(History, ADatabaseOfAnotherSchemaIsRefusedAndLeftUntouched) {

@@ -119,8 +119,9 @@ TEST(Report, OneChartSectionPerSuiteWithItsTable) {
     EXPECT_EQ(data["charts"][0]["share_canvas"], "chart-0-share");
     EXPECT_EQ(data["charts"][1]["canvas"], "chart-1");
     // One table row per cell (28 in the fixture), a header row per suite table, and the
-    // rows of the run's context: each context field with a heading, and the suites.
-    std::size_t context_rows = 1;
+    // rows of the run's context: each context field with a heading, the co-tenant, the suites.
+    EXPECT_NE(page.find("<tr><th>co-tenant</th><td>none</td></tr>"), std::string::npos);
+    std::size_t context_rows = 2;
     for (const auto& f : lab::context_fields()) context_rows += f.heading.empty() ? 0 : 1;
     EXPECT_EQ(count(page, "<tr"), 28u + 2u + context_rows);
     // The machine the run came from.
@@ -619,4 +620,45 @@ TEST_F(ReportCli, AResultsFileWithHostileNamesIsReadAndEscaped) {
     const cli_outcome o = run_cli("report --json " + results.string() + " -o " + out);
     ASSERT_EQ(o.exit_code, 0) << o.output << ": the reader accepts such names";
     expect_escaped(read_file(out));
+}
+
+TEST(Report, TheRunsCotenantAndAModalCellAreShown) {
+    lab::run_result run;
+    run.context.busy_loops = 2;
+    run.context.busy_nice = 19;
+    run.context.one_cpu = 0;
+    run.cells.push_back(cell("pipe", "contend", 2, 500, {{"chunk", "4096"}}));
+    auto ring = cell("pipe", "mutex_ring", 2, 3900, {{"chunk", "4096"}});
+    ring.ns_per_op = {512, 4096, 530, 4200, 3900};
+    ring.modal = true;
+    run.cells.push_back(ring);
+    const std::string page = lab::render_report({{"run.json", run}}, fake_library);
+    EXPECT_NE(page.find("<tr><th>co-tenant</th><td>2 busy loops at nice 19, on CPU 0</td></tr>"), std::string::npos);
+    EXPECT_EQ(count(page, "class=\"flag modal\""), 1u) << "the modal cell only";
+    EXPECT_NE(page.find("title=\"the repetitions fall into separate modes: 2 repetitions near 521 ns, 3 near 4096 "
+                        "ns; the median is not one figure\">modal</span>"),
+              std::string::npos);
+}
+
+TEST(Report, AFairnessNotMeasuredSaysSoWithItsReason) {
+    lab::run_result run;
+    auto measured = cell("counter", "std_mutex", 2, 20);
+    measured.has_fairness = true;
+    measured.min_share = 0.9;
+    measured.max_share = 1.1;
+    run.cells.push_back(measured);
+    auto short_one = cell("counter", "std_mutex", 64, 40);
+    short_one.has_fairness = true;
+    short_one.fairness_reason = "the shares were read 37.5 ms into a repetition <too early>";
+    run.cells.push_back(short_one);
+    std::string page = lab::render_report({{"run.json", run}}, fake_library);
+    EXPECT_EQ(count(page, ">not measured</span>"), 2u) << "its min and its max share";
+    EXPECT_NE(page.find("title=\"the shares were read 37.5 ms into a repetition &lt;too early&gt;\""),
+              std::string::npos)
+        << "the reason, escaped";
+    EXPECT_TRUE(series_of(chart_of(page_data(page), "counter"), "std_mutex")["min_share"][1].is_null());
+
+    run.cells.erase(run.cells.begin());  // nothing measured at all
+    page = lab::render_report({{"run.json", run}}, fake_library);
+    EXPECT_NE(page.find("too short for the scheduler to run every worker"), std::string::npos);
 }

@@ -111,3 +111,74 @@ TEST(ResultsIo, InvalidCellsAreListedNotDropped) {
         << csv;
     EXPECT_EQ(run.valid_cells(), 1u);
 }
+
+TEST(ResultsIo, AModalCellIsFlaggedInTheJsonAndTheCsvAndMarkedInTheTableWithAFootnote) {
+    auto run = sample_run();
+    lab::cell_result ring;
+    ring.suite = "counter";
+    ring.contender = "mutex_ring";
+    ring.workers = 2;
+    ring.repetitions = 5;
+    ring.ns_per_op = {512, 4096, 530, 4200, 3900};
+    ring.median_ns = 3900;
+    ring.p25_ns = 530;
+    ring.p75_ns = 4096;
+    ring.modal = true;
+    run.cells.push_back(ring);
+
+    const json doc = json::parse(lab::to_json(run));
+    EXPECT_EQ(doc["benchmarks"][0]["modal"], false);
+    EXPECT_EQ(doc["benchmarks"][1]["modal"], true);
+    EXPECT_TRUE(lab::run_from_json(lab::to_json(run)).cells[1].modal);
+    json old_row = lab::cell_to_json(ring);
+    old_row.erase("modal");
+    EXPECT_FALSE(lab::cell_from_json(old_row).modal) << "a file of before the flag reads as not modal";
+    old_row["modal"] = "yes";
+    EXPECT_THROW(lab::cell_from_json(old_row), std::runtime_error);
+
+    const std::string csv = lab::to_csv(run);
+    EXPECT_NE(csv.substr(0, csv.find('\n')).find(",p75_ns,modal,"), std::string::npos) << csv;
+
+    const std::string table = lab::to_table(run);
+    EXPECT_NE(table.find("3900.000~"), std::string::npos) << table;
+    EXPECT_EQ(table.find("6.500~"), std::string::npos) << "the steady cell is not marked: " << table;
+    EXPECT_NE(table.find("~ modal: the repetitions fall into separate modes"), std::string::npos) << table;
+    EXPECT_NE(table.find("counter/mutex_ring/workers:2: 2 repetitions near 521 ns, 3 near 4096 ns"), std::string::npos)
+        << table;
+    EXPECT_EQ(lab::to_table(sample_run()).find("~ modal"), std::string::npos) << "no footnote without a modal cell";
+}
+
+TEST(ResultsIo, AFairnessNotMeasuredIsNullWithItsReasonAndMarkedInTheTableWithAFootnote) {
+    auto run = sample_run();
+    for (const int workers : {64, 16}) {
+        lab::cell_result c = run.cells[0];
+        c.workers = workers;
+        c.min_share = c.max_share = lab::not_measured;
+        c.fairness_reason = "too short at " + std::to_string(workers) + " workers";
+        run.cells.push_back(c);
+    }
+    lab::cell_result again = run.cells[1];  // the same reason twice: one footnote
+    again.contender = "std_mutex";
+    run.cells.push_back(again);
+
+    const json doc = json::parse(lab::to_json(run));
+    EXPECT_TRUE(doc["benchmarks"][1]["min_share"].is_null());
+    EXPECT_TRUE(doc["benchmarks"][1]["max_share"].is_null());
+    EXPECT_EQ(doc["benchmarks"][1]["fairness_reason"], "too short at 64 workers");
+    EXPECT_EQ(doc["benchmarks"][0]["fairness_reason"], "") << "measured: no reason";
+    EXPECT_EQ(lab::run_from_json(lab::to_json(run)).cells[1].fairness_reason, "too short at 64 workers");
+
+    const std::string table = lab::to_table(run);
+    EXPECT_NE(table.find("0.50 / 1.50"), std::string::npos) << table;
+    EXPECT_NE(table.find("n/m [1]"), std::string::npos) << table;
+    EXPECT_NE(table.find("n/m [2]"), std::string::npos) << table;
+    EXPECT_EQ(table.find("n/m [3]"), std::string::npos) << "one footnote per reason: " << table;
+    EXPECT_NE(table.find("[1] min/max share not measured: too short at 64 workers\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("[2] min/max share not measured: too short at 16 workers\n"), std::string::npos) << table;
+
+    // A file of before the reason: a null share on a cell that has fairness still says "n/m".
+    lab::run_result old;
+    old.cells.push_back(run.cells[1]);
+    old.cells[0].fairness_reason.clear();
+    EXPECT_NE(lab::to_table(old).find("[1] min/max share not measured: no figure was recorded"), std::string::npos);
+}

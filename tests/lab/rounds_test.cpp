@@ -142,3 +142,33 @@ TEST(Interleave, AnySuiteRunsOneRepetitionOfEveryRowPerRound) {
     }
     EXPECT_NE(row(started[0]), row(started[1]));
 }
+
+TEST(Rounds, ARowWhoseRoundsFallIntoSeparateModesIsFlaggedModal) {
+    // One repetition per round, so no round alone can show the modes: the merged row must.
+    std::vector<lab::cell_result> rounds;
+    for (const double ns : {512.0, 4096.0, 530.0, 4200.0, 3900.0}) rounds.push_back(round_of(ns, 1, 1));
+    EXPECT_TRUE(lab::merge_rounds(rounds).modal);
+    rounds.clear();
+    for (const double ns : {512.0, 515.0, 530.0, 520.0, 525.0}) rounds.push_back(round_of(ns, 1, 1));
+    EXPECT_FALSE(lab::merge_rounds(rounds).modal);
+}
+
+TEST(Rounds, FairnessIsReportedOnlyWhenEveryRoundMeasuredIt) {
+    std::vector<lab::cell_result> rounds;
+    for (const double share : {0.5, 0.7, 0.6}) {
+        auto r = round_of(10, 1, 1);
+        r.has_fairness = true;
+        r.min_share = share;
+        r.max_share = 2 - share;
+        rounds.push_back(r);
+    }
+    auto merged = lab::merge_rounds(rounds);
+    EXPECT_EQ(merged.min_share, 0.6);
+    EXPECT_EQ(merged.fairness_reason, "");
+    rounds[1].min_share = rounds[1].max_share = lab::not_measured;
+    rounds[1].fairness_reason = "read too early";
+    merged = lab::merge_rounds(rounds);
+    EXPECT_TRUE(std::isnan(merged.min_share));
+    EXPECT_TRUE(std::isnan(merged.max_share));
+    EXPECT_EQ(merged.fairness_reason, "read too early");
+}

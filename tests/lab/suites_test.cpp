@@ -317,7 +317,9 @@ TEST(PoolSuite, ListsEveryPoolInEveryModeUnderTheDesignRowNames) {
     }
     EXPECT_EQ(rows.count("pool/no_pool/queue:none/mode:sustained/workers:2"), 1u);
     EXPECT_EQ(rows.count("pool/mutex_pool/queue:local/mode:sustained/workers:2"), 0u);
-    EXPECT_EQ(s->contenders.size(), expected);
+    // And contend's plainest row again, beside a busy loop (cotenant_test.cpp).
+    EXPECT_EQ(rows.count("pool/contend/queue:global/mode:sustained/busy_loops:1/busy_nice:19/workers:2"), 1u);
+    EXPECT_EQ(s->contenders.size(), expected + 1);
     EXPECT_EQ(s->default_workers, std::vector<std::int32_t>{static_cast<std::int32_t>(lab::allowed_cpus().size())})
         << "one pool thread per CPU this process may use, as .NET's benchmark runs";
 }
@@ -471,7 +473,8 @@ TEST(PoolSuite, AnItemRunTwiceFailsTheCountAtOnce) {
 TEST(PipeSuite, ListsEveryTransportAtEveryChunkUnderTheDesignRowNames) {
     const auto* s = lab::find_suite("pipe");
     ASSERT_NE(s, nullptr);
-    std::vector<std::string> transports = {"contend", "contend_std_mutex", "mutex_ring", "socketpair", "memcpy"};
+    std::vector<std::string> transports = {"contend",    "contend_std_mutex", "mutex_ring",
+                                           "socketpair", "spsc_ideal",        "memcpy"};
     if (peer_built_in("rwq")) transports.push_back("readerwriterqueue");
     std::set<std::string> rows;
     for (const auto& c : s->contenders) {
@@ -490,7 +493,8 @@ TEST(PipeSuite, ListsEveryTransportAtEveryChunkUnderTheDesignRowNames) {
             const std::string row = "pipe/" + t + "/chunk:" + chunk + "/workers:2";
             EXPECT_EQ(rows.count(row), 1u) << row;
         }
-    EXPECT_EQ(s->contenders.size(), transports.size() * 3);
+    EXPECT_EQ(rows.count("pipe/contend/chunk:4096/busy_loops:1/busy_nice:19/workers:2"), 1u) << "beside a busy loop";
+    EXPECT_EQ(s->contenders.size(), transports.size() * 3 + 1);
     EXPECT_EQ(s->default_workers, std::vector<std::int32_t>{2}) << "one writer and one reader";
 }
 

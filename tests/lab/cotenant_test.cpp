@@ -1,0 +1,344 @@
+// Co-tenants (harness/cotenant.hpp): the settings and their checks, the busy loops' life
+// (started at their nice level, gone after, gone by themselves when the lab dies or their time
+// is up), one CPU for a cell and everything it starts, and the suites' busy-loop rows. Every
+// wait is bounded. No timing is asserted.
+#include "harness/cotenant.hpp"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness/harness.hpp"
+#include "harness/runner.hpp"
+#include "suites/suites.hpp"
+
+namespace lab = contend::lab;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// Fields of /proc/PID/stat after the name: [0] state, [1] ppid, ... [16] nice. Empty when the
+// process is gone.
+std::vector<std::string> stat_fields(pid_t pid, std::string* name = nullptr) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return {};
+    const auto open = line.find('('), close = line.rfind(')');
+    if (name) *name = line.substr(open + 1, close - open - 1);
+    std::istringstream rest(line.substr(close + 1));
+    std::vector<std::string> fields;
+    for (std::string f; rest >> f;) fields.push_back(f);
+    return fields;
+}
+
+// Polls `done` every 10 ms for at most `limit`; whether it held.
+template <class Done>
+bool within(std::chrono::milliseconds limit, Done done) {
+    const auto end = steady::now() + limit;
+    while (!done()) {
+        if (steady::now() >= end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+// Exited: gone, or a zombie that only its parent's wait would clear.
+bool exited(pid_t pid) {
+    const auto f = stat_fields(pid);
+    return f.empty() || f[0] == "Z" || f[0] == "X";
+}
+
+int cpus_of_this_thread() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+// Waits for `pid` at most `limit`; kills it if it overstays. Its exit status, or -1.
+int wait_bounded(pid_t pid, std::chrono::milliseconds limit) {
+    int status = 0;
+    const bool ended = within(limit, [&] { return ::waitpid(pid, &status, WNOHANG) == pid; });
+    if (!ended) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST(Cotenant, ParametersNameTheSettingsAndARowKeepsItsOwnBusyLoops) {
+    EXPECT_TRUE(lab::cotenant_params({}).empty()) << "a quiet cell's name does not change";
+    EXPECT_EQ(lab::cotenant_params({2, 10, true}),
+              (lab::param_list{{"one_cpu", "yes"}, {"busy_loops", "2"}, {"busy_nice", "10"}}));
+    EXPECT_EQ(lab::cotenant_params({0, 5, false}), lab::param_list{}) << "a nice level without loops says nothing";
+
+    const lab::param_list busy_row{{"chunk", "4096"}, {"busy_loops", "1"}, {"busy_nice", "19"}};
+    EXPECT_EQ(lab::added_cotenant_params(busy_row, {3, 0, true}), (lab::param_list{{"one_cpu", "yes"}}));
+    EXPECT_EQ(lab::added_cotenant_params({{"chunk", "64"}}, {3, 0, false}),
+              (lab::param_list{{"busy_loops", "3"}, {"busy_nice", "0"}}));
+
+    const auto own = lab::effective_cotenant({1, 19, false}, {4, 0, true});
+    EXPECT_EQ(own, (lab::cotenant_options{1, 19, true})) << "the row's own loops, the run's CPU";
+    EXPECT_EQ(lab::effective_cotenant({}, {4, 0, false}), (lab::cotenant_options{4, 0, false}));
+
+    EXPECT_EQ(lab::describe_cotenant(0, 0, -1), "none");
+    EXPECT_EQ(lab::describe_cotenant(1, 19, -1), "1 busy loop at nice 19");
+    EXPECT_EQ(lab::describe_cotenant(2, -5, 3), "2 busy loops at nice -5, on CPU 3");
+}
+
+TEST(Cotenant, SettingsOutOfRangeAreRefusedSayingWhich) {
+    for (const lab::cotenant_options bad : {lab::cotenant_options{-1, 19, false}, lab::cotenant_options{65, 19, false},
+                                            lab::cotenant_options{1, 20, false}, lab::cotenant_options{1, -21, false},
+                                            lab::cotenant_options{0, 99, false}}) {
+        try {
+            lab::check_cotenant(bad);
+            ADD_FAILURE() << bad.busy_loops << " loops at nice " << bad.busy_nice << " passed";
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            EXPECT_TRUE(what.find("--busy-loops") != std::string::npos || what.find("--busy-nice") != std::string::npos)
+                << what;
+        }
+    }
+    EXPECT_NO_THROW(lab::check_cotenant({lab::max_busy_loops, 19, true}));
+    EXPECT_NO_THROW(lab::check_cotenant({0, 0, false}));
+    EXPECT_THROW(lab::busy_loops(65, 19, 1), std::invalid_argument) << "the class checks too";
+}
+
+TEST(Cotenant, ANiceLevelThisProcessMayNotGiveIsRefusedWithTheReason) {
+    // In a child that may not lower its nice level (root gives itself up first), the check
+    // must say so, and no busy loop may be left behind by the attempt.
+    int report[2];
+    ASSERT_EQ(::pipe(report), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::close(report[0]);
+        if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+        const rlimit none{0, 0};
+        ::setrlimit(RLIMIT_NICE, &none);
+        std::string what = "no error";
+        try {
+            lab::check_cotenant({1, -20, false});
+        } catch (const std::invalid_argument& e) {
+            what = e.what();
+        }
+        (void)!::write(report[1], what.data(), what.size());
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    ASSERT_EQ(wait_bounded(pid, std::chrono::seconds(10)), 0);
+    std::string what;
+    char buf[512];
+    for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;) what.append(buf, static_cast<std::size_t>(n));
+    ::close(report[0]);
+    EXPECT_NE(what.find("--busy-nice -20"), std::string::npos) << what;
+    EXPECT_NE(what.find("CAP_SYS_NICE"), std::string::npos) << what;
+}
+
+TEST(Cotenant, BusyLoopsRunAtTheirNiceLevelAndAreGoneOnceStopped) {
+    std::vector<pid_t> pids;
+    {
+        lab::busy_loops busy(2, 17, 60);
+        pids = busy.pids();
+        ASSERT_EQ(pids.size(), 2u);
+        for (const pid_t pid : pids) {
+            std::string name;
+            const auto f = stat_fields(pid, &name);
+            ASSERT_GT(f.size(), 16u) << pid;
+            EXPECT_EQ(name, "contend_busy");
+            EXPECT_EQ(f[1], std::to_string(::getpid())) << "a child of the process that started it";
+            EXPECT_EQ(f[16], "17") << "its nice level";
+        }
+    }
+    for (const pid_t pid : pids) {
+        EXPECT_TRUE(stat_fields(pid).empty()) << pid << " is still there: not killed, or not reaped";
+        errno = 0;
+        EXPECT_EQ(::kill(pid, 0), -1);
+        EXPECT_EQ(errno, ESRCH);
+    }
+    lab::busy_loops none(0, 19, 1);
+    EXPECT_TRUE(none.pids().empty());
+}
+
+TEST(Cotenant, BusyLoopsEndByThemselvesWhenTheirTimeIsUp) {
+    lab::busy_loops busy(1, 19, 0.2);
+    const pid_t pid = busy.pids().at(0);
+    EXPECT_TRUE(within(std::chrono::seconds(10), [&] { return exited(pid); })) << "a busy loop outlived its time bound";
+}
+
+TEST(Cotenant, BusyLoopsDieWithTheProcessThatStartedThem) {
+    // This test adopts whatever its children leave behind (a subreaper), so a busy loop that
+    // outlived the process that started it would show up here as a child of ours.
+    ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    int report[2];
+    ASSERT_EQ(::pipe(report), 0);
+    const pid_t lab_pid = ::fork();
+    ASSERT_GE(lab_pid, 0);
+    if (lab_pid == 0) {  // the "lab": starts two busy loops for a minute, says which, waits
+        ::close(report[0]);
+        lab::busy_loops busy(2, 19, 60);
+        for (const pid_t pid : busy.pids()) (void)!::write(report[1], &pid, sizeof pid);
+        ::close(report[1]);
+        ::pause();
+        ::_exit(0);
+    }
+    ::close(report[1]);
+    std::vector<pid_t> pids(2);
+    std::size_t got = 0;
+    for (ssize_t n; got < sizeof(pid_t) * 2 &&
+                    (n = ::read(report[0], reinterpret_cast<char*>(pids.data()) + got, sizeof(pid_t) * 2 - got)) > 0;)
+        got += static_cast<std::size_t>(n);
+    ::close(report[0]);
+    ::kill(lab_pid, SIGKILL);  // as a lab killed outright: nothing of it runs to clean up
+    ::waitpid(lab_pid, nullptr, 0);
+    ASSERT_EQ(got, sizeof(pid_t) * 2);
+    for (const pid_t pid : pids) {
+        const bool ended = within(std::chrono::seconds(10), [&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; });
+        if (!ended) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+        EXPECT_TRUE(ended) << "busy loop " << pid << " outlived the process that started it";
+    }
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST(Cotenant, OneCpuHoldsTheThreadAndEverythingItStartsThenGivesTheCpusBack) {
+    const int before = cpus_of_this_thread();
+    {
+        lab::one_cpu_scope one;
+        EXPECT_EQ(one.cpu(), lab::allowed_cpus().front());
+        EXPECT_EQ(cpus_of_this_thread(), 1);
+        int started = 0;
+        std::thread([&] { started = cpus_of_this_thread(); }).join();
+        EXPECT_EQ(started, 1) << "a thread started meanwhile inherits the one CPU";
+        lab::busy_loops busy(1, 19, 60);
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        ASSERT_EQ(sched_getaffinity(busy.pids().at(0), sizeof set, &set), 0);
+        EXPECT_EQ(CPU_COUNT(&set), 1) << "so does a busy loop";
+        EXPECT_TRUE(CPU_ISSET(one.cpu(), &set));
+    }
+    EXPECT_EQ(cpus_of_this_thread(), before);
+}
+
+// --- In a cell --------------------------------------------------------------------------------
+
+namespace {
+
+const lab::contender& probe() {
+    for (const auto& c : lab::find_suite("selftest")->contenders)
+        if (c.name == "cotenant_probe") return c;
+    throw std::runtime_error("no cotenant_probe");
+}
+
+lab::harness_options quick() {
+    lab::harness_options o;
+    o.min_time_s = 0.002;
+    o.repetitions = 2;
+    o.deadline_s = 10;
+    return o;
+}
+
+// Children of this process named as busy loops.
+int busy_children() {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string pid = entry.path().filename().string();
+        if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string name;
+        const auto f = stat_fields(static_cast<pid_t>(std::stol(pid)), &name);
+        n += f.size() > 1 && name == "contend_busy" && f[1] == std::to_string(::getpid());
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST(Cotenant, ACellOnOneCpuBesideBusyLoopsSaysSoInItsNameAndLeavesNothingRunning) {
+    auto o = quick();
+    o.cotenant = {2, 19, true};
+    const auto cell = lab::run_cell(probe(), "selftest", 2, o);
+    ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
+    EXPECT_EQ(cell.name(), "selftest/cotenant_probe/one_cpu:yes/busy_loops:2/busy_nice:19/workers:2");
+    EXPECT_EQ(cell.metric("worker_cpus"), 1);
+    EXPECT_EQ(cell.metric("own_thread_cpus"), 1) << "the workload's own thread too";
+    EXPECT_EQ(cell.metric("busy_loops_seen"), 2);
+    EXPECT_EQ(cell.affinity, std::to_string(lab::allowed_cpus().front()));
+    EXPECT_TRUE(cell.oversubscribed) << "two workers on one CPU";
+    EXPECT_EQ(busy_children(), 0);
+
+    const auto quiet = lab::run_cell(probe(), "selftest", 2, quick());
+    ASSERT_TRUE(quiet.valid()) << quiet.detail;
+    EXPECT_EQ(quiet.name(), "selftest/cotenant_probe/workers:2");
+    EXPECT_EQ(quiet.metric("busy_loops_seen"), 0);
+    EXPECT_EQ(quiet.metric("worker_cpus"), static_cast<double>(lab::allowed_cpus().size()));
+}
+
+TEST(Cotenant, OneCpuWithAPinIsRefusedInTheCellToo) {
+    auto o = quick();
+    o.cotenant.one_cpu = true;
+    o.pin = "compact";
+    const auto cell = lab::run_cell(probe(), "selftest", 2, o);
+    EXPECT_EQ(cell.status, "affinity_mismatch");
+    EXPECT_EQ(cell.name(), "selftest/cotenant_probe/one_cpu:yes/workers:2");
+}
+
+TEST(Cotenant, ThePlanChecksTheSettingsAndLeavesOutTheSuitesOwnBusyRowsUnderBusyLoops) {
+    lab::bench_options o;
+    o.suite = "pipe";
+    o.harness.cotenant = {1, 19, false};
+    for (const auto* c : lab::plan_suite(o).contenders) EXPECT_EQ(c->cotenant.busy_loops, 0) << c->id();
+    o.contenders = "*/busy_loops:*";
+    EXPECT_THROW(lab::plan_suite(o), std::invalid_argument) << "nothing but busy rows left";
+    o.harness.cotenant = {0, 19, true};
+    EXPECT_EQ(lab::plan_suite(o).contenders.size(), 1u) << "one CPU adds to a busy row";
+    o.harness.pin = "compact";
+    EXPECT_THROW(lab::plan_suite(o), std::invalid_argument);
+    o.harness.pin = "none";
+    o.harness.cotenant = {65, 19, false};
+    EXPECT_THROW(lab::plan_suite(o), std::invalid_argument);
+}
+
+TEST(Cotenant, ThePipePoolAndServerSuitesRunOneBusyLoopRowBesideTheirQuietRows) {
+    const std::map<std::string, std::string> quiet = {{"pipe", "contend/chunk:4096"},
+                                                      {"pool", "contend/queue:global/mode:sustained"},
+                                                      {"server", "contend/route:json/connections:16"}};
+    for (const auto& s : lab::all_suites()) {
+        std::vector<std::size_t> busy;
+        for (std::size_t i = 0; i < s.contenders.size(); ++i)
+            if (s.contenders[i].cotenant.busy_loops > 0) busy.push_back(i);
+        const auto it = quiet.find(s.name);
+        if (it == quiet.end()) {
+            EXPECT_TRUE(busy.empty()) << s.name;
+            continue;
+        }
+        ASSERT_EQ(busy.size(), 1u) << s.name;
+        const auto& row = s.contenders[busy[0]];
+        EXPECT_EQ(row.id(), it->second + "/busy_loops:1/busy_nice:19") << s.name;
+        EXPECT_EQ(row.cotenant, (lab::cotenant_options{1, 19, false}));
+        ASSERT_GT(busy[0], 0u);
+        EXPECT_EQ(s.contenders[busy[0] - 1].id(), it->second) << "right after its quiet row";
+        EXPECT_NE(row.description.find("busy loop at nice 19"), std::string::npos) << row.description;
+    }
+    lab::suite s{"x", "", {}, {1}};
+    EXPECT_THROW(lab::add_busy_loop_row(s, "nosuch"), std::logic_error);
+}
