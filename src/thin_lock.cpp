@@ -87,6 +87,9 @@ entry fat_enter(const std::atomic<std::uint32_t>& word, std::uint32_t w, std::ui
 }  // namespace
 
 thin_lock::~thin_lock() {
+    // A lock destroyed while this thread still remembers taking it free (destroyed held, a
+    // misuse) must not let a lock built later at this address be released without a check.
+    forget_taken_free();
     // Acquire: a sweep that deflated this lock wrote the word last; its write must come
     // before the memory is freed (a thin word here means no sweep will touch it again).
     if (is_fat(word_.load(std::memory_order_acquire))) internal::sync_table_release(word_);

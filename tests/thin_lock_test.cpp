@@ -500,3 +500,37 @@ TEST(ThinLock, UnlockAfterAFreeTakeSeesEveryChangeTheOwnerMadeSince) {
     });
     taker.join();
 }
+
+// A lock destroyed while its thread still held it (a misuse) leaves nothing behind: a lock
+// built later at the same address and taken by another thread is not released by the first
+// thread's unlock, which is refused as for any lock it does not hold.
+TEST(ThinLock, ALockBuiltWhereAHeldOneWasDestroyedIsNotReleasedByItsOldOwner) {
+    watchdog dog(60s);
+    {
+        contend::thin_lock warm;  // the thread's id first, so that the next lock() is the inline CAS
+        warm.lock();
+        warm.unlock();
+    }
+    alignas(contend::thin_lock) unsigned char storage[sizeof(contend::thin_lock)];
+    auto* first = new (storage) contend::thin_lock;
+    first->lock();
+    first->~thin_lock();
+    auto* second = new (storage) contend::thin_lock;
+    std::atomic<bool> taken{false};
+    std::atomic<bool> release{false};
+    std::thread other([&] {
+        second->lock();
+        taken = true;
+        const auto give_up = steady::now() + 10s;
+        while (!release.load() && steady::now() < give_up) std::this_thread::sleep_for(1ms);
+        second->unlock();
+    });
+    const auto give_up = steady::now() + 10s;
+    while (!taken.load() && steady::now() < give_up) std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(taken.load());
+    EXPECT_THROW(second->unlock(), contend::synchronization_error);
+    EXPECT_FALSE(second->try_lock()) << "the other thread's hold was released";
+    release = true;
+    other.join();
+    second->~thin_lock();
+}
