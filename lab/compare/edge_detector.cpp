@@ -1,9 +1,9 @@
 #include "compare/edge_detector.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "compare/history_series.hpp"
+#include "harness/statistics.hpp"
 
 namespace contend::lab {
 
@@ -18,16 +18,6 @@ const char* to_string(edge_state s) noexcept {
     }
     return "?";
 }
-
-namespace {
-
-std::string ns_text(double ns) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.*f", ns >= 100 ? 0 : ns >= 10 ? 1 : 2, ns);
-    return text;
-}
-
-}  // namespace
 
 edge_evidence edges_between(const std::vector<stored_run>& runs, std::int64_t base_run, std::int64_t test_run,
                             const change_options& options) {

@@ -17,16 +17,11 @@ double quantile(std::vector<double> samples, double q) {
     return samples[lower] + (samples[upper] - samples[lower]) * fraction;
 }
 
-namespace {
-
-// Three significant figures or more, never an exponent.
 std::string ns_text(double ns) {
     char text[64];
     std::snprintf(text, sizeof text, "%.*f", ns >= 100 ? 0 : ns >= 10 ? 1 : 2, ns);
     return text;
 }
-
-}  // namespace
 
 std::string describe_modes(const modes& m) {
     if (!m.modal) return "";
