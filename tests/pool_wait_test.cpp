@@ -605,7 +605,16 @@ TEST(WaitThread, AThousandEventsEachWithItsOwnWait) {
     EXPECT_EQ(wt.size(), static_cast<std::size_t>(n));
     for (int i = n - 1; i >= 0; --i) events[i]->set();
     ASSERT_TRUE(eventually([&] { return wt.size() == 0; }, 60s));
-    std::this_thread::sleep_for(20ms);
+    // The callbacks run on the executor after the waits end: wait (bounded) for all of them
+    // rather than a fixed 20 ms, which a loaded machine under ASan overran.
+    EXPECT_TRUE(eventually(
+        [&] {
+            for (int i = 0; i < n; ++i)
+                if (hits[i].load() == 0) return false;
+            return true;
+        },
+        60s));
+    std::this_thread::sleep_for(20ms);  // and none runs twice
     for (int i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "event " << i;
     EXPECT_EQ(timeouts.load(), 0);
 }
