@@ -46,9 +46,8 @@
 // synchronization_error whenever the unlock looks at the byte: always when a waiter is
 // registered (the slow path), and in every unlock of a build with CONTEND_CHECK_UNLOCK set
 // to 1 (the default where NDEBUG is not defined, as for assert). An optimized build's fast
-// path does not look: reading back the byte the lock's CAS just wrote made an uncontended
-// lock+unlock 1.25 to 1.48x a bare CAS and store on Intel (docs/design/unlock.md). WTF's
-// Lock and parking_lot's RawMutex check only in debug builds too. (Ownership is not tracked:
+// path does not look: reading back the byte the lock's CAS has just written costs more than
+// the rest of the unlock on some CPUs (docs/design/unlock.md). (Ownership is not tracked:
 // one byte has no room for an owner, so a thread unlocking a mutex another thread holds is
 // not detected.)
 #pragma once
@@ -127,19 +126,18 @@ public:
     // Like unlock(), for a holder about to block (contend::condition_variable's wait calls
     // it on any lock that has it, the pipe's too): a waiter napping as the designee is woken
     // at once instead of at the end of its nap, since the holder will not be back to take the
-    // mutex soon. Without it a wait/notify ping-pong could settle into a rhythm where each
-    // turn waited out a nap (about 100 us): ThinLock.WaitNotifyPingPongHundredThousandRounds
-    // took 15 to 27 s in 4 of 10 runs instead of 2.4 (AMD EPYC family 26 VM). Costs an
-    // unpark call when a designee exists.
+    // mutex soon. Without it a wait/notify ping-pong can settle into a rhythm where each
+    // turn waits out a nap (docs/design/mutex.md). Costs an unpark call when a designee
+    // exists. Always checks that the mutex is held (synchronization_error otherwise).
     void unlock_before_blocking();
 
     // True if some thread holds the mutex (a snapshot, for assertions and diagnostics).
     bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & held_bit; }
 
-    // How long a contended lock() spins before it parks. Round r of a spin pauses 2^(r+1)
-    // times for r < 4 (Rust parking_lot's SpinWait; about 50 ns to 0.7 us in all on the AMD
-    // EPYC reference VM, where a pause takes 23 ns), later rounds yield. No spin lasts longer
-    // than a park and wake on that VM (16 to 19 us one way): yielding rounds stop there.
+    // How long a contended lock() spins before it parks. Round r of a spin pauses for
+    // 2^(r+1) x 23 ns for r < 4 (Rust parking_lot's SpinWait; the pause count is derived from
+    // a pause measured at run time), later rounds yield, and no spin lasts longer than about
+    // a park and wake (16 us).
     //
     // Default: 2 rounds for every mutex (default_spin_limit). set_spin_limit(n) fixes n.
     //
@@ -147,29 +145,12 @@ public:
     // waiting instead of spinning would cost (src/mutex.cpp, adaptive_spin_limit): no spin
     // when a crowd of waiters already yields; 2 rounds when parking would first pay a
     // process-wide barrier; else a level, 0 to 3 for 0, 2, 4 or 10 rounds, kept per waiter
-    // slot (the mutexes hashing to one share it; a byte each beside the slots, written only
-    // on slow paths, so the unlock fast path stays a store of a constant). A spin in vain
-    // drops the level to 0; one success in 8 per thread raises it by one; at level 0 one
-    // contended lock() in 16 per thread still spins 2 rounds. .NET's System.Threading.Lock
-    // adapts its spin to spin success too (docs/references.md, dotnet-lock-adaptive-spin);
-    // success alone misled here: a waiter that wins while spinning on a hot lock has mostly
-    // taken it from a holder about to re-take it, and that rule climbed to 10 rounds and
-    // 2.7x the time in the counter suite.
-    //
-    // Not the default: on the 2-CPU reference VM no fixed limit wins every cell of the lab's
-    // counter, hold and striped suites, and this rule came within 5 % of the best fixed
-    // limit in 17 to 22 of the 25 (four interleaved runs), but 1.3 to 1.4x off it at 64
-    // stripes and 64 workers in every run: there 2 rounds even after spins in vain pay
-    // (holders come back from preemption), and at 2 workers on a few packed stripes no
-    // spin does (a waiter that sleeps lets the other worker run without false sharing), and
-    // no spin outcome tells the two apart (docs/lab.md, the spin rows). On a later VM (AMD
-    // EPYC family 26) the cells moved: 16 to 22 of 25 in nine runs, 64 stripes at 64
-    // workers within 5 %, and 0 rounds best and the rule 1.08 to 1.12x off it at 4 stripes
-    // (8 and 64 workers) and 64 stripes (2 workers). The lab's A/A control there (the 0-round
-    // row again, in processes of its own) came within 5 % of the best fixed limit in as few
-    // cells per run as this rule (19 to 22 of 25, the rule 19 to 23): a single run cannot
-    // tell 5 % apart in these cells. Pooled over five runs the rule was within 5 % in 23
-    // (1.06 and 1.07 at 16 and 64 stripes with 2 workers, where 0 rounds wins), the control 23.
+    // slot (written only on slow paths, so the unlock fast path stays a store of a constant).
+    // A spin in vain drops the level to 0; one success in 8 per thread raises it by one; at
+    // level 0 one contended lock() in 16 per thread still spins 2 rounds. Not the default:
+    // no fixed limit wins every cell of the lab's counter, hold and striped suites, and this
+    // rule is not reliably closer to the best one than the default (docs/design/mutex.md has
+    // the measurements).
     static constexpr std::uint32_t adaptive_spin = 0xFFFF'FFFFu;
     static constexpr std::uint32_t default_spin_limit = 2;
     static void set_spin_limit(std::uint32_t rounds) noexcept;
@@ -189,8 +170,8 @@ private:
             unlock_slow(false);  // throws: the mutex is not held
 #endif
         // The slot first, and not the state byte: the byte is the one this thread's lock()
-        // has just written with a locked CAS, and reading it back right after costs 2 to 5 ns
-        // on Intel Sapphire Rapids (docs/design/unlock.md). A slot that is exactly `light`
+        // has just written with a locked CAS, and reading it back right after is slow on some
+        // CPUs (docs/design/unlock.md). A slot that is exactly `light`
         // says nobody is registered, and only registered waiters set WAKING or
         // HANDOFF_REQUEST (src/mutex.cpp), so a held byte is exactly HELD: store 0.
         if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {

@@ -32,39 +32,11 @@
 // So, as for any lock, its destructor must run before its memory is reused or unmapped (an
 // arena dropped without destructors): while it is inflated, the sweeps hold its address.
 //
-// Cost of the inflated path (uncontended lock+unlock, bench/lock_bench, AMD EPYC family 26
-// VM): 6.60 to 6.75 ns against 6.04 to 6.13 for a bare contend::mutex, 1.09 to 1.10x.
-// About half of it is finding the fat lock: its index is read from the word before the fat
-// mutex's CAS can start (uncontended/mutex_via_index, a bare mutex found that way: 6.34 to
-// 6.39 ns); the rest is the thread id and the owner and recursion checks. Keeping the fat
-// mutex's bits in this word beside the index (a CAS on the word itself) would take the lookup
-// off the path before the CAS, but the owner's bookkeeping would still need it after, and
-// every read-modify-write of the mutex algorithm would have to survive a concurrent
-// deflation of the word: a model of that path (uncontended/model_mutex_bits_in_word)
-// measured 6.59 to 6.79 ns against 6.60 to 6.62 for this one in the same three runs
-// (contend::mutex 5.99 to 6.08): no better.
-// Contended, rows that model its parts seemed to put the cost on the owner's two stores:
-// with two threads (the lab's counter suite and lock_bench's counter rows), a bare mutex
-// with the owner set, checked and cleared as here (counter/mutex_with_owner) takes 1.12 to
-// 1.18x the mutex, the same without the clearing store 1.00 to 1.09x, and the lookup alone
-// (counter/mutex_via_index) 1.02 to 1.11x; one store alone in the critical section
-// measured 1.06 to 1.08x. Alone on one thread the stores cost nothing measurable. Removing
-// both by keeping the owner in the fat mutex's own word (contend::mutex's algorithm on a
-// 32-bit word with owner bits, the owner written by the acquiring CAS and cleared by the
-// releasing store; built in full, the lock tests green in the optimized build) made the
-// contended thin_lock slower, not faster: counter rows of bench/lock_bench, 2 threads,
-// 1.14 to 1.20x the mutex against 1.07 to 1.11x for this layout, and 64 threads 1.05 to
-// 1.08x against 0.97 to 1.07x (seven alternating runs of the two builds, AMD EPYC family
-// 26 VM). So the two-store model does not explain the gap; not adopted. Keeping the owner
-// with the thread instead (a stack of held locks per thread, no owner stores on the lock's
-// line; counter/mutex_with_thread_owner) was slower than the owner in the fat lock, not
-// faster: 2 threads 7.11 to 7.72 ns against 6.96 to 7.60 (mutex 6.13 to 6.71) in four
-// runs (the rows side by side in each run).
-// How far one figure can be trusted there: two threads taking an inflated thin_lock and a
-// mutex in turn, 300 ms a pair (a throwaway program on the release library), gave thin_lock
-// / mutex 1.01 to 1.26 over 23 pairs in 25 minutes, the pairs of one run closer together
-// than the runs; with one thread the inflated path came out faster than the mutex in 6 of
-// 9 pairs. A target of 1.1x is judged over pooled runs on that VM, not one.
+// Costs: thin, lock() is a load and a CAS and unlock() a release store and two loads of a
+// read-mostly waiter slot. Inflated, both go through the fat lock's contend::mutex after
+// finding it by the index in the word, and set or check the owner: about 1.1x a bare
+// contend::mutex uncontended (docs/design/thin_lock.md has the measurements and the layouts
+// tried for the inflated path).
 //
 // Thread ids past 16 bits. Compact ids 1 to 0xFFFE fit the owner field; a process with more
 // live threads gives the rest larger ids (internal/thread_id.hpp), and such a thread never
@@ -107,8 +79,8 @@ public:
     // A load before the CAS: an inflated or held word then costs no failing locked
     // instruction (a failed CAS still takes the line exclusive). No prefetch for write here,
     // unlike contend::mutex: an inflated word is read-only and shared by every thread that
-    // enters, and asking for it exclusive on every entry made it bounce between cores (the
-    // lab's counter suite, 2 and 4 workers: 8.0 to 8.8 ns on the AMD EPYC VM).
+    // enters, and asking for it exclusive on every entry made it bounce between cores
+    // (docs/design/thin_lock.md).
     void lock() {
         const std::uint32_t me = word_owner_id;
         if (me == 0) [[unlikely]] {
@@ -157,8 +129,8 @@ public:
             return;
         }
         // This thread took the word free with its own CAS and has not written it since, so
-        // the word is exactly `me`: no need to read back the word that CAS just wrote (2 to
-        // 5 ns on Intel Sapphire Rapids; docs/design/unlock.md).
+        // the word is exactly `me`: no need to read back the word that CAS just wrote
+        // (docs/design/unlock.md).
         if (taken_free == this) [[likely]] {
             taken_free = nullptr;
             if (release_thin_fast()) [[likely]]

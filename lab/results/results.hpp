@@ -122,7 +122,7 @@ struct cell_result {
     bool oversubscribed = false;  // workers outnumber the CPUs they may use
     metric_list metrics;  // the workload's own figures
 
-    // "<suite>/<contender>/<k:v>.../workers:N", lower case (shared/DESIGN.md).
+    // "<suite>/<contender>/<k:v>.../workers:N", lower case (docs/lab.md, "The JSON results").
     std::string name() const;
     std::string id() const { return format_id(contender, params); }
     // The metric's value, or NaN when the cell has none of that name.

@@ -1,4 +1,4 @@
-// Writing and reading results: the JSON shape of shared/DESIGN.md (readable by Google
+// Writing and reading results: the JSON shape of docs/lab.md, "The JSON results" (readable by Google
 // Benchmark's tools: rows with name, run_type "aggregate", aggregate_name "median",
 // real_time, cpu_time, time_unit "ns", plus the lab's fields and each workload metric as a
 // number of its own, the way Google Benchmark writes user counters), CSV, and the table on

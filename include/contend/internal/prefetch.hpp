@@ -6,14 +6,13 @@
 // another core wrote it last, and the CAS then waits a second time for ownership. With one
 // hot lock the line is rarely elsewhere; with thousands of locks picked at random (a
 // striped table, one lock per connection) almost every acquisition finds it on another
-// core, and the second trip made contend::mutex 1.15-1.25x slower than a spin lock that
-// only CASes (the lab's striped suite, 1,024 and 65,536 locks, AMD EPYC VM). PREFETCHW
-// asks for ownership up front, so the load and the CAS share one trip.
+// core, and the CAS pays a second trip. PREFETCHW asks for ownership up front, so the load
+// and the CAS share one trip (measured: docs/design/mutex.md).
 //
-// x86-64 only, and only where CPUID reports the instruction (PRFCHW: AMD since K6-2 as
-// 3DNowPrefetch, Intel since Broadwell): older processors are not documented to treat the
-// opcode as a no-op, so the check is made once at load time and read here. Elsewhere it is
-// a no-op.
+// Cost: one instruction and a load of a read-only flag. x86-64 only, and only where CPUID
+// reports the instruction (the PRFCHW bit): processors without it are not documented to
+// treat the opcode as a no-op, so the check is made once at load time and read here.
+// Elsewhere it is a no-op.
 #pragma once
 
 namespace contend::internal {
