@@ -187,6 +187,27 @@ TEST(SpinWait, YieldsTheCpuAsItPolls) {
     EXPECT_GE(poll.yields(), 2u);
 }
 
+// The spacing between yields grows while yields find nothing else to run, by doublings up to
+// 8 yield intervals, and starts from one interval again once a poll of the thread ran out:
+// a partner kept off this CPU makes a poll run out, and the next one yields at once.
+TEST(SpinWait, YieldSpacingIsBoundedAndResetsWhenAPollRunsOut) {
+    watchdog dog(60s);
+    const auto interval = contend::internal::yield_interval();
+    {
+        contend::internal::spin_wait poll(std::chrono::seconds(10));
+        while (poll.yields() < 12 && poll.pause()) {
+            ASSERT_GE(poll.spacing(), interval);
+            ASSERT_LE(poll.spacing(), interval * 8);
+        }
+        EXPECT_GE(poll.yields(), 12u);
+    }
+    contend::internal::spin_wait short_poll(std::chrono::microseconds(5));
+    while (short_poll.pause()) {
+    }
+    const contend::internal::spin_wait next(std::chrono::seconds(1));
+    EXPECT_EQ(next.spacing(), interval) << "a poll that ran out must put the spacing back to one interval";
+}
+
 // Two threads on one CPU: the one that polls lets the one it waits for run, so the poll
 // succeeds (sees the partner's store) long before its budget is spent, instead of the
 // partner waiting for the poller's time slice to end.

@@ -42,11 +42,14 @@ std::chrono::nanoseconds yield_interval() noexcept;
 //     spin_wait poll(budget);
 //     while (!ready()) if (!poll.pause()) { /* budget spent: sleep */ }
 // pause() relaxes for about `step` (default 250 ns: short against a wake-up, long against a
-// check of a shared line), yields the CPU when yield_interval() has passed since the last
-// yield (or the start), and returns false once `budget` has passed since construction.
-// A yield that gave the CPU away (it took longer than the interval) marks the calling
-// thread's CPU as shared: until one of its yields comes back at once, its polls yield at
-// every step instead of pausing, which on one CPU makes each hand-off a direct switch.
+// check of a shared line), yields the CPU when the thread's yield spacing has passed since
+// the last yield (or the start), and returns false once `budget` has passed since
+// construction. The spacing is per thread: yield_interval(), doubled by each yield that came
+// back at once (nothing else wanted the CPU), up to 8x, and back to yield_interval() when a
+// poll of the thread runs out its budget. A yield that gave the CPU away (it took longer
+// than the interval) marks the thread's CPU as shared: until one of its yields comes back at
+// once, its polls yield at every step instead of pausing, which on one CPU makes each
+// hand-off a direct switch.
 class spin_wait {
 public:
     static constexpr std::chrono::nanoseconds default_step{250};
@@ -55,6 +58,8 @@ public:
     bool pause() noexcept;
     // Yields this poll has made so far (for tests and statistics).
     std::uint32_t yields() const noexcept { return yields_; }
+    // The time between this poll's yields now (for tests).
+    std::chrono::nanoseconds spacing() const noexcept { return spacing_; }
 
 private:
     // In this order: the first poll of a process measures the pause and the yield (about
@@ -64,6 +69,7 @@ private:
     std::uint32_t relaxes_per_step_;
     clock::time_point start_;
     clock::time_point last_yield_;
+    std::chrono::nanoseconds spacing_;  // interval_, doubled per yield that found nothing to run
     std::uint32_t yields_ = 0;
 };
 
