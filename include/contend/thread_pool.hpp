@@ -13,7 +13,8 @@
 //     free; but a worker's posts may join the global queue behind items that other threads
 //     posted after them. Each thread's posts join it in the order it made them.
 //   - A worker that finds no work polls the queues briefly (about 50 us, yielding its CPU
-//     to any thread that wants it as it goes), then sleeps on a LIFO semaphore (the most
+//     to any thread that wants it as it goes; at most half the awake workers poll at once,
+//     the others sleep at once), then sleeps on a LIFO semaphore (the most
 //     recently idle worker, whose cache is warmest, wakes first). A post wakes at most one
 //     sleeper, and only when no worker is already searching: no thundering herd.
 //   - Hill climbing moves the number of running workers between min_threads and

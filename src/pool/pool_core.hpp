@@ -80,6 +80,8 @@ struct pool_core {
     std::size_t queued() const noexcept;
     void run_item(worker* self, task_node* n);
     void stop_searching(worker* self);
+    // Whether an idle, searching worker may poll before it sleeps (Go's spinning rule).
+    bool may_poll() const noexcept;
     bool try_retire(worker* self);
     void wake_one();
     std::size_t target_threads() const noexcept;

@@ -2,7 +2,8 @@
 //
 // Waking without a herd (after Tokio's "searching" workers; see docs/references.md,
 // tokio-scheduler): a worker that runs out of local work becomes a searcher (it polls the
-// queues for a short while); a post wakes a sleeping worker only when no worker is
+// queues for a short while, if fewer than half the awake workers poll already, as Go's
+// spinning threads do: may_poll()); a post wakes a sleeping worker only when no worker is
 // searching, and the woken worker starts as a searcher, so a burst of posts wakes one
 // thread, which wakes the next when it finds work, and so on: at most one wake-up per item
 // found, none for items a polling worker takes.
@@ -53,8 +54,9 @@ namespace {
 
 thread_local worker* current_worker = nullptr;
 
-// A worker that found nothing polls every queue for this long before it sleeps (a look
-// every ~250 ns, the CPU yielded every yield_interval(): platform/spin_wait.hpp). 50 us: a
+// A worker that found nothing polls every queue for this long before it sleeps, unless half
+// the awake workers poll already (may_poll()): a look every ~250 ns, the CPU yielded as
+// platform/spin_wait.hpp says. 50 us: a
 // sleep costs the next poster a futex wake and this worker 16 to 19 us to run again (both
 // 2-CPU VMs), so polling about a round trip's worth catches the next item of a steady
 // stream without either, at most doubling what a sleep would have cost when none comes;
@@ -370,6 +372,19 @@ task_node* pool_core::find_work(worker* self) {
     return steal(self);
 }
 
+bool pool_core::may_poll() const noexcept {
+    // Go's scheduler spins an idle thread only while the spinning ones are fewer than half
+    // the busy ones (docs/references.md, go-proc): one poller catches the next item as well
+    // as two, and a second one holds a CPU that a thread outside the pool (the producer the
+    // items wait for, a client, the rest of the program) needs. With 2 workers on 2 CPUs and
+    // a producer thread, two pollers kept the producer waiting for a CPU for a whole poll
+    // after each burst (docs/design/pool.md). The caller counts itself among `searching`.
+    const std::size_t workers_alive = alive.load(std::memory_order_relaxed);
+    const std::size_t awake = workers_alive - std::min(workers_alive, idle.size());
+    const std::size_t other_searchers = searching->load(std::memory_order_relaxed) - 1;
+    return 2 * other_searchers < awake;
+}
+
 void pool_core::stop_searching(worker* self) {
     self->searching = false;
     // The last searcher to find work wakes another, which searches for the rest: the
@@ -456,10 +471,12 @@ void pool_core::worker_main(worker* self) {
             self->searching = true;
             searching->fetch_add(1, std::memory_order_seq_cst);
         }
-        bool found = false;
-        spin_wait poll(idle_poll_budget);
-        while (!found && poll.pause()) found = any_work_visible();
-        if (found) continue;
+        if (may_poll()) {
+            bool found = false;
+            spin_wait poll(idle_poll_budget);
+            while (!found && poll.pause()) found = any_work_visible();
+            if (found) continue;
+        }
 
         // Sleep. See the top of the file for why this order loses no wake-up.
         idle.push(&self->idle);
