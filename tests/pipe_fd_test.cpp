@@ -377,6 +377,38 @@ TEST(PipeFd, AFifoWhoseReaderClosedGivesEpipeWithoutSigpipe) {
     EXPECT_TRUE(p.writer().write(data).is_completed);
 }
 
+// A FIFO's reader that reads a little and closes while a write is blocked cuts the write
+// short: writev returns the bytes it wrote, and the kernel raises SIGPIPE all the same. It
+// must be taken back too (the process died with 141 when only EPIPE was handled).
+TEST(PipeFd, AFifoWriteCutShortByTheReadersCloseRaisesNoSigpipe) {
+    watchdog dog(30s);
+    for (int round = 0; round < 5; ++round) {
+        int fds[2];
+        ASSERT_EQ(::pipe(fds), 0);
+        fd_closer read_end{fds[0]}, write_end{fds[1]};
+        byte_pipe p(never_pausing());
+        const std::vector<std::byte> data = random_bytes(1024 * 1024, 6);
+        ASSERT_FALSE(p.writer().write(data).is_completed);
+        std::thread reader([&] {
+            std::array<char, 4096> buf{};
+            ssize_t got = 0;
+            while ((got = ::read(read_end.fd, buf.data(), buf.size())) < 0 && errno == EINTR) {
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the writer blocks again
+            read_end.close();
+        });
+        pipe_to_fd sink(p.reader(), write_end.fd);
+        const fd_transfer t = sink.run();  // blocking: SIGPIPE's default action would end the process
+        reader.join();
+        EXPECT_EQ(t.stop, fd_stop::error) << to_string(t.stop);
+        EXPECT_EQ(t.error, EPIPE) << std::strerror(t.error);
+        sigset_t pending;
+        sigemptyset(&pending);
+        sigpending(&pending);
+        EXPECT_EQ(sigismember(&pending, SIGPIPE), 0) << "a SIGPIPE was left pending";
+    }
+}
+
 TEST(PipeFd, AReadErrorCompletesTheWriterWithASystemError) {
     watchdog dog(30s);
     temp_file f;

@@ -109,9 +109,15 @@ ssize_t write_vector(int fd, fd_kind kind, const iovec* iov, int count) {
     const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
     const ssize_t n = ::writev(fd, iov, count);
     const int error = errno;
-    if (n < 0 && error == EPIPE && !was_pending) {
-        const timespec zero{};
-        while (sigtimedwait(&sigpipe_only, nullptr, &zero) < 0 && errno == EINTR) {
+    if (!was_pending) {
+        // Not only on EPIPE: a write the reader's close cut short returns the bytes it wrote
+        // and raises SIGPIPE all the same.
+        sigemptyset(&pending);
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE) == 1) {
+            const timespec zero{};
+            while (sigtimedwait(&sigpipe_only, nullptr, &zero) < 0 && errno == EINTR) {
+            }
         }
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
