@@ -993,6 +993,15 @@ TEST(PipeMisuse, InvalidOptionsThrowInvalidArgument) {
     pipe_options equal;
     equal.pause_writer_threshold = equal.resume_writer_threshold = 4096;
     EXPECT_NO_THROW(byte_pipe{equal});
+    // The segment pool's slots are allocated up front: SIZE_MAX wrapped its size to 0 and
+    // corrupted the heap; anything above the documented limit is refused.
+    pipe_options huge_pool;
+    huge_pool.max_pooled_segments = SIZE_MAX;
+    EXPECT_THROW(byte_pipe{huge_pool}, std::invalid_argument);
+    huge_pool.max_pooled_segments = pipe_options::max_pooled_segments_limit + 1;
+    EXPECT_THROW(byte_pipe{huge_pool}, std::invalid_argument);
+    huge_pool.max_pooled_segments = pipe_options::max_pooled_segments_limit;
+    EXPECT_NO_THROW(byte_pipe{huge_pool});
     EXPECT_NO_THROW(byte_pipe{never_pausing()});
 }
 

@@ -52,7 +52,10 @@ struct pipe_options {
     std::size_t pause_writer_threshold = 65536;  // 0: never pause
     std::size_t resume_writer_threshold = 32768;  // must not exceed pause: std::invalid_argument
     std::size_t minimum_segment_size = 4096;  // 0: std::invalid_argument
+    // Segments kept for reuse; the pool's slots are allocated up front (a pointer each), so
+    // more than max_pooled_segments_limit is std::invalid_argument.
     std::size_t max_pooled_segments = 256;
+    static constexpr std::size_t max_pooled_segments_limit = std::size_t{1} << 20;
     thread_pool* reader_scheduler = nullptr;  // nullptr: continuations run inline
     thread_pool* writer_scheduler = nullptr;  // a pool: on its local queue when on a worker
     // The lock guarding the shared state; std_mutex exists to measure what contend::mutex buys.

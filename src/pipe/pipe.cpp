@@ -927,6 +927,9 @@ pipe_options checked(pipe_options o) {
                                     std::to_string(o.resume_writer_threshold) + ") exceeds pause_writer_threshold (" +
                                     std::to_string(o.pause_writer_threshold) + ")");
     if (o.minimum_segment_size == 0) throw std::invalid_argument("contend::pipe: minimum_segment_size is 0");
+    if (o.max_pooled_segments > pipe_options::max_pooled_segments_limit)
+        throw std::invalid_argument("contend::pipe: max_pooled_segments (" + std::to_string(o.max_pooled_segments) +
+                                    ") is above " + std::to_string(pipe_options::max_pooled_segments_limit));
     return o;
 }
 }  // namespace
