@@ -1,6 +1,7 @@
 #include "contend/condition_variable.hpp"
 
 #include <deque>
+#include <limits>
 
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
@@ -86,6 +87,20 @@ TEST(ConditionVariable, WaitForTimesOutNoEarlierThanItsDeadlineAndRelocks) {
     EXPECT_FALSE(cv.wait_until(lk, std::chrono::system_clock::now() + 10ms, [] { return false; }));
     EXPECT_TRUE(lk.owns_lock());
     EXPECT_EQ(lk.mutex(), &m);
+}
+
+// A far-past deadline on a non-steady clock and a NaN duration time out at once.
+TEST(ConditionVariable, AFarPastDeadlineOrANanDurationTimesOutAtOnce) {
+    watchdog dog(60s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    std::unique_lock lk(m);
+    const auto start = steady::now();
+    EXPECT_EQ(cv.wait_until(lk, std::chrono::system_clock::time_point::min()), std::cv_status::timeout);
+    EXPECT_EQ(cv.wait_for(lk, std::chrono::duration<double, std::milli>(std::numeric_limits<double>::quiet_NaN())),
+              std::cv_status::timeout);
+    EXPECT_LT(steady::now() - start, 5s);
+    EXPECT_TRUE(lk.owns_lock());
 }
 
 TEST(ConditionVariable, NotifyOneWakesOneOfSeveral) {

@@ -1,5 +1,7 @@
 #include "contend/event.hpp"
 
+#include <limits>
+
 #include "test_support.hpp"
 
 using namespace contend_test;
@@ -31,6 +33,19 @@ TEST(ManualResetEvent, WaitForTimesOutNoEarlierThanItsDeadline) {
     const auto start = steady::now();
     EXPECT_FALSE(ev.wait_for(30ms));
     EXPECT_GE(steady::now() - start, 30ms);
+    EXPECT_LT(steady::now() - start, 5s);
+}
+
+// A far-past deadline on a non-steady clock and a NaN duration time out at once.
+TEST(ManualResetEvent, AFarPastDeadlineOrANanDurationTimesOutAtOnce) {
+    watchdog dog(60s);
+    contend::manual_reset_event e;
+    contend::auto_reset_event a;
+    const auto start = steady::now();
+    EXPECT_FALSE(e.wait_until(std::chrono::system_clock::time_point::min()));
+    EXPECT_FALSE(e.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN())));
+    EXPECT_FALSE(a.wait_until(std::chrono::system_clock::time_point::min()));
+    EXPECT_FALSE(a.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN())));
     EXPECT_LT(steady::now() - start, 5s);
 }
 

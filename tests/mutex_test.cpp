@@ -3,6 +3,7 @@
 #define CONTEND_CHECK_UNLOCK 1
 #include "contend/mutex.hpp"
 
+#include <limits>
 #include <map>
 #include <type_traits>
 
@@ -49,6 +50,27 @@ TEST(Mutex, TryLockUntilAcceptsOtherClocks) {
     }).join();
     EXPECT_FALSE(got);
     EXPECT_GE(waited, 39ms);  // system_clock granularity may round the conversion by a tick
+    EXPECT_LT(waited, 5s);
+    m.unlock();
+}
+
+// A far-past deadline on a non-steady clock (t - now overflowed) and a NaN duration (undefined
+// behaviour in the conversion) both mean "already expired": the timed lock fails at once
+// instead of blocking forever.
+TEST(Mutex, TimedLockWithAFarPastDeadlineOrANanDurationFailsAtOnce) {
+    watchdog dog(60s);
+    contend::mutex m;
+    m.lock();
+    bool far_past = true, nan = true;
+    steady::duration waited{};
+    std::thread([&] {
+        const auto start = steady::now();
+        far_past = m.try_lock_until(std::chrono::system_clock::time_point::min());
+        nan = m.try_lock_for(std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN()));
+        waited = steady::now() - start;
+    }).join();
+    EXPECT_FALSE(far_past);
+    EXPECT_FALSE(nan);
     EXPECT_LT(waited, 5s);
     m.unlock();
 }

@@ -11,10 +11,12 @@ using deadline = clock::time_point;
 
 inline constexpr deadline no_deadline = deadline::max();
 
+// now + d, saturated: "not positive" (NaN included) is now, too long to represent is
+// no_deadline.
 template <class Rep, class Period>
 deadline deadline_after(const std::chrono::duration<Rep, Period>& d) {
     const auto now = clock::now();
-    if (d <= d.zero()) return now;
+    if (!(d > d.zero())) return now;
     // Saturate instead of overflowing for "wait for a very long time".
     const auto max_left = std::chrono::duration_cast<std::chrono::duration<double>>(deadline::max() - now);
     if (std::chrono::duration<double>(d) >= max_left) return no_deadline;
@@ -27,10 +29,25 @@ deadline to_deadline(const std::chrono::time_point<Clock, Duration>& t) {
         return std::chrono::time_point_cast<clock::duration>(t);
     } else {
         // A different clock: convert through "time remaining now". Waiting on the steady
-        // clock means a wall-clock jump does not shorten or stretch the wait.
-        const auto remaining = t - Clock::now();
-        return deadline_after(remaining);
+        // clock means a wall-clock jump does not shorten or stretch the wait. A time already
+        // past is now (t - now would overflow for a far-past t such as time_point::min()),
+        // and the difference is taken in floating point, where a far-future t cannot
+        // overflow either.
+        const auto now = Clock::now();
+        if (!(t > now)) return clock::now();
+        using seconds = std::chrono::duration<double>;
+        return deadline_after(std::chrono::duration_cast<seconds>(t.time_since_epoch()) -
+                              std::chrono::duration_cast<seconds>(now.time_since_epoch()));
     }
+}
+
+// now + d on the steady clock, saturated at time_point::max() (a far-future timer never
+// fires) and at now for a negative d.
+inline deadline steady_after(clock::duration d) noexcept {
+    const auto now = clock::now();
+    if (d <= clock::duration::zero()) return now;
+    if (d >= deadline::max() - now) return deadline::max();
+    return now + d;
 }
 
 }  // namespace contend::internal
