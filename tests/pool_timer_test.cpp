@@ -141,21 +141,43 @@ TEST(TimerQueue, EqualDeadlinesFireInInsertionOrder) {
     EXPECT_EQ(order, expected);
 }
 
-TEST(TimerQueue, IdsStartAtOneAndAreNeverReused) {
+// Ids come from one counter for the process: never 0, never reused, and no two queues
+// hand out the same one (so one pool's id cancels nothing in another).
+TEST(TimerQueue, IdsAreNeverZeroNeverReusedAndUniqueAcrossQueues) {
     timer_queue q("ids", run_inline);
+    timer_queue other("ids2", run_inline);
     std::uint64_t last = 0;
     for (int i = 0; i < 100; ++i) {
         const auto id = q.add(steady::now() + 1h, make_task([] {}));
-        if (i == 0) {
-            EXPECT_EQ(id, 1u);
-        }
+        const auto other_id = other.add(steady::now() + 1h, make_task([] {}));
         EXPECT_GT(id, last);
+        EXPECT_NE(id, other_id);
+        EXPECT_FALSE(other.cancel(id)) << "another queue's id cancelled a timer here";
         if (i % 2 == 0) {
             EXPECT_TRUE(q.cancel(id));
         }
-        last = id;
+        last = std::max(id, other_id);
     }
-    EXPECT_GE(last, 100u);
+    EXPECT_GE(last, 200u);
+}
+
+// After close() (the pool's destructor has begun), add() refuses: 0, the callback destroyed
+// without running; cancel() is false; pending callbacks were discarded.
+TEST(TimerQueue, AfterCloseAddRefusesAndDestroysTheCallbackAndCancelIsFalse) {
+    std::atomic<int> freed{0};
+    std::atomic<int> ran{0};
+    timer_queue q("closed", run_inline);
+    const auto pending =
+        q.add(steady::now() + 1h, make_task([c = std::make_shared<destruction_counter>(&freed), &ran] { ran++; }));
+    q.close();
+    EXPECT_EQ(freed.load(), 1) << "the pending callback was not discarded";
+    EXPECT_FALSE(q.cancel(pending));
+    EXPECT_EQ(q.add(steady::now(), make_task([c = std::make_shared<destruction_counter>(&freed), &ran] { ran++; })),
+              0u);
+    EXPECT_EQ(freed.load(), 2) << "the refused callback was not destroyed";
+    EXPECT_EQ(q.size(), 0u);
+    q.close();  // idempotent
+    EXPECT_EQ(ran.load(), 0);
 }
 
 TEST(TimerQueue, CancelReturnsTrueOnceAndTheCallbackNeverRunsButIsFreed) {

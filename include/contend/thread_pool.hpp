@@ -25,7 +25,10 @@
 //     before the global queue, so a backed-up queue does not starve them.
 //
 // Every item posted before the destructor starts (and every item those items post) runs
-// exactly once before it returns. An exception escaping an item goes to
+// exactly once before it returns. Timers not yet due when it starts are discarded and
+// registered waits end; a timer or wait that a draining item adds then is refused
+// (post_after/post_at return 0 and destroy the callable, register_wait returns an inactive
+// registration). An exception escaping an item goes to
 // options.on_exception (or stderr) and the worker goes on; submit() puts it in the future.
 #pragma once
 
@@ -152,16 +155,21 @@ public:
     schedule_awaiter schedule() noexcept { return {this, false}; }
     schedule_awaiter schedule_local() noexcept { return {this, true}; }
 
-    // Runs f on the pool once the time has come (never earlier). Ids are never reused.
+    // Runs f on the pool once the time has come (never earlier). Ids are never reused and
+    // are unique across every pool of the process (another pool's id cancels nothing). A
+    // delay too long to represent (no_timeout, duration::max()) means never. Once the
+    // pool's destructor has begun, f is destroyed without running and the result is 0.
     template <class F>
     timer_id post_after(std::chrono::steady_clock::duration delay, F&& f) {
-        return add_timer(std::chrono::steady_clock::now() + delay, internal::make_task(std::forward<F>(f)));
+        return add_timer(internal::steady_after(delay), internal::make_task(std::forward<F>(f)));
     }
     template <class F>
     timer_id post_at(std::chrono::steady_clock::time_point when, F&& f) {
         return add_timer(when, internal::make_task(std::forward<F>(f)));
     }
     // True only if the timer had not been dispatched yet (its callback will never run).
+    // False for an id of another pool, and for every id once the destructor has begun
+    // (pending timers are discarded then).
     bool cancel_timer(timer_id id);
 
     // Calls f(false) on the pool when the event is set, f(true) when `timeout` passes
@@ -172,7 +180,8 @@ public:
     // time; reset it in the callback, or use `once` or an auto_reset_event, for one call per
     // set. A set while the wait is disarmed is not lost (it fires on re-arm). When a set and
     // the timeout coincide, the set wins. The event must outlive the registration (or the
-    // pool): unregistering clears a bit in the event's state word.
+    // pool): unregistering clears a bit in the event's state word. Once the pool's
+    // destructor has begun, the registration returned is inactive and f never runs.
     template <class Event, class F>
     requires(std::is_same_v<Event, manual_reset_event> || std::is_same_v<Event, auto_reset_event>) wait_registration
         register_wait(Event& event, F&& f, std::chrono::steady_clock::duration timeout, bool once) {

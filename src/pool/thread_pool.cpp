@@ -151,9 +151,12 @@ pool_core::~pool_core() { shutdown(); }
 void pool_core::shutdown() {
     if (shut_down) return;
     shut_down = true;
-    // No more timer or wait callbacks: pending timers are discarded, waits end.
-    timers.reset();
-    waits.reset();
+    // No more timer or wait callbacks: pending timers are discarded, waits end, and from
+    // here on a new timer or wait is refused (thread_pool.hpp). The two stay alive, closed,
+    // until the core goes: an item still running may add or cancel a timer or register a
+    // wait while the pool drains.
+    timers->close();
+    waits->close();
     wait_idle();  // every item posted so far, and what they post, runs
     stopping.store(true, std::memory_order_seq_cst);
     gate_stop.set();

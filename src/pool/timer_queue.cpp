@@ -5,6 +5,7 @@
 #include "pool/timer_queue.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <utility>
 
@@ -16,19 +17,29 @@ namespace {
 // rebuild is linear, so at most one per as many cancels as there were live timers.
 constexpr std::size_t compact_min_heap = 1024;
 
+// Timer ids come from one counter for the whole process, so an id names one timer of one
+// pool: cancel_timer with another pool's id finds nothing, instead of another timer.
+std::atomic<std::uint64_t> next_timer_id{1};
+
 }  // namespace
 
 timer_queue::timer_queue(std::string name, dispatch_fn dispatch)
     : name_(std::move(name)), dispatch_(std::move(dispatch)) {}
 
-timer_queue::~timer_queue() {
+timer_queue::~timer_queue() { close(); }
+
+void timer_queue::close() {
+    std::unordered_map<std::uint64_t, task_node*> dropped;
     {
         std::lock_guard guard(lock_);
         stopping_ = true;
+        dropped.swap(pending_);
+        heap_.clear();
     }
     wake_.notify_all();
-    thread_.join();
-    for (auto& [id, node] : pending_) node->discard(node);
+    thread_.join();  // a second close() finds it joined already
+    // Outside the lock: a captured object's destructor may add or cancel a timer.
+    for (auto& [id, node] : dropped) node->discard(node);
 }
 
 std::uint64_t timer_queue::add(clock::time_point due, task_node* callback) {
@@ -37,8 +48,9 @@ std::uint64_t timer_queue::add(clock::time_point due, task_node* callback) {
     std::uint64_t id = 0;
     {
         std::lock_guard guard(lock_);
+        if (stopping_) return 0;  // closed: `held` discards the callback
         if (!thread_.joinable()) thread_ = os_thread(name_ + "-timer", service_thread_stack, [this] { run(); });
-        id = next_id_++;
+        id = next_timer_id.fetch_add(1, std::memory_order_relaxed);
         pending_.emplace(id, held.node);
         try {
             heap_.push_back(entry{due, id});

@@ -29,10 +29,16 @@ public:
     timer_queue(std::string name, dispatch_fn dispatch);
     // Stops the thread; callbacks not yet due are discarded (never run).
     ~timer_queue();
+    // What the destructor does, ahead of it (idempotent): the pool calls it when its
+    // destructor starts, while items that may still add or cancel timers drain. After it,
+    // add() discards its callback and returns 0, and cancel() returns false.
+    void close();
     timer_queue(const timer_queue&) = delete;
     timer_queue& operator=(const timer_queue&) = delete;
 
-    // Takes ownership of `callback`. Returns its id, >= 1, never reused.
+    // Takes ownership of `callback`. Returns its id, >= 1, never reused and unique across
+    // every timer_queue of the process (so another pool's id cancels nothing here); 0 after
+    // close(), the callback discarded.
     std::uint64_t add(clock::time_point due, task_node* callback);
     // True if the timer was still waiting: it is removed and its callback discarded.
     // False if it was already dispatched, cancelled, or never existed.
@@ -66,8 +72,7 @@ private:
     std::vector<entry> heap_;
     // The timers waiting, by id: the exact count, and the node that cancel() discards.
     std::unordered_map<std::uint64_t, task_node*> pending_;
-    std::uint64_t next_id_ = 1;
-    bool stopping_ = false;
+    bool stopping_ = false;  // close() has begun: add() refuses, the thread ends
     os_thread thread_;  // started by the first add()
 };
 

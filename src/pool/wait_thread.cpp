@@ -228,7 +228,11 @@ void wait_record::discard_firing(task_node* n) noexcept {
 wait_thread::wait_thread(std::string name, dispatch_fn dispatch)
     : state_(std::make_shared<wait_state>()), name_(std::move(name)), dispatch_(std::move(dispatch)) {}
 
-wait_thread::~wait_thread() {
+wait_thread::~wait_thread() { close(); }
+
+void wait_thread::close() {
+    if (closed_) return;
+    closed_ = true;
     wait_state& s = *state_;
     decltype(s.records) ended;
     {
@@ -267,6 +271,11 @@ std::shared_ptr<wait_record> wait_thread::add(void* event, bool auto_reset, std:
     wait_state& s = *state_;
     {
         std::lock_guard guard(s.lock);
+        if (s.stopping) {  // closed: an ended record, never watched, never fired
+            r->phase = wait_phase::ended;
+            r->ended.store(true, std::memory_order_release);
+            return r;
+        }
         if (!thread_.joinable()) thread_ = os_thread(name_ + "-wait", service_thread_stack, [this] { run(); });
         s.records.emplace(r.get(), r);
         try {

@@ -29,6 +29,10 @@ public:
     wait_thread(std::string name, dispatch_fn dispatch);
     // Ends every wait (the handles stay valid and report inactive) and stops the thread.
     ~wait_thread();
+    // What the destructor does, ahead of it (idempotent): the pool calls it when its
+    // destructor starts, while items that may still register waits drain. After it, add()
+    // returns a record that is already ended (its handle reports inactive, nothing fires).
+    void close();
     wait_thread(const wait_thread&) = delete;
     wait_thread& operator=(const wait_thread&) = delete;
 
@@ -52,6 +56,7 @@ private:
     const std::string name_;
     const dispatch_fn dispatch_;
     os_thread thread_;  // started by the first add()
+    bool closed_ = false;  // the destroying thread's own flag: close() ran
 };
 
 // For contend::wait_registration (defined in wait_thread.cpp).
