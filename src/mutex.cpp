@@ -374,7 +374,9 @@ void mutex::unlock_before_blocking() {
     // Checked in every build: the caller is about to block, so a load costs nothing here,
     // and a condition variable waited on with an unheld lock must be refused.
     if (!(state_.load(std::memory_order_relaxed) & held_bit))
-        throw synchronization_error("contend::mutex::unlock: the mutex is not locked");
+        throw synchronization_error(
+            "contend::mutex: a wait (condition_variable::wait, or another unlock_before_blocking caller) was given "
+            "a mutex that is not locked");
     unlock();
     // A designee that is napping would otherwise leave the mutex idle for the rest of its
     // nap. If it is probing instead, or another thread took the mutex meanwhile, the unpark

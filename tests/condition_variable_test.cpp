@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <limits>
+#include <string>
 
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
@@ -101,6 +102,23 @@ TEST(ConditionVariable, AFarPastDeadlineOrANanDurationTimesOutAtOnce) {
               std::cv_status::timeout);
     EXPECT_LT(steady::now() - start, 5s);
     EXPECT_TRUE(lk.owns_lock());
+}
+
+// Waiting with a mutex that is not held is refused, and the message names the wait, not
+// the mutex's unlock (which the caller never called).
+TEST(ConditionVariable, WaitingWithAnUnheldMutexIsRefusedAndTheMessageNamesTheWait) {
+    watchdog dog(60s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    try {
+        cv.wait(m);
+        ADD_FAILURE() << "a wait with an unheld mutex returned";
+    } catch (const contend::synchronization_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("condition_variable::wait"), std::string::npos) << what;
+        EXPECT_EQ(what.find("mutex::unlock"), std::string::npos) << what;
+    }
+    EXPECT_FALSE(m.is_locked()) << "the refused wait changed the mutex";
 }
 
 TEST(ConditionVariable, NotifyOneWakesOneOfSeveral) {
