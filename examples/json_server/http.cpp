@@ -35,8 +35,7 @@ bool is_field_value(std::string_view s) {
     return true;
 }
 
-// The target is kept as a view: any visible ASCII, starting with '/' (origin-form, the only
-// form a server that is not a proxy must accept).
+// The target is kept as a view: any visible ASCII, starting with '/' (origin-form).
 bool is_origin_target(std::string_view s) {
     if (s.empty() || s.front() != '/') return false;
     for (char c : s) {
@@ -44,6 +43,30 @@ bool is_origin_target(std::string_view s) {
         if (u < 0x21 || u >= 0x7f) return false;
     }
     return true;
+}
+
+bool iequals(std::string_view a, std::string_view b);
+
+// absolute-form (RFC 9112 3.2.2), which a server MUST accept: "http" or "https" (any case),
+// "://", a non-empty authority, then a path (and query) or nothing. The origin-form part is
+// returned ("/" for an empty path), or an empty view when `s` is not absolute-form.
+std::string_view origin_of_absolute_target(std::string_view s) {
+    const auto colon = s.find("://");
+    if (colon == std::string_view::npos) return {};
+    const auto scheme = s.substr(0, colon);
+    if (!iequals(scheme, "http") && !iequals(scheme, "https")) return {};
+    const auto rest = s.substr(colon + 3);
+    const auto path_at = rest.find_first_of("/?");
+    const auto authority = rest.substr(0, path_at);
+    if (authority.empty() || authority.find('@') != std::string_view::npos) return {};
+    for (char c : authority) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x21 || u >= 0x7f) return {};
+    }
+    if (path_at == std::string_view::npos) return "/";
+    const auto path = rest.substr(path_at);
+    if (path.front() == '?') return {};  // keep it simple: a query needs a path here
+    return is_origin_target(path) ? path : std::string_view{};
 }
 
 std::string_view trim_ows(std::string_view s) {
@@ -84,9 +107,13 @@ parse_status parse_request_line(std::string_view line, http_request& request) {
     const auto sp2 = line.find(' ', sp1 + 1);
     if (sp2 == std::string_view::npos) return parse_status::bad_request;
     const auto method = line.substr(0, sp1);
-    const auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
     const auto version = line.substr(sp2 + 1);
-    if (!is_token(method) || !is_origin_target(target)) return parse_status::bad_request;
+    if (!is_token(method)) return parse_status::bad_request;
+    if (!is_origin_target(target)) {
+        target = origin_of_absolute_target(target);
+        if (target.empty()) return parse_status::bad_request;
+    }
     // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3), checked before the method so
     // that a request this server cannot even read the framing of gets 505, not 501.
     const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -116,6 +143,11 @@ parse_result parse_request(std::string_view input, std::size_t max_header_bytes)
     if (line_end == std::string_view::npos) {
         // A bare LF already makes the line malformed, whatever follows.
         if (window.find('\n') != std::string_view::npos) return fail(parse_status::bad_request);
+        // The limit reached inside the request-target (after the method's space, before the
+        // next): 414, as RFC 9112 3 asks of a target longer than the server will parse.
+        const auto sp1 = window.find(' ');
+        if (window_full && sp1 != std::string_view::npos && window.find(' ', sp1 + 1) == std::string_view::npos)
+            return fail(parse_status::uri_too_long);
         return incomplete_or_too_large();
     }
     http_request request;
@@ -249,6 +281,8 @@ http_status error_status(parse_status failure) {
     switch (failure) {
         case parse_status::headers_too_large:
             return http_status::headers_too_large;
+        case parse_status::uri_too_long:
+            return http_status::uri_too_long;
         case parse_status::method_not_implemented:
             return http_status::not_implemented;
         case parse_status::version_not_supported:
@@ -260,6 +294,7 @@ http_status error_status(parse_status failure) {
 
 void append_error_response(std::string& out, http_status status) {
     std::string_view line = "HTTP/1.1 400 Bad Request";
+    if (status == http_status::uri_too_long) line = "HTTP/1.1 414 URI Too Long";
     if (status == http_status::headers_too_large) line = "HTTP/1.1 431 Request Header Fields Too Large";
     if (status == http_status::not_implemented) line = "HTTP/1.1 501 Not Implemented";
     if (status == http_status::version_not_supported) line = "HTTP/1.1 505 HTTP Version Not Supported";

@@ -22,6 +22,7 @@ enum class parse_status : std::uint8_t {
     incomplete,  // a valid prefix: wait for more bytes
     bad_request,  // 400: malformed line or header, a body
     headers_too_large,  // 431: no end of the header block within the limit
+    uri_too_long,  // 414: the request-target alone runs past the limit (RFC 9112 3)
     method_not_implemented,  // 501: a well-formed method other than GET and HEAD
     version_not_supported,  // 505: a well-formed HTTP-version of a major version other than 1
 };
@@ -41,7 +42,10 @@ struct parse_result {
 };
 
 // The request-line and headers, CRLFs included, may take at most max_header_bytes; beyond
-// that the answer is headers_too_large. GET and HEAD are served (the two methods RFC 9110
+// that the answer is headers_too_large, or uri_too_long when the limit is reached inside the
+// request-target. The target may be in origin-form ("/json") or absolute-form
+// ("http://host/json", which RFC 9112 3.2.2 says a server MUST accept): `target` is then
+// the path and query, "/" for an empty path. GET and HEAD are served (the two methods RFC 9110
 // 9.1 requires of every general-purpose server); any other well-formed method is
 // method_not_implemented, and an HTTP-version of another major version
 // version_not_supported. A request may carry no body: Transfer-Encoding, or a
@@ -54,6 +58,7 @@ enum class http_status : std::uint16_t {
     ok = 200,
     bad_request = 400,
     not_found = 404,
+    uri_too_long = 414,
     headers_too_large = 431,
     not_implemented = 501,
     version_not_supported = 505,

@@ -115,10 +115,11 @@ int main(int argc, char** argv) {
         const auto all_contentions = contend::lock_contention_count() - contentions_before;
         std::printf("totals: %llu requests in %.2f s (%.0f/s)\n", static_cast<unsigned long long>(t.requests),
                     t.seconds, per_second(t.requests, t.seconds));
-        std::printf("responses: 200: %llu, 400: %llu, 404: %llu, 431: %llu, 501: %llu, 505: %llu\n",
+        std::printf("responses: 200: %llu, 400: %llu, 404: %llu, 414: %llu, 431: %llu, 501: %llu, 505: %llu\n",
                     static_cast<unsigned long long>(t.status_200), static_cast<unsigned long long>(t.status_400),
-                    static_cast<unsigned long long>(t.status_404), static_cast<unsigned long long>(t.status_431),
-                    static_cast<unsigned long long>(t.status_501), static_cast<unsigned long long>(t.status_505));
+                    static_cast<unsigned long long>(t.status_404), static_cast<unsigned long long>(t.status_414),
+                    static_cast<unsigned long long>(t.status_431), static_cast<unsigned long long>(t.status_501),
+                    static_cast<unsigned long long>(t.status_505));
         std::printf("connections: accepted %llu, released %llu\n",
                     static_cast<unsigned long long>(t.connections_accepted),
                     static_cast<unsigned long long>(t.connections_released));

@@ -86,8 +86,8 @@ struct server::core {
     std::uint16_t port = 0;
     std::unique_ptr<contend::thread_pool> pool;
 
-    std::atomic<std::uint64_t> requests{0}, status_200{0}, status_400{0}, status_404{0}, status_431{0}, status_501{0},
-        status_505{0};
+    std::atomic<std::uint64_t> requests{0}, status_200{0}, status_400{0}, status_404{0}, status_414{0}, status_431{0},
+        status_501{0}, status_505{0};
     std::atomic<std::uint64_t> accepted{0}, released{0}, contentions{0}, acquisitions{0}, pauses{0};
 
     contend::mutex ready_lock;
@@ -137,6 +137,9 @@ struct server::core {
                 break;
             case http_status::not_found:
                 status_404.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case http_status::uri_too_long:
+                status_414.fetch_add(1, std::memory_order_relaxed);
                 break;
             case http_status::headers_too_large:
                 status_431.fetch_add(1, std::memory_order_relaxed);
@@ -772,6 +775,7 @@ server_totals server::run() {
     t.status_200 = c.status_200.load();
     t.status_400 = c.status_400.load();
     t.status_404 = c.status_404.load();
+    t.status_414 = c.status_414.load();
     t.status_431 = c.status_431.load();
     t.status_501 = c.status_501.load();
     t.status_505 = c.status_505.load();

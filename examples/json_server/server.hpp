@@ -31,7 +31,8 @@ struct server_options {
 struct server_totals {
     double seconds = 0;
     std::uint64_t requests = 0;  // responses written, errors included
-    std::uint64_t status_200 = 0, status_400 = 0, status_404 = 0, status_431 = 0, status_501 = 0, status_505 = 0;
+    std::uint64_t status_200 = 0, status_400 = 0, status_404 = 0, status_414 = 0, status_431 = 0, status_501 = 0,
+                  status_505 = 0;
     std::uint64_t connections_accepted = 0;
     std::uint64_t connections_released = 0;  // connection objects destroyed: == accepted, or a leak
     std::uint64_t pipe_lock_contentions = 0;  // both pipes of every connection

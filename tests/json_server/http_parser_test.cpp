@@ -159,9 +159,36 @@ TEST(JsonServerHttpParser, HeadersOverTheLimitAreTooLarge) {
     // Known as soon as the limit's worth has arrived without an end of the headers.
     EXPECT_EQ(parse_request(std::string_view(big).substr(0, limit), limit).status, parse_status::headers_too_large);
     EXPECT_EQ(parse_request(std::string_view(big).substr(0, limit - 1), limit).status, parse_status::incomplete);
-    // A request line alone over the limit is too large too.
-    std::string long_line = "GET /" + std::string(limit, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
-    EXPECT_EQ(parse_request(long_line, limit).status, parse_status::headers_too_large);
+}
+
+// RFC 9112 3: a request-target longer than the server will parse is 414, not 431 (a 100 KB
+// target got 431). A long header line after a normal request line stays 431 (above); a
+// request-line whose method alone fills the limit is not a long target, so 431 too.
+TEST(JsonServerHttpParser, ATargetThatRunsPastTheLimitIsUriTooLong) {
+    std::string long_line = "GET /" + std::string(100 * 1024, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_EQ(parse_request(long_line, limit).status, parse_status::uri_too_long);
+    EXPECT_EQ(parse_request(std::string_view(long_line).substr(0, limit), limit).status, parse_status::uri_too_long);
+    EXPECT_EQ(parse_request(std::string_view(long_line).substr(0, limit - 1), limit).status, parse_status::incomplete);
+    EXPECT_EQ(json_server::error_status(parse_status::uri_too_long), json_server::http_status::uri_too_long);
+    const std::string long_method = std::string(limit, 'G');
+    EXPECT_EQ(parse_request(long_method, limit).status, parse_status::headers_too_large);
+}
+
+// RFC 9112 3.2.2: a server MUST accept the absolute-form; the target is its path.
+TEST(JsonServerHttpParser, AbsoluteFormTargetsAreAcceptedAsTheirPath) {
+    for (auto [request, path] : {std::pair{"GET http://x/json HTTP/1.1\r\nHost: x\r\n\r\n", "/json"},
+                                 {"GET HTTP://example.com:8080/plaintext HTTP/1.1\r\nHost: x\r\n\r\n", "/plaintext"},
+                                 {"GET https://x/json?a=1 HTTP/1.1\r\nHost: x\r\n\r\n", "/json?a=1"},
+                                 {"GET http://x HTTP/1.1\r\nHost: x\r\n\r\n", "/"}}) {
+        const auto r = parse_request(request, limit);
+        ASSERT_EQ(r.status, parse_status::complete) << request;
+        EXPECT_EQ(r.request.target, path) << request;
+    }
+    for (const char* bad :
+         {"GET ftp://x/json HTTP/1.1\r\nHost: x\r\n\r\n", "GET http:///json HTTP/1.1\r\nHost: x\r\n\r\n",
+          "GET http://u@x/json HTTP/1.1\r\nHost: x\r\n\r\n", "GET x/json HTTP/1.1\r\nHost: x\r\n\r\n",
+          "GET http://x?q HTTP/1.1\r\nHost: x\r\n\r\n"})
+        EXPECT_EQ(parse_request(bad, limit).status, parse_status::bad_request) << bad;
 }
 
 TEST(JsonServerHttpParser, HeadersExactlyAtTheLimitAreAccepted) {
@@ -221,6 +248,7 @@ TEST(JsonServerHttpResponses, HeadGetsTheHeadOfGetWithoutTheBody) {
 
 TEST(JsonServerHttpResponses, ErrorResponsesCloseAndNameTheirStatus) {
     for (auto [status, line] : {std::pair{json_server::http_status::bad_request, "HTTP/1.1 400 Bad Request\r\n"},
+                                {json_server::http_status::uri_too_long, "HTTP/1.1 414 URI Too Long\r\n"},
                                 {json_server::http_status::headers_too_large, "HTTP/1.1 431 "},
                                 {json_server::http_status::not_implemented, "HTTP/1.1 501 Not Implemented\r\n"},
                                 {json_server::http_status::version_not_supported, "HTTP/1.1 505 "}}) {

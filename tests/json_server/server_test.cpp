@@ -470,6 +470,22 @@ TEST_F(JsonServer, OversizedHeadersGet431AndTheConnectionClosed) {
     EXPECT_EQ(all->rfind("HTTP/1.1 431 ", 0), 0u) << *all;
 }
 
+TEST_F(JsonServer, AHundredKilobyteTargetGets414AndAnAbsoluteFormTargetIsServed) {
+    {
+        client c(port());
+        c.send("GET /" + std::string(100 * 1024, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        const auto all = c.read_to_close();
+        ASSERT_TRUE(all.has_value());
+        EXPECT_EQ(all->rfind("HTTP/1.1 414 URI Too Long\r\n", 0), 0u) << all->substr(0, 200);
+    }
+    client c(port());
+    c.send("GET http://127.0.0.1/plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    const auto all = c.read_to_close();
+    ASSERT_TRUE(all.has_value());
+    EXPECT_EQ(all->rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << *all;
+    EXPECT_TRUE(all->ends_with("Hello, World!")) << *all;
+}
+
 TEST_F(JsonServer, ConnectionCloseIsHonouredAfterTheResponse) {
     client c(port());
     c.send("GET /plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
