@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
+#include "contend/internal/deadline.hpp"
 #include "contend/internal/prefetch.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/wait_backend.hpp"
@@ -164,6 +166,37 @@ TEST(SpinWait, MeasuresAPlausiblePauseAndYieldInterval) {
     EXPECT_LE(contend::internal::relaxes_for(std::chrono::microseconds(1)),
               contend::internal::relaxes_for(std::chrono::microseconds(100)));
     EXPECT_EQ(contend::internal::relaxes_for(std::chrono::hours(1'000'000)), 1'000'000'000u) << "saturates";
+}
+
+// Deadlines from other clocks: a far past is now, a far future (any Duration, however
+// coarse) is no deadline, a near one is exact to the nanosecond (never early by a rounding),
+// and a NaN duration is now. Each of these overflowed or reached a cast with NaN before.
+TEST(Deadline, ConversionsSaturateInsteadOfOverflowingAndNearOnesAreExact) {
+    using contend::internal::deadline_after;
+    using contend::internal::no_deadline;
+    using contend::internal::to_deadline;
+    using sys = std::chrono::system_clock;
+    const auto far_past = to_deadline(sys::time_point::min());
+    const auto coarse_far_past = to_deadline(std::chrono::time_point<sys, std::chrono::seconds>::min());
+    const auto nan = deadline_after(std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN()));
+    const auto after_them = steady::now();
+    EXPECT_LE(far_past, after_them);
+    EXPECT_LE(coarse_far_past, after_them);
+    EXPECT_LE(nan, after_them);
+    // sys::time_point::max() is about 237 years away: far, representable on the steady clock.
+    EXPECT_GT(to_deadline(sys::time_point::max()), steady::now() + std::chrono::hours(24 * 365 * 200));
+    EXPECT_EQ(to_deadline(std::chrono::time_point<sys, std::chrono::seconds>::max()), no_deadline);
+    EXPECT_EQ(deadline_after(std::chrono::duration<double>(std::numeric_limits<double>::infinity())), no_deadline);
+    // Near: the steady deadline is sys_t - sys_now after steady_now, to the nanosecond; the
+    // three clock reads bracket it.
+    const auto steady_before = steady::now();
+    const auto sys_t = sys::now() + std::chrono::milliseconds(10);
+    const auto d = to_deadline(sys_t);
+    const auto steady_after = steady::now();
+    EXPECT_GE(d, steady_before + std::chrono::nanoseconds(1)) << "in the past";
+    EXPECT_LE(d - steady_after, std::chrono::milliseconds(10)) << "later than asked";
+    EXPECT_GE(d - steady_before, std::chrono::milliseconds(10) - (steady_after - steady_before))
+        << "earlier than asked";
 }
 
 // A poll ends by itself once its budget is spent, however long each pause really takes.

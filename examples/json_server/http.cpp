@@ -35,9 +35,7 @@ bool is_field_value(std::string_view s) {
     return true;
 }
 
-// The target is kept as a view: any visible ASCII, starting with '/' (origin-form).
-bool is_origin_target(std::string_view s) {
-    if (s.empty() || s.front() != '/') return false;
+bool is_visible_ascii(std::string_view s) {
     for (char c : s) {
         const auto u = static_cast<unsigned char>(c);
         if (u < 0x21 || u >= 0x7f) return false;
@@ -45,35 +43,8 @@ bool is_origin_target(std::string_view s) {
     return true;
 }
 
-bool iequals(std::string_view a, std::string_view b);
-
-// absolute-form (RFC 9112 3.2.2), which a server MUST accept: "http" or "https" (any case),
-// "://", a non-empty authority, then a path (and query) or nothing. The origin-form part is
-// returned ("/" for an empty path), or an empty view when `s` is not absolute-form.
-std::string_view origin_of_absolute_target(std::string_view s) {
-    const auto colon = s.find("://");
-    if (colon == std::string_view::npos) return {};
-    const auto scheme = s.substr(0, colon);
-    if (!iequals(scheme, "http") && !iequals(scheme, "https")) return {};
-    const auto rest = s.substr(colon + 3);
-    const auto path_at = rest.find_first_of("/?");
-    const auto authority = rest.substr(0, path_at);
-    if (authority.empty() || authority.find('@') != std::string_view::npos) return {};
-    for (char c : authority) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x21 || u >= 0x7f) return {};
-    }
-    if (path_at == std::string_view::npos) return "/";
-    const auto path = rest.substr(path_at);
-    if (path.front() == '?') return {};  // keep it simple: a query needs a path here
-    return is_origin_target(path) ? path : std::string_view{};
-}
-
-std::string_view trim_ows(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
+// The target is kept as a view: any visible ASCII, starting with '/' (origin-form).
+bool is_origin_target(std::string_view s) { return !s.empty() && s.front() == '/' && is_visible_ascii(s); }
 
 bool iequals(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
@@ -84,6 +55,32 @@ bool iequals(std::string_view a, std::string_view b) {
         if (x != y) return false;
     }
     return true;
+}
+
+// absolute-form (RFC 9112 3.2.2), which a server MUST accept: "http" or "https" (any case),
+// "://", a non-empty authority without userinfo, then a path (and query) or nothing. The
+// origin-form part is returned, or an empty view when `s` is not absolute-form. An empty
+// path is "/"; its query, if any, is dropped (the view cannot hold "/?q", and no route
+// here takes a query: "/" and "/?q" are both 404).
+std::string_view origin_of_absolute_target(std::string_view s) {
+    const auto colon = s.find("://");
+    if (colon == std::string_view::npos) return {};
+    const auto scheme = s.substr(0, colon);
+    if (!iequals(scheme, "http") && !iequals(scheme, "https")) return {};
+    const auto rest = s.substr(colon + 3);
+    const auto path_at = rest.find_first_of("/?");
+    const auto authority = rest.substr(0, path_at);
+    if (authority.empty() || authority.find('@') != std::string_view::npos || !is_visible_ascii(authority)) return {};
+    if (path_at == std::string_view::npos) return "/";
+    const auto path = rest.substr(path_at);
+    if (!is_visible_ascii(path)) return {};
+    return path.front() == '?' ? "/" : path;
+}
+
+std::string_view trim_ows(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
 }
 
 // Connection is a comma-separated list of options (RFC 9110 7.6.1).
@@ -146,7 +143,8 @@ parse_result parse_request(std::string_view input, std::size_t max_header_bytes)
         // The limit reached inside the request-target (after the method's space, before the
         // next): 414, as RFC 9112 3 asks of a target longer than the server will parse.
         const auto sp1 = window.find(' ');
-        if (window_full && sp1 != std::string_view::npos && window.find(' ', sp1 + 1) == std::string_view::npos)
+        if (window_full && sp1 != std::string_view::npos && sp1 > 0 &&
+            window.find(' ', sp1 + 1) == std::string_view::npos)
             return fail(parse_status::uri_too_long);
         return incomplete_or_too_large();
     }

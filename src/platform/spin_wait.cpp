@@ -67,13 +67,13 @@ namespace {
 thread_local bool cpu_shared = false;
 // How many yields in a row came back at once (nothing else to run here), up to
 // max_idle_yield_doublings: each one doubles the thread's interval between yields, up to 8
-// intervals (36 us on the AMD VM, about 10 us on the Intel one), so that a poll of the
-// usual 40 to 50 us still yields once. A yield
-// is a system call, 0.2 to 1.2 us on the VMs measured, and a hand-off that lands during one
-// waits for it to return: on a quiet machine that cost the AMD VM's pipe a tenth of its
-// throughput. So a thread whose yields find nothing to run yields less and less often, and
-// one whose poll ran out (returned false: the partner did not come, which is what a
-// partner kept off the CPU looks like) starts again from yield_interval().
+// intervals (36 us on the AMD VM, about 10 us on the Intel one), so that a poll of the usual
+// 40 to 50 us still yields once. A yield is a system call, 0.2 to 1.2 us on the VMs
+// measured, and a hand-off that lands during one waits for it to return: on a quiet machine
+// that cost the AMD VM's pipe a tenth of its throughput. So a thread whose yields find
+// nothing to run yields less and less often, and one whose poll ran out (returned false: the
+// partner did not come, which is what a partner kept off the CPU looks like) starts again
+// from yield_interval().
 thread_local std::uint8_t idle_yields = 0;
 constexpr std::uint8_t max_idle_yield_doublings = 3;
 }  // namespace

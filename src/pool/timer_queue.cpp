@@ -9,6 +9,8 @@
 #include <mutex>
 #include <utility>
 
+#include "contend/cache_padded.hpp"
+
 namespace contend::internal {
 
 namespace {
@@ -19,7 +21,8 @@ constexpr std::size_t compact_min_heap = 1024;
 
 // Timer ids come from one counter for the whole process, so an id names one timer of one
 // pool: cancel_timer with another pool's id finds nothing, instead of another timer.
-std::atomic<std::uint64_t> next_timer_id{1};
+// Padded: every pool's timer thread and posters write it.
+contend::cache_padded<std::atomic<std::uint64_t>> next_timer_id{std::in_place, 1};
 
 }  // namespace
 
@@ -50,7 +53,7 @@ std::uint64_t timer_queue::add(clock::time_point due, task_node* callback) {
         std::lock_guard guard(lock_);
         if (stopping_) return 0;  // closed: `held` discards the callback
         if (!thread_.joinable()) thread_ = os_thread(name_ + "-timer", service_thread_stack, [this] { run(); });
-        id = next_timer_id.fetch_add(1, std::memory_order_relaxed);
+        id = next_timer_id->fetch_add(1, std::memory_order_relaxed);
         pending_.emplace(id, held.node);
         try {
             heap_.push_back(entry{due, id});

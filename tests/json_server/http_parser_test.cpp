@@ -172,6 +172,8 @@ TEST(JsonServerHttpParser, ATargetThatRunsPastTheLimitIsUriTooLong) {
     EXPECT_EQ(json_server::error_status(parse_status::uri_too_long), json_server::http_status::uri_too_long);
     const std::string long_method = std::string(limit, 'G');
     EXPECT_EQ(parse_request(long_method, limit).status, parse_status::headers_too_large);
+    const std::string no_method = " /" + std::string(limit, 'a');
+    EXPECT_EQ(parse_request(no_method, limit).status, parse_status::headers_too_large);
 }
 
 // RFC 9112 3.2.2: a server MUST accept the absolute-form; the target is its path.
@@ -179,15 +181,15 @@ TEST(JsonServerHttpParser, AbsoluteFormTargetsAreAcceptedAsTheirPath) {
     for (auto [request, path] : {std::pair{"GET http://x/json HTTP/1.1\r\nHost: x\r\n\r\n", "/json"},
                                  {"GET HTTP://example.com:8080/plaintext HTTP/1.1\r\nHost: x\r\n\r\n", "/plaintext"},
                                  {"GET https://x/json?a=1 HTTP/1.1\r\nHost: x\r\n\r\n", "/json?a=1"},
-                                 {"GET http://x HTTP/1.1\r\nHost: x\r\n\r\n", "/"}}) {
+                                 {"GET http://x HTTP/1.1\r\nHost: x\r\n\r\n", "/"},
+                                 {"GET http://x?q=1 HTTP/1.1\r\nHost: x\r\n\r\n", "/"}}) {
         const auto r = parse_request(request, limit);
         ASSERT_EQ(r.status, parse_status::complete) << request;
         EXPECT_EQ(r.request.target, path) << request;
     }
     for (const char* bad :
          {"GET ftp://x/json HTTP/1.1\r\nHost: x\r\n\r\n", "GET http:///json HTTP/1.1\r\nHost: x\r\n\r\n",
-          "GET http://u@x/json HTTP/1.1\r\nHost: x\r\n\r\n", "GET x/json HTTP/1.1\r\nHost: x\r\n\r\n",
-          "GET http://x?q HTTP/1.1\r\nHost: x\r\n\r\n"})
+          "GET http://u@x/json HTTP/1.1\r\nHost: x\r\n\r\n", "GET x/json HTTP/1.1\r\nHost: x\r\n\r\n"})
         EXPECT_EQ(parse_request(bad, limit).status, parse_status::bad_request) << bad;
 }
 

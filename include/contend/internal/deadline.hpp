@@ -29,15 +29,19 @@ deadline to_deadline(const std::chrono::time_point<Clock, Duration>& t) {
         return std::chrono::time_point_cast<clock::duration>(t);
     } else {
         // A different clock: convert through "time remaining now". Waiting on the steady
-        // clock means a wall-clock jump does not shorten or stretch the wait. A time already
-        // past is now (t - now would overflow for a far-past t such as time_point::min()),
-        // and the difference is taken in floating point, where a far-future t cannot
-        // overflow either.
+        // clock means a wall-clock jump does not shorten or stretch the wait. The distance is
+        // first taken in floating point, where no t can overflow it (t - now overflowed for
+        // a far-past t such as time_point::min(), and for a far-future t of a coarse
+        // Duration); within a day of now it is taken again exactly, so that a near deadline
+        // never comes early by a rounding.
         const auto now = Clock::now();
-        if (!(t > now)) return clock::now();
         using seconds = std::chrono::duration<double>;
-        return deadline_after(std::chrono::duration_cast<seconds>(t.time_since_epoch()) -
-                              std::chrono::duration_cast<seconds>(now.time_since_epoch()));
+        const seconds remaining = std::chrono::duration_cast<seconds>(t.time_since_epoch()) -
+                                  std::chrono::duration_cast<seconds>(now.time_since_epoch());
+        constexpr seconds near{24.0 * 3600.0};
+        if (remaining < -near) return clock::now();
+        if (remaining < near) return deadline_after(t - now);
+        return deadline_after(remaining);
     }
 }
 
