@@ -149,6 +149,7 @@ bool monitor::enter_until(const void* address, internal::deadline until) {
         }
     }
     s.lock.unlock();
+    ++internal::locks_held;
     return true;
 }
 
@@ -158,13 +159,15 @@ bool monitor::try_enter(const void* address) {
     s.lock.lock();
     const bool got = take_if_free(s, address, me);  // one shot: no waiting, no counters touched
     s.lock.unlock();
+    if (got) ++internal::locks_held;
     return got;
 }
 
 void monitor::exit(const void* address) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
-    entry* e = &lock_owned(s, address, me, "exit");
+    entry* e = &lock_owned(s, address, me, "exit");  // throws unless this thread entered
+    --internal::locks_held;
     if (e->recursion > 0) {
         --e->recursion;
         s.lock.unlock();

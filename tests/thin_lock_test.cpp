@@ -428,6 +428,59 @@ TEST(ThinLock, ThreadsThatComeAndGoNeverInheritALockHeldByOneThatLeft) {
     l.unlock();
 }
 
+// A thread that exits holding the lock (thin, re-entered, or inflated) abandons it: its id is
+// retired, so the next new thread, which the lowest-free-first rule would have given that
+// same id, is not taken for the owner.
+TEST(ThinLock, AThreadThatExitsHoldingTheLockPassesItToNoNewThread) {
+    watchdog dog(60s);
+    for (const int how : {0, 1, 2}) {
+        SCOPED_TRACE(how == 0 ? "thin" : how == 1 ? "re-entered" : "inflated");
+        // Static: an abandoned lock must not be destroyed while held (its fat lock would go
+        // back to the sync table locked), nor its address reused by a later test.
+        static contend::thin_lock abandoned[3];
+        contend::thin_lock& l = abandoned[how];
+        const std::uint32_t retired_before = contend::internal::retired_compact_thread_ids();
+        std::uint32_t gone_id = 0;
+        std::thread([&] {
+            gone_id = contend::internal::compact_thread_id();
+            l.lock();
+            if (how >= 1) l.lock();
+            if (how == 2) {
+                l.wait_for(1ms);  // wait() inflates
+                ASSERT_TRUE(l.is_inflated());
+            }
+        }).join();
+        EXPECT_EQ(contend::internal::retired_compact_thread_ids(), retired_before + 1);
+        std::uint32_t next_id = 0;
+        bool held = true, unlock_refused = false, try_lock_took_it = true;
+        std::thread([&] {
+            next_id = contend::internal::compact_thread_id();
+            held = l.is_held_by_current_thread();
+            try {
+                l.unlock();
+            } catch (const contend::synchronization_error&) {
+                unlock_refused = true;
+            }
+            try_lock_took_it = l.try_lock();
+            if (try_lock_took_it) l.unlock();
+        }).join();
+        EXPECT_NE(next_id, gone_id);
+        EXPECT_FALSE(held);
+        EXPECT_TRUE(unlock_refused);
+        EXPECT_FALSE(try_lock_took_it) << "the abandoned lock stays held";
+    }
+    // A thread that let go of everything gives its id back as before.
+    std::uint32_t first = 0, second = 0;
+    contend::thin_lock l;
+    std::thread([&] {
+        first = contend::internal::compact_thread_id();
+        l.lock();
+        l.unlock();
+    }).join();
+    std::thread([&] { second = contend::internal::compact_thread_id(); }).join();
+    EXPECT_EQ(first, second);
+}
+
 // wait() and notify_*() from a thread whose id does not fit: it holds the lock only fat, so
 // wait() must give the fat lock up and take it back with the whole id, at the same depth.
 TEST(ThinLock, AWideThreadWaitsAndNotifiesLikeAnyOther) {

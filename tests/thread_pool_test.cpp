@@ -765,6 +765,72 @@ TEST(ThreadPool, WaitIdleFromAWorkerOfTheSamePoolThrows) {
     EXPECT_THROW(f.get(), std::logic_error);
 }
 
+TEST(ThreadPool, DestroyingThePoolFromItsOwnItemThrowsLogicErrorAndThePoolStillDrainsAndStops) {
+    watchdog dog(60s);
+    // Shared with the pool's hooks, which may outlive this test's frame by a moment.
+    struct state {
+        std::atomic<int> starts{0}, stops{0}, ran{0}, threw{0};
+        std::atomic<bool> current_was_null{false};
+        contend::manual_reset_event release;
+    };
+    auto st = std::make_shared<state>();
+    thread_pool_options o = fixed(2);
+    o.on_thread_start = [st](std::size_t) { st->starts.fetch_add(1); };
+    o.on_thread_stop = [st](std::size_t) { st->stops.fetch_add(1); };
+    auto* pool = new thread_pool(o);
+    ASSERT_TRUE(eventually([&] { return st->starts.load() == 2; }));
+    // Queued behind the destroying item: they must still run, exactly once each.
+    pool->post([st] { st->release.wait_for(20s); });
+    pool->post([st, pool] {
+        try {
+            delete pool;
+        } catch (const std::logic_error& e) {
+            if (std::string(e.what()).find("same pool") != std::string::npos) st->threw.fetch_add(1);
+        }
+        st->current_was_null.store(thread_pool::current() == nullptr);
+        st->ran.fetch_add(1);
+    });
+    for (int i = 0; i < 100; ++i) pool->post([st] { st->ran.fetch_add(1); });
+    st->release.set();
+    EXPECT_TRUE(eventually([&] { return st->stops.load() == 2; }, 30s)) << st->stops.load();
+    EXPECT_EQ(st->threw.load(), 1);
+    EXPECT_TRUE(st->current_was_null.load());
+    EXPECT_EQ(st->ran.load(), 101);
+}
+
+TEST(ThreadPool, ABlockingScopeThatOutlivesItsItemStopsCountingWhenTheItemReturns) {
+    watchdog dog(60s);
+    thread_pool_options o;
+    o.min_threads = 2;
+    o.max_threads = 8;
+    o.hill_climbing = false;
+    thread_pool pool(o);
+    // As a coroutine that suspends inside a scope and resumes elsewhere: the scope leaves
+    // its item alive and is destroyed later, once on a plain thread, once on another worker.
+    std::unique_ptr<contend::blocking_scope> on_plain_thread, on_a_worker;
+    pool.post([&] { on_plain_thread = std::make_unique<contend::blocking_scope>(); });
+    pool.post([&] { on_a_worker = std::make_unique<contend::blocking_scope>(); });
+    pool.wait_idle();
+    EXPECT_EQ(pool.stats().blocked, 0u);
+    std::thread([&] { on_plain_thread.reset(); }).join();
+    pool.post([&] { on_a_worker.reset(); });
+    pool.wait_idle();
+    EXPECT_EQ(pool.stats().blocked, 0u);
+    EXPECT_EQ(pool.stats().thread_goal, 2u);
+    // A scope used as documented still counts while it is open.
+    contend::manual_reset_event inside, leave;
+    pool.post([&] {
+        contend::blocking_scope s;
+        inside.set();
+        leave.wait_for(20s);
+    });
+    ASSERT_TRUE(inside.wait_for(20s));
+    EXPECT_EQ(pool.stats().blocked, 1u);
+    leave.set();
+    pool.wait_idle();
+    EXPECT_EQ(pool.stats().blocked, 0u);
+}
+
 TEST(ThreadPool, WorkersAreNamedAndHooksSeeThemStartAndStop) {
     watchdog dog(30s);
     std::atomic<int> starts{0}, stops{0};

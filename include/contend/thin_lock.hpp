@@ -33,7 +33,9 @@
 // arena dropped without destructors): while it is inflated, the sweeps hold its address.
 //
 // Costs: thin, lock() is a load and a CAS and unlock() a release store and two loads of a
-// read-mostly waiter slot. Inflated, both go through the fat lock's contend::mutex after
+// read-mostly waiter slot, each plus a plain add to a per-thread count of locks held
+// (internal/thread_id.hpp: a thread that exits holding the lock abandons it, and its id is
+// never reused, so no later thread passes for the owner). Inflated, both go through the fat lock's contend::mutex after
 // finding it by the index in the word, and set or check the owner: about 1.1x a bare
 // contend::mutex uncontended (docs/design/thin_lock.md has the measurements and the layouts
 // tried for the inflated path).
@@ -85,6 +87,7 @@ public:
         const std::uint32_t me = word_owner_id;
         if (me == 0) [[unlikely]] {
             (void)lock_with_new_or_wide_id(internal::no_deadline);
+            ++internal::locks_held;
             return;
         }
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
@@ -92,12 +95,15 @@ public:
             if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
                 [[likely]] {
                 taken_free = this;
+                ++internal::locks_held;
                 return;
             }
         } else if ((expected & inflated_bit) && try_lock_fat(expected, me)) {
+            ++internal::locks_held;
             return;
         }
         lock_slow(me, expected, internal::no_deadline);
+        ++internal::locks_held;
     }
 
     // One shot: never spins or parks; a lock held by another thread costs a load and is never
@@ -105,20 +111,21 @@ public:
     bool try_lock() {
         const std::uint32_t me = word_owner_id;
         if (me == 0) [[unlikely]]
-            return try_lock_with_new_or_wide_id();
+            return counted(try_lock_with_new_or_wide_id());
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
         if (expected == 0 && word_.compare_exchange_strong(expected, me, std::memory_order_acquire,
                                                            std::memory_order_relaxed)) [[likely]] {
             taken_free = this;
+            ++internal::locks_held;
             return true;
         }
-        return try_lock_slow(me, expected);
+        return counted(try_lock_slow(me, expected));
     }
 
     // Spins briefly, then parks until the deadline. Returns whether it acquired the lock.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-        return try_lock() || lock_with_new_or_wide_id(internal::deadline_after(d));
+        return try_lock() || counted(lock_with_new_or_wide_id(internal::deadline_after(d)));
     }
 
     // Throws synchronization_error if the calling thread does not hold the lock.
@@ -126,6 +133,7 @@ public:
         const std::uint32_t me = word_owner_id;
         if (me == 0) [[unlikely]] {  // no id yet, or a wide one (which may look like a thin word)
             unlock_slow(internal::compact_thread_id());
+            --internal::locks_held;
             return;
         }
         // This thread took the word free with its own CAS and has not written it since, so
@@ -133,23 +141,29 @@ public:
         // (docs/design/unlock.md).
         if (taken_free == this) [[likely]] {
             taken_free = nullptr;
-            if (release_thin_fast()) [[likely]]
+            if (release_thin_fast()) [[likely]] {
+                --internal::locks_held;
                 return;
+            }
         }
         const std::uint32_t w = word_.load(std::memory_order_relaxed);
         if (w == me) [[likely]] {
-            if (release_thin_fast()) [[likely]]
+            if (release_thin_fast()) [[likely]] {
+                --internal::locks_held;
                 return;
+            }
         } else if (w & inflated_bit) {
             // Inflated, held by us at depth 0: clear the owner and release the fat mutex.
             internal::fat_lock& f = internal::fat_lock_at(w & ~inflated_bit);
             if (f.owner.load(std::memory_order_relaxed) == me && f.recursion == 0) [[likely]] {
                 f.owner.store(0, std::memory_order_relaxed);
                 f.m.unlock_with(*f.slot);
+                --internal::locks_held;
                 return;
             }
         }
-        unlock_slow(me);
+        unlock_slow(me);  // throws, changing nothing, unless this thread holds the lock
+        --internal::locks_held;
     }
 
     bool is_held_by_current_thread() const;
@@ -190,6 +204,12 @@ private:
     static inline thread_local const thin_lock* taken_free = nullptr;
     void forget_taken_free() const noexcept {
         if (taken_free == this) taken_free = nullptr;
+    }
+    // Every entry that succeeds is counted in internal::locks_held, every exit uncounts one:
+    // a thread that exits holding the lock keeps its id from the next thread (thread_id.hpp).
+    static bool counted(bool acquired) noexcept {
+        if (acquired) ++internal::locks_held;
+        return acquired;
     }
 
     // The word is exactly this thread's id: release it with a plain store when no waiter is

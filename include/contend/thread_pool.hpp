@@ -30,6 +30,13 @@
 // (post_after/post_at return 0 and destroy the callable, register_wait returns an inactive
 // registration). An exception escaping an item goes to
 // options.on_exception (or stderr) and the worker goes on; submit() puts it in the future.
+//
+// Destroying a pool from one of its own items (`delete pool` in an item) cannot wait for
+// that item: the destructor throws std::logic_error, as wait_idle does, and the pool still
+// ends, on a thread of its own that keeps the promise above (the item that threw included)
+// and then frees it. The pool object is gone either way: the item must not touch it again.
+// A destructor that throws ends the program where one may not (a unique_ptr's reset, a
+// scope already unwinding an exception, a member of a class whose destructor is noexcept).
 #pragma once
 
 #include <chrono>
@@ -87,11 +94,13 @@ struct thread_pool_stats {
     std::uint64_t unhandled_exceptions = 0;
     std::size_t min_threads = 0;
     std::size_t max_threads = 0;
+    std::size_t blocked = 0;  // items inside a blocking_scope now (outermost scopes)
 };
 
 namespace internal {
 struct pool_core;
 struct wait_record;
+struct worker;
 }  // namespace internal
 
 // A registered wait (thread_pool::register_wait). Move-only. Destroying it, or calling
@@ -121,7 +130,8 @@ public:
     // Throws std::invalid_argument for max_threads < min_threads, counts above 32,767, or
     // an environment override that is not a number.
     explicit thread_pool(thread_pool_options options = {});
-    ~thread_pool();
+    // Throws std::logic_error on a worker of this pool (see the top of this header).
+    ~thread_pool() noexcept(false);
     thread_pool(const thread_pool&) = delete;
     thread_pool& operator=(const thread_pool&) = delete;
 
@@ -221,6 +231,11 @@ private:
 // sleep). The pool starts or wakes another worker at once (bounded by max_threads) so the
 // queued work goes on; when the scope ends, the extra worker retires once the work allows.
 // Elsewhere it does nothing. Nesting is allowed; only the outermost scope counts.
+// A scope belongs to the item that opened it, on that item's thread: it ends when it is
+// destroyed there or when the item returns, whichever comes first. So a coroutine that
+// suspends inside a scope and resumes elsewhere (another worker, another pool, a plain
+// thread) stops counting as blocked when its item returns, and destroying the scope then
+// changes nothing.
 class blocking_scope {
 public:
     blocking_scope() noexcept;
@@ -229,7 +244,8 @@ public:
     blocking_scope& operator=(const blocking_scope&) = delete;
 
 private:
-    internal::pool_core* core_ = nullptr;
+    internal::worker* worker_ = nullptr;  // the worker that opened it, or none
+    std::uint64_t item_ = 0;  // which of that worker's items: its completion count then
 };
 
 }  // namespace contend

@@ -17,6 +17,7 @@ struct id_pool {
     std::vector<std::uint32_t> free_ids;  // min-heap: lowest id reused first
     std::uint32_t next_fresh = 1;
     std::uint32_t live = 0;
+    std::uint32_t retired = 0;
 };
 
 id_pool& pool() {
@@ -25,10 +26,14 @@ id_pool& pool() {
     return *p;
 }
 
-void release_id(std::uint32_t id) noexcept {
+void release_id(std::uint32_t id, bool abandoned_a_lock) noexcept {
     id_pool& p = pool();
     std::lock_guard guard(p.lock);
     --p.live;
+    if (abandoned_a_lock) {
+        ++p.retired;  // its locks still name it: no later thread may answer to it
+        return;
+    }
     // An id assigned by a test lies beyond the fresh range: next_fresh hands it out again
     // when it gets there, so it must not also wait in the free list.
     if (id >= p.next_fresh) return;
@@ -43,7 +48,8 @@ void release_id(std::uint32_t id) noexcept {
 struct id_returner {
     std::uint32_t id = 0;
     ~id_returner() {
-        if (id != 0) release_id(id);
+        // locks_held is a plain thread_local: still readable while destructors run.
+        if (id != 0) release_id(id, locks_held != 0);
     }
 };
 
@@ -86,6 +92,12 @@ std::uint32_t live_compact_thread_ids() noexcept {
     id_pool& p = pool();
     std::lock_guard guard(p.lock);
     return p.live;
+}
+
+std::uint32_t retired_compact_thread_ids() noexcept {
+    id_pool& p = pool();
+    std::lock_guard guard(p.lock);
+    return p.retired;
 }
 
 }  // namespace contend::internal

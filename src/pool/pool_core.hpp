@@ -96,7 +96,7 @@ struct pool_core {
     void adjust_goal(std::size_t to, const char* reason, double throughput);
     void gate_main();
 
-    thread_pool* owner;
+    std::atomic<thread_pool*> owner;  // nullptr once the pool was destroyed from its own item
     thread_pool_options options;
 
     std::atomic<std::size_t> min_threads{0};

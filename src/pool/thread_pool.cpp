@@ -423,6 +423,11 @@ void pool_core::run_item(worker* self, task_node* n) {
         }
     }
     self->running_item.store(false, std::memory_order_relaxed);
+    if (self->blocking_depth > 0) {
+        // A scope outlived its item (a coroutine suspended inside it): it ends here.
+        self->blocking_depth = 1;
+        end_blocking(self);
+    }
     // Release: wait_idle reads completions before it trusts the item's effects.
     self->completed->store(self->completed->load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
@@ -595,9 +600,21 @@ void pool_core::end_blocking(worker* w) {
 thread_pool::thread_pool(thread_pool_options options)
     : core_(std::make_unique<internal::pool_core>(this, std::move(options))) {}
 
-thread_pool::~thread_pool() {
-    if (internal::current_worker != nullptr && internal::current_worker->core == core_.get())
-        std::terminate();  // destroying a pool from its own worker would join that worker
+thread_pool::~thread_pool() noexcept(false) {
+    if (internal::current_worker != nullptr && internal::current_worker->core == core_.get()) {
+        // Joining this worker from itself cannot work. Another thread drains and stops the
+        // core once the calling item has returned, then frees it; current() says nullptr
+        // from here on, since this object is gone.
+        internal::pool_core* core = core_.release();
+        core->owner.store(nullptr, std::memory_order_relaxed);
+        std::thread([core] {
+            core->shutdown();
+            delete core;
+        }).detach();
+        throw std::logic_error(
+            "contend::thread_pool::~thread_pool: called from a worker of the same pool; the pool drains and stops "
+            "on another thread");
+    }
     // Drain and stop while core_ still points at the core: items running now may post.
     core_->shutdown();
     core_.reset();
@@ -682,26 +699,33 @@ thread_pool_stats thread_pool::stats() const {
     s.unhandled_exceptions = c.unhandled_exceptions.load(std::memory_order_relaxed);
     s.min_threads = c.min_threads.load(std::memory_order_relaxed);
     s.max_threads = c.max_threads.load(std::memory_order_relaxed);
+    s.blocked = c.blocked.load(std::memory_order_relaxed);
     return s;
 }
 
 thread_pool* thread_pool::current() noexcept {
-    return internal::current_worker != nullptr ? internal::current_worker->core->owner : nullptr;
+    return internal::current_worker != nullptr ? internal::current_worker->core->owner.load(std::memory_order_relaxed)
+                                               : nullptr;
 }
 
 blocking_scope::blocking_scope() noexcept {
-    if (internal::current_worker != nullptr) {
-        core_ = internal::current_worker->core;
-        try {
-            core_->begin_blocking(internal::current_worker);
-        } catch (...) {
-            // Starting a thread failed: the gate thread will inject one if work starves.
-        }
+    internal::worker* w = internal::current_worker;
+    if (w == nullptr) return;
+    worker_ = w;
+    item_ = w->completed->load(std::memory_order_relaxed);  // its own counter: this item's number
+    try {
+        w->core->begin_blocking(w);
+    } catch (...) {
+        // Starting a thread failed: the gate thread will inject one if work starves.
     }
 }
 
 blocking_scope::~blocking_scope() {
-    if (core_ != nullptr && internal::current_worker != nullptr) core_->end_blocking(internal::current_worker);
+    // Only on its own thread, within its own item: otherwise the item's end has closed it
+    // already (run_item), and the worker's fields belong to another thread.
+    internal::worker* w = worker_;
+    if (w != nullptr && internal::current_worker == w && w->completed->load(std::memory_order_relaxed) == item_)
+        w->core->end_blocking(w);
 }
 
 }  // namespace contend

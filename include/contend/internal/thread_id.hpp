@@ -1,4 +1,5 @@
-// Compact thread ids: small integers, dense, reused after a thread exits.
+// Compact thread ids: small integers, dense, reused after a thread exits (unless it
+// abandoned a lock, see locks_held).
 // Internal. The thin lock stores the owner's id in 16 bits of a header word, so ids are
 // handed out lowest-free-first, and the threads of an ordinary program fit. Ids are not
 // capped: a process with more live threads than that (Linux allows it: threads-max was
@@ -13,8 +14,17 @@ namespace contend::internal {
 // The largest id that fits thin_lock's 16-bit owner field (it keeps 0xFFFF for the others).
 inline constexpr std::uint32_t max_compact_thread_id = 0xFFFE;
 
-// Out of line: allocates on first call in a thread; returned to the pool at thread exit.
+// Out of line: allocates on first call in a thread; returned to the pool at thread exit,
+// unless the thread still holds a lock that records owners by id (below).
 std::uint32_t acquire_compact_thread_id() noexcept;
+
+// Entries the calling thread holds, re-entries counted, in the locks that record their owner
+// by compact id (thin_lock, monitor): each successful lock or enter adds one, each unlock or
+// exit takes one away. A thread that exits with this above zero has abandoned a lock; its id
+// is then never handed out again, so that no later thread finds itself the owner of a lock
+// it never took (it gets synchronization_error there, as any non-owner does, and the lock
+// stays held, as any lock whose owner vanished). One plain add per entry and exit.
+inline thread_local std::uint32_t locks_held = 0;
 
 // The calling thread's id, >= 1. Zero is never an id, so a header word can use it for "no owner".
 inline std::uint32_t compact_thread_id() noexcept {
@@ -33,5 +43,8 @@ bool assign_compact_thread_id_for_testing(std::uint32_t id) noexcept;
 
 // Number of ids currently held by live threads (for tests and diagnostics).
 std::uint32_t live_compact_thread_ids() noexcept;
+
+// Number of ids retired because their thread exited holding a lock (locks_held above 0).
+std::uint32_t retired_compact_thread_ids() noexcept;
 
 }  // namespace contend::internal
