@@ -124,9 +124,16 @@ constexpr std::chrono::nanoseconds leave_grace{400};
 constexpr std::size_t max_pooled_segment_size = std::size_t{1} << 20;
 constexpr std::size_t max_segment_size = std::size_t{1} << 48;
 
-inline std::uint64_t next_pipe_serial() noexcept {
-    static std::atomic<std::uint64_t> serial{0};
-    return (serial.fetch_add(1, std::memory_order_relaxed) + 1) & 0xFF'FFFF;
+// Read ids come from one process-wide 64-bit counter, a block at a time, so that they are
+// unique across every pipe the process ever makes (2^64 of them: at a billion reads a second,
+// five centuries) while a read touches no shared line: a position from another pipe's buffer,
+// however many pipes have come and gone, is refused as "from an older read" instead of
+// handing this pipe a foreign segment. Zero, the id of a default position, is never handed out.
+constexpr std::uint64_t read_id_block = std::uint64_t{1} << 16;
+
+inline std::uint64_t take_read_id_block() noexcept {
+    static std::atomic<std::uint64_t> next{read_id_block};
+    return next.fetch_add(read_id_block, std::memory_order_relaxed);
 }
 
 class pipe_state {
@@ -213,10 +220,9 @@ private:
     // Reader only (and under the lock for a pending read_async, when the reader is idle).
     alignas(cache_line_size) pipe_segment* head_ = nullptr;  // consumed position
     std::size_t head_index_ = 0;
-    // Read ids are unique across pipes (this pipe's serial in the high 24 bits), so that a
-    // position from another pipe's buffer is refused as "from an older read" instead of
-    // handing this pipe a foreign segment.
-    std::uint64_t read_id_ = next_pipe_serial() << 40;
+    // The last read's id, and the end of the block of ids this pipe took (take_read_id_block).
+    std::uint64_t read_id_ = 0;
+    std::uint64_t read_ids_end_ = 0;
     std::uint64_t read_end_ = 0;  // stream offset where the last read's buffer ends
     bool read_outstanding_ = false;
     bool reader_done_ = false;  // this side called complete()
@@ -509,7 +515,10 @@ read_result pipe_state::take_read(bool locked) {
     }
     const std::uint64_t consumed = consumed_.load(std::memory_order_relaxed);
     read_end_ = flushed_.load(std::memory_order_acquire);
-    ++read_id_;
+    if (++read_id_ >= read_ids_end_) [[unlikely]] {
+        read_id_ = take_read_id_block();
+        read_ids_end_ = read_id_ + read_id_block;
+    }
     byte_sequence& b = r.buffer;
     b.segment_ = head_;
     b.index_ = head_index_;
