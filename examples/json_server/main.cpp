@@ -23,6 +23,11 @@ constexpr const char* usage =
     "  --resume-threshold N   bytes below which a paused writer resumes (default 32768)\n"
     "  --pipe-lock K          contend | std: the lock inside every pipe (default contend)\n"
     "  --max-header-bytes N   request-line and headers larger than this get 431 (default 8192)\n"
+    "  --header-timeout S     a request's header must arrive within S seconds of its first\n"
+    "                         byte (the first request's: of the accept), else the\n"
+    "                         connection is closed (default 30; 0: no limit)\n"
+    "  --idle-timeout S       a kept-alive connection with no request begun is closed after\n"
+    "                         S seconds (default 75; 0: no limit)\n"
     "  --max-requests N       stop after answering N requests (default 0: no limit)\n"
     "  --duration S           stop after S seconds (default 0: no limit)\n"
     "SIGINT or SIGTERM stop it; it then prints its totals.\n";
@@ -38,6 +43,17 @@ std::uint64_t parse_number(std::string_view flag, std::string_view text) {
     if (ec != std::errc{} || end != text.data() + text.size())
         bad_usage(std::string(flag) + " needs a non-negative integer, not '" + std::string(text) + "'");
     return value;
+}
+
+// Seconds, fractions allowed (0.5), as whole milliseconds; at most a day.
+std::chrono::milliseconds parse_seconds(std::string_view flag, std::string_view text) {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size() || !(value >= 0) || value > 86400)
+        bad_usage(std::string(flag) + " needs a number of seconds from 0 to 86400, not '" + std::string(text) + "'");
+    const auto ms = std::chrono::milliseconds(static_cast<std::int64_t>(value * 1000 + 0.5));
+    if (value > 0 && ms.count() == 0) bad_usage(std::string(flag) + " must be 0 or at least 0.001");
+    return ms;
 }
 
 json_server::server_options parse_flags(int argc, char** argv) {
@@ -73,6 +89,10 @@ json_server::server_options parse_flags(int argc, char** argv) {
         } else if (flag == "--max-header-bytes") {
             o.max_header_bytes = parse_number(flag, value);
             if (o.max_header_bytes == 0) bad_usage("--max-header-bytes must be positive");
+        } else if (flag == "--header-timeout") {
+            o.header_timeout = parse_seconds(flag, value);
+        } else if (flag == "--idle-timeout") {
+            o.idle_timeout = parse_seconds(flag, value);
         } else if (flag == "--max-requests") {
             o.max_requests = parse_number(flag, value);
         } else if (flag == "--duration") {
@@ -123,6 +143,8 @@ int main(int argc, char** argv) {
         std::printf("connections: accepted %llu, released %llu\n",
                     static_cast<unsigned long long>(t.connections_accepted),
                     static_cast<unsigned long long>(t.connections_released));
+        std::printf("timeouts: header %llu, idle %llu\n", static_cast<unsigned long long>(t.header_timeouts),
+                    static_cast<unsigned long long>(t.idle_timeouts));
         std::printf(
             "pipe locks (%s): %llu contentions (%.1f/s) in %llu acquisitions (%.1f/s), %llu writer pauses\n", lock,
             static_cast<unsigned long long>(t.pipe_lock_contentions), per_second(t.pipe_lock_contentions, t.seconds),

@@ -38,6 +38,7 @@
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,6 +74,17 @@ constexpr auto stop_limit = std::chrono::seconds(1);
 constexpr int tick_ms = 50;
 // How long accepting pauses when accept(2) runs out of descriptors or memory.
 constexpr auto accept_pause = std::chrono::milliseconds(100);
+// How often the loop looks for connections past their header or idle deadline.
+constexpr auto timeout_scan_interval = std::chrono::milliseconds(250);
+
+// The parser stamps a deadline at each request boundary, so it reads the coarse clock (a
+// few nanoseconds from the vDSO, ticking every few milliseconds): plenty for timeouts of
+// seconds. In nanoseconds since the clock's epoch.
+std::int64_t coarse_now_ns() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 }  // namespace
 
@@ -89,6 +101,8 @@ struct server::core {
     std::atomic<std::uint64_t> requests{0}, status_200{0}, status_400{0}, status_404{0}, status_414{0}, status_431{0},
         status_501{0}, status_505{0};
     std::atomic<std::uint64_t> accepted{0}, released{0}, contentions{0}, acquisitions{0}, pauses{0};
+    std::uint64_t header_timeouts = 0, idle_timeouts = 0;  // the loop's
+    steady::time_point next_timeout_scan{};  // the loop's
 
     contend::mutex ready_lock;
     std::vector<std::uint64_t> ready;  // guarded by ready_lock: ids whose transport has ended
@@ -183,12 +197,26 @@ struct connection {
 
     // The loop's only.
     bool closing = false;
+    bool timed_out = false;
     steady::time_point linger_deadline{};
+
+    // When the connection times out (coarse_now_ns), times two, plus one if it is the header
+    // timeout (a request has begun, or none has come yet), else the idle one; 0: never.
+    // The parser writes it at request boundaries (and accept before the parser starts), the
+    // loop reads it.
+    std::atomic<std::int64_t> deadline{0};
+    void set_deadline(bool header) {
+        const auto limit = header ? core.options.header_timeout : core.options.idle_timeout;
+        const std::int64_t at =
+            limit.count() == 0 ? 0 : (coarse_now_ns() + std::chrono::nanoseconds(limit).count()) * 2 + (header ? 1 : 0);
+        deadline.store(at, std::memory_order_relaxed);
+    }
 
     // The parser's, one pool item at a time.
     std::string response;
     std::string scratch;  // a request split over segments, made contiguous
     bool close_after_flush = false;
+    bool in_request = true;  // bytes of a request have come (or none yet): the header deadline runs
 
     // Who goes on after a read_async or flush_async: the parser item that issued it, if the
     // callback ran before the item looked (`issuing` -> `done`), or a new item that the
@@ -287,6 +315,12 @@ parser_next answer(const std::shared_ptr<connection>& c, const contend::read_res
     // A client that closed (or failed) mid-request has its partial request dropped.
     if (r.is_completed) c->close_after_flush = true;
     if (!c->close_after_flush) {
+        // The idle deadline restarts with every answer; the header deadline only when a
+        // request begins, so a header trickling in byte by byte keeps the one its first
+        // byte set.
+        const bool partial = offset < buffer.size();
+        if (!partial || !c->in_request) c->set_deadline(partial);
+        c->in_request = partial;
         // Examined to the end: the next read waits for new bytes, and a request larger than
         // the pause threshold still flows (what is examined no longer holds the writer back).
         c->in.reader().advance_to(buffer.position(offset), buffer.end());
@@ -506,6 +540,7 @@ struct loop {
                 continue;
             }
             c.accepted.fetch_add(1, std::memory_order_relaxed);
+            conn->set_deadline(true);  // the first request's header is due from now
             c.connections.emplace(id, conn);
             c.pool->post([conn] { parser_run(conn, std::nullopt); });
             schedule(conn, connection::in_ready | connection::out_ready, from::poller);
@@ -579,6 +614,24 @@ struct loop {
                 finish(*it->second);
             }
             c.lingering.pop_front();
+        }
+    }
+
+    // Past its header or idle deadline: shut down both ways, which ends it through the usual
+    // path (the parser sees the end of input, the out pump's next write fails or finds
+    // nothing left, the transport hands it back here and it closes).
+    void expire_timed_out(steady::time_point now) {
+        if (now < c.next_timeout_scan) return;
+        c.next_timeout_scan = now + timeout_scan_interval;
+        const std::int64_t now_ns = coarse_now_ns();
+        for (const auto& [id, conn] : c.connections) {
+            if (conn->closing || conn->timed_out) continue;
+            const std::int64_t d = conn->deadline.load(std::memory_order_relaxed);
+            if (d == 0 || d / 2 > now_ns) continue;
+            conn->timed_out = true;
+            ++((d & 1) != 0 ? c.header_timeouts : c.idle_timeouts);
+            ::shutdown(conn->fd, SHUT_RDWR);
+            schedule(conn, connection::in_hangup | connection::out_ready, from::poller);
         }
     }
 
@@ -721,6 +774,7 @@ void poll_turn(server::core& c) {
     }
     const auto now = steady::now();
     l.expire_lingering(now);
+    l.expire_timed_out(now);
     l.resume_accepting(now);
     if (!c.stop_deadline) {
         const auto& o = c.options;
@@ -781,6 +835,8 @@ server_totals server::run() {
     t.status_505 = c.status_505.load();
     t.connections_accepted = c.accepted.load();
     t.connections_released = c.released.load();
+    t.header_timeouts = c.header_timeouts;
+    t.idle_timeouts = c.idle_timeouts;
     t.pipe_lock_contentions = c.contentions.load();
     t.pipe_lock_acquisitions = c.acquisitions.load();
     t.pipe_writer_pauses = c.pauses.load();

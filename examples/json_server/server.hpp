@@ -24,6 +24,14 @@ struct server_options {
     std::size_t threads = 0;  // the pool's size (min = max); 0: the pool's default
     contend::pipe_options pipe;  // thresholds and lock kind of both pipes of every connection
     std::size_t max_header_bytes = 8192;  // beyond: 431
+    // A connection must send a request's whole header within header_timeout of its first
+    // byte (for the first request, of the connection's accept), and may sit with no request
+    // begun for idle_timeout after its last answer; past either it is shut down and closed,
+    // without a response (what slow-header attacks and forgotten keep-alive connections
+    // get from nginx, whose defaults are 60 s and 75 s; Kestrel's are 30 s and 130 s).
+    // Zero: no limit. Checked about every quarter second.
+    std::chrono::milliseconds header_timeout{30'000};
+    std::chrono::milliseconds idle_timeout{75'000};
     std::uint64_t max_requests = 0;  // stop once this many were answered; 0: no limit
     std::chrono::milliseconds duration{0};  // stop after this long; 0: no limit
 };
@@ -35,6 +43,7 @@ struct server_totals {
                   status_505 = 0;
     std::uint64_t connections_accepted = 0;
     std::uint64_t connections_released = 0;  // connection objects destroyed: == accepted, or a leak
+    std::uint64_t header_timeouts = 0, idle_timeouts = 0;  // connections closed by each timeout
     std::uint64_t pipe_lock_contentions = 0;  // both pipes of every connection
     std::uint64_t pipe_lock_acquisitions = 0;  // the same: how often the pipes' slow paths took their lock
     std::uint64_t pipe_writer_pauses = 0;

@@ -622,4 +622,91 @@ TEST_F(JsonServer, StopsByItselfAfterMaxRequests) {
     EXPECT_NE(output.find("totals: 3 requests"), std::string::npos) << output;
 }
 
+// Slow-header (slowloris) clients and forgotten keep-alive connections are closed by the
+// two timeouts (1 s each here; 30 s and 75 s by default), without a response; a client that
+// keeps its requests coming within them is served throughout.
+TEST_F(JsonServer, SlowHeadersAndSilentConnectionsAreClosedAtTheHeaderTimeout) {
+    server_.reset();  // this test runs its own
+    server_process s({"--threads", "2", "--header-timeout", "1", "--idle-timeout", "0"});
+    std::vector<std::unique_ptr<client>> silent, trickling;
+    for (int i = 0; i < 20; ++i) silent.push_back(std::make_unique<client>(s.port()));
+    for (int i = 0; i < 20; ++i) {
+        trickling.push_back(std::make_unique<client>(s.port()));
+        trickling.back()->send("GET /json HTTP/1.1\r\n");
+    }
+    // The tricklers send a header byte every 100 ms; each must be closed all the same.
+    std::vector<bool> closed(trickling.size(), false);
+    const auto deadline = steady::now() + io_budget;
+    std::size_t open = trickling.size();
+    while (open > 0 && steady::now() < deadline) {
+        for (std::size_t i = 0; i < trickling.size(); ++i) {
+            if (closed[i]) continue;
+            if (::send(trickling[i]->fd(), "X", 1, MSG_NOSIGNAL) < 0) {
+                closed[i] = true;
+                --open;
+                continue;
+            }
+            pollfd p{trickling[i]->fd(), POLLIN, 0};
+            if (::poll(&p, 1, 0) == 1) {  // the server's FIN (or reset): closed, nothing sent
+                char b;
+                EXPECT_LE(::recv(trickling[i]->fd(), &b, 1, MSG_DONTWAIT), 0) << "a response to a partial header";
+                closed[i] = true;
+                --open;
+            }
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(open, 0u) << "slow-header connections still open";
+    for (auto& c : silent) {
+        const auto rest = c->read_to_close();
+        ASSERT_TRUE(rest.has_value()) << "a connection that never sent was not closed";
+        EXPECT_EQ(*rest, "");
+    }
+    // The server still serves, and a header sent in time is answered.
+    client fresh(s.port());
+    fresh.send(json_request);
+    const auto r = fresh.read_responses(1);
+    ASSERT_EQ(r.size(), 1u);
+    expect_json(r[0]);
+    const auto [status, output] = s.stop();
+    EXPECT_EQ(status, std::optional<int>(0)) << output;
+    EXPECT_NE(output.find("timeouts: header 40, idle 0"), std::string::npos) << output;
+}
+
+TEST_F(JsonServer, AKeptAliveConnectionWithNoRequestBegunIsClosedAtTheIdleTimeout) {
+    server_.reset();  // this test runs its own
+    server_process s({"--threads", "2", "--header-timeout", "0", "--idle-timeout", "1"});
+    // Requests every 200 ms for 2 s: each answer restarts the idle deadline.
+    client busy(s.port());
+    for (int i = 0; i < 10; ++i) {
+        busy.send(json_request);
+        const auto r = busy.read_responses(1);
+        ASSERT_EQ(r.size(), 1u) << "request " << i;
+        expect_json(r[0]);
+        std::this_thread::sleep_for(200ms);
+    }
+    // Then silence: closed, with nothing more sent.
+    const auto rest = busy.read_to_close();
+    ASSERT_TRUE(rest.has_value()) << "an idle connection was not closed";
+    EXPECT_EQ(*rest, "");
+    // With no header timeout, a connection that never sent is not closed by the idle one.
+    client silent(s.port());
+    std::this_thread::sleep_for(1500ms);
+    silent.send(json_request);
+    const auto r = silent.read_responses(1);
+    ASSERT_EQ(r.size(), 1u);
+    expect_json(r[0]);
+    const auto [status, output] = s.stop();
+    EXPECT_EQ(status, std::optional<int>(0)) << output;
+    EXPECT_NE(output.find("timeouts: header 0, idle 1"), std::string::npos) << output;
+}
+
+TEST_F(JsonServer, TimeoutFlagsRefuseWhatIsNotANumberOfSeconds) {
+    server_.reset();
+    for (const char* flag : {"--header-timeout", "--idle-timeout"}) {
+        for (const char* value : {"-1", "nan", "inf", "1e9", "86401", "abc", "", "1s", "0.0001"})
+            EXPECT_EQ(exit_status_of({flag, value, "--duration", "5"}), 2) << flag << " " << value;
+    }
+}
+
 }  // namespace
