@@ -779,9 +779,12 @@ TEST(ThreadPool, DestroyingThePoolFromItsOwnItemThrowsLogicErrorAndThePoolStillD
     o.on_thread_stop = [st](std::size_t) { st->stops.fetch_add(1); };
     auto* pool = new thread_pool(o);
     ASSERT_TRUE(eventually([&] { return st->starts.load() == 2; }));
-    // Queued behind the destroying item: they must still run, exactly once each.
+    // One worker busy until the test lets it go; the other destroys the pool after posting
+    // 100 items, which must still run, exactly once each. The test touches the pool no more
+    // once the destroying item is posted.
     pool->post([st] { st->release.wait_for(20s); });
     pool->post([st, pool] {
+        for (int i = 0; i < 100; ++i) pool->post([st] { st->ran.fetch_add(1); });
         try {
             delete pool;
         } catch (const std::logic_error& e) {
@@ -790,7 +793,6 @@ TEST(ThreadPool, DestroyingThePoolFromItsOwnItemThrowsLogicErrorAndThePoolStillD
         st->current_was_null.store(thread_pool::current() == nullptr);
         st->ran.fetch_add(1);
     });
-    for (int i = 0; i < 100; ++i) pool->post([st] { st->ran.fetch_add(1); });
     st->release.set();
     EXPECT_TRUE(eventually([&] { return st->stops.load() == 2; }, 30s)) << st->stops.load();
     EXPECT_EQ(st->threw.load(), 1);
