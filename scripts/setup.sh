@@ -4,7 +4,7 @@
 #   - Debian packages: the toolchain, the libraries the lab links, and chromium, which the
 #     test of `contend report`'s page runs headless (nodejs and npm too, when there is no npm);
 #     postgresql, whose server tests/lab/with_postgres.sh starts for the PostgreSQL history's test;
-#     wrk, the HTTP load of examples/json_server's smoke test.
+#     wrk, the HTTP load of server's smoke test.
 #   - Chart.js, the charting library `contend report` inlines into its page, from npm at the
 #     exact version pinned in lab/report/package-lock.json, into lab/report/node_modules.
 #     The build embeds it (a build configured without it configures again by itself).

@@ -30,7 +30,7 @@ if [[ " ${presets[*]} " == *" release "* ]]; then
   echo "=== install"
   cmake --install build/release --prefix build/install >/dev/null
   build/install/bin/contend bench --list >/dev/null  # the tool is installed beside the library
-  build/install/bin/contend_json_server --help >/dev/null  # and the example server
+  build/install/bin/contend_json_server --help >/dev/null  # and the server
   echo "=== consumer (a): find_package(contend) from the installed prefix"
   cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
   cmake --build build/consumer -j "$jobs"

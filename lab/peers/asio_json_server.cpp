@@ -1,5 +1,5 @@
 // contend_lab_asio_server: the server suite's Boost.Asio peer (suites/server.cpp). It
-// answers GET /json and /plaintext like examples/json_server, over Boost.Asio instead of
+// answers GET /json and /plaintext like server/, over Boost.Asio instead of
 // contend's pipes and thread pool: one io_context run by --threads threads, one acceptor,
 // and per connection a chain read -> parse every complete request -> one write -> read.
 //

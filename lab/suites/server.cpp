@@ -1,4 +1,4 @@
-// The server suite: HTTP throughput of examples/json_server against a Boost.Asio server,
+// The server suite: HTTP throughput of contend_json_server (server/) against a Boost.Asio server,
 // measured from outside by wrk over 127.0.0.1. Rows: server/<implementation>/route:<json|
 // plaintext>/connections:N/workers:W, W = the server's threads; wrk runs wrk_threads
 // threads. Each reports requests_per_second, contentions_per_second and
@@ -386,7 +386,7 @@ cell_result measure_server_cell(const server_kind& kind, const std::string& rout
 
 suite make_server_suite() {
     suite s{"server",
-            "HTTP requests per second of examples/json_server (contend's pipes and thread pool) and of a Boost.Asio "
+            "HTTP requests per second of contend_json_server (contend's pipes and thread pool) and of a Boost.Asio "
             "server, loaded by wrk (" +
                 std::to_string(wrk_threads) +
                 " threads) over 127.0.0.1; workers = the server's threads. wrk and the server share the machine's "

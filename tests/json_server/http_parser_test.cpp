@@ -1,4 +1,4 @@
-// examples/json_server/http.hpp: the request parser and the responses.
+// server/http.hpp: the request parser and the responses.
 #include <gtest/gtest.h>
 
 #include <string>

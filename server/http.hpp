@@ -1,4 +1,4 @@
-// The HTTP/1.1 side of the json_server example: a request parser over contiguous bytes and
+// The HTTP/1.1 side of contend_json_server: a request parser over contiguous bytes and
 // the responses of the two TechEmpower tests it serves (see docs/references.md,
 // techempower-test-requirements, and rfc9112-http11).
 //

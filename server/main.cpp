@@ -1,5 +1,5 @@
 // contend_json_server: the TechEmpower JSON and plaintext tests over contend's pipe,
-// fd adapter and thread pool. README.md ("examples/json_server") lists the flags.
+// fd adapter and thread pool. README.md ("The server: server/") lists the flags.
 #include <signal.h>
 
 #include <charconv>
