@@ -152,7 +152,7 @@ TEST(ThreadPool, IdleWorkersStealFromAWorkerThatPostsLocally) {
 }
 
 // A worker's post() waits in its outbox (src/pool/outbox.hpp) until one of the rules at the
-// top of thread_pool.cpp moves it to the global queue; the tests below are those rules.
+// top of pool_core.cpp moves it to the global queue; the tests below are those rules.
 
 // The poster stays busy until its items have run: with its outbox out of the other worker's
 // sight, or no wake-up for it, they would run only after the poster's item, 10 s later.

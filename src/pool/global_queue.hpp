@@ -6,7 +6,7 @@
 // lock, the length and the indices share one cache line, so a push or a pop moves that line
 // and one slot's line, no more. The length is an atomic so that workers can see "empty" with
 // one load, without the lock. Workers move items in batches (push_batch, pop_share: a
-// worker's outbox and its share of the queue, thread_pool.cpp), which cuts the lock holds
+// worker's outbox and its share of the queue, pool_core.cpp), which cuts the lock holds
 // that contend.
 //
 // The lock is tried a few times before lock() is called. contend::mutex's designee naps

@@ -1,7 +1,7 @@
 // A worker's outbox: the items it post()s on its way to the global queue, gathered so that
 // they cross to the shared queue in batches instead of one lock hold (and one transfer of
 // the queue's line) each. Internal to the pool; the rules for when it empties, and why no
-// item waits in it while a worker is idle, are at the top of thread_pool.cpp.
+// item waits in it while a worker is idle, are at the top of pool_core.cpp.
 //
 // The owner appends at the tail without an atomic read-modify-write (a slot store and a
 // release store of the tail, both on lines it owns). Anyone takes from the head, the oldest

@@ -1,6 +1,7 @@
 // The thread pool's shared state: workers, queues, counters. Internal; the public face is
-// include/contend/thread_pool.hpp. The worker loop and the posting paths are in
-// thread_pool.cpp, the gate thread (hill climbing, starvation) in gate_thread.cpp.
+// include/contend/thread_pool.hpp (thread_pool.cpp). The worker loop, the posting paths,
+// draining and stopping are in pool_core.cpp, the gate thread (hill climbing, starvation)
+// in gate_thread.cpp.
 #pragma once
 
 #include <atomic>
@@ -30,11 +31,15 @@ namespace contend::internal {
 // No pool has more workers than this (the slot table is sized once).
 inline constexpr std::size_t max_pool_threads = 32767;
 // A worker's post()s wait in its outbox until this many are there, or another rule moves
-// them to the global queue (thread_pool.cpp). The same as the most a worker takes from the
+// them to the global queue (pool_core.cpp). The same as the most a worker takes from the
 // global queue at once: a batch goes in and comes out in one lock hold.
 inline constexpr std::size_t outbox_capacity = 32;
 
 struct pool_core;
+struct worker;
+
+// The worker the calling thread is, of whichever pool, or nullptr.
+extern thread_local worker* current_worker;
 
 struct worker {
     pool_core* core = nullptr;
