@@ -4,13 +4,14 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
 
+#include "contend/condition_variable.hpp"
+#include "contend/mutex.hpp"
 #include "contend/thin_lock.hpp"
 
 namespace contend::internal {
@@ -44,7 +45,7 @@ fat_lock& chunked_fat_lock(std::uint32_t index) noexcept {
 namespace {
 
 struct table_state {
-    std::mutex lock;  // allocation, release and sweeps: slow paths only
+    contend::mutex lock;  // allocation, release and sweeps: slow paths only
     std::vector<std::uint32_t> free;
     // The entries in use, in no order, and each one's place in it (indexed by entry): a sweep
     // visits the live fat locks only, not every entry the table ever made, so a program that
@@ -58,7 +59,7 @@ struct table_state {
     std::uint64_t deflations = 0;
     std::chrono::milliseconds interval = default_sweep_interval;
     bool sweeper_started = false;
-    std::condition_variable wake;  // the sweeper waits here (interval changed, first fat lock)
+    contend::condition_variable wake;  // the sweeper waits here (interval changed, first fat lock)
 };
 
 void before_fork();
@@ -134,7 +135,7 @@ bool sweep_one(table_state& t, std::uint32_t index, bool marked_only) {
 // after a deflation, and entries only ever move from the end to a place before it: no
 // entry is visited twice in one sweep (which would deflate it without a whole interval of
 // idleness); one moved while the lock was let go waits for the next sweep.
-std::size_t sweep_locked(table_state& t, std::unique_lock<std::mutex>& lk, bool marked_only) {
+std::size_t sweep_locked(table_state& t, std::unique_lock<contend::mutex>& lk, bool marked_only) {
     std::size_t deflated = 0, visits = 0;
     for (std::size_t at = 0; at < t.in_use.size();) {
         if (++visits % sweep_batch == 0) {

@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <system_error>
 #include <utility>
+
+#include "contend/condition_variable.hpp"
+#include "contend/mutex.hpp"
 
 namespace contend {
 namespace internal {
@@ -38,8 +40,8 @@ struct fd_pump_state {
     std::atomic<int> phase{idle};
     flush_result flushed{};  // fd_to_pipe's pending flush, once `done`
     read_result read{};  // pipe_to_fd's pending read, once `done`
-    std::mutex m;  // only for run() waiting out a pending flush or read
-    std::condition_variable cv;
+    contend::mutex m;  // only for run() waiting out a pending flush or read
+    contend::condition_variable cv;
     bool finished = false;  // a terminal stop was reported; only the caller's thread touches it
     fd_stop final_stop = fd_stop::end_of_stream;
     int final_error = 0;

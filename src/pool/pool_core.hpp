@@ -5,7 +5,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -14,8 +13,10 @@
 #include <vector>
 
 #include "contend/cache_padded.hpp"
+#include "contend/condition_variable.hpp"
 #include "contend/event.hpp"
 #include "contend/internal/task.hpp"
+#include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
 #include "pool/global_queue.hpp"
 #include "pool/hill_climbing.hpp"
@@ -124,19 +125,19 @@ struct pool_core {
     // freed before the pool, a slot's object is reused only after its old thread is joined.
     std::unique_ptr<std::atomic<worker*>[]> slots;
     std::atomic<std::size_t> slots_used{0};
-    std::mutex workers_lock;  // spawning, retiring, reusing slots
+    contend::mutex workers_lock;  // spawning, retiring, reusing slots
     std::vector<std::unique_ptr<worker>> workers;
 
     std::atomic<std::uint64_t> unhandled_exceptions{0};
     std::atomic<std::uint64_t> starvation_injections{0};
     std::atomic<std::uint64_t> adjustments{0};
     std::atomic<double> last_throughput{0};
-    std::mutex config_lock;  // set_min_threads / set_max_threads
+    contend::mutex config_lock;  // set_min_threads / set_max_threads
     std::atomic<bool> climber_reset{false};
 
     // wait_idle and the destructor's drain sleep here; a worker that runs dry notifies.
-    std::mutex idle_wait_lock;
-    std::condition_variable idle_wait_cv;
+    contend::mutex idle_wait_lock;
+    contend::condition_variable idle_wait_cv;
     std::atomic<int> idle_waiters{0};
 
     // The gate thread sleeps on this between ticks; the destructor sets it to stop it.
