@@ -237,19 +237,9 @@ void pulse_waiters(const void* address, bool all, const char* what) {
 void monitor::pulse(const void* address) { pulse_waiters(address, false, "pulse"); }
 void monitor::pulse_all(const void* address) { pulse_waiters(address, true, "pulse_all"); }
 
-void monitor::set_deflation_interval(std::chrono::milliseconds interval) {
-    internal::sync_table_set_sweep_interval(interval);
-}
-std::chrono::milliseconds monitor::deflation_interval() { return internal::sync_table_sweep_interval(); }
-std::size_t monitor::deflate_idle_locks() { return internal::sync_table_sweep(); }
-
 monitor_stats monitor::stats() {
-    const auto table = internal::sync_table_stats();
     monitor_stats st;
-    st.inflations = table.inflations;
-    st.deflations = table.deflations;
     st.contentions = contentions.load(std::memory_order_relaxed);
-    st.live_fat_locks = table.live;
     for (auto& s : stripes) {
         s.lock.lock();
         for (const auto& e : s.entries) st.live_address_entries += stripe::idle(e) ? 0 : 1;

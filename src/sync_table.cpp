@@ -189,7 +189,7 @@ void ensure_sweeper(table_state& t) {
         sweeper.detach();
     } catch (const std::system_error&) {
         // No thread to be had: locks stay fat until a sweep is asked for
-        // (monitor::deflate_idle_locks), or a later inflation tries again.
+        // (thin_lock::deflate_idle_locks), or a later inflation tries again.
         std::lock_guard guard(t.lock);
         t.sweeper_started = false;
     }

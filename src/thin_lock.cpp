@@ -309,4 +309,19 @@ void thin_lock::notify_all() {
     if (is_fat(w)) internal::sync_table_at(index_of(w)).cv.notify_all();
 }
 
+void thin_lock::set_deflation_interval(std::chrono::milliseconds interval) {
+    internal::sync_table_set_sweep_interval(interval);
+}
+std::chrono::milliseconds thin_lock::deflation_interval() { return internal::sync_table_sweep_interval(); }
+std::size_t thin_lock::deflate_idle_locks() { return internal::sync_table_sweep(); }
+
+thin_lock_stats thin_lock::stats() {
+    const auto table = internal::sync_table_stats();
+    thin_lock_stats st;
+    st.inflations = table.inflations;
+    st.deflations = table.deflations;
+    st.live_fat_locks = table.live;
+    return st;
+}
+
 }  // namespace contend

@@ -9,14 +9,13 @@
 #include <thread>
 #include <vector>
 
-#include "contend/monitor.hpp"
 #include "contend/thin_lock.hpp"
 #include "sync_table.hpp"
 #include "test_support.hpp"
 #include "thin_lock_support.hpp"
 
 using namespace contend_test;
-using contend::monitor;
+using contend::thin_lock;
 
 namespace {
 
@@ -24,8 +23,8 @@ namespace {
 // only ones; restored after.
 class no_background_sweeps {
 public:
-    no_background_sweeps() : before_(monitor::deflation_interval()) { monitor::set_deflation_interval(0ms); }
-    ~no_background_sweeps() { monitor::set_deflation_interval(before_); }
+    no_background_sweeps() : before_(thin_lock::deflation_interval()) { thin_lock::set_deflation_interval(0ms); }
+    ~no_background_sweeps() { thin_lock::set_deflation_interval(before_); }
 
 private:
     std::chrono::milliseconds before_;
@@ -44,12 +43,12 @@ TEST(ThinLockDeflation, AnIdleFatLockIsThinAfterTwoSweepsAndCounted) {
     contend::thin_lock l;
     inflate_by_recursion(l);
     ASSERT_TRUE(l.is_inflated());
-    const auto before = monitor::stats();
-    monitor::deflate_idle_locks();  // marks it
+    const auto before = thin_lock::stats();
+    thin_lock::deflate_idle_locks();  // marks it
     EXPECT_TRUE(l.is_inflated()) << "one sweep only marks";
-    EXPECT_GE(monitor::deflate_idle_locks(), 1u);
+    EXPECT_GE(thin_lock::deflate_idle_locks(), 1u);
     EXPECT_FALSE(l.is_inflated());
-    const auto after = monitor::stats();
+    const auto after = thin_lock::stats();
     EXPECT_EQ(after.deflations - before.deflations, 1u);
     EXPECT_EQ(after.live_fat_locks, before.live_fat_locks - 1);
     // Thin again, and whole: lock, recursion, try_lock elsewhere, misuse.
@@ -73,12 +72,12 @@ TEST(ThinLockDeflation, AnAcquisitionBetweenSweepsKeepsTheLockFat) {
     no_background_sweeps quiet;
     contend::thin_lock l;
     inflate_by_recursion(l);
-    monitor::deflate_idle_locks();
+    thin_lock::deflate_idle_locks();
     l.lock();  // touched since the mark
     l.unlock();
-    monitor::deflate_idle_locks();
+    thin_lock::deflate_idle_locks();
     EXPECT_TRUE(l.is_inflated()) << "used between the two sweeps: not idle";
-    monitor::deflate_idle_locks();
+    thin_lock::deflate_idle_locks();
     EXPECT_FALSE(l.is_inflated()) << "idle since the last sweep";
 }
 
@@ -132,11 +131,11 @@ TEST(ThinLockDeflation, ALockInflatedUnderContentionThenLeftAloneIsThinAgain) {
     no_background_sweeps sweeps_off_for_now;
     contend::thin_lock l;
     ASSERT_TRUE(inflate_by_contention(l)) << "a thread that parked inflates the lock it then gets";
-    const auto deflations = monitor::stats().deflations;
+    const auto deflations = thin_lock::stats().deflations;
     // Left alone: the background sweeps (every 10 ms from now) make it thin.
-    monitor::set_deflation_interval(10ms);
+    thin_lock::set_deflation_interval(10ms);
     EXPECT_TRUE(eventually([&] { return !l.is_inflated(); }, 10s));
-    EXPECT_GE(monitor::stats().deflations, deflations + 1);
+    EXPECT_GE(thin_lock::stats().deflations, deflations + 1);
     l.lock();
     EXPECT_FALSE(l.is_inflated());
     l.unlock();
@@ -161,7 +160,7 @@ TEST(ThinLockDeflation, DeflationRacingWithEnteringThreadsKeepsExclusionAndLoses
     guarded g[locks];
     std::atomic<bool> stop{false};
     std::atomic<long> broken{0};
-    const auto before = monitor::stats();
+    const auto before = thin_lock::stats();
     std::thread sweeper([&] {
         while (!stop.load(std::memory_order_relaxed)) contend::internal::sync_table_sweep(false);
     });
@@ -204,7 +203,7 @@ TEST(ThinLockDeflation, DeflationRacingWithEnteringThreadsKeepsExclusionAndLoses
     EXPECT_EQ(broken.load(), 0);
     EXPECT_EQ(total, threads * per);
     EXPECT_EQ(turn, 2 * rounds);
-    const auto after = monitor::stats();
+    const auto after = thin_lock::stats();
     EXPECT_GT(after.deflations, before.deflations) << "the race was never run: no deflation happened";
     EXPECT_GT(after.inflations, before.inflations + 1) << "no lock inflated again after a deflation";
 }
@@ -245,17 +244,17 @@ TEST(ThinLockDeflation, DestructionRacingWithSweepsReleasesEachEntryOnce) {
 // every instant (it counts as 24 hours), and a negative one stops the sweeps.
 TEST(ThinLockDeflation, ExtremeIntervalsNeitherOverflowNorSweepAtOnce) {
     watchdog dog(60s);
-    const auto before = monitor::deflation_interval();
+    const auto before = thin_lock::deflation_interval();
     for (const auto interval : {std::chrono::milliseconds::max(), std::chrono::milliseconds(-5)}) {
-        monitor::set_deflation_interval(interval);
-        EXPECT_EQ(monitor::deflation_interval(),
+        thin_lock::set_deflation_interval(interval);
+        EXPECT_EQ(thin_lock::deflation_interval(),
                   interval.count() > 0 ? std::chrono::milliseconds(std::chrono::hours(24)) : 0ms);
         contend::thin_lock l;
         inflate_by_recursion(l);
         std::this_thread::sleep_for(50ms);  // a sweeper that overflowed would sweep all the time
         EXPECT_TRUE(l.is_inflated());
     }
-    monitor::set_deflation_interval(before);
+    thin_lock::set_deflation_interval(before);
 }
 
 // A sweep looks at the fat locks in use, not at every entry the table ever made: after a

@@ -18,6 +18,14 @@
 //
 // Misuse (exit without enter, by another thread, or more exits than enters; wait or pulse
 // without holding) throws synchronization_error and leaves the address's state unchanged.
+//
+// Why not the thin_lock's fat locks. A thin_lock finds its fat lock by the index in its own
+// word, and the sync table exists to make that index stable while a sweep deflates locks
+// nobody uses. An address has no word: whatever backs it must be found by the address, under
+// a lock, on every enter and exit, which is what a stripe's short vector is; a fat lock
+// behind each entry would add an allocation and a second lock (its contend::mutex) to that
+// path, and an index nobody reads. What the two share is the parking lot, where both wait.
+// thin_lock's deflation controls and counters are thin_lock's (thin_lock.hpp).
 #pragma once
 
 #include <chrono>
@@ -29,10 +37,7 @@
 namespace contend {
 
 struct monitor_stats {
-    std::uint64_t inflations = 0;  // thin_locks inflated to fat locks, ever
-    std::uint64_t deflations = 0;  // idle fat locks turned back into thin ones, ever (not destructions)
     std::uint64_t contentions = 0;  // monitor enters that had to wait, ever
-    std::size_t live_fat_locks = 0;  // sync-table entries in use
     std::size_t live_address_entries = 0;  // monitor entries in use (addresses entered or waited on)
 };
 
@@ -60,19 +65,6 @@ public:
     static void pulse_all(const void* address);
 
     static monitor_stats stats();
-
-    // Deflation of thin_locks (thin_lock.hpp). A background thread, started by the first
-    // inflation, sweeps the fat locks every interval: a sweep marks each unowned one idle and
-    // deflates those the previous sweep marked that no thread has acquired since, that
-    // nobody holds and nobody waits on. So a lock is thin again after one to two intervals
-    // of disuse. Zero stops the background sweeps (a lock then stays fat until a sweep is
-    // asked for or the thin_lock is destroyed). Default 100 ms; longer than 24 hours counts
-    // as 24 hours.
-    static void set_deflation_interval(std::chrono::milliseconds interval);
-    static std::chrono::milliseconds deflation_interval();
-    // One sweep now, on the calling thread; returns how many locks it deflated. Two calls
-    // with no acquisition of a lock between them deflate it.
-    static std::size_t deflate_idle_locks();
 
 private:
     static bool enter_until(const void* address, internal::deadline until);

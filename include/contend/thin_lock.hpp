@@ -25,9 +25,9 @@
 //     so later contention is handled by contend::mutex (a designee, FIFO sleepers) rather
 //     than by parking on the word.
 // Deflation: a fat lock that no thread acquires for a whole sweep interval (100 ms by
-// default, monitor::set_deflation_interval), and that nobody holds or waits on, is turned
+// default, thin_lock::set_deflation_interval), and that nobody holds or waits on, is turned
 // back into a thin one by a background sweep, without stopping any thread (src/thin_lock.cpp
-// says how a thread entering at that moment stays safe); monitor::stats().deflations counts
+// says how a thread entering at that moment stays safe); thin_lock::stats().deflations counts
 // them. Destroying the thin_lock returns its fat lock, if it has one, to the sync table.
 // So, as for any lock, its destructor must run before its memory is reused or unmapped (an
 // arena dropped without destructors): while it is inflated, the sweeps hold its address.
@@ -70,6 +70,12 @@
 #include "contend/internal/waiter_slots.hpp"
 
 namespace contend {
+
+struct thin_lock_stats {
+    std::uint64_t inflations = 0;  // thin_locks inflated to fat locks, ever
+    std::uint64_t deflations = 0;  // idle fat locks turned back into thin ones, ever (not destructions)
+    std::size_t live_fat_locks = 0;  // sync-table entries in use
+};
 
 class thin_lock {
 public:
@@ -181,6 +187,20 @@ public:
 
     // Diagnostics: whether the word holds a sync-table index.
     bool is_inflated() const noexcept { return (word_.load(std::memory_order_relaxed) & inflated_bit) != 0; }
+
+    // Deflation, for every thin_lock of the process. A background thread, started by the
+    // first inflation, sweeps the fat locks every interval: a sweep marks each unowned one
+    // idle and deflates those the previous sweep marked that no thread has acquired since,
+    // that nobody holds and nobody waits on. So a lock is thin again after one to two
+    // intervals of disuse. Zero stops the background sweeps (a lock then stays fat until a
+    // sweep is asked for or the thin_lock is destroyed). Default 100 ms; longer than 24 hours
+    // counts as 24 hours.
+    static void set_deflation_interval(std::chrono::milliseconds interval);
+    static std::chrono::milliseconds deflation_interval();
+    // One sweep now, on the calling thread; returns how many locks it deflated. Two calls
+    // with no acquisition of a lock between them deflate it.
+    static std::size_t deflate_idle_locks();
+    static thin_lock_stats stats();
 
     static constexpr std::uint32_t inflated_bit = 0x8000'0000u;
     static constexpr std::uint32_t owner_mask = 0x0000'FFFFu;

@@ -38,7 +38,7 @@ struct fat_adapter {
     void unlock() { l.unlock(); }
 };
 // Inflated under contention once (a second thread parks on it), then left alone for two
-// deflation sweeps (monitor::deflate_idle_locks, what the background sweeps do after one
+// deflation sweeps (thin_lock::deflate_idle_locks, what the background sweeps do after one
 // to two idle intervals): a lock contended during start-up, used by one thread since.
 struct deflated_adapter {
     contend::thin_lock l;
@@ -59,8 +59,8 @@ struct deflated_adapter {
             contender.join();
         }
         if (!l.is_inflated()) throw std::runtime_error("deflated_lock: the contended lock did not inflate in 20 tries");
-        contend::monitor::deflate_idle_locks();
-        contend::monitor::deflate_idle_locks();
+        contend::thin_lock::deflate_idle_locks();
+        contend::thin_lock::deflate_idle_locks();
         if (l.is_inflated()) throw std::runtime_error("deflated_lock: two sweeps left the idle lock fat");
     }
     void lock() { l.lock(); }
