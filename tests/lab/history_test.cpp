@@ -487,6 +487,38 @@ TEST_F(History, AJournalLeftByAKilledWriterIsRolledBackByTheNextOpenEvenReadOnly
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFSIGNALED(status));
     ASSERT_TRUE(fs::exists(db_path() + "-journal")) << "no journal left: nothing tested";
+    // A reader that may not write the file or its folder cannot roll it back: it says what
+    // happened and what to do. (Another user, as root, which may write anything.)
+    int message_pipe[2];
+    ASSERT_EQ(::pipe(message_pipe), 0);
+    const pid_t reader = ::fork();
+    ASSERT_GE(reader, 0);
+    if (reader == 0) {
+        ::close(message_pipe[0]);
+        const bool root = ::geteuid() == 0;
+        const bool dropped = !root || (::setgid(65534) == 0 && ::setuid(65534) == 0);
+        std::error_code ignored;
+        if (!root) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::remove, ignored);
+        std::string message = dropped ? "opened" : "could not drop root";
+        try {
+            if (dropped) history_store(db_path(), contend::lab::history_access::read_only);
+        } catch (const std::exception& e) {
+            message = e.what();
+        }
+        if (!root) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add, ignored);
+        (void)!::write(message_pipe[1], message.data(), message.size());
+        ::_exit(0);
+    }
+    ::close(message_pipe[1]);
+    std::string message;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(message_pipe[0], buffer, sizeof buffer)) > 0;) message.append(buffer, n);
+    ::close(message_pipe[0]);
+    ASSERT_EQ(::waitpid(reader, &status, 0), reader);
+    EXPECT_NE(message.find("cut short"), std::string::npos) << message;
+    EXPECT_NE(message.find(db_path() + "-journal"), std::string::npos) << message;
+    EXPECT_NE(message.find("may write the file and its folder"), std::string::npos) << message;
+    ASSERT_TRUE(fs::exists(db_path() + "-journal"));
     {
         const history_store reader(db_path(), contend::lab::history_access::read_only);
         EXPECT_EQ(reader.run_count(), 1u);
