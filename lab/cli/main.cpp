@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "peers/peers.hpp"
 #include "report/report.hpp"
 #include "results/history.hpp"
+#include "results/interrupted.hpp"
 #include "results/output_file.hpp"
 #include "results/results_io.hpp"
 
@@ -44,16 +46,26 @@ constexpr int exit_output_failed = 4;  // the run finished, but an output could 
 
 // The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0.
 std::atomic<int> stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "set in a signal handler");
 
-extern "C" void on_stop_signal(int sig) { stop_signal.store(sig); }
+// The first signal stops the command cleanly: bench keeps and writes the cells done; the
+// others store and replace nothing (lab::interrupted) and exit 128 + N. A second one ends the
+// process at once, as the signal would by default, but first removes the temporary file of
+// an output being written, so that none is left beside it.
+extern "C" void on_stop_signal(int sig) {
+    int none = 0;
+    if (stop_signal.compare_exchange_strong(none, sig)) return;
+    lab::remove_temporary_output();
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);  // delivered as the handler returns
+}
 
-// The first signal stops the run cleanly (the cells done are kept and written); the
-// handler is then reset, so a second one ends the process at once.
 void install_stop_handlers() {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESETHAND;  // no SA_RESTART: a blocking poll returns at once
+    sa.sa_flags = 0;  // no SA_RESTART: a blocking poll returns at once
     sigemptyset(&sa.sa_mask);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);  // one handler at a time
     for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
     // A cell's process that dies before reading its settings must not kill the run.
     std::signal(SIGPIPE, SIG_IGN);
@@ -338,6 +350,16 @@ std::unique_ptr<lab::history_store> open_history(const std::string& db_path) {
     }
 }
 
+// --db as given, refused at once (exit 2) when it can hold no history (an empty path,
+// SQLite's in-memory forms) or is a mistake for a PostgreSQL URI: history.hpp.
+void check_db_option(const std::string& path) {
+    try {
+        lab::history_store::check_location(path);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--db ") + e.what());
+    }
+}
+
 int run_compare(const compare_args& a) {
     const bool from_history = !a.db_path.empty();
     std::vector<lab::named_path> inputs;
@@ -378,6 +400,7 @@ int run_compare(const compare_args& a) {
     if (from_history) repro += "--db " + shell_word(lab::history_store::printable(a.db_path)) + " ";
     repro += shell_word(a.baseline) + " " + shell_word(a.test) + knobs;
     const std::string markdown = lab::comparison_to_markdown(c, repro);
+    lab::throw_if_stopped(&stop_signal, "nothing was written");
     if (!a.markdown_path.empty()) lab::write_output_file("--markdown", a.markdown_path, markdown);
     if (!a.json_path.empty()) lab::write_output_file("--json", a.json_path, lab::comparison_to_json(c));
     if (!a.html_path.empty()) {
@@ -392,7 +415,10 @@ int run_compare(const compare_args& a) {
         }
         lab::write_output_file("--html", a.html_path, lab::render_compare_page(c, repro, evidence, library));
     }
-    if (a.markdown_path != "-" && a.json_path != "-" && a.html_path != "-") std::cout << markdown;
+    if (a.markdown_path != "-" && a.json_path != "-" && a.html_path != "-") {
+        lab::throw_if_stopped(&stop_signal, "the report was not printed");
+        std::cout << markdown;
+    }
     std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
               << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy\n";
     return c.regressions > 0 && !a.no_fail_on_regression ? 1 : 0;
@@ -442,13 +468,20 @@ int run_history_import(const import_args& a) {
         throw std::invalid_argument("--db " + lab::history_store::printable(a.db_path) + ": " + e.what());
     }
     const lab::imported_run imported = lab::import_run_file(a.file, a.label);
+    lab::throw_if_stopped(&stop_signal, "nothing was stored");
     lab::history_store store(a.db_path);
-    const std::int64_t id = store.append(imported.run);
+    const std::int64_t id = store.append(imported.run, &stop_signal);
     const std::string invalid =
         imported.skipped ? ", " + std::to_string(imported.skipped) + " invalid cells kept," : std::string();
     std::printf("imported %s (%s): %zu benchmarks%s as history run %lld labelled '%s' in %s\n", a.file.c_str(),
                 imported.format.c_str(), imported.benchmarks, invalid.c_str(), static_cast<long long>(id),
                 a.label.c_str(), lab::history_store::printable(a.db_path).c_str());
+    // A signal that came while the commit ran: too late to store nothing, but still a stop.
+    if (const int sig = stop_signal.load()) {
+        const char* name = sigabbrev_np(sig);
+        std::fprintf(stderr, "contend history: stopped by SIG%s after the run was stored\n", name ? name : "?");
+        return 128 + sig;
+    }
     return 0;
 }
 
@@ -581,7 +614,8 @@ int main(int argc, char** argv) {
     compare->footer(
         "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
         "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression "
-        "(unless --no-fail-on-regression); 2 bad arguments or bad input (nothing written).");
+        "(unless --no-fail-on-regression); 2 bad arguments or bad input (nothing written); 128+N stopped by signal N "
+        "(no output written or replaced).");
     compare->add_option("baseline", cmp.baseline, "The baseline results file (with --db: a label)")->required();
     compare->add_option("test", cmp.test, "The results file to judge against it (with --db: a label)")->required();
     compare->add_option("--db", cmp.db_path,
@@ -605,7 +639,7 @@ int main(int argc, char** argv) {
         "bracket it. contend history [name-glob] --html FILE: one HTML page of the runs, the changes and a chart of "
         "each benchmark's series (with --changes, the changes are printed too). Exit status: 0 done (changes or not); "
         "2 bad arguments, bad input or a history that cannot be read "
-        "(nothing written); 1 the history could not be written.");
+        "(nothing written); 1 the history could not be written; 128+N stopped by signal N (import: nothing stored).");
     history->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
         ->capture_default_str();
     history->add_option("name-glob", hist.name_glob,
@@ -644,8 +678,15 @@ int main(int argc, char** argv) {
     a.busy_loops_given = bench->count("--busy-loops") > 0;
     a.busy_nice_given = bench->count("--busy-nice") > 0;
     install_stop_handlers();
+    // Every command but bench, which writes what it measured, stops without writing.
+    if (!bench->parsed()) lab::stop_outputs_on(&stop_signal);
     const std::string command = app.get_subcommands().front()->get_name();
     try {
+        // Every --db given or defaulted that will be used, before anything else is done.
+        if (bench->parsed() && !a.list) check_db_option(a.db_path);
+        if (report->parsed() && report_request.json_path.empty()) check_db_option(report_request.db_path);
+        if (compare->parsed() && compare->count("--db")) check_db_option(cmp.db_path);
+        if (history->parsed()) check_db_option(hist.db_path);
         if (bench->parsed()) return run_bench(a);
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
         if (compare->parsed()) return run_compare(cmp);
@@ -678,6 +719,9 @@ int main(int argc, char** argv) {
     } catch (const lab::output_error& e) {
         std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
         return exit_usage;
+    } catch (const lab::interrupted& e) {
+        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+        return 128 + e.signal();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
         return 1;

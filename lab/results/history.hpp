@@ -4,6 +4,7 @@
 // contend::lab).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -52,7 +53,11 @@ public:
     // read_write: opens the file at `path`, creating it and any missing parent directories;
     // creates the schema in a new or empty file, and migrates a history of an older schema
     // version (in one transaction). read_only: opens an existing history without writing
-    // anything, not even a journal; a history of an older version is read as it is.
+    // anything, not even a journal; a history of an older version is read as it is. Either
+    // way, a journal left by a write that was cut short (a killed process, a full disk) is
+    // first rolled back, as SQLite does when a writer opens the file: the file is then as its
+    // last committed append left it. Where this process may not write the file and its
+    // folder, the open is refused with a message that says so and how to roll it back.
     //
     // Refused with the file left untouched, either way: a file that is not an SQLite
     // database, an SQLite database of another schema (another program's, or a contend
@@ -72,12 +77,23 @@ public:
     // checks that the schema is a history this code can migrate, or holds no table yet.
     static void check_appendable(const std::string& path);
 
-    // Whether `path` names a PostgreSQL database (a URI) rather than an SQLite file. Such a
-    // path is not a file: nothing is created, checked or written under that name.
+    // Whether `path` names a PostgreSQL database (a URI) rather than an SQLite file: it starts
+    // with postgresql:// or postgres://, in any case. Such a path is not a file: nothing is
+    // created, checked or written under that name.
     static bool is_database_uri(std::string_view path);
 
-    // `path` as messages may show it: a URI with its password replaced by "***" (both
-    // postgresql://user:secret@host and ...?password=secret); a file path as it is.
+    // Throws std::invalid_argument, saying why (and naming `path` as printable shows it), for
+    // a `path` that can hold no history or is a mistake for a URI: "" and ":memory:" (SQLite's
+    // temporary and in-memory databases, which keep nothing), an SQLite URI filename
+    // ("file:..."), a near-miss of a PostgreSQL URI ("postgresql:/h/db", "postgressql://",
+    // "pg://") and a URI of any other scheme ("scheme:/..."). A file of such a name is
+    // reached as ./NAME. The constructor and check_appendable refuse these too (as
+    // std::runtime_error, as their other failures).
+    static void check_location(std::string_view path);
+
+    // `path` as messages may show it: a URI, or what reads as one, with its password replaced
+    // by "***" (postgresql://user:secret@host, ...?password=secret, and a password that
+    // holds a raw '@', '/' or '?'); a file path as it is.
     static std::string printable(std::string_view path);
     ~history_store();
 
@@ -92,7 +108,12 @@ public:
     // store something that would read back differently. Throws on a read-only store.
     // PostgreSQL's text cannot hold a NUL character nor bytes that are not UTF-8: a run
     // whose text has either makes append throw there (SQLite stores it).
-    std::int64_t append(const run_result& run);
+    //
+    // `stop`, when given, is looked at before the append starts, between cells and just
+    // before it commits: once it holds a signal's number, append stores nothing and throws
+    // interrupted (interrupted.hpp). A signal that comes while the commit runs is too late:
+    // the run is stored.
+    std::int64_t append(const run_result& run, const std::atomic<int>* stop = nullptr);
 
     // The stored runs, oldest first: all of them when `limit` is 0, otherwise the newest
     // `limit`. Each run comes back with its cells in the order they were appended and

@@ -11,12 +11,14 @@
 // appends, growing ids, one snapshot per read, refusals that write nothing).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "results/history.hpp"
@@ -39,7 +41,7 @@ public:
     // The schema version as opened (a read-only history may be older than the code).
     virtual int version() const = 0;
     // history_store::append; throws on a read-only history.
-    virtual std::int64_t append(const run_result& run) = 0;
+    virtual std::int64_t append(const run_result& run, const std::atomic<int>* stop) = 0;
     // The newest `limit` runs (all when 0), oldest first, each with its id.
     virtual std::vector<stored_run> newest_runs(std::size_t limit) const = 0;
     virtual std::optional<stored_run> run(std::int64_t id) const = 0;
@@ -48,6 +50,13 @@ public:
 
 std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access);
 void check_sqlite_appendable(const std::string& path);
+
+// `uri` as libpq reads it: its scheme in lower case (libpq knows "postgresql://" only so).
+std::string libpq_form(std::string_view uri);
+
+// A message of libpq's or the server's, about `uri`, with every password `uri` may hold
+// masked: the URI quoted whole, and each password alone, as written or percent-decoded.
+std::string without_passwords(std::string_view message, std::string_view uri);
 
 std::unique_ptr<backend> open_postgres(const std::string& uri, history_access access);
 void check_postgres_appendable(const std::string& uri);

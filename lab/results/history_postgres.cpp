@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "results/history_backend.hpp"
+#include "results/interrupted.hpp"
 
 namespace contend::lab::history_detail {
 namespace {
@@ -242,13 +243,14 @@ private:
 // An open connection, with the URI (password masked) every error message names.
 class database {
 public:
-    database(const std::string& uri, bool read_only) : where_(history_store::printable(uri)), read_only_(read_only) {
+    database(const std::string& given_uri, bool read_only)
+        : uri_(libpq_form(given_uri)), where_(history_store::printable(given_uri)), read_only_(read_only) {
         // Later keywords override earlier ones, and the URI (dbname, expanded) overrides
         // what comes before it: the URI may set its own connect_timeout or
         // application_name, but the client encoding is always UTF-8, which is what the
         // history's text is (the server converts to the database's encoding).
         const char* keywords[] = {"connect_timeout", "application_name", "dbname", "client_encoding", nullptr};
-        const char* values[] = {default_connect_timeout_s, "contend", uri.c_str(), "UTF8", nullptr};
+        const char* values[] = {default_connect_timeout_s, "contend", uri_.c_str(), "UTF8", nullptr};
         conn_.reset(PQconnectdbParams(keywords, values, 1));
         if (!conn_) reject("cannot connect: out of memory");
         if (PQstatus(conn_.get()) != CONNECTION_OK) fail("cannot connect", nullptr);
@@ -266,13 +268,16 @@ public:
 
     bool read_only() const noexcept { return read_only_; }
     PGconn* get() const noexcept { return conn_.get(); }
+    const std::string& where() const noexcept { return where_; }
 
     // Throws for an error PostgreSQL reported: the result's message, or the connection's
     // when there is no result.
     [[noreturn]] void fail(std::string_view what, const PGresult* result) const {
         const char* message = result ? PQresultErrorMessage(result) : "";
         if (*message == '\0') message = PQerrorMessage(conn_.get());
-        throw std::runtime_error("history: " + std::string(what) + ": " + one_line(message) + " (" + where_ + ")");
+        // libpq quotes what it could not parse, a password included.
+        throw std::runtime_error("history: " + std::string(what) + ": " + without_passwords(one_line(message), uri_) +
+                                 " (" + where_ + ")");
     }
 
     // Throws for a problem PostgreSQL knows nothing about (bad input, unexpected content).
@@ -315,6 +320,7 @@ public:
     }
 
 private:
+    std::string uri_;  // as libpq reads it
     std::string where_;
     bool read_only_;
     connection_handle conn_;
@@ -493,8 +499,10 @@ public:
 
     int version() const override { return version_; }
 
-    std::int64_t append(const run_result& run) override {
+    std::int64_t append(const run_result& run, const std::atomic<int>* stop) override {
         if (db_.read_only()) db_.reject("opened read-only: cannot append");
+        const std::string undone = "nothing was stored (" + db_.where() + ")";
+        throw_if_stopped(stop, undone);
         const auto run_fields = fields_in(context_fields(), schema_version);
         const auto cell_columns = fields_in(cell_fields(), schema_version);
         const std::string insert_run = "INSERT INTO runs (" + column_list(run_fields) + ") VALUES (" +
@@ -509,6 +517,7 @@ public:
         bind_fields(run_values, run.context, run_fields, "run");
         const std::int64_t run_id = db_.query_int("cannot append run", insert_run, run_values);
         for (const cell_result& cell : run.cells) {
+            throw_if_stopped(stop, undone);  // the transaction then rolls back
             parameters cell_values;
             cell_values.integer(run_id);
             bind_fields(cell_values, cell, cell_columns, "cell " + cell.name(), cell.name());
@@ -524,6 +533,7 @@ public:
                 db_.query("cannot append metric", insert_metric, metric_values);
             }
         }
+        throw_if_stopped(stop, undone);
         appending.commit();
         return run_id;
     }

@@ -3,6 +3,7 @@
 // so that a second process appending at the same moment waits in the busy handler instead
 // of failing half-way; reads run in one transaction so they see a single snapshot.
 #include "results/history_backend.hpp"
+#include "results/interrupted.hpp"
 
 #include <sqlite3.h>
 
@@ -110,16 +111,13 @@ public:
     // Read-only: the file must exist, and nothing (not even a journal) is written beside it.
     database(std::string path, bool read_only) : path_(std::move(path)), read_only_(read_only) {
         if (!read_only) make_parent_directory(path_);
-        sqlite3* raw = nullptr;
-        const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-        const int rc = sqlite3_open_v2(path_.c_str(), &raw, flags, nullptr);
-        db_.reset(raw);  // a failed open may still hand back a handle that must be closed
-        if (rc != SQLITE_OK) fail("cannot open");
-        sqlite3_busy_timeout(raw, busy_timeout_ms);
+        open();
+        if (roll_back_interrupted_write()) open();
     }
 
     sqlite3* get() const noexcept { return db_.get(); }
     bool read_only() const noexcept { return read_only_; }
+    const std::string& path() const noexcept { return path_; }
 
     // Throws for an error SQLite just reported on this connection.
     [[noreturn]] void fail(std::string_view what) const {
@@ -138,6 +136,45 @@ public:
     }
 
 private:
+    void open() {
+        sqlite3* raw = nullptr;
+        const int flags = read_only_ ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+        const int rc = sqlite3_open_v2(path_.c_str(), &raw, flags, nullptr);
+        db_.reset(raw);  // a failed open may still hand back a handle that must be closed
+        if (rc != SQLITE_OK) fail("cannot open");
+        sqlite3_busy_timeout(raw, busy_timeout_ms);
+    }
+
+    // A write cut short (kill -9, a second signal, a full disk, a power cut) leaves SQLite's
+    // rollback journal beside the file, a "hot" journal: the next connection that may write
+    // rolls it back, restoring the last committed state (the cut-short write stored nothing).
+    // A read-only connection cannot, and every read fails with "attempt to write a readonly
+    // database" (SQLITE_READONLY_ROLLBACK). So, found here, the journal is rolled back through
+    // a connection that may write, for a reader too; where this process may not write the
+    // file or its folder, the error says what happened and what to do. True when rolled back:
+    // the caller opens afresh. Any other error is left to the first read, which reports it.
+    bool roll_back_interrupted_write() const {
+        constexpr const char* any_read = "SELECT count(*) FROM sqlite_master";
+        if (sqlite3_exec(db_.get(), any_read, nullptr, nullptr, nullptr) == SQLITE_OK ||
+            sqlite3_extended_errcode(db_.get()) != SQLITE_READONLY_ROLLBACK)
+            return false;
+        sqlite3* raw = nullptr;
+        int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+        const db_handle writer(raw);
+        if (rc == SQLITE_OK) {
+            sqlite3_busy_timeout(raw, busy_timeout_ms);
+            rc = sqlite3_exec(raw, any_read, nullptr, nullptr, nullptr);  // the read rolls back
+        }
+        if (rc != SQLITE_OK)
+            reject("a write that was cut short (a killed process, a full disk) left SQLite's journal " + path_ +
+                   "-journal, which must be rolled back before the history can be read, and this process cannot: " +
+                   (raw ? sqlite3_errmsg(raw) : "out of memory") +
+                   ". Run any contend command on the history as a user who may write the file and its folder, or "
+                   "`sqlite3 " +
+                   path_ + " 'PRAGMA integrity_check'`: either rolls the journal back");
+        return true;
+    }
+
     std::string path_;
     bool read_only_;
     db_handle db_;
@@ -430,8 +467,10 @@ public:
 
     int version() const override { return version_; }
 
-    std::int64_t append(const run_result& run) override {
+    std::int64_t append(const run_result& run, const std::atomic<int>* stop) override {
         if (db_.read_only()) db_.reject("opened read-only: cannot append");
+        const std::string undone = "nothing was stored (" + db_.path() + ")";
+        throw_if_stopped(stop, undone);
         transaction appending(db_, "BEGIN IMMEDIATE", "cannot append run");
         const std::int64_t run_id = insert_run(db_, run.context);
         {
@@ -441,8 +480,12 @@ public:
                                  placeholders(fields.size()) + ")");
             statement insert_metric(db_, "cannot append metric",
                                     "INSERT INTO metrics (cell_id, name, value) VALUES (?, ?, ?)");
-            for (const cell_result& cell : run.cells) insert_cell(db_, insert, insert_metric, run_id, cell);
+            for (const cell_result& cell : run.cells) {
+                throw_if_stopped(stop, undone);  // the transaction then rolls back
+                insert_cell(db_, insert, insert_metric, run_id, cell);
+            }
         }
+        throw_if_stopped(stop, undone);
         appending.commit();
         return run_id;
     }

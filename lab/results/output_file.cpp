@@ -1,15 +1,19 @@
 #include "results/output_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+
+#include "results/interrupted.hpp"
 
 namespace contend::lab {
 namespace {
@@ -21,6 +25,54 @@ namespace fs = std::filesystem;
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
+
+std::atomic<const std::atomic<int>*> stop_flag{nullptr};
+
+// The temporary file being written, for remove_temporary_output in a signal handler: its
+// name in a fixed buffer (a handler may not allocate) and whether it is there now.
+char temporary_name[4096];
+std::atomic<bool> temporary_exists{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "read in a signal handler");
+
+void throw_if_stopped_writing(const std::string& what, const std::string& path) {
+    throw_if_stopped(stop_flag.load(),
+                     what + " " + path + " was not written (the previous file, if any, is unchanged)");
+}
+
+// Holds back the stop signals for its lifetime: what happens inside is not cut in two by a
+// handler that looks at its result.
+class stop_signals_held {
+public:
+    stop_signals_held() {
+        sigset_t held;
+        sigemptyset(&held);
+        for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+        pthread_sigmask(SIG_BLOCK, &held, &previous_);
+    }
+    ~stop_signals_held() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+    stop_signals_held(const stop_signals_held&) = delete;
+    stop_signals_held& operator=(const stop_signals_held&) = delete;
+
+private:
+    sigset_t previous_;
+};
+
+// mkstemp on `pattern`, the file's name recorded for remove_temporary_output when it fits
+// the buffer (a path that long is left to the usual clean-up). Returns the descriptor or -1.
+int create_temporary(std::string& pattern) {
+    const stop_signals_held held;
+    const int fd = ::mkstemp(pattern.data());
+    if (fd >= 0 && pattern.size() < sizeof temporary_name && !temporary_exists.load()) {
+        std::memcpy(temporary_name, pattern.c_str(), pattern.size() + 1);
+        temporary_exists.store(true);
+    }
+    return fd;
+}
+
+// The temporary file `name` is gone (renamed or removed): forget it.
+void forget_temporary(const std::string& name) {
+    if (temporary_exists.load() && name == temporary_name) temporary_exists.store(false);
+}
 
 // The file a path finally names: symbolic links followed as far as they resolve.
 fs::path target_of(const std::string& path) {
@@ -60,12 +112,17 @@ void write_replacing(const std::string& what, const std::string& path, const fs:
     std::string name = ".";
     name.append(target.filename().string()).append(".tmp.XXXXXX");
     std::string pattern = (folder / name).string();
-    const int fd = ::mkstemp(pattern.data());
+    throw_if_stopped_writing(what, path);
+    const int fd = create_temporary(pattern);
     if (fd < 0) fail(what, path, "cannot create a temporary file in " + folder.string() + ": " + errno_text(errno));
     const std::string temporary = pattern;
-    auto give_up = [&](const std::string& why) {
+    auto remove_temporary = [&] {
         ::close(fd);
         ::unlink(temporary.c_str());
+        forget_temporary(temporary);
+    };
+    auto give_up = [&](const std::string& why) {
+        remove_temporary();
         fail(what, path, why + " (the previous file, if any, is unchanged)");
     };
     // The new file gets the old one's permissions, or what a plain create would give.
@@ -86,16 +143,26 @@ void write_replacing(const std::string& what, const std::string& path, const fs:
     if (static_cast<std::size_t>(written.st_size) != text.size())
         give_up("the written file holds " + std::to_string(written.st_size) + " bytes, not " +
                 std::to_string(text.size()));
+    try {
+        throw_if_stopped_writing(what, path);
+    } catch (const interrupted&) {
+        remove_temporary();
+        throw;
+    }
     if (::close(fd) != 0) {
         const int error = errno;
         ::unlink(temporary.c_str());
+        forget_temporary(temporary);
         fail(what, path, "cannot write: " + errno_text(error) + " (the previous file, if any, is unchanged)");
     }
+    const stop_signals_held held;  // renamed and forgotten at once, for remove_temporary_output
     if (::rename(temporary.c_str(), target.c_str()) != 0) {
         const int error = errno;
         ::unlink(temporary.c_str());
+        forget_temporary(temporary);
         fail(what, path, "cannot replace: " + errno_text(error) + " (the previous file, if any, is unchanged)");
     }
+    forget_temporary(temporary);
 }
 
 // Identity of an existing file, or of the path a new one would get.
@@ -176,7 +243,14 @@ void check_distinct(const std::vector<named_path>& outputs, const std::vector<na
     }
 }
 
+void stop_outputs_on(const std::atomic<int>* flag) { stop_flag.store(flag); }
+
+void remove_temporary_output() noexcept {
+    if (temporary_exists.load()) ::unlink(temporary_name);
+}
+
 void write_output_file(const std::string& what, const std::string& path, std::string_view text) {
+    throw_if_stopped_writing(what, path == "-" ? "(standard output)" : path);
     if (path == "-") {
         std::fflush(stdout);
         write_in_place(what, "(standard output)", STDOUT_FILENO, text, false);

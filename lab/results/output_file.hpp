@@ -11,6 +11,7 @@
 //    file it points to is replaced and the link stays a link.
 #pragma once
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -43,6 +44,20 @@ void check_distinct(const std::vector<named_path>& outputs, const std::vector<na
 // Writes `text` as described above. Throws output_error; the target is then unchanged
 // (a regular file) or partly written (a device or FIFO, which cannot be replaced).
 void write_output_file(const std::string& what, const std::string& path, std::string_view text);
+
+// Stopping on a signal. After stop_outputs_on(&flag), write_output_file looks at `flag`
+// (the number of a signal that asked the process to stop, 0 until one does) before it writes
+// and again before a new file replaces the old one: once it is set, it writes nothing more,
+// removes its temporary file and throws interrupted (interrupted.hpp), the target unchanged.
+// Null (the default) never stops. Set once, before any output is written.
+void stop_outputs_on(const std::atomic<int>* flag);
+
+// Removes the temporary file that write_output_file is writing now, if any. Safe in a signal
+// handler (it only calls unlink): a handler about to end the process calls it so that no
+// .NAME.tmp.XXXXXX file is left beside the target. The signals SIGINT, SIGTERM and SIGHUP are
+// held back while the temporary file is created and while it is renamed, so that the name
+// it knows is always the file's.
+void remove_temporary_output() noexcept;
 
 // Whether `text` is valid UTF-8 without control characters other than tab: what a label
 // must be to travel through JSON, CSV, SQLite and HTML unchanged.

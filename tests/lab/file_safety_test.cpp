@@ -313,4 +313,163 @@ TEST_F(FileSafety, AWorkerCountOutOfRangeInAResultsFileIsRefusedNotWrapped) {
     EXPECT_FALSE(fs::exists(path("page.html")));
 }
 
+// --- 11. Import and compare cut short: a signal, kill -9 -----------------------------------------
+
+// A Google Benchmark file of `benchmarks` benchmarks, three repetitions each, at `ns` a
+// repetition: big enough (about 20 MB at 50,000) that reading and storing it takes a while.
+std::string big_google_benchmark_file(int benchmarks, double ns) {
+    std::string text = R"({"context": {"executable": "./big", "date": "2026-11-30"}, "benchmarks": [)";
+    for (int b = 0; b < benchmarks; ++b)
+        for (int r = 0; r < 3; ++r) {
+            const std::string name = "BM_case/" + std::to_string(b);
+            text += std::string(b || r ? ",\n" : "\n") + R"({"name": ")" + name + R"(", "run_name": ")" + name +
+                    R"(", "run_type": "iteration", "repetitions": 3, "repetition_index": )" + std::to_string(r) +
+                    R"(, "iterations": 1000, "real_time": )" + std::to_string(ns + r * 0.01) + R"(, "cpu_time": )" +
+                    std::to_string(ns) + R"(, "time_unit": "ns"})";
+        }
+    return text + "]}";
+}
+
+// Waits (bounded) until `pid` has its handler for SIGTERM installed (SigCgt in its status):
+// from then on a signal is the CLI's to handle, not the default action's.
+bool catches_sigterm(pid_t pid) {
+    return eventually([&] {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+        std::string line;
+        while (std::getline(in, line))
+            if (line.starts_with("SigCgt:"))
+                return ((std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1) != 0;
+        return false;
+    });
+}
+
+// Waits (bounded) for `pid` to exit; its wait status, or -1 (then it is killed).
+int exit_status_of(pid_t pid) {
+    int status = 0;
+    if (eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; })) return status;
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+// The files of `dir` whose names hold ".tmp.": write_output_file's temporary files.
+std::vector<std::string> temporary_files(const fs::path& dir) {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (entry.path().filename().string().find(".tmp.") != std::string::npos) found.push_back(entry.path());
+    return found;
+}
+
+TEST_F(FileSafety, ASignalStopsAHistoryImportWhichStoresNothingAndExitsWith128PlusTheSignal) {
+    write(path("small.json"), big_google_benchmark_file(2, 10));
+    ASSERT_EQ(run_cli("history import " + q("small.json") + " --label first --db " + q("h.db")).exit_code, 0);
+    const std::string before = read(path("h.db"));
+    write(path("big.json"), big_google_benchmark_file(50000, 10));
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        SCOPED_TRACE(sig);
+        const pid_t pid =
+            spawn_cli({"history", "import", path("big.json"), "--label", "big", "--db", path("h.db")}, path("log.txt"));
+        ASSERT_GT(pid, 0);
+        ASSERT_TRUE(catches_sigterm(pid)) << read(path("log.txt"));
+        // Held still while the signal is sent: it then arrives wherever the import is, which
+        // is reading or storing the file (it takes far longer than this takes).
+        ASSERT_EQ(kill(pid, SIGSTOP), 0);
+        ASSERT_EQ(kill(pid, sig), 0);
+        ASSERT_EQ(kill(pid, SIGCONT), 0);
+        const int status = exit_status_of(pid);
+        ASSERT_TRUE(WIFEXITED(status)) << "the first signal is handled, not fatal: " << status;
+        EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << read(path("log.txt"));
+        EXPECT_NE(read(path("log.txt")).find("nothing was stored"), std::string::npos) << read(path("log.txt"));
+        EXPECT_EQ(read(path("h.db")), before) << "the history changed";
+        EXPECT_FALSE(fs::exists(path("h.db-journal")));
+    }
+    EXPECT_EQ(contend::lab::history_store(path("h.db"), contend::lab::history_access::read_only).run_count(), 1u);
+}
+
+TEST_F(FileSafety, ASignalStopsACompareWhichReplacesNoOutputAndExitsWith128PlusTheSignal) {
+    write(path("base.json"), big_google_benchmark_file(20000, 10));
+    write(path("test.json"), big_google_benchmark_file(20000, 20));
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        SCOPED_TRACE(sig);
+        write(path("out.json"), "old json");
+        write(path("out.md"), "old markdown");
+        const pid_t pid = spawn_cli(
+            {"compare", path("base.json"), path("test.json"), "--json", path("out.json"), "--markdown", path("out.md")},
+            path("log.txt"));
+        ASSERT_GT(pid, 0);
+        ASSERT_TRUE(catches_sigterm(pid)) << read(path("log.txt"));
+        ASSERT_EQ(kill(pid, SIGSTOP), 0);
+        ASSERT_EQ(read(path("out.json")), "old json") << "compare finished before the signal: a bigger input needed";
+        ASSERT_EQ(kill(pid, sig), 0);
+        ASSERT_EQ(kill(pid, SIGCONT), 0);
+        const int status = exit_status_of(pid);
+        ASSERT_TRUE(WIFEXITED(status)) << "the first signal is handled, not fatal: " << status;
+        EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << read(path("log.txt"));
+        EXPECT_EQ(read(path("out.json")), "old json");
+        EXPECT_EQ(read(path("out.md")), "old markdown");
+        EXPECT_EQ(temporary_files(dir_), std::vector<std::string>{});
+    }
+}
+
+TEST_F(FileSafety, SignalsWhileAnOutputIsWrittenLeaveTheOldOutputAndNoTemporaryFile) {
+    // Caught while its temporary file exists: compare is held still as soon as the file
+    // appears, then sent two signals, the second of which ends it at once. A large --json output (tens of MB, flushed
+    // to disk) stays a temporary file long enough to be caught; a try that misses it is tried again.
+    write(path("base.json"), big_google_benchmark_file(50000, 10));
+    write(path("test.json"), big_google_benchmark_file(50000, 20));
+    bool caught = false;
+    for (int attempt = 0; attempt < 5 && !caught; ++attempt) {
+        write(path("out.json"), "old json");
+        const pid_t pid =
+            spawn_cli({"compare", path("base.json"), path("test.json"), "--json", path("out.json")}, path("log.txt"));
+        ASSERT_GT(pid, 0);
+        // Looked at every 100 us, not eventually's 20 ms: the file lives for milliseconds.
+        bool appeared = false;
+        for (const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+             !appeared && running(pid) && std::chrono::steady_clock::now() < end;
+             std::this_thread::sleep_for(std::chrono::microseconds(100)))
+            appeared = !temporary_files(dir_).empty();
+        ASSERT_EQ(kill(pid, SIGSTOP), 0);
+        caught = appeared && !temporary_files(dir_).empty();
+        ASSERT_EQ(kill(pid, SIGTERM), 0);
+        ASSERT_EQ(kill(pid, SIGINT), 0);  // another signal: two of one kind would be one
+        ASSERT_EQ(kill(pid, SIGCONT), 0);
+        const int status = exit_status_of(pid);
+        EXPECT_NE(status, -1);
+        EXPECT_EQ(temporary_files(dir_), std::vector<std::string>{}) << read(path("log.txt"));
+        if (!caught) continue;
+        EXPECT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) > 128)) << status;
+        EXPECT_EQ(read(path("out.json")), "old json") << "replaced after a signal: " << read(path("log.txt"));
+    }
+    EXPECT_TRUE(caught) << "compare never caught while writing its output: nothing was tested";
+}
+
+TEST_F(FileSafety, AHistoryImportKilledWhileStoringLeavesAHistoryTheNextCommandReads) {
+    write(path("small.json"), big_google_benchmark_file(2, 10));
+    ASSERT_EQ(run_cli("history import " + q("small.json") + " --label first --db " + q("h.db")).exit_code, 0);
+    write(path("big.json"), big_google_benchmark_file(50000, 10));
+    // Killed outright (as a second signal or a full disk's crash would end it) once its
+    // journal is hot: SQLite has written the journal's header (its first byte 0xd9) before
+    // changing the file itself, so the file now holds part of the uncommitted append.
+    const auto hot = [&] {
+        const std::string journal = read(path("h.db-journal"));
+        return !journal.empty() && static_cast<unsigned char>(journal[0]) == 0xd9;
+    };
+    const pid_t pid =
+        spawn_cli({"history", "import", path("big.json"), "--label", "big", "--db", path("h.db")}, path("log.txt"));
+    ASSERT_GT(pid, 0);
+    eventually([&] { return hot() || !running(pid); });
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    exit_status_of(pid);
+    ASSERT_TRUE(hot()) << "the import was not caught storing: " << read(path("log.txt"));
+    // Every command reads it again, the half-stored run gone; the journal is rolled back.
+    cli_outcome o = run_cli("history list --db " + q("h.db"));
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find("1 run in"), std::string::npos) << o.output;
+    o = run_cli("history import " + q("small.json") + " --label second --db " + q("h.db"));
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_FALSE(fs::exists(path("h.db-journal")));
+    EXPECT_EQ(contend::lab::history_store(path("h.db"), contend::lab::history_access::read_only).run_count(), 2u);
+}
+
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -58,6 +59,93 @@ protected:
                                      " --db " + shell_quote(db));
     }
 };
+
+// Every command that takes --db, run in `dir` (so that anything created under the name given
+// would be seen there), each with `db` as its --db.
+std::vector<std::pair<std::string, contend_test::cli_outcome>> every_db_command(const std::string& dir,
+                                                                                const std::string& db) {
+    const std::string cd = "cd " + shell_quote(dir) + " && " + shell_quote(CONTEND_CLI_PATH) + " ";
+    const std::string d = " --db " + shell_quote(db);
+    std::vector<std::pair<std::string, contend_test::cli_outcome>> out;
+    for (const std::string& command :
+         {"history import good.json --label x" + d, "history list" + d, "history --changes" + d,
+          "history --html page.html" + d, "compare a b" + d, "report -o page.html" + d,
+          "bench --suite selftest --contenders ok --workers 1 --min-time 1 --reps 2 --json run.json" + d,
+          "bench --suite selftest --contenders ok --workers 1 --min-time 1 --reps 2 --json run.json --no-history" + d})
+        out.emplace_back(command, contend_test::run_cli(cd + command, false));
+    return out;
+}
+
+std::vector<std::string> entries_of(const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+TEST_F(HistoryImport, ADbThatKeepsNothingIsRefusedByEveryCommandWithExitTwo) {
+    write(path("good.json"), gb_file({{"BM_a", {5, 6}}}));
+    for (const std::string db :
+         {"", ":memory:", "file::memory:", "file::memory:?cache=shared", "file:h.db?mode=memory", "file:h.db"}) {
+        SCOPED_TRACE("--db '" + db + "'");
+        for (const auto& [command, o] : every_db_command(dir_.string(), db)) {
+            EXPECT_EQ(o.exit_code, 2) << command << ": " << o.output;
+            EXPECT_NE(o.output.find("--db"), std::string::npos) << command << ": " << o.output;
+        }
+        EXPECT_EQ(entries_of(dir_.string()), std::vector<std::string>{"good.json"}) << "nothing is written";
+    }
+    // A file of such a name is still reachable, as ./NAME or by its absolute path.
+    const auto o = contend_test::run_cli("cd " + shell_quote(dir_.string()) + " && " + shell_quote(CONTEND_CLI_PATH) +
+                                             " history import good.json --label x --db ./file:h.db",
+                                         false);
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_EQ(import(path("good.json"), "y", path("file:h.db")).exit_code, 0);
+    EXPECT_EQ(history_store(path("file:h.db"), history_access::read_only).run_count(), 2u);
+}
+
+TEST_F(HistoryImport, APostgresSchemeInAnyCaseIsAUriAndNothingIsCreatedUnderItsName) {
+    write(path("good.json"), gb_file({{"BM_a", {5, 6}}}));
+    // Port 1 on the loopback: nothing listens there, so every command fails to connect.
+    const std::string secret = "S3cretPW";
+    for (const std::string scheme : {"POSTGRESQL", "Postgres", "PostgreSQL", "POSTGRES"}) {
+        const std::string db = scheme + "://bob:" + secret + "@127.0.0.1:1/contend?connect_timeout=2";
+        SCOPED_TRACE(db);
+        for (const auto& [command, o] : every_db_command(dir_.string(), db)) {
+            if (command.find("--no-history") != std::string::npos) continue;  // never connects: runs
+            EXPECT_NE(o.exit_code, 0) << command << ": " << o.output;
+            EXPECT_NE(o.output.find("cannot connect"), std::string::npos) << command << ": " << o.output;
+            EXPECT_EQ(o.output.find(secret), std::string::npos) << command << ": " << o.output;
+        }
+        std::filesystem::remove(path("run.json"));  // the --no-history run's
+        EXPECT_EQ(entries_of(dir_.string()), std::vector<std::string>{"good.json"}) << "a file made of the URI";
+    }
+}
+
+TEST_F(HistoryImport, ANearMissOfAPostgresUriIsRefusedByEveryCommandAndCreatesNothing) {
+    write(path("good.json"), gb_file({{"BM_a", {5, 6}}}));
+    const std::string secret = "S3cretPW";
+    for (const std::string db :
+         {"postgresql:/bob:" + secret + "@127.0.0.1/contend", "postgres:bob:" + secret + "@127.0.0.1/contend",
+          "POSTGRESQL:/bob:" + secret + "@h/x", "postgressql://bob:" + secret + "@h/x",
+          "postgresq://bob:" + secret + "@h/x", "pgsql://bob:" + secret + "@h/x", "mysql://bob:" + secret + "@h/x"}) {
+        SCOPED_TRACE(db);
+        for (const auto& [command, o] : every_db_command(dir_.string(), db)) {
+            EXPECT_EQ(o.exit_code, 2) << command << ": " << o.output;
+            EXPECT_EQ(o.output.find(secret), std::string::npos) << command << ": " << o.output;
+            EXPECT_NE(o.output.find("./"), std::string::npos) << "says how to name such a file: " << o.output;
+        }
+        EXPECT_EQ(entries_of(dir_.string()), std::vector<std::string>{"good.json"}) << "a file made of the URI";
+    }
+    const auto o = contend_test::run_cli("history import good.json --label x --db " + shell_quote("postgresql:/h/x"));
+    EXPECT_NE(o.output.find("not a PostgreSQL URI"), std::string::npos) << o.output;
+    // ./NAME is a file of that name, created as any history file is.
+    const auto file =
+        contend_test::run_cli("cd " + shell_quote(dir_.string()) + " && " + shell_quote(CONTEND_CLI_PATH) +
+                                  " history import good.json --label x --db ./postgresql:/h.db",
+                              false);
+    EXPECT_EQ(file.exit_code, 0) << file.output;
+    EXPECT_TRUE(std::filesystem::exists(path("postgresql:/h.db")));
+}
 
 }  // namespace
 

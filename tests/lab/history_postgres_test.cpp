@@ -687,5 +687,49 @@ TEST(HistoryUri, PrintableMasksEveryPasswordAndNothingElse) {
     EXPECT_FALSE(history_store::is_database_uri(".contend/history.db"));
 }
 
+// libpq quotes what it cannot parse: a password, or the whole URI. No message shows one,
+// whether from the library or any command; none of these reaches a server.
+TEST(HistoryUri, APasswordInAMalformedPostgresUrlIsNeverPrinted) {
+    const std::string secret = "S3cret";
+    const std::vector<std::string> uris = {
+        "postgresql://bob:" + secret + "%ZZPW@127.0.0.1/contend",  // a bad %-escape in the password
+        "postgresql://bob:" + secret + "PW@[::1/contend",  // an unclosed IPv6 address
+        "postgresql://bob:" + secret + "PW@[::1]x/contend",  // junk after it
+        "postgresql://bob:pa/" + secret + "@127.0.0.1/contend",  // a raw '/' in the password
+        "postgresql://bob:" + secret + "@127.0.0.1/contend?password",  // a parameter without '='
+        "postgresql://127.0.0.1/contend?password=%ZZ" + secret,  // a bad %-escape in the parameter
+        "POSTGRESQL://bob:" + secret + "%ZZPW@127.0.0.1/contend",  // the scheme in capitals
+        "postgresql://bob:" + secret + "%ZZ@127.0.0.1/contend?sslmode=x"};
+    for (const std::string& uri : uris) {
+        SCOPED_TRACE(history_store::printable(uri));
+        EXPECT_EQ(history_store::printable(uri).find(secret), std::string::npos);
+        for (const bool check_only : {false, true}) {
+            std::string message;
+            try {
+                if (check_only) history_store::check_appendable(uri);
+                else history_store store(uri, history_access::read_only);
+            } catch (const std::runtime_error& e) {
+                message = e.what();
+            }
+            EXPECT_NE(message, "") << "opened a malformed URI";
+            EXPECT_EQ(message.find(secret), std::string::npos) << "shows the password: " << message;
+        }
+        const std::vector<std::string> commands = {"history list",
+                                                   "history import " + shell_quote(__FILE__) + " --label x",
+                                                   "compare a b", "report -o /dev/null"};
+        for (const std::string& command : commands) {
+            const cli_outcome o = run_cli(command + " --db " + shell_quote(uri));
+            EXPECT_NE(o.exit_code, 0) << command << ": " << o.output;
+            EXPECT_EQ(o.output.find(secret), std::string::npos) << command << " shows the password: " << o.output;
+        }
+    }
+    // The forms where a password is over before a '/' or holds an '@' are masked whole.
+    EXPECT_EQ(history_store::printable("postgresql://u:pa/ss@h/db"), "postgresql://u:***@h/db");
+    EXPECT_EQ(history_store::printable("postgresql://u:pa?ss@h/db"), "postgresql://u:***@h/db");
+    EXPECT_EQ(history_store::printable("postgresql:/u:pw@h/db"), "postgresql:/u:***@h/db");
+    EXPECT_EQ(history_store::printable("POSTGRESQL://u:pw@h/db?PASSWORD=x"), "POSTGRESQL://u:***@h/db?PASSWORD=***");
+    EXPECT_EQ(history_store::printable("postgresql://[::1]:5432/a@b"), "postgresql://[::1]:5432/a@b");
+}
+
 }  // namespace
 }  // namespace contend_test

@@ -1,8 +1,12 @@
 #include "results/history.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "results/history_backend.hpp"
+#include "results/interrupted.hpp"
 #include "results/results.hpp"
 #include "temp_dir.hpp"
 
@@ -458,6 +463,103 @@ TEST_F(History, ReadOnlyRefusesAMissingOrEmptyFileAndCreatesNothing) {
     EXPECT_NO_THROW(history_store::check_appendable(db_path())) << "an empty file may become a history";
     EXPECT_NO_THROW(history_store::check_appendable((dir_ / "missing.db").string()));
     EXPECT_EQ(fs::file_size(db_path()), 0u);
+}
+
+// A writer killed in the middle of its transaction (kill -9, a second signal, a crash on a
+// full disk) leaves a hot journal: the next open, even a read-only one, rolls it back.
+TEST_F(History, AJournalLeftByAKilledWriterIsRolledBackByTheNextOpenEvenReadOnly) {
+    history_store(db_path()).append(sample_run("kept"));
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        // A one-page cache: the changed pages reach the file before the commit, as a big
+        // append's do, so the journal holds what is needed to undo them.
+        sqlite3* db = nullptr;
+        sqlite3_open_v2(db_path().c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+        sqlite3_exec(db,
+                     "PRAGMA cache_size = 1; BEGIN IMMEDIATE; INSERT INTO runs (label) VALUES ('half');"
+                     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)"
+                     " INSERT INTO cells (run_id, name) SELECT 2, 'cell ' || i FROM n;",
+                     nullptr, nullptr, nullptr);
+        ::raise(SIGKILL);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    ASSERT_TRUE(fs::exists(db_path() + "-journal")) << "no journal left: nothing tested";
+    // A reader that may not write the file or its folder cannot roll it back: it says what
+    // happened and what to do. (Another user, as root, which may write anything.)
+    int message_pipe[2];
+    ASSERT_EQ(::pipe(message_pipe), 0);
+    const pid_t reader = ::fork();
+    ASSERT_GE(reader, 0);
+    if (reader == 0) {
+        ::close(message_pipe[0]);
+        const bool root = ::geteuid() == 0;
+        const bool dropped = !root || (::setgid(65534) == 0 && ::setuid(65534) == 0);
+        std::error_code ignored;
+        if (!root) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::remove, ignored);
+        std::string message = dropped ? "opened" : "could not drop root";
+        try {
+            if (dropped) history_store(db_path(), contend::lab::history_access::read_only);
+        } catch (const std::exception& e) {
+            message = e.what();
+        }
+        if (!root) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add, ignored);
+        (void)!::write(message_pipe[1], message.data(), message.size());
+        ::_exit(0);
+    }
+    ::close(message_pipe[1]);
+    std::string message;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(message_pipe[0], buffer, sizeof buffer)) > 0;) message.append(buffer, n);
+    ::close(message_pipe[0]);
+    ASSERT_EQ(::waitpid(reader, &status, 0), reader);
+    EXPECT_NE(message.find("cut short"), std::string::npos) << message;
+    EXPECT_NE(message.find(db_path() + "-journal"), std::string::npos) << message;
+    EXPECT_NE(message.find("may write the file and its folder"), std::string::npos) << message;
+    ASSERT_TRUE(fs::exists(db_path() + "-journal"));
+    {
+        const history_store reader(db_path(), contend::lab::history_access::read_only);
+        EXPECT_EQ(reader.run_count(), 1u);
+        EXPECT_EQ(reader.runs().front().context.label, "kept");
+    }
+    EXPECT_FALSE(fs::exists(db_path() + "-journal"));
+    history_store writer(db_path());
+    EXPECT_EQ(writer.append(sample_run("next")), 2);
+}
+
+TEST_F(History, AnAppendAskedToStopStoresNothingAndSaysWhy) {
+    history_store store(db_path());
+    store.append(sample_run("first"));
+    std::atomic<int> stop{0};
+    EXPECT_EQ(store.append(sample_run("second"), &stop), 2) << "no signal: stored";
+    stop = SIGTERM;
+    try {
+        store.append(sample_run("third"), &stop);
+        ADD_FAILURE() << "stored despite the signal";
+    } catch (const contend::lab::interrupted& e) {
+        EXPECT_EQ(e.signal(), SIGTERM);
+        EXPECT_NE(std::string(e.what()).find("SIGTERM"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("nothing was stored"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(store.run_count(), 2u);
+}
+
+TEST(HistoryLocation, EmptyInMemoryAndUriFilenamesAreRefusedAndPlainPathsPass) {
+    for (const char* bad : {"", ":memory:", "file::memory:", "file:h.db?mode=memory", "file:h.db", "postgresql:/h/db",
+                            "POSTGRES:h", "postgressql://h/db", "pg://h/db", "mysql://h/db", "sqlite:///h.db"}) {
+        EXPECT_THROW(history_store::check_location(bad), std::invalid_argument) << bad;
+        EXPECT_THROW(history_store(bad, contend::lab::history_access::read_only), std::runtime_error) << bad;
+        EXPECT_THROW(history_store::check_appendable(bad), std::runtime_error) << bad;
+    }
+    for (const char* good :
+         {"h.db", "./:memory:", "./file:h.db", "/tmp/file:h.db", "dir/postgresql:/x", ".contend/history.db", "a:b.db",
+          "postgresql://h/db", "POSTGRESQL://h/db", "Postgres:///db?host=/tmp"})
+        EXPECT_NO_THROW(history_store::check_location(good)) << good;
+    EXPECT_TRUE(history_store::is_database_uri("PostgreSQL://h/db"));
+    EXPECT_TRUE(history_store::is_database_uri("POSTGRES://h/db"));
+    EXPECT_FALSE(history_store::is_database_uri("postgresql:/h/db"));
 }
 
 }  // namespace
