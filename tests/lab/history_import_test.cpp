@@ -124,7 +124,7 @@ TEST_F(HistoryImport, APostgresSchemeInAnyCaseIsAUriAndNothingIsCreatedUnderItsN
 TEST_F(HistoryImport, ANearMissOfAPostgresUriIsRefusedByEveryCommandAndCreatesNothing) {
     write(path("good.json"), gb_file({{"BM_a", {5, 6}}}));
     const std::string secret = "S3cretPW";
-    for (const std::string db :
+    for (const std::string& db :
          {"postgresql:/bob:" + secret + "@127.0.0.1/contend", "postgres:bob:" + secret + "@127.0.0.1/contend",
           "POSTGRESQL:/bob:" + secret + "@h/x", "postgressql://bob:" + secret + "@h/x",
           "postgresq://bob:" + secret + "@h/x", "pgsql://bob:" + secret + "@h/x", "mysql://bob:" + secret + "@h/x"}) {
