@@ -394,8 +394,9 @@ int run_compare(const compare_args& a) {
     }
     if (a.markdown_path != "-" && a.json_path != "-" && a.html_path != "-") std::cout << markdown;
     std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
-              << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy\n";
-    return c.regressions > 0 && !a.no_fail_on_regression ? 1 : 0;
+              << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy; "
+              << lab::suite_sentence(c) << "\n";
+    return lab::has_regression(c) && !a.no_fail_on_regression ? 1 : 0;
 }
 
 struct history_args {
@@ -580,8 +581,9 @@ int main(int argc, char** argv) {
     auto* compare = app.add_subcommand("compare", "Compare a baseline run with a test run: regressions, improvements");
     compare->footer(
         "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
-        "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression "
-        "(unless --no-fail-on-regression); 2 bad arguments or bad input (nothing written).");
+        "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression, or "
+        "the whole suite regressed (geometric mean past the threshold, sign test across benchmarks) (unless "
+        "--no-fail-on-regression); 2 bad arguments or bad input (nothing written).");
     compare->add_option("baseline", cmp.baseline, "The baseline results file (with --db: a label)")->required();
     compare->add_option("test", cmp.test, "The results file to judge against it (with --db: a label)")->required();
     compare->add_option("--db", cmp.db_path,

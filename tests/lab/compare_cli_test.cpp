@@ -99,3 +99,22 @@ TEST_F(CompareCli, BadOptionsExitTwo) {
     EXPECT_EQ(compare("base.json", "same.json", "--alpha 2").exit_code, 2);
     EXPECT_EQ(contend_test::run_cli("compare " + shell_quote(path("base.json"))).exit_code, 2);  // one input
 }
+
+// 200 benchmarks, 3 repetitions a side, each 2x slower: no row is significant alone (the
+// samples are spread so that the U test cannot tell), the suite moved as a whole.
+TEST_F(CompareCli, AWholeSuiteTwiceAsSlowFailsTheGateAndSaysWhy) {
+    std::vector<std::pair<std::string, double>> base, slow;
+    for (int i = 0; i < 200; ++i) {
+        base.emplace_back("BM_n/" + std::to_string(i), 100 + i);
+        slow.emplace_back("BM_n/" + std::to_string(i), 2 * (100 + i));
+    }
+    write(dir_ / "suite_base.json", gb_file(base, 3));
+    write(dir_ / "suite_slow.json", gb_file(slow, 3));
+    const auto o = compare("suite_base.json", "suite_slow.json", "--json " + shell_quote(path("s.json")));
+    EXPECT_EQ(o.exit_code, 1) << o.output.substr(o.output.size() > 3000 ? o.output.size() - 3000 : 0);
+    EXPECT_NE(o.output.find("Suite: regression"), std::string::npos);
+    const auto j = nlohmann::json::parse(read(dir_ / "s.json"));
+    EXPECT_EQ(j["summary"]["suite"]["verdict"], "regression");
+    EXPECT_EQ(compare("suite_base.json", "suite_slow.json", "--no-fail-on-regression").exit_code, 0);
+    EXPECT_EQ(compare("suite_base.json", "suite_base.json").exit_code, 0);
+}
