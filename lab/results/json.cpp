@@ -1,10 +1,15 @@
 // The results as JSON, field by field from the tables of results.hpp.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_set>
 
+#include "harness/statistics.hpp"
+#include "results/output_file.hpp"
 #include "results/results_io.hpp"
 
 namespace contend::lab {
@@ -132,6 +137,41 @@ const std::set<std::string>& known_row_keys() {
     return keys;
 }
 
+// Up to the last bits of a double: the lab writes these figures with nlohmann::json, whose
+// numbers read back exactly; a file that rounds them in the last digit is still the same run.
+bool same_figure(double written, double computed) {
+    return std::fabs(written - computed) <= 1e-12 * std::max(std::fabs(written), std::fabs(computed));
+}
+
+std::string figure_text(double v) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.6g", v);
+    return text;
+}
+
+// A valid row's real_time, p25 and p75 are statistics of its samples (harness.cpp,
+// summarize_samples). compare reads the samples, history import and report read the figures:
+// a row where they disagree would be judged by two different numbers, so it is refused.
+void check_figures_match_samples(const cell_result& cell) {
+    if (!cell.valid() || cell.ns_per_op.empty()) return;
+    for (const double v : cell.ns_per_op)
+        if (!std::isfinite(v)) return;  // a null sample: the readers say so themselves
+    const struct {
+        const char* key;
+        double written, computed;
+        const char* statistic;
+    } figures[] = {{"real_time", cell.median_ns, median(cell.ns_per_op), "the median"},
+                   {"p25", cell.p25_ns, quantile(cell.ns_per_op, 0.25), "the 25th percentile"},
+                   {"p75", cell.p75_ns, quantile(cell.ns_per_op, 0.75), "the 75th percentile"}};
+    for (const auto& f : figures) {
+        if (same_figure(f.written, f.computed)) continue;
+        throw std::runtime_error(std::string("result row: ") + f.key + " " + figure_text(f.written) + " is not " +
+                                 f.statistic + " of its samples (" + figure_text(f.computed) +
+                                 "): the row was edited or not written by contend; compare reads the samples and "
+                                 "history import the row's figures, so they must agree");
+    }
+}
+
 }  // namespace
 
 json context_to_json(const machine_context& c) { return record_to_json(c, context_fields()); }
@@ -173,13 +213,38 @@ cell_result cell_from_json(const json& j) {
         }
         cell.metrics.emplace_back(key, number_or_nan(value, key));
     }
+    check_figures_match_samples(cell);
     return cell;
 }
 
-run_result run_from_json(const std::string& text) {
+nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text) {
+    // The keys of each object open at this point of the parse, innermost last.
+    std::vector<std::unordered_set<std::string>> open_objects;
+    const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
+        switch (event) {
+            case json::parse_event_t::object_start:
+                open_objects.emplace_back();
+                break;
+            case json::parse_event_t::key:
+                if (!open_objects.back().insert(parsed.get_ref<const std::string&>()).second)
+                    throw json_duplicate_key("the key '" + message_text(parsed.get_ref<const std::string&>()) +
+                                             "' appears twice in one object (which one counts is anybody's guess)");
+                break;
+            case json::parse_event_t::object_end:
+                open_objects.pop_back();
+                break;
+            default:
+                break;
+        }
+        return true;
+    };
+    return json::parse(text.begin(), text.end(), check);
+}
+
+run_result run_from_json(std::string_view text) {
     json doc;
     try {
-        doc = json::parse(text);
+        doc = parse_json_refusing_duplicate_keys(text);
     } catch (const json::parse_error& e) {
         throw std::runtime_error(std::string("not JSON: ") + e.what());
     }

@@ -2,6 +2,7 @@
 // with quotes, bad input named. No timing is asserted.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -117,4 +118,75 @@ TEST_F(CompareCli, AWholeSuiteTwiceAsSlowFailsTheGateAndSaysWhy) {
     EXPECT_EQ(j["summary"]["suite"]["verdict"], "regression");
     EXPECT_EQ(compare("suite_base.json", "suite_slow.json", "--no-fail-on-regression").exit_code, 0);
     EXPECT_EQ(compare("suite_base.json", "suite_base.json").exit_code, 0);
+}
+
+// One statistic everywhere: a lab row whose real_time is not the median of its samples would
+// be "same" to compare (samples) and "50x" to the history (real_time). Both refuse it.
+TEST_F(CompareCli, ALabFileWhoseRealTimeDisagreesWithItsSamplesIsRefusedByCompareAndImport) {
+    std::string text = read(CONTEND_LAB_GOLDEN_DIR "/compare/lab_counter.json");
+    const std::string from = R"("real_time": 19.405778884887695)";
+    ASSERT_NE(text.find(from), std::string::npos);
+    write(dir_ / "good.json", text);
+    text.replace(text.find(from), from.size(), R"("real_time": 970.28)");
+    write(dir_ / "edited.json", text);
+    const auto c = compare("good.json", "edited.json");
+    EXPECT_EQ(c.exit_code, 2) << c.output;
+    EXPECT_NE(c.output.find("edited.json: benchmark 'counter/std_mutex/workers:1': result row: real_time 970.28 is "
+                            "not the median of its samples"),
+              std::string::npos)
+        << c.output;
+    const auto i = contend_test::run_cli("history import " + shell_quote(path("edited.json")) + " --label x --db " +
+                                         shell_quote(path("h.db")));
+    EXPECT_EQ(i.exit_code, 2) << i.output;
+    EXPECT_NE(i.output.find("not the median of its samples"), std::string::npos) << i.output;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "h.db"));
+}
+
+// A name with a NUL is escaped, not the end of the message; a megabyte name is cut short.
+TEST_F(CompareCli, ABenchmarkNameWithANulOrAMegabyteIsEscapedAndCutInTheMessage) {
+    const auto failing = [](const std::string& name) {
+        nlohmann::json row = {{"name", name},     {"run_name", name},       {"run_type", "iteration"},
+                              {"real_time", 1.0}, {"time_unit", "ns"},      {"error_occurred", true},
+                              {"iterations", 1},  {"error_message", "boom"}};
+        return nlohmann::json{{"benchmarks", nlohmann::json::array({row})}}.dump();
+    };
+    write(dir_ / "nul.json", failing(std::string("BM_a\0tail", 9)));
+    const auto o = compare("base.json", "nul.json");
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find("benchmark 'BM_a\\x00tail': the benchmark failed: boom"), std::string::npos) << o.output;
+    write(dir_ / "huge.json", failing("BM_" + std::string(1 << 20, 'n')));
+    const auto h = compare("base.json", "huge.json");
+    EXPECT_EQ(h.exit_code, 2);
+    EXPECT_LT(h.output.size(), 4000u);
+    EXPECT_NE(h.output.find("... (1048579 bytes)': the benchmark failed: boom"), std::string::npos)
+        << h.output.substr(0, 400);
+}
+
+TEST_F(CompareCli, ALabelWithATabAC1ControlOrABidiControlIsRefused) {
+    for (const std::string label : {"a\tb", "a\xc2\x85z", "rev\xe2\x80\xae", "iso\xe2\x81\xa6x"}) {
+        const auto o = contend_test::run_cli("history import " + shell_quote(path("base.json")) + " --label " +
+                                             shell_quote(label) + " --db " + shell_quote(path("h.db")));
+        EXPECT_EQ(o.exit_code, 2) << o.output;
+        EXPECT_NE(o.output.find("--label"), std::string::npos) << o.output;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "h.db"));
+}
+
+// The report's repro line must run as printed, for a file named like an option too.
+TEST_F(CompareCli, TheReproLineOfAFileNamedLikeAnOptionRunsAsPrinted) {
+    write(dir_ / "-b.json", read(dir_ / "base.json"));
+    const std::string cli = shell_quote(CONTEND_CLI_PATH);
+    const auto o = contend_test::run_cli(
+        "cd " + shell_quote(dir_.string()) + " && " + cli + " compare --markdown r.md -- -b.json same.json >/dev/null",
+        false);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    const std::string md = read(dir_ / "r.md");
+    const auto at = md.find("\ncontend compare ");
+    ASSERT_NE(at, std::string::npos) << md;
+    const std::string line = md.substr(at + 1, md.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find(" -- -b.json same.json"), std::string::npos) << line;
+    const auto again = contend_test::run_cli(
+        "cd " + shell_quote(dir_.string()) + " && " + cli + line.substr(std::string("contend").size()) + " >/dev/null",
+        false);
+    EXPECT_EQ(again.exit_code, 0) << line << "\n" << again.output;
 }
