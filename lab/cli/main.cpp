@@ -10,6 +10,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -539,6 +540,23 @@ int run_history_changes(history_args& a) {
 
 }  // namespace
 
+// Out of memory anywhere, even where an exception cannot pass (nlohmann::json's destructor
+// allocates while it frees a large document, and is noexcept: a std::bad_alloc there was an
+// abort, exit 134): say so and exit exit_out_of_memory. A reserve is freed first, so that
+// writing the message cannot fail for memory too.
+char* memory_reserve = nullptr;
+const char* memory_command = "contend";
+
+extern "C" void on_out_of_memory() {
+    delete[] memory_reserve;
+    memory_reserve = nullptr;
+    const std::string message = std::string("contend ") + memory_command +
+                                ": out of memory: the inputs (or the history) need more memory than this process "
+                                "may use (see ulimit -v); stopped, no output half written\n";
+    (void)!::write(STDERR_FILENO, message.data(), message.size());
+    std::_Exit(exit_out_of_memory);
+}
+
 int main(int argc, char** argv) {
     // The hidden child mode of cell_runner.hpp: settings arrive on standard input.
     if (argc == 2 && std::string(argv[1]) == "__cell") return lab::cell_child_main();
@@ -551,7 +569,7 @@ int main(int argc, char** argv) {
     auto* bench = app.add_subcommand("bench", "Run a suite of contention benchmarks");
     bench->footer(
         "Exit status: 0 done; 2 bad arguments (nothing ran, nothing written); 3 no valid cell; 4 an output could "
-        "not be written (the others were); 128+N stopped by signal N (the cells done are written). "
+        "not be written (the others were); 128+N stopped by signal N (the cells done are written); 5 out of memory. "
         "An output path '-' is standard output (the table then goes to standard error).");
     bench->add_flag("--list", a.list, "List the suites and their contenders");
     bench->add_option("--suite", o.suite, "Suite to run")->capture_default_str();
@@ -611,7 +629,7 @@ int main(int argc, char** argv) {
         "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
         "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression, or "
         "the whole suite regressed (geometric mean past the threshold, sign test across benchmarks) (unless "
-        "--no-fail-on-regression); 2 bad arguments or bad input (nothing written).");
+        "--no-fail-on-regression); 2 bad arguments or bad input (nothing written); 5 out of memory.");
     compare->add_option("baseline", cmp.baseline, "The baseline results file (with --db: a label)")->required();
     compare->add_option("test", cmp.test, "The results file to judge against it (with --db: a label)")->required();
     compare->add_option("--db", cmp.db_path,
@@ -635,7 +653,7 @@ int main(int argc, char** argv) {
         "bracket it. contend history [name-glob] --html FILE: one HTML page of the runs, the changes and a chart of "
         "each benchmark's series (with --changes, the changes are printed too). Exit status: 0 done (changes or not); "
         "2 bad arguments, bad input or a history that cannot be read "
-        "(nothing written); 1 the history could not be written.");
+        "(nothing written); 1 the history could not be written; 5 out of memory.");
     history->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
         ->capture_default_str();
     history->add_option("name-glob", hist.name_glob,
@@ -675,6 +693,9 @@ int main(int argc, char** argv) {
     a.busy_nice_given = bench->count("--busy-nice") > 0;
     install_stop_handlers();
     const std::string command = app.get_subcommands().front()->get_name();
+    memory_command = command.c_str();
+    memory_reserve = new char[1 << 20];
+    std::set_new_handler(on_out_of_memory);
     try {
         if (bench->parsed()) return run_bench(a);
         if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);

@@ -406,10 +406,13 @@ comparison_input read_comparison_input(const std::string& path) {
     if (std::filesystem::is_directory(path, ec)) at.fail(kind::unreadable, "is a directory, not a file");
     std::ifstream file(path, std::ios::binary);
     if (!file) at.fail(kind::unreadable, std::string("cannot open: ") + std::strerror(errno));
-    std::ostringstream text;
-    text << file.rdbuf();
-    if (file.bad() || text.bad()) at.fail(kind::unreadable, "cannot read");
-    return parse_comparison_input(text.str(), path);
+    // Straight into one string: a stream buffer and its str() copy held the text three times.
+    std::string text;
+    char chunk[1 << 16];
+    while (file.read(chunk, sizeof chunk) || file.gcount() > 0)
+        text.append(chunk, static_cast<std::size_t>(file.gcount()));
+    if (file.bad()) at.fail(kind::unreadable, "cannot read");
+    return parse_comparison_input(text, path);
 }
 
 }  // namespace contend::lab

@@ -217,28 +217,87 @@ cell_result cell_from_json(const json& j) {
     return cell;
 }
 
-nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text) {
-    // The keys of each object open at this point of the parse, innermost last.
-    std::vector<std::unordered_set<std::string>> open_objects;
-    const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
-        switch (event) {
-            case json::parse_event_t::object_start:
-                open_objects.emplace_back();
-                break;
-            case json::parse_event_t::key:
-                if (!open_objects.back().insert(parsed.get_ref<const std::string&>()).second)
-                    throw json_duplicate_key("the key '" + message_text(parsed.get_ref<const std::string&>()) +
-                                             "' appears twice in one object (which one counts is anybody's guess)");
-                break;
-            case json::parse_event_t::object_end:
-                open_objects.pop_back();
-                break;
-            default:
-                break;
-        }
+namespace {
+
+// nlohmann::json's DOM, built by its SAX interface, with each object's keys checked as they
+// come. (A parser callback could check them too, but nlohmann's callback parser scans the
+// whole enclosing array at the end of every object: quadratic in the rows of a file.)
+class dom_refusing_duplicate_keys {
+public:
+    explicit dom_refusing_duplicate_keys(json& root) : root_(root) {}
+
+    bool null() { return add(json(nullptr)); }
+    bool boolean(bool v) { return add(json(v)); }
+    bool number_integer(json::number_integer_t v) { return add(json(v)); }
+    bool number_unsigned(json::number_unsigned_t v) { return add(json(v)); }
+    bool number_float(json::number_float_t v, const json::string_t&) { return add(json(v)); }
+    bool string(json::string_t& v) { return add(json(std::move(v))); }
+    bool binary(json::binary_t& v) { return add(json::binary(std::move(v))); }
+    bool start_object(std::size_t) {
+        json* object = add_container(json::object());
+        keys_.emplace_back();
+        stack_.push_back(object);
         return true;
-    };
-    return json::parse(text.begin(), text.end(), check);
+    }
+    bool key(json::string_t& k) {
+        if (!keys_.back().insert(k).second)
+            throw json_duplicate_key("the key '" + message_text(k) +
+                                     "' appears twice in one object (which one counts is anybody's guess)");
+        key_ = std::move(k);
+        return true;
+    }
+    bool end_object() {
+        keys_.pop_back();
+        stack_.pop_back();
+        return true;
+    }
+    bool start_array(std::size_t) {
+        stack_.push_back(add_container(json::array()));
+        return true;
+    }
+    bool end_array() {
+        stack_.pop_back();
+        return true;
+    }
+    template <class Exception>
+    bool parse_error(std::size_t, const std::string&, const Exception& e) {
+        throw e;
+    }
+
+private:
+    json& root_;
+    std::vector<json*> stack_;  // the open objects and arrays, innermost last
+    std::vector<std::unordered_set<std::string>> keys_;  // the keys of each open object
+    std::string key_;  // the key of the value to come, in an object
+
+    // Places `v` where the parse is: the root, the end of the open array, or the open
+    // object's key. Returns where it went.
+    json* place(json&& v) {
+        if (stack_.empty()) {
+            root_ = std::move(v);
+            return &root_;
+        }
+        json& parent = *stack_.back();
+        if (parent.is_array()) {
+            parent.push_back(std::move(v));
+            return &parent.back();
+        }
+        return &(parent[key_] = std::move(v));
+    }
+    bool add(json&& v) {
+        place(std::move(v));
+        return true;
+    }
+    json* add_container(json&& v) { return place(std::move(v)); }
+};
+
+}  // namespace
+
+nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text) {
+    json doc;
+    dom_refusing_duplicate_keys builder(doc);
+    json::sax_parse(text.begin(), text.end(), &builder);
+    return doc;
 }
 
 run_result run_from_json(std::string_view text) {

@@ -190,3 +190,28 @@ TEST_F(CompareCli, TheReproLineOfAFileNamedLikeAnOptionRunsAsPrinted) {
         false);
     EXPECT_EQ(again.exit_code, 0) << line << "\n" << again.output;
 }
+
+// A std::bad_alloc used to abort (exit 134): nlohmann::json's destructor allocates while it
+// frees a large document and cannot pass an exception. Under a memory limit a large input is
+// refused with exit 5 and a message; the same limit runs a small compare.
+TEST_F(CompareCli, AnInputTooLargeForTheMemoryLimitExitsFiveWithAMessage) {
+    std::string big = R"({"benchmarks": [)";
+    for (int i = 0; i < 120000; ++i) {
+        if (i) big += ",\n";
+        big += R"({"name": "BM_)" + std::to_string(i / 3) + R"(", "run_type": "iteration", "repetition_index": )" +
+               std::to_string(i % 3) + R"(, "real_time": 10.5, "time_unit": "ns"})";
+    }
+    write(dir_ / "big.json", big + "]}");
+    const std::string limited = "ulimit -v 100000; " + shell_quote(CONTEND_CLI_PATH) + " compare ";
+    const auto small = contend_test::run_cli(
+        limited + shell_quote(path("base.json")) + " " + shell_quote(path("same.json")) + " >/dev/null", false);
+    ASSERT_EQ(small.exit_code, 0) << small.output;
+    // In a group: stdout (the report) to /dev/null, stderr to run_cli's pipe.
+    const auto o =
+        contend_test::run_cli("{ " + limited + shell_quote(path("big.json")) + " " + shell_quote(path("big.json")) +
+                                  " --json " + shell_quote(path("out.json")) + " >/dev/null; }",
+                              false);
+    EXPECT_EQ(o.exit_code, 5) << o.output;
+    EXPECT_NE(o.output.find("contend compare: out of memory"), std::string::npos) << o.output;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "out.json"));
+}
