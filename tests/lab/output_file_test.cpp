@@ -151,7 +151,9 @@ TEST(MessageText, EscapesControlsAndCutsLongTextAtACharacter) {
     using contend::lab::message_text;
     EXPECT_EQ(message_text(std::string("BM_a\0b", 6)), "BM_a\\x00b");
     EXPECT_EQ(message_text("tab\there"), "tab\\x09here");
-    EXPECT_EQ(message_text("r\xe2\x80\xae" "evil"), "r\\u{202E}evil");
+    EXPECT_EQ(message_text("r\xe2\x80\xae"
+                           "evil"),
+              "r\\u{202E}evil");
     EXPECT_EQ(message_text("\xff"), "\\xFF");
     EXPECT_EQ(message_text("caf\xc3\xa9"), "caf\xc3\xa9");
     const std::string huge(1 << 20, 'x');
