@@ -5,13 +5,17 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -43,6 +47,7 @@ namespace {
 constexpr int exit_usage = 2;  // bad arguments: nothing ran, nothing was written
 constexpr int exit_no_valid_cell = 3;  // the run measured nothing valid
 constexpr int exit_output_failed = 4;  // the run finished, but an output could not be written
+constexpr int exit_out_of_memory = 5;  // an input (or the history) needed more memory than the process may use
 
 // The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0.
 std::atomic<int> stop_signal{0};
@@ -116,6 +121,23 @@ std::int32_t parse_small_integer(const char* option, const std::string& text, bo
     if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
         throw std::invalid_argument(std::string(option) + ": '" + text + "' is not a whole number in decimal");
     return static_cast<std::int32_t>(std::stol(text));
+}
+
+// A whole number in decimal from `min` to `max`, as a person writes it: CLI11 reads "-1" into
+// an unsigned option as 18446744073709551615 and clamps 99999999999999999999 to the largest
+// value, so such options are read as text and parsed here.
+std::int64_t parse_whole_number(const char* option, const std::string& text, std::int64_t min, std::int64_t max) {
+    std::int64_t value = 0;
+    const char* first = text.data();
+    const char* last = text.data() + text.size();
+    const auto [end, ec] = std::from_chars(first, last, value);
+    if (text.empty() || (text[0] == '+') || ec == std::errc::invalid_argument || end != last)
+        throw std::invalid_argument(std::string(option) + ": '" + lab::message_text(text) +
+                                    "' is not a whole number in decimal");
+    if (ec == std::errc::result_out_of_range || value < min || value > max)
+        throw std::invalid_argument(std::string(option) + ": " + lab::message_text(text) + " is out of range (" +
+                                    std::to_string(min) + " to " + std::to_string(max) + ")");
+    return value;
 }
 
 int list_suites() {
@@ -393,12 +415,19 @@ int run_compare(const compare_args& a) {
         edges = lab::edges_between(runs, lab::newest_run_labelled(runs, a.baseline),
                                    lab::newest_run_labelled(runs, a.test), edge_options);
     const auto c = lab::compare_inputs(base, test, options, edges ? &*edges : nullptr, edge_options);
-    char knobs[160];
-    std::snprintf(knobs, sizeof knobs, " --threshold %g --noise %g --alpha %g", a.threshold_percent, a.noise_ns,
-                  a.alpha);
-    std::string repro = "contend compare ";
-    if (from_history) repro += "--db " + shell_word(lab::history_store::printable(a.db_path)) + " ";
-    repro += shell_word(a.baseline) + " " + shell_word(a.test) + knobs;
+    // The options first and "--" before the inputs: a file (or label) named "-b.json" is then
+    // an input, not an option. Numbers in their shortest exact form, so the repro repeats them.
+    const auto number = [](double v) {
+        char text[64];
+        const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+        return ec == std::errc() ? std::string(text, end) : std::string("nan");
+    };
+    std::string repro = "contend compare";
+    if (from_history) repro += " --db " + shell_word(lab::history_store::printable(a.db_path));
+    repro += " --threshold " + number(a.threshold_percent) + " --noise " + number(a.noise_ns) + " --alpha " +
+             number(a.alpha);
+    const bool dash_input = a.baseline.starts_with("-") || a.test.starts_with("-");
+    repro += std::string(dash_input ? " --" : "") + " " + shell_word(a.baseline) + " " + shell_word(a.test);
     const std::string markdown = lab::comparison_to_markdown(c, repro);
     lab::throw_if_stopped(&stop_signal, "nothing was written");
     if (!a.markdown_path.empty()) lab::write_output_file("--markdown", a.markdown_path, markdown);
@@ -420,8 +449,9 @@ int run_compare(const compare_args& a) {
         std::cout << markdown;
     }
     std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
-              << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy\n";
-    return c.regressions > 0 && !a.no_fail_on_regression ? 1 : 0;
+              << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy; "
+              << lab::suite_sentence(c) << "\n";
+    return lab::has_regression(c) && !a.no_fail_on_regression ? 1 : 0;
 }
 
 struct history_args {
@@ -431,6 +461,8 @@ struct history_args {
     std::string html_path;  // "": no page
     double p = 0.001;
     std::size_t min_segment = 3;
+    std::string min_segment_text;  // as given: parse_whole_number
+    bool min_segment_given = false;
     double min_magnitude_percent = 5;
 };
 
@@ -485,18 +517,12 @@ int run_history_import(const import_args& a) {
     return 0;
 }
 
-// A time as a reader wants it: three significant figures or more, never an exponent.
-std::string format_ns(double ns) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", ns >= 100 ? 0 : ns >= 10 ? 1 : 2, ns);
-    return text;
-}
-
 // `contend history [name-glob] --changes`: every change point of every benchmark; with
 // --html FILE, also (or only) the page of every benchmark's series, from the same series.
-int run_history_changes(const history_args& a) {
+int run_history_changes(history_args& a) {
     if (!(a.p > 0 && a.p < 1)) throw std::invalid_argument("--p: give a probability between 0 and 1");
-    if (a.min_segment < 1) throw std::invalid_argument("--min-segment: give at least 1 run");
+    if (a.min_segment_given)
+        a.min_segment = static_cast<std::size_t>(parse_whole_number("--min-segment", a.min_segment_text, 1, 1000000));
     if (!(a.min_magnitude_percent >= 0) || !std::isfinite(a.min_magnitude_percent))
         throw std::invalid_argument("--min-magnitude: give a percentage of 0 or more");
     std::string_view library;
@@ -528,10 +554,14 @@ int run_history_changes(const history_args& a) {
     for (const auto& s : series) changes.insert(changes.end(), s.changes.begin(), s.changes.end());
     std::set<std::string> benchmarks;
     for (const auto& c : changes) {
-        const double percent = (c.point.after_mean - c.point.before_mean) / c.point.before_mean * 100;
-        std::fprintf(text, "%s: %s -> %s ns (%+.1f %%) between %s and %s\n", c.name.c_str(),
-                     format_ns(c.point.before_mean).c_str(), format_ns(c.point.after_mean).c_str(), percent,
-                     c.label_before.c_str(), c.label_after.c_str());
+        // Names and labels from the history: escaped, so that a NUL does not cut the line.
+        const std::string line = lab::message_text(c.name, std::string::npos) + ": " +
+                                 lab::format_time_per_op(c.point.before_mean) + " -> " +
+                                 lab::format_time_per_op(c.point.after_mean) + " (" +
+                                 lab::format_change_percent(c.point.before_mean, c.point.after_mean) + ") between " +
+                                 lab::message_text(c.label_before, std::string::npos) + " and " +
+                                 lab::message_text(c.label_after, std::string::npos) + "\n";
+        std::fputs(line.c_str(), text);
         benchmarks.insert(c.name);
     }
     std::fprintf(text, "%zu %s in %zu %s over %zu %s (p < %g, at least %zu runs a side, at least %g %%)\n",
@@ -542,6 +572,23 @@ int run_history_changes(const history_args& a) {
 }
 
 }  // namespace
+
+// Out of memory anywhere, even where an exception cannot pass (nlohmann::json's destructor
+// allocates while it frees a large document, and is noexcept: a std::bad_alloc there was an
+// abort, exit 134): say so and exit exit_out_of_memory. A reserve is freed first, so that
+// writing the message cannot fail for memory too.
+char* memory_reserve = nullptr;
+const char* memory_command = "contend";
+
+extern "C" void on_out_of_memory() {
+    delete[] memory_reserve;
+    memory_reserve = nullptr;
+    const std::string message = std::string("contend ") + memory_command +
+                                ": out of memory: the inputs (or the history) need more memory than this process "
+                                "may use (see ulimit -v); stopped, no output half written\n";
+    (void)!::write(STDERR_FILENO, message.data(), message.size());
+    std::_Exit(exit_out_of_memory);
+}
 
 int main(int argc, char** argv) {
     // The hidden child mode of cell_runner.hpp: settings arrive on standard input.
@@ -555,7 +602,7 @@ int main(int argc, char** argv) {
     auto* bench = app.add_subcommand("bench", "Run a suite of contention benchmarks");
     bench->footer(
         "Exit status: 0 done; 2 bad arguments (nothing ran, nothing written); 3 no valid cell; 4 an output could "
-        "not be written (the others were); 128+N stopped by signal N (the cells done are written). "
+        "not be written (the others were); 128+N stopped by signal N (the cells done are written); 5 out of memory. "
         "An output path '-' is standard output (the table then goes to standard error).");
     bench->add_flag("--list", a.list, "List the suites and their contenders");
     bench->add_option("--suite", o.suite, "Suite to run")->capture_default_str();
@@ -595,7 +642,7 @@ int main(int argc, char** argv) {
     disasm->add_option("contender", disasm_contender, "Contender, e.g. contend_mutex (hold: contend_mutex/cs_us:20)")
         ->required();
     lab::report_request report_request;
-    std::int64_t report_run_id = 0;
+    std::string report_run_id;  // as given: parse_whole_number
     std::string report_output = ".contend/report.html";
     auto* report = app.add_subcommand("report", "Write one self-contained HTML page: a chart and a table per suite");
     auto* report_json =
@@ -613,9 +660,10 @@ int main(int argc, char** argv) {
     auto* compare = app.add_subcommand("compare", "Compare a baseline run with a test run: regressions, improvements");
     compare->footer(
         "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
-        "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression "
-        "(unless --no-fail-on-regression); 2 bad arguments or bad input (nothing written); 128+N stopped by signal N "
-        "(no output written or replaced).");
+        "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression, or "
+        "the whole suite regressed (geometric mean past the threshold, sign test across benchmarks) (unless "
+        "--no-fail-on-regression); 2 bad arguments or bad input (nothing written); 5 out of memory; 128+N stopped "
+        "by signal N (no output written or replaced).");
     compare->add_option("baseline", cmp.baseline, "The baseline results file (with --db: a label)")->required();
     compare->add_option("test", cmp.test, "The results file to judge against it (with --db: a label)")->required();
     compare->add_option("--db", cmp.db_path,
@@ -639,7 +687,8 @@ int main(int argc, char** argv) {
         "bracket it. contend history [name-glob] --html FILE: one HTML page of the runs, the changes and a chart of "
         "each benchmark's series (with --changes, the changes are printed too). Exit status: 0 done (changes or not); "
         "2 bad arguments, bad input or a history that cannot be read "
-        "(nothing written); 1 the history could not be written; 128+N stopped by signal N (import: nothing stored).");
+        "(nothing written); 1 the history could not be written; 5 out of memory; 128+N stopped by signal N (import: "
+        "nothing stored).");
     history->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
         ->capture_default_str();
     history->add_option("name-glob", hist.name_glob,
@@ -649,8 +698,7 @@ int main(int argc, char** argv) {
                         "Write one self-contained HTML page here: the runs, the changes, a chart of each benchmark's "
                         "series with its change points ('-': standard output)");
     history->add_option("--p", hist.p, "A change must have a t-test p below this")->capture_default_str();
-    history->add_option("--min-segment", hist.min_segment, "Runs on each side of a change, at least")
-        ->capture_default_str();
+    history->add_option("--min-segment", hist.min_segment_text, "Runs on each side of a change, at least (default 3)");
     history->add_option("--min-magnitude", hist.min_magnitude_percent, "Relative change of means, at least, percent")
         ->capture_default_str();
     import_args imp;
@@ -675,12 +723,16 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : exit_usage;
     }
     a.deadline_given = bench->count("--deadline") > 0;
+    hist.min_segment_given = history->count("--min-segment") > 0;
     a.busy_loops_given = bench->count("--busy-loops") > 0;
     a.busy_nice_given = bench->count("--busy-nice") > 0;
     install_stop_handlers();
     // Every command but bench, which writes what it measured, stops without writing.
     if (!bench->parsed()) lab::stop_outputs_on(&stop_signal);
     const std::string command = app.get_subcommands().front()->get_name();
+    memory_command = command.c_str();
+    memory_reserve = new char[1 << 20];
+    std::set_new_handler(on_out_of_memory);
     try {
         // Every --db given or defaulted that will be used, before anything else is done.
         if (bench->parsed() && !a.list) check_db_option(a.db_path);
@@ -707,7 +759,9 @@ int main(int argc, char** argv) {
             return run_history_changes(hist);
         }
         if (report->parsed()) {
-            if (report->count("--run")) report_request.run_id = report_run_id;
+            if (report->count("--run"))
+                report_request.run_id =
+                    parse_whole_number("--run", report_run_id, 1, std::numeric_limits<std::int64_t>::max());
             return run_report(report_request, report_output);
         }
     } catch (const std::invalid_argument& e) {
@@ -722,6 +776,15 @@ int main(int argc, char** argv) {
     } catch (const lab::interrupted& e) {
         std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
         return 128 + e.signal();
+    } catch (const std::bad_alloc&) {
+        // Before std::exception: "std::bad_alloc" says nothing a person can act on, and exit 1
+        // is compare's "regression". Outputs are written whole to a temporary file and renamed,
+        // so none is left half written.
+        std::fprintf(stderr,
+                     "contend %s: out of memory: the inputs (or the history) need more memory than this process may "
+                     "use (see ulimit -v); stopped, no output half written\n",
+                     command.c_str());
+        return exit_out_of_memory;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
         return 1;

@@ -110,7 +110,45 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
     return r;
 }
 
+// The suite's verdict from its counts and geometric mean (see compare.hpp).
+void judge_suite(comparison& c) {
+    suite_verdict& s = c.suite;
+    s.geomean_ratio = c.geomean_ratio;
+    if (c.rows.empty()) {
+        s.reason = "nothing compared";
+        return;
+    }
+    s.p_value = sign_test(s.slower, s.faster).p_value;
+    const double g = s.geomean_ratio;
+    const std::string counts = std::to_string(s.slower) + " slower, " + std::to_string(s.faster) + " faster, " +
+                               std::to_string(s.unchanged) + " within the noise floor";
+    if (!(std::fabs(g - 1) >= c.options.threshold)) {  // NaN (an overflowing mean) is no move either
+        s.verdict = compare_verdict::same;
+        s.reason = "the geometric mean of Test/Base is within the threshold (" + format_percent(c.options.threshold) +
+                   "; " + counts + ")";
+        return;
+    }
+    const bool up = g > 1;
+    const bool majority_agrees = up ? s.slower > s.faster : s.faster > s.slower;
+    if (s.p_value < c.options.alpha && majority_agrees) {
+        s.verdict = up ? compare_verdict::regression : compare_verdict::improvement;
+        s.reason = std::string("the whole suite moved: the geometric mean of Test/Base is past the threshold and ") +
+                   counts + " (sign test p " + format_p(s.p_value) + " < " + format_p(c.options.alpha) + ")";
+    } else {
+        s.verdict = compare_verdict::noisy;
+        s.reason = "the geometric mean of Test/Base is past the threshold, but the benchmarks do not move one way (" +
+                   counts + ", sign test p " + format_p(s.p_value) + ")";
+    }
+}
+
 }  // namespace
+
+std::string suite_sentence(const comparison& c) {
+    return "Suite: " + std::string(to_string(c.suite.verdict)) + " (geometric mean of Test/Base " +
+           format_fixed(c.suite.geomean_ratio, 4) + "): " + c.suite.reason + ".";
+}
+
+bool has_regression(const comparison& c) { return c.regressions > 0 || c.suite.verdict == compare_verdict::regression; }
 
 const char* to_string(compare_verdict v) noexcept {
     switch (v) {
@@ -141,7 +179,7 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
     std::unordered_map<std::string, const benchmark_series*> in_base;
     for (const auto& b : base.benchmarks) in_base.emplace(b.name, &b);
     std::set<std::string> seen;
-    std::vector<double> ratios;
+    double log_ratio_sum = 0;
     for (const auto& t : test.benchmarks) {
         const auto it = in_base.find(t.name);
         if (it == in_base.end()) {
@@ -154,8 +192,20 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
             const auto found = edges->find(t.name);
             if (found != edges->end()) edge = &found->second;
         }
+        for (const auto* side : {&base, &test}) {
+            const benchmark_series& s = side == &base ? *it->second : t;
+            if (!(s.median_ns > 0) || !std::isfinite(s.median_ns))
+                throw input_error(input_error_kind::not_positive, side->source, s.name,
+                                  "its median is not a positive finite number of ns");
+        }
         compare_row r = compare_one(*it->second, t, options, edge);
-        ratios.push_back(r.ratio);
+        // In logarithms: a ratio of two finite medians can overflow (1e300 / 1e-300), its
+        // logarithm cannot.
+        log_ratio_sum += std::log(t.median_ns) - std::log(it->second->median_ns);
+        const double diff = t.median_ns - it->second->median_ns;
+        if (std::fabs(diff) < options.noise_floor_ns || diff == 0) ++c.suite.unchanged;
+        else if (diff > 0) ++c.suite.slower;
+        else ++c.suite.faster;
         switch (r.verdict) {
             case compare_verdict::regression:
                 ++c.regressions;
@@ -174,7 +224,8 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
     }
     for (const auto& b : base.benchmarks)
         if (!seen.count(b.name)) c.only_in_base.push_back(b.name);
-    if (!ratios.empty()) c.geomean_ratio = geometric_mean(ratios);
+    if (!c.rows.empty()) c.geomean_ratio = std::exp(log_ratio_sum / static_cast<double>(c.rows.size()));
+    judge_suite(c);
     return c;
 }
 
@@ -287,7 +338,11 @@ std::string comparison_rules(const comparison& c) {
     std::string s = "Rules: a change counts when Test/Base is past " + format_percent(c.options.threshold) +
                     ", the medians differ by at least " + format_fixed(c.options.noise_floor_ns, 2) +
                     " ns, and a two-sided Mann-Whitney U test gives p < " + format_p(c.options.alpha) +
-                    ", unless a side's repetitions fall into separate modes (then no median is one figure).";
+                    ", unless a side's repetitions fall into separate modes (then no median is one figure). The "
+                    "suite as a whole regressed (or improved) when the geometric mean of Test/Base is past " +
+                    format_percent(c.options.threshold) +
+                    " and a two-sided sign test over the benchmarks (slower against faster) gives p < " +
+                    format_p(c.options.alpha) + "; that fails the gate as a regression row does.";
     if (c.edges_checked)
         s += " From a history, also: a change point of the benchmark's series over the runs falls between the two "
              "(E-divisive means, p < " +
@@ -335,8 +390,12 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
     md += count(c.rows.size(), "benchmark", "benchmarks") + " compared: **" +
           count(c.regressions, "regression", "regressions") + "**, **" +
           count(c.improvements, "improvement", "improvements") + "**, " + std::to_string(c.same) + " same, " +
-          std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) + ". " +
-          escape_markdown(comparison_rules(c));
+          std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) +
+          ".\n\n" +
+          (c.suite.verdict == compare_verdict::regression || c.suite.verdict == compare_verdict::improvement
+               ? "**" + escape_markdown(suite_sentence(c)) + "**"
+               : escape_markdown(suite_sentence(c))) +
+          "\n\n" + escape_markdown(comparison_rules(c));
     md += "\n\n";
     verdict_tables(md, c, compare_verdict::regression, "Regressions");
     verdict_tables(md, c, compare_verdict::improvement, "Improvements");
@@ -406,7 +465,15 @@ std::string comparison_to_json(const comparison& c) {
              {"improvements", c.improvements},
              {"same", c.same},
              {"noisy", c.noisy},
-             {"geomean_ratio", num(c.geomean_ratio)}}},
+             {"geomean_ratio", num(c.geomean_ratio)},
+             {"suite",
+              {{"verdict", to_string(c.suite.verdict)},
+               {"geomean_ratio", num(c.suite.geomean_ratio)},
+               {"slower", c.suite.slower},
+               {"faster", c.suite.faster},
+               {"unchanged", c.suite.unchanged},
+               {"sign_test_p", num(c.suite.p_value)},
+               {"reason", c.suite.reason}}}}},
            {"rows", rows},
            {"only_in_baseline", c.only_in_base},
            {"only_in_test", c.only_in_test}};

@@ -21,6 +21,16 @@
 // anyway. Where the history has too few runs around the two, the row keeps the U test's
 // verdict and says it is unconfirmed. Every row carries each side's spread (interquartile range over median),
 // so a reader sees how much to trust it.
+//
+// The suite as a whole gets a verdict too, so that a change of every benchmark, each too
+// small a sample to be significant on its own (3 repetitions a side can never give p < 0.05
+// when they overlap), is not waved through as "noisy". Its figure is the geometric mean of
+// Test/Base over the compared benchmarks; its test, a two-sided sign test across them: how
+// many got slower (the medians apart by at least the noise floor) against how many got
+// faster. The suite regressed (or improved) when the geometric mean is past the threshold,
+// the sign test gives p < alpha, and the majority moved the way the mean did. That fails the
+// gate as a regression row does. The sign test asks nothing of the shape of the ratios and
+// needs at least 6 benchmarks to reach p < 0.05 (5 of 5 one way: p = 1/16).
 #pragma once
 
 #include <cstddef>
@@ -62,6 +72,15 @@ struct compare_row {
     std::string edge_detail;
 };
 
+// The verdict over all the compared benchmarks (see above).
+struct suite_verdict {
+    compare_verdict verdict = compare_verdict::same;  // regression, improvement, same or noisy
+    double geomean_ratio = std::numeric_limits<double>::quiet_NaN();  // NaN: nothing compared
+    std::size_t slower = 0, faster = 0, unchanged = 0;  // benchmarks, by the noise floor
+    double p_value = std::numeric_limits<double>::quiet_NaN();  // of the sign test; NaN: nothing compared
+    std::string reason;  // in words
+};
+
 struct comparison {
     comparison_input base_info, test_info;  // sources and context (benchmarks emptied)
     compare_options options;
@@ -69,12 +88,14 @@ struct comparison {
     std::vector<std::string> only_in_base, only_in_test;
     std::size_t regressions = 0, improvements = 0, same = 0, noisy = 0;
     double geomean_ratio = std::numeric_limits<double>::quiet_NaN();  // over every compared row
+    suite_verdict suite;  // suite.geomean_ratio == geomean_ratio
     bool edges_checked = false;  // evidence from a history was given
     change_options edge_options;  // how its change points were found
 };
 
 // Throws std::invalid_argument for options out of range (threshold < 0, noise floor < 0,
-// alpha outside (0, 1), NaN anywhere).
+// alpha outside (0, 1), NaN anywhere), and input_error naming the file and the benchmark for
+// a median that is not a positive finite number (the readers refuse those before).
 // `edges`, when given, is the history's evidence for each benchmark (edges_between, found
 // with `edge_options`); a compared benchmark it does not name is judged without it.
 comparison compare_inputs(const comparison_input& base, const comparison_input& test, const compare_options& options,
@@ -93,6 +114,11 @@ std::string comparison_to_json(const comparison& c);
 std::string format_fixed(double v, int digits);  // "-" when not finite
 std::string format_percent(double fraction);  // 0.125 -> "12.5 %"; "-" when not finite
 std::string format_p(double p);  // "1.1e-05" below 1e-4, else "0.0433"; "-" when NaN
+// The suite's verdict in one sentence: "Suite: regression (geometric mean 2.0000, 200 of 200
+// benchmarks slower, sign test p 1.2e-60)."
+std::string suite_sentence(const comparison& c);
+// True when the comparison fails the gate: a regression row, or the suite regressed.
+bool has_regression(const comparison& c);
 // The sentences after the summary's counts: what makes a row a change (and, from a history,
 // the edge detector; otherwise what one run a side cannot show).
 std::string comparison_rules(const comparison& c);

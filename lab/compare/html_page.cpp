@@ -381,6 +381,9 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
            plural(c.improvements, "improvement", "improvements") + "</strong>, " + std::to_string(c.same) + " same, " +
            std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) +
            ".</p>\n";
+    out += c.suite.verdict == compare_verdict::regression
+               ? "<p class=\"lead\"><strong class=\"bad\">" + escape_html(suite_sentence(c)) + "</strong></p>\n"
+               : "<p class=\"lead\">" + escape_html(suite_sentence(c)) + "</p>\n";
     out += "<p class=\"note\">" + escape_html(comparison_rules(c));
     out += "</p>\n";
 

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "harness/statistics.hpp"
+#include "results/output_file.hpp"
 #include "results/results_io.hpp"
 
 namespace contend::lab {
@@ -57,10 +58,12 @@ std::string_view to_string(input_error_kind kind) {
 
 namespace {
 
+// A name from a file may hold a NUL (which would cut the message where it is printed), a
+// U+202E, or a megabyte: each part is escaped and cut short (output_file.hpp, message_text).
 std::string describe(const std::string& source, const std::string& benchmark, const std::string& problem) {
-    std::string s = source + ": ";
-    if (!benchmark.empty()) s += "benchmark '" + benchmark + "': ";
-    return s + problem;
+    std::string s = message_text(source, 1000) + ": ";
+    if (!benchmark.empty()) s += "benchmark '" + message_text(benchmark) + "': ";
+    return s + message_text(problem, 1000);
 }
 
 }  // namespace
@@ -255,6 +258,23 @@ gb_row classify(const json& row, const std::string& name, const place& at) {
     return r;
 }
 
+// Google Benchmark names a run of N threads ".../threads:N" and writes "threads": N; the
+// history reads the worker count from the name. A row where the two disagree was edited.
+void check_threads(const json& row, const std::string& run_name, const place& at) {
+    const json* threads = member(row, "threads");
+    if (!threads) return;
+    if (!threads->is_number_integer() || threads->get<std::int64_t>() < 1)
+        at.fail(kind::bad_shape, "'threads' is not a whole number >= 1");
+    const std::string count = threads->dump();
+    constexpr std::string_view marker = "/threads:";
+    const std::size_t where = run_name.rfind(marker);
+    const std::string named = where == std::string::npos ? "" : run_name.substr(where + marker.size());
+    if (named.empty() ? count != "1" : named != count)
+        at.fail(kind::bad_shape, "'threads' is " + count + " but the name says " +
+                                     (named.empty() ? std::string("nothing of threads (one thread)")
+                                                    : "/threads:" + message_text(named)));
+}
+
 void read_gb_rows(const json& rows, comparison_input& in) {
     std::vector<gb_series> found;
     std::unordered_map<std::string, std::size_t> by_name;
@@ -275,6 +295,7 @@ void read_gb_rows(const json& rows, comparison_input& in) {
         }
         const gb_row r = classify(row, name, at);
         at.benchmark = r.run_name;
+        check_threads(row, r.run_name, at);
         std::string unit;
         if (member(row, "time_unit")) {
             unit = required_text(row, "time_unit", at);
@@ -342,7 +363,9 @@ comparison_input parse_comparison_input(std::string_view text, const std::string
     const place at{source, {}};
     json doc;
     try {
-        doc = json::parse(text.begin(), text.end());
+        doc = parse_json_refusing_duplicate_keys(text);
+    } catch (const json_duplicate_key& e) {
+        at.fail(kind::duplicate, e.what());
     } catch (const json::out_of_range& e) {
         // nlohmann::json refuses a number that overflows a double (1e999) this way.
         at.fail(kind::not_finite, std::string("a number is too large: ") + e.what());
@@ -383,10 +406,13 @@ comparison_input read_comparison_input(const std::string& path) {
     if (std::filesystem::is_directory(path, ec)) at.fail(kind::unreadable, "is a directory, not a file");
     std::ifstream file(path, std::ios::binary);
     if (!file) at.fail(kind::unreadable, std::string("cannot open: ") + std::strerror(errno));
-    std::ostringstream text;
-    text << file.rdbuf();
-    if (file.bad() || text.bad()) at.fail(kind::unreadable, "cannot read");
-    return parse_comparison_input(text.str(), path);
+    // Straight into one string: a stream buffer and its str() copy held the text three times.
+    std::string text;
+    char chunk[1 << 16];
+    while (file.read(chunk, sizeof chunk) || file.gcount() > 0)
+        text.append(chunk, static_cast<std::size_t>(file.gcount()));
+    if (file.bad()) at.fail(kind::unreadable, "cannot read");
+    return parse_comparison_input(text, path);
 }
 
 }  // namespace contend::lab

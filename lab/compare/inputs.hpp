@@ -20,7 +20,10 @@
 //   malformed_json          not JSON, or truncated
 //   bad_shape               not an object, no "benchmarks" array, a row that is not an
 //                           object, a field of the wrong JSON type, an unknown run_type, a
-//                           lab row the lab's reader refuses
+//                           lab row the lab's reader refuses (one whose real_time, p25 or
+//                           p75 is not that statistic of its samples among them), a Google
+//                           Benchmark row whose "threads" is not the N of "/threads:N" in
+//                           its name (or not 1 when the name has none)
 //   missing_field           a row without "name"; a row that gives a time without
 //                           "real_time" or "time_unit"; an aggregates-only benchmark
 //                           with neither a median nor a mean
@@ -30,7 +33,9 @@
 //   unknown_unit            a time_unit other than ns, us, ms, s
 //   mixed_units             two rows of one benchmark in different units (across
 //                           benchmarks each is converted to ns: that is no error)
-//   duplicate               two rows that would make the same series: the same lab row
+//   duplicate               an object that holds one key twice (nlohmann would keep the
+//                           last: {"benchmarks": [...], "benchmarks": []} read as none);
+//                           two rows that would make the same series: the same lab row
 //                           twice, the same repetition_index twice, two median (or two
 //                           mean) aggregates of one run_name
 //   benchmark_error         a Google Benchmark row with "error_occurred": true (its

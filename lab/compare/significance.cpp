@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -18,40 +19,57 @@ void require_finite(std::span<const double> values, const char* what) {
     }
 }
 
-// Up to 20 values a side the largest count, C(40, 20) ~ 1.4e11, is an exact integer in a double
-// and the table takes ~90,000 additions; past it the normal approximation is what compare.py
-// and scipy use anyway.
-constexpr std::size_t exact_limit = 20;
+// Up to 50 values in all every count of the null distribution, at most C(50, 25) ~ 1.3e14, is an
+// exact integer in a double, and the table takes at most a few million additions; past it the
+// normal approximation is what compare.py and scipy use anyway.
+constexpr std::size_t exact_limit = 50;
 
-// P(U >= u_at_least) under the null, for U of a sample of n1 against one of n2 without ties.
-// counts(m, n)[u]: the number of orderings of m values of the first sample and n of the second
-// whose U is u. The largest of the m + n values is either the first sample's (it exceeds all n
-// of the second: U gains n) or the second's (U gains nothing): Mann and Whitney's recurrence.
-double exact_upper_tail(std::size_t n1, std::size_t n2, std::size_t u_at_least) {
-    std::vector<std::vector<double>> counts((n1 + 1) * (n2 + 1));
-    auto at = [&](std::size_t m, std::size_t n) -> std::vector<double>& { return counts[m * (n2 + 1) + n]; };
-    for (std::size_t m = 0; m <= n1; ++m) {
-        for (std::size_t n = 0; n <= n2; ++n) {
-            std::vector<double>& here = at(m, n);
-            here.assign(m * n + 1, 0.0);
-            if (m == 0 || n == 0) {
-                here[0] = 1;
-                continue;
+// A tie group of the pooled samples: how many values it holds and twice their midrank (an
+// integer: a midrank is a whole or a half number).
+struct tie_group {
+    std::size_t size;
+    std::size_t twice_midrank;
+};
+
+// The exact two-sided p of the rank-sum test, ties included: of the C(N, m) ways to choose
+// which m of the N pooled values are the first sample's (all equally likely under the null,
+// the tie groups as observed), the share whose doubled rank sum lies at least as far from its
+// mean, m (N + 1), as the observed one does. counts[k][s]: the ways to choose k values among
+// the groups seen so far with doubled rank sum s; a group of t values adds j of them (C(t, j)
+// ways) and j times its doubled midrank. Without ties this is Mann and Whitney's distribution.
+double exact_two_sided_p(const std::vector<tie_group>& groups, std::size_t m, std::size_t observed_twice_sum) {
+    std::size_t n_total = 0;
+    for (const auto& g : groups) n_total += g.size;
+    const std::size_t max_sum = m * (2 * n_total - m + 1);  // twice the sum of the m largest ranks
+    std::vector<std::vector<double>> counts(m + 1, std::vector<double>(max_sum + 1, 0.0));
+    counts[0][0] = 1;
+    std::size_t seen = 0;
+    for (const auto& g : groups) {
+        std::vector<double> choose(g.size + 1, 1.0);  // C(t, j)
+        for (std::size_t j = 1; j <= g.size; ++j)
+            choose[j] = choose[j - 1] * static_cast<double>(g.size - j + 1) / static_cast<double>(j);
+        seen += g.size;
+        // Downwards in k, so that counts[k - j] still holds the groups before this one.
+        for (std::size_t k = std::min(m, seen); k >= 1; --k) {
+            for (std::size_t j = 1; j <= std::min(k, g.size); ++j) {
+                const std::size_t shift = j * g.twice_midrank;
+                const std::vector<double>& from = counts[k - j];
+                std::vector<double>& to = counts[k];
+                for (std::size_t s = 0; s + shift <= max_sum; ++s)
+                    if (from[s] != 0) to[s + shift] += choose[j] * from[s];
             }
-            const std::vector<double>& first_largest = at(m - 1, n);  // U values shift by n
-            const std::vector<double>& second_largest = at(m, n - 1);
-            for (std::size_t u = 0; u < first_largest.size(); ++u) here[u + n] += first_largest[u];
-            for (std::size_t u = 0; u < second_largest.size(); ++u) here[u] += second_largest[u];
         }
     }
-    const std::vector<double>& all = at(n1, n2);
-    double total = 0;
-    double tail = 0;
-    for (std::size_t u = 0; u < all.size(); ++u) {
-        total += all[u];
-        if (u >= u_at_least) tail += all[u];
+    const auto centre = static_cast<long long>(m * (n_total + 1));
+    const long long observed = std::llabs(static_cast<long long>(observed_twice_sum) - centre);
+    double total = 0, tail = 0;
+    for (std::size_t s = 0; s <= max_sum; ++s) {
+        const double c = counts[m][s];
+        if (c == 0) continue;
+        total += c;
+        if (std::llabs(static_cast<long long>(s) - centre) >= observed) tail += c;
     }
-    return tail / total;
+    return std::min(1.0, tail / total);
 }
 
 struct sample_moments {
@@ -125,7 +143,7 @@ double student_t_two_sided_p(double t, double df) {
     return std::clamp(regularized_incomplete_beta(df / (df + t * t), df / 2, 0.5), 0.0, 1.0);
 }
 
-u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> b) {
+u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> b, u_method method) {
     if (a.empty() || b.empty()) throw std::invalid_argument("mann_whitney_u: a sample is empty");
     require_finite(a, "mann_whitney_u");
     require_finite(b, "mann_whitney_u");
@@ -140,42 +158,54 @@ u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> 
     std::vector<std::size_t> order(total);
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](std::size_t l, std::size_t r) { return pooled[l] < pooled[r]; });
-    double rank_sum_a = 0;
+    std::size_t twice_rank_sum_a = 0;  // midranks doubled: whole numbers
     double tie_term = 0;  // sum of t^3 - t over tie groups of size t
-    bool ties = false;
+    std::vector<tie_group> groups;
     for (std::size_t first = 0; first < total;) {
         std::size_t last = first + 1;
         while (last < total && pooled[order[last]] == pooled[order[first]]) ++last;
         const double group = static_cast<double>(last - first);
-        const double midrank = (static_cast<double>(first + 1) + static_cast<double>(last)) / 2;
+        const std::size_t twice_midrank = first + 1 + last;
         for (std::size_t i = first; i < last; ++i) {
-            if (order[i] < n1) rank_sum_a += midrank;
+            if (order[i] < n1) twice_rank_sum_a += twice_midrank;
         }
-        if (last - first > 1) {
-            ties = true;
-            tie_term += group * group * group - group;
-        }
+        if (last - first > 1) tie_term += group * group * group - group;
+        groups.push_back({last - first, twice_midrank});
         first = last;
     }
 
     const double dn1 = static_cast<double>(n1);
     const double dn2 = static_cast<double>(n2);
-    const double u1 = rank_sum_a - dn1 * (dn1 + 1) / 2;
+    const double u1 = static_cast<double>(twice_rank_sum_a) / 2 - dn1 * (dn1 + 1) / 2;
+
+    if (method == u_method::automatic && total <= exact_limit)
+        return {u1, exact_two_sided_p(groups, n1, twice_rank_sum_a), true};
+
     const double u_far = std::max(u1, dn1 * dn2 - u1);  // the side of the mean the tail starts on
-
-    if (!ties && n1 <= exact_limit && n2 <= exact_limit) {
-        // Without ties U is an integer; the distribution is symmetric, so P(U <= n1 n2 - u_far)
-        // equals the upper tail and the two-sided p is twice it.
-        const auto u_at_least = static_cast<std::size_t>(std::llround(u_far));
-        return {u1, std::min(1.0, 2 * exact_upper_tail(n1, n2, u_at_least)), true};
-    }
-
     const double dn = static_cast<double>(total);
     const double variance = dn1 * dn2 / 12 * ((dn + 1) - tie_term / (dn * (dn - 1)));
     if (!(variance > 0)) return {u1, 1.0, false};
     const double z = (u_far - dn1 * dn2 / 2 - 0.5) / std::sqrt(variance);
     // 2 * (1 - Phi(z)) = erfc(z / sqrt(2)); erfc keeps the precision of tiny tails.
     return {u1, std::min(1.0, std::erfc(z / std::sqrt(2.0))), false};
+}
+
+sign_test_result sign_test(std::size_t above, std::size_t below) {
+    const std::size_t n = above + below;
+    if (n == 0) return {above, below, 1.0};
+    // P(X >= k) for X ~ Binomial(n, 1/2), k the larger count, summed from the far end in
+    // logarithms: C(n, i) / 2^n underflows a double past n ~ 1075, its logarithm does not.
+    const std::size_t k = std::max(above, below);
+    const double dn = static_cast<double>(n);
+    const double log_half_n = dn * std::log(0.5);
+    double tail = 0;
+    for (std::size_t i = k; i <= n; ++i) {  // the terms shrink away from the middle
+        const double di = static_cast<double>(i);
+        const double term = std::exp(std::lgamma(dn + 1) - std::lgamma(di + 1) - std::lgamma(dn - di + 1) + log_half_n);
+        tail += term;
+        if (term < tail * 1e-17) break;
+    }
+    return {above, below, std::min(1.0, 2 * tail)};
 }
 
 double geometric_mean(std::span<const double> positive_values) {

@@ -11,6 +11,7 @@
 //   E-divisive change points use to accept a split (see lab/compare/change_points.hpp).
 #pragma once
 
+#include <cstddef>
 #include <span>
 
 namespace contend::lab {
@@ -23,26 +24,44 @@ namespace contend::lab {
 //            as far from n1 n2 / 2 as this one, in either direction; clipped to 1.
 //   exact    true when p_value comes from the exact null distribution of U.
 //
-// Exact when there are no ties at all and both samples hold at most 20 values: the null
-// distribution of U is counted by dynamic programming over the arrangements of the two
-// samples (the recurrence of Mann and Whitney, 1947; see docs/references.md, mann-whitney-u);
-// C(40, 20) ~ 1.4e11 arrangements is the largest count, well within a double's exact integers. scipy's "auto"
-// picks exact only up to 8 values per side; we go further because the count is cheap and an
-// exact p is never worse than its approximation.
+// Exact whenever both samples hold at most 50 values in all, ties or not: the p-value is then
+// the share of the C(N, n1) ways of splitting the pooled values into the two samples (all
+// equally likely were there no difference, the tie groups as observed) whose U is at least as
+// far from n1 n2 / 2 as the observed one: the permutation distribution of U, counted by dynamic
+// programming over the tie groups (without ties, the distribution of Mann and Whitney, 1947;
+// see docs/references.md, mann-whitney-u). C(50, 25) ~ 1.3e14 is the largest count, an exact
+// integer in a double. Three tied values against three: p = 2 / C(6, 3) = 0.1, where the normal
+// approximation says 0.046. scipy's "auto" picks exact only up to 8 values per side, and not
+// with ties; we go further because the count is cheap and an exact p is never worse than its
+// approximation.
 //
-// Otherwise the normal approximation, as scipy.stats.mannwhitneyu's method="asymptotic" with
-// use_continuity=True: variance n1 n2 / 12 ((N + 1) - sum(t^3 - t) / (N (N - 1))) over the
-// tie groups t, and the distance of U from its mean shortened by one half. When every value is
-// equal the variance is 0 and nothing can be told apart: p_value is 1.
+// Otherwise (or with u_method::asymptotic) the normal approximation, as
+// scipy.stats.mannwhitneyu's method="asymptotic" with use_continuity=True: variance
+// n1 n2 / 12 ((N + 1) - sum(t^3 - t) / (N (N - 1))) over the tie groups t, and the distance of
+// U from its mean shortened by one half. When every value is equal the variance is 0 and
+// nothing can be told apart: p_value is 1 (the exact distribution says so too).
 //
-// Cost: O(N log N) for the ranks; the exact case adds O(n1^2 n2^2) (at most ~90,000 additions).
+// Cost: O(N log N) for the ranks; the exact case adds at most a few million additions
+// (n1 * N * n1 (2N - n1)).
 // Throws std::invalid_argument when a sample is empty or holds a NaN or an infinity.
+enum class u_method { automatic, asymptotic };
 struct u_test_result {
     double u;
     double p_value;
     bool exact;
 };
-u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> b);
+u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> b,
+                             u_method method = u_method::automatic);
+
+// The two-sided sign test: of n = above + below signs (ties left out before), is either kind
+// more frequent than a fair coin would make it? p_value = min(1, 2 P(X >= max(above, below)))
+// for X ~ Binomial(n, 1/2), exact for any n (summed in logarithms). n = 0 gives 1.
+// contend compare uses it across benchmarks: how many got slower against how many got faster.
+struct sign_test_result {
+    std::size_t above, below;
+    double p_value;
+};
+sign_test_result sign_test(std::size_t above, std::size_t below);
 
 // exp(mean(log x)): the mean of ratios that treats 2x and 0.5x as equal and opposite, so the
 // summary "test/base" over many benchmarks is not pulled up by the slowdowns alone.

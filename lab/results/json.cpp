@@ -1,10 +1,15 @@
 // The results as JSON, field by field from the tables of results.hpp.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_set>
 
+#include "harness/statistics.hpp"
+#include "results/output_file.hpp"
 #include "results/results_io.hpp"
 
 namespace contend::lab {
@@ -132,6 +137,41 @@ const std::set<std::string>& known_row_keys() {
     return keys;
 }
 
+// Up to the last bits of a double: the lab writes these figures with nlohmann::json, whose
+// numbers read back exactly; a file that rounds them in the last digit is still the same run.
+bool same_figure(double written, double computed) {
+    return std::fabs(written - computed) <= 1e-12 * std::max(std::fabs(written), std::fabs(computed));
+}
+
+std::string figure_text(double v) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.6g", v);
+    return text;
+}
+
+// A valid row's real_time, p25 and p75 are statistics of its samples (harness.cpp,
+// summarize_samples). compare reads the samples, history import and report read the figures:
+// a row where they disagree would be judged by two different numbers, so it is refused.
+void check_figures_match_samples(const cell_result& cell) {
+    if (!cell.valid() || cell.ns_per_op.empty()) return;
+    for (const double v : cell.ns_per_op)
+        if (!std::isfinite(v)) return;  // a null sample: the readers say so themselves
+    const struct {
+        const char* key;
+        double written, computed;
+        const char* statistic;
+    } figures[] = {{"real_time", cell.median_ns, median(cell.ns_per_op), "the median"},
+                   {"p25", cell.p25_ns, quantile(cell.ns_per_op, 0.25), "the 25th percentile"},
+                   {"p75", cell.p75_ns, quantile(cell.ns_per_op, 0.75), "the 75th percentile"}};
+    for (const auto& f : figures) {
+        if (same_figure(f.written, f.computed)) continue;
+        throw std::runtime_error(std::string("result row: ") + f.key + " " + figure_text(f.written) + " is not " +
+                                 f.statistic + " of its samples (" + figure_text(f.computed) +
+                                 "): the row was edited or not written by contend; compare reads the samples and "
+                                 "history import the row's figures, so they must agree");
+    }
+}
+
 }  // namespace
 
 json context_to_json(const machine_context& c) { return record_to_json(c, context_fields()); }
@@ -173,13 +213,97 @@ cell_result cell_from_json(const json& j) {
         }
         cell.metrics.emplace_back(key, number_or_nan(value, key));
     }
+    check_figures_match_samples(cell);
     return cell;
 }
 
-run_result run_from_json(const std::string& text) {
+namespace {
+
+// nlohmann::json's DOM, built by its SAX interface, with each object's keys checked as they
+// come. (A parser callback could check them too, but nlohmann's callback parser scans the
+// whole enclosing array at the end of every object: quadratic in the rows of a file.)
+class dom_refusing_duplicate_keys {
+public:
+    explicit dom_refusing_duplicate_keys(json& root) : root_(root) {}
+
+    bool null() { return add(json(nullptr)); }
+    bool boolean(bool v) { return add(json(v)); }
+    bool number_integer(json::number_integer_t v) { return add(json(v)); }
+    bool number_unsigned(json::number_unsigned_t v) { return add(json(v)); }
+    bool number_float(json::number_float_t v, const json::string_t&) { return add(json(v)); }
+    bool string(json::string_t& v) { return add(json(std::move(v))); }
+    bool binary(json::binary_t& v) { return add(json::binary(std::move(v))); }
+    bool start_object(std::size_t) {
+        json* object = add_container(json::object());
+        keys_.emplace_back();
+        stack_.push_back(object);
+        return true;
+    }
+    bool key(json::string_t& k) {
+        if (!keys_.back().insert(k).second)
+            throw json_duplicate_key("the key '" + message_text(k) +
+                                     "' appears twice in one object (which one counts is anybody's guess)");
+        key_ = std::move(k);
+        return true;
+    }
+    bool end_object() {
+        keys_.pop_back();
+        stack_.pop_back();
+        return true;
+    }
+    bool start_array(std::size_t) {
+        stack_.push_back(add_container(json::array()));
+        return true;
+    }
+    bool end_array() {
+        stack_.pop_back();
+        return true;
+    }
+    template <class Exception>
+    bool parse_error(std::size_t, const std::string&, const Exception& e) {
+        throw e;
+    }
+
+private:
+    json& root_;
+    std::vector<json*> stack_;  // the open objects and arrays, innermost last
+    std::vector<std::unordered_set<std::string>> keys_;  // the keys of each open object
+    std::string key_;  // the key of the value to come, in an object
+
+    // Places `v` where the parse is: the root, the end of the open array, or the open
+    // object's key. Returns where it went.
+    json* place(json&& v) {
+        if (stack_.empty()) {
+            root_ = std::move(v);
+            return &root_;
+        }
+        json& parent = *stack_.back();
+        if (parent.is_array()) {
+            parent.push_back(std::move(v));
+            return &parent.back();
+        }
+        return &(parent[key_] = std::move(v));
+    }
+    bool add(json&& v) {
+        place(std::move(v));
+        return true;
+    }
+    json* add_container(json&& v) { return place(std::move(v)); }
+};
+
+}  // namespace
+
+nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text) {
+    json doc;
+    dom_refusing_duplicate_keys builder(doc);
+    json::sax_parse(text.begin(), text.end(), &builder);
+    return doc;
+}
+
+run_result run_from_json(std::string_view text) {
     json doc;
     try {
-        doc = json::parse(text);
+        doc = parse_json_refusing_duplicate_keys(text);
     } catch (const json::parse_error& e) {
         throw std::runtime_error(std::string("not JSON: ") + e.what());
     }

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "results/results.hpp"
@@ -26,7 +28,17 @@ machine_context context_from_json(const nlohmann::json& j);
 cell_result cell_from_json(const nlohmann::json& j);
 // A whole file as to_json writes it (what `contend bench --json` leaves). Text that is not
 // JSON, or not that shape, throws std::runtime_error saying what is wrong.
-run_result run_from_json(const std::string& text);
+run_result run_from_json(std::string_view text);
+
+// JSON text parsed as nlohmann::json::parse does, except that an object holding one key twice
+// is refused: nlohmann keeps the last, so {"benchmarks": [...], "benchmarks": []} would read
+// as no benchmarks at all. Throws json_duplicate_key for that (what() names the key, escaped
+// and cut short), nlohmann::json's exceptions for text that is not JSON.
+class json_duplicate_key : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text);
 
 std::string to_json(const run_result& run);  // the whole file
 // One header row, a row per cell: every field of cell_fields(), then one column per metric

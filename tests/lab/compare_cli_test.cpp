@@ -2,6 +2,7 @@
 // with quotes, bad input named. No timing is asserted.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -98,4 +99,119 @@ TEST_F(CompareCli, BadOptionsExitTwo) {
     EXPECT_EQ(compare("base.json", "same.json", "--threshold -5").exit_code, 2);
     EXPECT_EQ(compare("base.json", "same.json", "--alpha 2").exit_code, 2);
     EXPECT_EQ(contend_test::run_cli("compare " + shell_quote(path("base.json"))).exit_code, 2);  // one input
+}
+
+// 200 benchmarks, 3 repetitions a side, each 2x slower: no row is significant alone (the
+// samples are spread so that the U test cannot tell), the suite moved as a whole.
+TEST_F(CompareCli, AWholeSuiteTwiceAsSlowFailsTheGateAndSaysWhy) {
+    std::vector<std::pair<std::string, double>> base, slow;
+    for (int i = 0; i < 200; ++i) {
+        base.emplace_back("BM_n/" + std::to_string(i), 100 + i);
+        slow.emplace_back("BM_n/" + std::to_string(i), 2 * (100 + i));
+    }
+    write(dir_ / "suite_base.json", gb_file(base, 3));
+    write(dir_ / "suite_slow.json", gb_file(slow, 3));
+    const auto o = compare("suite_base.json", "suite_slow.json", "--json " + shell_quote(path("s.json")));
+    EXPECT_EQ(o.exit_code, 1) << o.output.substr(o.output.size() > 3000 ? o.output.size() - 3000 : 0);
+    EXPECT_NE(o.output.find("Suite: regression"), std::string::npos);
+    const auto j = nlohmann::json::parse(read(dir_ / "s.json"));
+    EXPECT_EQ(j["summary"]["suite"]["verdict"], "regression");
+    EXPECT_EQ(compare("suite_base.json", "suite_slow.json", "--no-fail-on-regression").exit_code, 0);
+    EXPECT_EQ(compare("suite_base.json", "suite_base.json").exit_code, 0);
+}
+
+// One statistic everywhere: a lab row whose real_time is not the median of its samples would
+// be "same" to compare (samples) and "50x" to the history (real_time). Both refuse it.
+TEST_F(CompareCli, ALabFileWhoseRealTimeDisagreesWithItsSamplesIsRefusedByCompareAndImport) {
+    std::string text = read(CONTEND_LAB_GOLDEN_DIR "/compare/lab_counter.json");
+    const std::string from = R"("real_time": 19.405778884887695)";
+    ASSERT_NE(text.find(from), std::string::npos);
+    write(dir_ / "good.json", text);
+    text.replace(text.find(from), from.size(), R"("real_time": 970.28)");
+    write(dir_ / "edited.json", text);
+    const auto c = compare("good.json", "edited.json");
+    EXPECT_EQ(c.exit_code, 2) << c.output;
+    EXPECT_NE(c.output.find("edited.json: benchmark 'counter/std_mutex/workers:1': result row: real_time 970.28 is "
+                            "not the median of its samples"),
+              std::string::npos)
+        << c.output;
+    const auto i = contend_test::run_cli("history import " + shell_quote(path("edited.json")) + " --label x --db " +
+                                         shell_quote(path("h.db")));
+    EXPECT_EQ(i.exit_code, 2) << i.output;
+    EXPECT_NE(i.output.find("not the median of its samples"), std::string::npos) << i.output;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "h.db"));
+}
+
+// A name with a NUL is escaped, not the end of the message; a megabyte name is cut short.
+TEST_F(CompareCli, ABenchmarkNameWithANulOrAMegabyteIsEscapedAndCutInTheMessage) {
+    const auto failing = [](const std::string& name) {
+        nlohmann::json row = {{"name", name},     {"run_name", name},       {"run_type", "iteration"},
+                              {"real_time", 1.0}, {"time_unit", "ns"},      {"error_occurred", true},
+                              {"iterations", 1},  {"error_message", "boom"}};
+        return nlohmann::json{{"benchmarks", nlohmann::json::array({row})}}.dump();
+    };
+    write(dir_ / "nul.json", failing(std::string("BM_a\0tail", 9)));
+    const auto o = compare("base.json", "nul.json");
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find("benchmark 'BM_a\\x00tail': the benchmark failed: boom"), std::string::npos) << o.output;
+    write(dir_ / "huge.json", failing("BM_" + std::string(1 << 20, 'n')));
+    const auto h = compare("base.json", "huge.json");
+    EXPECT_EQ(h.exit_code, 2);
+    EXPECT_LT(h.output.size(), 4000u);
+    EXPECT_NE(h.output.find("... (1048579 bytes)': the benchmark failed: boom"), std::string::npos)
+        << h.output.substr(0, 400);
+}
+
+TEST_F(CompareCli, ALabelWithATabAC1ControlOrABidiControlIsRefused) {
+    for (const std::string label : {"a\tb", "a\xc2\x85z", "rev\xe2\x80\xae", "iso\xe2\x81\xa6x"}) {
+        const auto o = contend_test::run_cli("history import " + shell_quote(path("base.json")) + " --label " +
+                                             shell_quote(label) + " --db " + shell_quote(path("h.db")));
+        EXPECT_EQ(o.exit_code, 2) << o.output;
+        EXPECT_NE(o.output.find("--label"), std::string::npos) << o.output;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "h.db"));
+}
+
+// The report's repro line must run as printed, for a file named like an option too.
+TEST_F(CompareCli, TheReproLineOfAFileNamedLikeAnOptionRunsAsPrinted) {
+    write(dir_ / "-b.json", read(dir_ / "base.json"));
+    const std::string cli = shell_quote(CONTEND_CLI_PATH);
+    const auto o = contend_test::run_cli(
+        "cd " + shell_quote(dir_.string()) + " && " + cli + " compare --markdown r.md -- -b.json same.json >/dev/null",
+        false);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    const std::string md = read(dir_ / "r.md");
+    const auto at = md.find("\ncontend compare ");
+    ASSERT_NE(at, std::string::npos) << md;
+    const std::string line = md.substr(at + 1, md.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find(" -- -b.json same.json"), std::string::npos) << line;
+    const auto again = contend_test::run_cli(
+        "cd " + shell_quote(dir_.string()) + " && " + cli + line.substr(std::string("contend").size()) + " >/dev/null",
+        false);
+    EXPECT_EQ(again.exit_code, 0) << line << "\n" << again.output;
+}
+
+// A std::bad_alloc used to abort (exit 134): nlohmann::json's destructor allocates while it
+// frees a large document and cannot pass an exception. Under a memory limit a large input is
+// refused with exit 5 and a message; the same limit runs a small compare.
+TEST_F(CompareCli, AnInputTooLargeForTheMemoryLimitExitsFiveWithAMessage) {
+    std::string big = R"({"benchmarks": [)";
+    for (int i = 0; i < 120000; ++i) {
+        if (i) big += ",\n";
+        big += R"({"name": "BM_)" + std::to_string(i / 3) + R"(", "run_type": "iteration", "repetition_index": )" +
+               std::to_string(i % 3) + R"(, "real_time": 10.5, "time_unit": "ns"})";
+    }
+    write(dir_ / "big.json", big + "]}");
+    const std::string limited = "ulimit -v 100000; " + shell_quote(CONTEND_CLI_PATH) + " compare ";
+    const auto small = contend_test::run_cli(
+        limited + shell_quote(path("base.json")) + " " + shell_quote(path("same.json")) + " >/dev/null", false);
+    ASSERT_EQ(small.exit_code, 0) << small.output;
+    // In a group: stdout (the report) to /dev/null, stderr to run_cli's pipe.
+    const auto o =
+        contend_test::run_cli("{ " + limited + shell_quote(path("big.json")) + " " + shell_quote(path("big.json")) +
+                                  " --json " + shell_quote(path("out.json")) + " >/dev/null; }",
+                              false);
+    EXPECT_EQ(o.exit_code, 5) << o.output;
+    EXPECT_NE(o.output.find("contend compare: out of memory"), std::string::npos) << o.output;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "out.json"));
 }

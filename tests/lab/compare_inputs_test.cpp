@@ -299,6 +299,68 @@ TEST(CompareInputs, ALabRowMustBeTheLabsOwn) {
     EXPECT_EQ(error_of_text(in_us)->kind(), kind::bad_shape);
 }
 
+// compare reads a lab row by its samples, history import and report by its real_time (and
+// p25, p75): a row whose figures disagree with its samples would say "same" in one and "50x"
+// in the other. Such a file was not written by the lab; it is refused, naming the row.
+TEST(CompareInputs, ALabRowWhoseRealTimeIsNotTheMedianOfItsSamplesIsRefused) {
+    const std::string text = slurp(golden("lab_counter.json"));
+    const std::string from = R"("real_time": 19.405778884887695)";
+    ASSERT_NE(text.find(from), std::string::npos);
+    std::string edited = text;
+    edited.replace(edited.find(from), from.size(), R"("real_time": 970.28)");
+    const auto e = error_of_text(edited, "edited.json");
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->benchmark(), "counter/std_mutex/workers:1");
+    EXPECT_NE(e->problem().find("real_time 970.28 is not the median of its samples (19.4058"), std::string::npos)
+        << e->what();
+    EXPECT_EQ(std::string(e->what()).rfind("edited.json: ", 0), 0u) << e->what();
+    std::string p25 = text;
+    const std::string p25_from = R"("p25": 15.54060173034668)";
+    ASSERT_NE(p25.find(p25_from), std::string::npos);
+    p25.replace(p25.find(p25_from), p25_from.size(), R"("p25": 1.5)");
+    EXPECT_NE(error_of_text(p25)->problem().find("p25 1.5 is not"), std::string::npos);
+    // The lab's own figures round-trip through JSON exactly; a last-digit difference is kept.
+    std::string close = text;
+    close.replace(close.find(from), from.size(), R"("real_time": 19.405778884887699)");
+    EXPECT_NO_THROW(lab::parse_comparison_input(close, "close.json"));
+}
+
+// nlohmann::json keeps the last of two equal keys: {"benchmarks": [...], "benchmarks": []}
+// compared 0 benchmarks and exited 0.
+TEST(CompareInputs, AKeyTwiceInOneObjectIsRefusedAsADuplicate) {
+    const std::string rows = iteration("BM_A", 0, "10");
+    const auto top = error_of_text(R"({"benchmarks": [)" + rows + R"(], "benchmarks": []})", "twice.json");
+    ASSERT_TRUE(top);
+    EXPECT_EQ(top->kind(), kind::duplicate);
+    EXPECT_NE(top->problem().find("the key 'benchmarks' appears twice"), std::string::npos) << top->what();
+    const auto in_row =
+        error_of_text(gb_file(R"({"name": "BM_A", "real_time": 10, "real_time": 99, "time_unit": "ns"})"));
+    ASSERT_TRUE(in_row);
+    EXPECT_EQ(in_row->kind(), kind::duplicate);
+    EXPECT_NE(in_row->problem().find("'real_time'"), std::string::npos) << in_row->what();
+    // The same key in two objects, or nested under itself, is no duplicate.
+    EXPECT_NO_THROW(lab::parse_comparison_input(gb_file(iteration("BM_A", 0, "10") + "," + iteration("BM_A", 1, "11")),
+                                                "fine.json"));
+    EXPECT_NO_THROW(lab::parse_comparison_input(R"({"context": {"context": {}}, "benchmarks": []})", "nested.json"));
+}
+
+TEST(CompareInputs, AGoogleBenchmarkThreadsFieldMustMatchTheNamesThreadsPart) {
+    const auto row = [](const std::string& name, const std::string& threads) {
+        return R"({"name": ")" + name + R"(", "run_name": ")" + name +
+               R"(", "run_type": "iteration", "repetition_index": 0, "threads": )" + threads +
+               R"(, "real_time": 10, "time_unit": "ns"})";
+    };
+    EXPECT_NO_THROW(lab::parse_comparison_input(gb_file(row("BM_Lock/threads:4", "4")), "ok.json"));
+    EXPECT_NO_THROW(lab::parse_comparison_input(gb_file(row("BM_Lock", "1")), "ok.json"));
+    const auto e = error_of_text(gb_file(row("BM_Lock/threads:2", "4")), "edited.json");
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->kind(), kind::bad_shape);
+    EXPECT_EQ(e->benchmark(), "BM_Lock/threads:2");
+    EXPECT_NE(e->problem().find("'threads' is 4 but the name says /threads:2"), std::string::npos) << e->what();
+    EXPECT_EQ(error_of_text(gb_file(row("BM_Lock", "8")))->kind(), kind::bad_shape);
+    EXPECT_EQ(error_of_text(gb_file(row("BM_Lock/threads:2", "0")))->kind(), kind::bad_shape);
+}
+
 TEST(CompareInputs, ALabRowsModalFlagIsKeptAndAFileOfBeforeItReadsAsNotModal) {
     const std::string text = slurp(golden("lab_counter.json"));  // written before the flag
     for (const auto& s : lab::parse_comparison_input(text, "old.json").benchmarks) EXPECT_FALSE(s.flagged_modal);

@@ -223,3 +223,88 @@ TEST(Compare, AModalSideWithinTheThresholdStaysTheSame) {
     EXPECT_EQ(c.rows.at(0).verdict, lab::compare_verdict::same);
     EXPECT_TRUE(c.rows.at(0).base_modal);
 }
+
+// --- The suite as a whole -------------------------------------------------------------------
+
+namespace {
+
+// `n` benchmarks of 3 repetitions a side that overlap within each benchmark (so no row is
+// significant alone), every test `factor` times its baseline.
+lab::comparison whole_suite_moved(std::size_t n, double factor, double noise = 0.3) {
+    std::vector<lab::benchmark_series> b, t;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double ns = 100 + static_cast<double>(i);
+        const std::string name = "suite/bench_" + std::to_string(i);
+        b.push_back(series(name, {ns * (1 - noise), ns, ns * (1 + noise) * factor * 2}));
+        t.push_back(series(name, {ns * factor * (1 - noise), ns * factor, ns * factor * (1 + noise)}));
+    }
+    return lab::compare_inputs(input("base.json", std::move(b)), input("test.json", std::move(t)), {});
+}
+
+}  // namespace
+
+TEST(Compare, ThreeTiedRepetitionsAgainstThreeAreNotARegressionAlone) {
+    const auto c = lab::compare_inputs(input("base.json", {series("tied", {10, 10, 10})}),
+                                       input("test.json", {series("tied", {20, 20, 20})}), {});
+    EXPECT_NEAR(c.rows.at(0).p_value, 0.1, 1e-12);  // exact; the normal approximation said 0.047
+    EXPECT_EQ(c.rows.at(0).verdict, lab::compare_verdict::noisy);
+    EXPECT_FALSE(lab::has_regression(c));  // one benchmark: the suite cannot tell either
+}
+
+TEST(Compare, AWholeSuiteTwiceAsSlowIsASuiteRegressionThoughEveryRowIsNoisy) {
+    const auto c = whole_suite_moved(200, 2.0);
+    EXPECT_EQ(c.regressions, 0u);
+    EXPECT_EQ(c.noisy, 200u);
+    EXPECT_NEAR(c.geomean_ratio, 2.0, 1e-9);
+    EXPECT_EQ(c.suite.verdict, lab::compare_verdict::regression);
+    EXPECT_EQ(c.suite.slower, 200u);
+    EXPECT_LT(c.suite.p_value, 1e-50);
+    EXPECT_TRUE(lab::has_regression(c));
+    EXPECT_NE(lab::suite_sentence(c).find("Suite: regression"), std::string::npos) << lab::suite_sentence(c);
+    const auto j = nlohmann::json::parse(lab::comparison_to_json(c));
+    EXPECT_EQ(j["summary"]["suite"]["verdict"], "regression");
+    EXPECT_EQ(j["summary"]["suite"]["slower"], 200);
+    const std::string md = lab::comparison_to_markdown(c, "contend compare base.json test.json");
+    EXPECT_NE(md.find("**Suite: regression"), std::string::npos) << md.substr(0, 2000);
+}
+
+TEST(Compare, AWholeSuiteTwiceAsFastIsASuiteImprovementAndPassesTheGate) {
+    const auto c = whole_suite_moved(200, 0.5);
+    EXPECT_EQ(c.suite.verdict, lab::compare_verdict::improvement);
+    EXPECT_FALSE(lab::has_regression(c));
+}
+
+TEST(Compare, ASuiteWithinTheThresholdOrMovingBothWaysIsNoSuiteRegression) {
+    EXPECT_EQ(whole_suite_moved(200, 1.01).suite.verdict, lab::compare_verdict::same);  // +1 %: within 5 %
+    // Half the benchmarks 4x slower, half 1.5x faster: the mean is past 5 %, the signs are even.
+    std::vector<lab::benchmark_series> b, t;
+    for (int i = 0; i < 100; ++i) {
+        const std::string name = "mixed/" + std::to_string(i);
+        b.push_back(series(name, {100, 100, 100}));
+        t.push_back(series(name, i % 2 ? std::vector<double>{400, 400, 400} : std::vector<double>{66, 66, 66}));
+    }
+    const auto c = lab::compare_inputs(input("base.json", b), input("test.json", t), {});
+    EXPECT_GT(c.geomean_ratio, 1.05);
+    EXPECT_EQ(c.suite.verdict, lab::compare_verdict::noisy);
+    EXPECT_FALSE(lab::has_regression(c));
+}
+
+TEST(Compare, MediansWhoseRatioOverflowsStillGiveAGeometricMean) {
+    // 1e-300 ns against 1e300 ns: the ratio is infinite, its logarithm is not.
+    const auto c = lab::compare_inputs(input("base.json", {series("huge", {1e-300, 1e-300, 1e-300})}),
+                                       input("test.json", {series("huge", {1e300, 1e300, 1e300})}), {});
+    EXPECT_EQ(c.rows.size(), 1u);
+    EXPECT_TRUE(std::isinf(c.geomean_ratio) || c.geomean_ratio > 1e300);
+}
+
+TEST(Compare, AMedianThatIsNotPositiveIsRefusedNamingTheFileAndTheBenchmark) {
+    auto base = input("base.json", {series("zero_median", {1, 2, 3})});
+    base.benchmarks[0].median_ns = 0;
+    try {
+        (void)lab::compare_inputs(base, input("test.json", {series("zero_median", {1, 2, 3})}), {});
+        FAIL() << "accepted a median of 0";
+    } catch (const lab::input_error& e) {
+        EXPECT_NE(std::string(e.what()).find("base.json"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("zero_median"), std::string::npos) << e.what();
+    }
+}

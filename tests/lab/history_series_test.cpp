@@ -209,3 +209,38 @@ TEST_F(HistorySeries, CliCompareAnUnknownLabelExitsTwoNamingIt) {
     EXPECT_EQ(o.exit_code, 2) << o.output;
     EXPECT_NE(o.output.find("nope"), std::string::npos) << o.output;
 }
+
+// --changes printed 1e-300 ns as "0.00 -> 0.00 ns" and 1e300 ns as 300 digits.
+TEST(HistoryFormat, TinyAndHugeTimesKeepThreeFiguresWithAUnit) {
+    EXPECT_EQ(lab::format_time_per_op(12.345), "12.3 ns");
+    EXPECT_EQ(lab::format_time_per_op(1.2345), "1.23 ns");
+    EXPECT_EQ(lab::format_time_per_op(1234.5), "1234 ns");
+    EXPECT_EQ(lab::format_time_per_op(1e-300), "1e-300 ns");
+    EXPECT_EQ(lab::format_time_per_op(0.00123), "0.00123 ns");
+    EXPECT_EQ(lab::format_time_per_op(123456), "123.5 us");
+    EXPECT_EQ(lab::format_time_per_op(2.5e9), "2.5 s");
+    EXPECT_EQ(lab::format_time_per_op(1e300), "1e+291 s");
+    EXPECT_EQ(lab::format_change_percent(10, 12), "+20.0 %");
+    EXPECT_EQ(lab::format_change_percent(1e-300, 2e-300), "+100.0 %");
+    EXPECT_EQ(lab::format_change_percent(1e-300, 1e300), "+1e+602 %");
+    EXPECT_EQ(lab::format_change_percent(12, 6), "-50.0 %");
+}
+
+// CLI11 read "-1" into the unsigned option as 18446744073709551615 and clamped a run id past
+// the int64 range; both are refused, as are signs, spaces and hex.
+TEST_F(HistorySeries, CliNumbersOutOfRangeOrNotDecimalExitTwo) {
+    for (const char* bad : {"-1", "0", "18446744073709551615", "1e3", "0x10", " 3", "", "+3"}) {
+        const auto o =
+            contend_test::run_cli("history --db " + shell_quote(db_) + " --changes --min-segment " + shell_quote(bad));
+        EXPECT_EQ(o.exit_code, 2) << bad << ": " << o.output;
+        EXPECT_NE(o.output.find("--min-segment"), std::string::npos) << o.output;
+    }
+    EXPECT_EQ(contend_test::run_cli("history --db " + shell_quote(db_) + " --changes --min-segment 2").exit_code, 0);
+    for (const char* bad : {"99999999999999999999", "-1", "0", "abc"}) {
+        const auto o = contend_test::run_cli("report --db " + shell_quote(db_) + " --run " + shell_quote(bad) + " -o " +
+                                             shell_quote(path("r.html")));
+        EXPECT_EQ(o.exit_code, 2) << bad << ": " << o.output;
+        EXPECT_NE(o.output.find("--run"), std::string::npos) << o.output;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "r.html"));
+}

@@ -136,4 +136,31 @@ TEST(PrintableUtf8, AcceptsTextAndRefusesBrokenBytesAndControls) {
     EXPECT_FALSE(is_printable_utf8(std::string("nul\0byte", 8)));
 }
 
+// A label is a column of `history list` and a cell of every report: a TAB splits the column,
+// U+0085 is a line break to some readers, an unterminated U+202E reverses what follows it.
+TEST(PrintableUtf8, RefusesTabC1ControlsAndBidirectionalControls) {
+    EXPECT_FALSE(is_printable_utf8("a\tb"));
+    EXPECT_FALSE(is_printable_utf8("next\xc2\x85line"));  // U+0085
+    EXPECT_FALSE(is_printable_utf8("\xc2\x9f"));  // U+009F
+    for (const char* bidi : {"\xe2\x80\xaa", "\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x81\xa9"})
+        EXPECT_FALSE(is_printable_utf8(std::string("gnp.") + bidi + "exe")) << bidi;
+    EXPECT_TRUE(is_printable_utf8("\xc2\xa0nbsp \xe2\x80\xa9x"));  // U+00A0, U+2029 are not controls here
+}
+
+TEST(MessageText, EscapesControlsAndCutsLongTextAtACharacter) {
+    using contend::lab::message_text;
+    EXPECT_EQ(message_text(std::string("BM_a\0b", 6)), "BM_a\\x00b");
+    EXPECT_EQ(message_text("tab\there"), "tab\\x09here");
+    EXPECT_EQ(message_text("r\xe2\x80\xae"
+                           "evil"),
+              "r\\u{202E}evil");
+    EXPECT_EQ(message_text("\xff"), "\\xFF");
+    EXPECT_EQ(message_text("caf\xc3\xa9"), "caf\xc3\xa9");
+    const std::string huge(1 << 20, 'x');
+    const std::string cut = message_text(huge);
+    EXPECT_EQ(cut, std::string(200, 'x') + "... (1048576 bytes)");
+    EXPECT_EQ(message_text("\xc3\xa9\xc3\xa9", 3), "\xc3\xa9... (4 bytes)");  // never half a character
+    EXPECT_EQ(message_text(huge, std::string::npos).size(), huge.size());
+}
+
 }  // namespace

@@ -45,6 +45,9 @@ sample_pair reference_samples(const std::string& name) {
         return {{6, 6, 6, 8, 6, 8, 7, 7, 8, 8, 6, 8}, {9, 9, 7, 7, 7, 8, 9, 7, 7, 8, 9, 6, 6, 8}};
     }
     if (name == "separated_three_vs_three") return {{1, 2, 3}, {4, 5, 6}};
+    if (name == "tied_three_vs_tied_three") return {{10, 10, 10}, {20, 20, 20}};
+    if (name == "tied_five_vs_tied_five") return {{7, 7, 7, 7, 7}, {9, 9, 9, 9, 9}};
+    if (name == "ties_across_both") return {{1, 2, 2, 3, 3, 3}, {3, 4, 4, 5, 2}};
     if (name == "one_vs_one") return {{1.5}, {2.5}};
     if (name == "r_t_test_help_example") {
         sample_pair pair;
@@ -67,15 +70,19 @@ struct u_reference {
 // Source: tests/lab/reference/mann_whitney_reference.py (standard library Python: exact p by
 // enumerating every rank assignment, or by the Gaussian binomial coefficient for 20 vs 20;
 // asymptotic p by the tie-corrected normal approximation with continuity correction, as
-// scipy.stats.mannwhitneyu computes it), run as
+// scipy.stats.mannwhitneyu computes it; exact with ties by enumerating the assignments of the
+// pooled midranks), run as
 //   python3 tests/lab/reference/mann_whitney_reference.py
 constexpr u_reference u_table[] = {
     {"seven_vs_nine", 11.0, 0.031118881118881118, true},
     {"ten_vs_twelve", 59.0, 0.9742362900257637, true},
     {"twenty_vs_twenty", 182.0, 0.639513882406952, true},
     {"twenty_five_vs_thirty_with_ties", 291.5, 0.160599753695362, false},
-    {"many_ties", 56.5, 0.14976075057333185, false},
+    {"many_ties", 56.5, 0.15669911055427277, true},
     {"separated_three_vs_three", 0.0, 0.1, true},
+    {"tied_three_vs_tied_three", 0.0, 0.1, true},
+    {"tied_five_vs_tied_five", 0.0, 0.007936507936507936, true},
+    {"ties_across_both", 5.5, 0.10822510822510822, true},
     {"one_vs_one", 0.0, 1.0, true},
 };
 
@@ -131,7 +138,9 @@ TEST(MannWhitneyU, MatchesNagExampleWithTies) {
     const std::vector<double> group1 = {13, 6, 12, 7, 12, 7, 10, 7, 10, 7, 16, 7, 10, 8, 9, 8};
     const std::vector<double> group2 = {17, 6,  10, 8,  15, 8,  15, 10, 15, 10, 14, 10,
                                         14, 11, 14, 11, 13, 12, 13, 12, 13, 12, 12};
-    const lab::u_test_result result = lab::mann_whitney_u(group1, group2);
+    // 39 values in all: the exact p is the default; NAG's figure is the approximation's.
+    EXPECT_TRUE(lab::mann_whitney_u(group1, group2).exact);
+    const lab::u_test_result result = lab::mann_whitney_u(group1, group2, lab::u_method::asymptotic);
     EXPECT_DOUBLE_EQ(result.u, 86.0);
     EXPECT_FALSE(result.exact);
     EXPECT_NEAR(result.p_value, 2 * 0.0025, 1e-4);
@@ -144,7 +153,31 @@ TEST(MannWhitneyU, AllValuesEqualIsNoEvidence) {
     const lab::u_test_result result = lab::mann_whitney_u(same, same);
     EXPECT_DOUBLE_EQ(result.u, 8.0);
     EXPECT_DOUBLE_EQ(result.p_value, 1.0);
-    EXPECT_FALSE(result.exact);
+    EXPECT_TRUE(result.exact);
+    const lab::u_test_result approximate = lab::mann_whitney_u(same, same, lab::u_method::asymptotic);
+    EXPECT_DOUBLE_EQ(approximate.p_value, 1.0);
+    EXPECT_FALSE(approximate.exact);
+}
+
+// The normal approximation calls three tied values against three significant (p 0.046 < 0.05);
+// of the 20 ways to split the six values only the 2 fully separated ones are that extreme.
+TEST(MannWhitneyU, ThreeTiedAgainstThreeTiedIsExactlyOneInTenNotSignificant) {
+    const lab::u_test_result result =
+        lab::mann_whitney_u(std::vector<double>{10, 10, 10}, std::vector<double>{20, 20, 20});
+    EXPECT_TRUE(result.exact);
+    EXPECT_NEAR(result.p_value, 0.1, 1e-15);
+    EXPECT_GT(result.p_value, 0.05);
+    const std::vector<double> five_low(5, 7.0), five_high(5, 9.0);
+    EXPECT_NEAR(lab::mann_whitney_u(five_low, five_high).p_value, 2.0 / 252, 1e-15);
+    EXPECT_NEAR(lab::mann_whitney_u(five_high, five_low).p_value, 2.0 / 252, 1e-15);
+}
+
+// The permutation distribution with ties is not symmetric: the two-sided p counts both tails
+// by their distance from the mean, not twice one of them.
+TEST(MannWhitneyU, ExactPWithTiesIsTheSameWhicheverSideComesFirst) {
+    const sample_pair samples = reference_samples("ties_across_both");
+    EXPECT_DOUBLE_EQ(lab::mann_whitney_u(samples.a, samples.b).p_value,
+                     lab::mann_whitney_u(samples.b, samples.a).p_value);
 }
 
 TEST(MannWhitneyU, ExactPAtTheCentreIsClippedToOne) {
@@ -154,17 +187,21 @@ TEST(MannWhitneyU, ExactPAtTheCentreIsClippedToOne) {
     EXPECT_DOUBLE_EQ(result.p_value, 1.0);
 }
 
-TEST(MannWhitneyU, TwentyOneValuesASideUseTheApproximation) {
+TEST(MannWhitneyU, MoreThanFiftyValuesInAllUseTheApproximation) {
     std::vector<double> a;
     std::vector<double> b;
-    for (int i = 0; i < 21; ++i) {
-        a.push_back(i);
+    for (int i = 0; i < 26; ++i) {
+        a.push_back(i % 5);  // ties too
         b.push_back(i + 0.5);
     }
     EXPECT_FALSE(lab::mann_whitney_u(a, b).exact);
-    a.pop_back();
     b.pop_back();
-    EXPECT_TRUE(lab::mann_whitney_u(a, b).exact);
+    EXPECT_FALSE(lab::mann_whitney_u(a, b).exact);  // 51
+    a.pop_back();
+    const lab::u_test_result exact = lab::mann_whitney_u(a, b);  // 50
+    EXPECT_TRUE(exact.exact);
+    EXPECT_GT(exact.p_value, 0.0);
+    EXPECT_LE(exact.p_value, 1.0);
 }
 
 TEST(MannWhitneyU, RejectsEmptyAndNonFiniteSamples) {
@@ -176,6 +213,21 @@ TEST(MannWhitneyU, RejectsEmptyAndNonFiniteSamples) {
     EXPECT_THROW(lab::mann_whitney_u(some, none), std::invalid_argument);
     EXPECT_THROW(lab::mann_whitney_u(std::vector<double>{1, nan}, some), std::invalid_argument);
     EXPECT_THROW(lab::mann_whitney_u(some, std::vector<double>{inf, 2}), std::invalid_argument);
+}
+
+// Source: the binomial distribution by hand. 9 of 10 one way: 2 (C(10, 9) + C(10, 10)) / 2^10.
+TEST(SignTest, MatchesTheBinomialTailsAndIsSymmetric) {
+    EXPECT_NEAR(lab::sign_test(9, 1).p_value, 2.0 * 11 / 1024, 1e-15);
+    EXPECT_NEAR(lab::sign_test(1, 9).p_value, 2.0 * 11 / 1024, 1e-15);
+    EXPECT_DOUBLE_EQ(lab::sign_test(5, 5).p_value, 1.0);
+    EXPECT_DOUBLE_EQ(lab::sign_test(0, 0).p_value, 1.0);
+    EXPECT_NEAR(lab::sign_test(5, 0).p_value, 2.0 / 32, 1e-15);  // five benchmarks can never reach 0.05
+    // 60,000 all one way: far below any alpha, without underflowing to NaN.
+    const double p = lab::sign_test(60000, 0).p_value;
+    EXPECT_GE(p, 0.0);
+    EXPECT_LT(p, 1e-300);
+    // 10,100 against 9,900: z ~ 1.41, p ~ 0.16 by the normal approximation.
+    EXPECT_NEAR(lab::sign_test(10100, 9900).p_value, 0.159, 0.005);
 }
 
 TEST(GeometricMean, OfRatiosTreatsHalfAndDoubleAsOpposites) {

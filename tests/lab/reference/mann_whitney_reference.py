@@ -2,11 +2,13 @@
 """Reference values for tests/lab/significance_test.cpp, computed independently of the C++ code.
 
 Standard library only, and by other methods than lab/compare/significance.cpp uses:
-  - Mann-Whitney U, exact: every assignment of ranks to the first sample is enumerated
-    (itertools.combinations) when there are at most 2,000,000 of them; above that, the null
-    distribution is read off the Gaussian binomial coefficient [N choose n1]_q, whose
-    coefficients count the arrangements by U, built by polynomial multiplication and exact
-    division in integers. (The C++ code uses Mann and Whitney's recurrence instead.)
+  - Mann-Whitney U, exact (at most EXACT_LIMIT values in all, ties or not): every assignment
+    of the pooled values' midranks to the first sample is enumerated (itertools.combinations)
+    when there are at most 10,000,000 of them; above that, without ties, the null distribution
+    is read off the Gaussian binomial coefficient [N choose n1]_q, whose coefficients count
+    the arrangements by U, built by polynomial multiplication and exact division in integers.
+    The two-sided p counts the arrangements whose U is at least as far from n1 n2 / 2 as the
+    observed one. (The C++ code uses dynamic programming over the tie groups instead.)
   - Mann-Whitney U, asymptotic: the normal approximation with the tie-corrected variance and
     the continuity correction, as scipy.stats.mannwhitneyu(method="asymptotic"), p by math.erfc.
   - Welch's t-test: p by integrating Student's t density with Simpson's rule (the C++ code uses
@@ -18,7 +20,7 @@ It prints the rows of the tables in the test; the samples are the ones written b
 import itertools
 import math
 
-EXACT_LIMIT = 20  # both samples at most this size and no ties: exact, as in significance.hpp
+EXACT_LIMIT = 50  # at most this many values in all: exact, ties or not, as in significance.hpp
 
 
 def midranks(pooled):
@@ -83,14 +85,23 @@ def mann_whitney(a, b):
     ranks, ties = midranks(a + b)
     u1 = sum(ranks[:n1]) - n1 * (n1 + 1) / 2
     u_far = max(u1, n1 * n2 - u1)
-    if max(ties) == 1 and n1 <= EXACT_LIMIT and n2 <= EXACT_LIMIT:
-        if math.comb(n1 + n2, n1) <= 2_000_000:
-            counts = u_distribution_by_enumeration(n1, n2)
-        else:
-            counts = u_distribution_by_gaussian_binomial(n1, n2)
-        assert sum(counts) == math.comb(n1 + n2, n1)
-        tail = sum(counts[int(round(u_far)):])
-        return u1, min(1.0, 2 * tail / math.comb(n1 + n2, n1)), True
+    if n1 + n2 <= EXACT_LIMIT:
+        total = math.comb(n1 + n2, n1)
+        centre = n1 * n2  # twice the mean of U
+        far = abs(2 * u1 - centre)
+        if total <= 10_000_000:
+            # Each choice of n1 of the pooled midranks, with the tie groups as observed.
+            tail = 0
+            for chosen in itertools.combinations(ranks, n1):
+                u = sum(chosen) - n1 * (n1 + 1) / 2
+                if abs(2 * u - centre) >= far:
+                    tail += 1
+            return u1, min(1.0, tail / total), True
+        assert max(ties) == 1, "too many arrangements to enumerate with ties"
+        counts = u_distribution_by_gaussian_binomial(n1, n2)
+        assert sum(counts) == total
+        tail = sum(c for u, c in enumerate(counts) if abs(2 * u - centre) >= far)
+        return u1, min(1.0, tail / total), True
     n = n1 + n2
     tie_term = sum(t ** 3 - t for t in ties)
     variance = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
@@ -153,6 +164,9 @@ U_CASES = {
         [9, 9, 7, 7, 7, 8, 9, 7, 7, 8, 9, 6, 6, 8],
     ),
     "separated_three_vs_three": ([1, 2, 3], [4, 5, 6]),
+    "tied_three_vs_tied_three": ([10, 10, 10], [20, 20, 20]),
+    "tied_five_vs_tied_five": ([7, 7, 7, 7, 7], [9, 9, 9, 9, 9]),
+    "ties_across_both": ([1, 2, 2, 3, 3, 3], [3, 4, 4, 5, 2]),
     "one_vs_one": ([1.5], [2.5]),
 }
 
