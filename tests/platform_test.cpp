@@ -1,8 +1,12 @@
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -137,6 +141,33 @@ TEST(WaitBackend, WakeReleasesAWaiter) {
     waiter.join();
     EXPECT_TRUE(woke.load());
     std::printf("wait backend: %s\n", contend::wait_backend_name());
+}
+
+// A thread still waiting when the process exits (a sweeper, a worker of a pool never
+// destroyed) must not hold the exit up: the portable backend once destroyed its condition
+// variables at exit, and glibc's destroy waits for their waiters, for good.
+TEST(WaitBackend, AThreadStillWaitingDoesNotHoldUpTheProcessExit) {
+    watchdog dog(60s);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        static std::atomic<std::uint32_t> word{0};
+        std::thread([] {
+            for (;;) ci::wait_on_address(word, 0, ci::no_deadline);
+        }).detach();
+        std::this_thread::sleep_for(50ms);  // long enough to be asleep in the backend
+        std::exit(0);  // runs the static destructors
+    }
+    int status = -1;
+    const auto until = steady::now() + 30s;
+    pid_t done = 0;
+    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && steady::now() < until) std::this_thread::sleep_for(10ms);
+    if (done == 0) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+    }
+    EXPECT_EQ(done, child) << "the process did not exit in 30 s: its exit waited for the waiting thread";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST(WaitBackend, NameIsFutexOrPortable) {

@@ -23,13 +23,22 @@ struct stripe {
 // 64 stripes: enough that unrelated waiters rarely share one (sharing only costs a
 // spurious wake-up, since each stripe wakes all its waiters).
 constexpr std::size_t stripe_count = 64;
-cache_padded<stripe> stripes[stripe_count];
+
+// Never destroyed: a thread may still wait here while the process exits (a sweeper, a pool
+// worker of a pool that is never destroyed), and destroying a condition variable with a
+// waiter blocks the exiting thread for good (glibc's pthread_cond_destroy waits for it).
+union never_destroyed_stripes {
+    cache_padded<stripe> at[stripe_count];
+    never_destroyed_stripes() : at() {}
+    ~never_destroyed_stripes() {}
+};
+never_destroyed_stripes stripes;
 
 stripe& stripe_for(const void* address) noexcept {
     auto bits = reinterpret_cast<std::uintptr_t>(address);
     bits ^= bits >> 17;
     bits *= 0x9E3779B97F4A7C15ull;
-    return stripes[(bits >> 58) % stripe_count].value;
+    return stripes.at[(bits >> 58) % stripe_count].value;
 }
 
 }  // namespace
