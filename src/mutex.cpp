@@ -66,8 +66,8 @@ std::atomic<std::uint32_t> spin_rounds{mutex::default_spin_limit};
 constexpr std::uint32_t level_rounds[4] = {0, 2, 4, 10};
 constexpr std::uint32_t trial_rounds = 2;
 constexpr std::uint32_t trial_period = 16;
-// No spin outlasts a park and wake: one way, 16 to 19 us on the AMD EPYC reference VM
-// (a futex ping-pong between two threads). Only yielding rounds can get near it, and they
+// No spin outlasts a park and wake, one way (a futex ping-pong between two threads:
+// docs/design/mutex.md, "The spin limit"). Only yielding rounds can get near it, and they
 // check the clock.
 constexpr auto max_spin = std::chrono::microseconds(16);
 
@@ -126,10 +126,10 @@ std::uint32_t crowd_threshold() noexcept {
 }
 
 // Round r of a contended lock's spin: 2^(r+1) pause lengths for the first four rounds, then
-// a yield per round, as in Rust parking_lot's SpinWait. A pause length is 23 ns, what a
-// pause took on the AMD EPYC VM where the rounds were tuned; the count of pauses is derived
-// from the pause measured here (platform/spin_wait.hpp), so a round lasts as long on a CPU
-// whose pause takes 30 ns or 140 cycles: 46, 92, 184 and 368 ns.
+// a yield per round, as in Rust parking_lot's SpinWait. A pause length is the 23 ns the
+// rounds were tuned with (docs/design/mutex.md); the count of pauses is derived from the
+// pause measured here (platform/spin_wait.hpp), so a round lasts as long on every CPU:
+// 46, 92, 184 and 368 ns.
 constexpr std::chrono::nanoseconds round_unit{46};
 void spin_round(std::uint32_t round) noexcept {
     if (round < 4) {

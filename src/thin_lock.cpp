@@ -33,8 +33,8 @@ using internal::fat_lock;
 // 2 and 4 pauses) is tuned for a lock whose waiters have a designee; a thin lock's waiters
 // park on the word, so it spins a little longer: 8 probes, as the sleeping lock of the
 // sleeping-spinlock study (docs/references.md) makes before it sleeps, with doubling pauses
-// (1 to 128 pause lengths of 23 ns, what a pause took on the AMD EPYC VM: about 6 us in
-// all): long enough to cover a critical section of a few hundred instructions, short against
+// (1 to 128 pause lengths of 23 ns, the length the mutex's rounds were tuned with: about
+// 6 us in all): long enough to cover a critical section of a few hundred instructions, short against
 // a futex round trip. In time, derived from the pause measured here (platform/spin_wait.hpp),
 // and the last three probes yield instead of pausing, so that a holder preempted on this
 // CPU runs instead of the prober (docs/design/polling.md).

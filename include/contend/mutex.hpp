@@ -135,9 +135,9 @@ public:
     bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & held_bit; }
 
     // How long a contended lock() spins before it parks. Round r of a spin pauses for
-    // 2^(r+1) x 23 ns for r < 4 (Rust parking_lot's SpinWait; the pause count is derived from
-    // a pause measured at run time), later rounds yield, and no spin lasts longer than about
-    // a park and wake (16 us).
+    // 2^(r+1) pause lengths for r < 4 (Rust parking_lot's SpinWait; the pause's length is
+    // measured at run time), later rounds yield, and no spin lasts longer than about a park
+    // and wake (docs/design/mutex.md, "The spin limit").
     //
     // Default: 2 rounds for every mutex (default_spin_limit). set_spin_limit(n) fixes n.
     //

@@ -35,9 +35,9 @@ void thread_yield() noexcept;
 }  // namespace internal
 
 // Naive test-and-set: every waiter exchanges on every check, so every losing probe asks
-// for exclusive ownership of the line the holder needs to release. The sleeping-spinlock
-// study measured 1.67 us per increment against 8.54 ns for the sleeping lock (64 workers,
-// Intel). A baseline for the lab; do not use it.
+// for exclusive ownership of the line the holder needs to release: under a crowd it is
+// orders of magnitude slower than the sleeping lock (docs/design/mutex.md, "The spin
+// locks"). A baseline for the lab; do not use it.
 class tas_lock {
 public:
     void lock() noexcept {
@@ -119,8 +119,8 @@ private:
 };
 
 // The sleeping-spinlock study's winner on x86: 8 read-only probes, then a 1 ns nanosleep
-// request, which the kernel rounds up to the timer slack (50 us by default; about 90 us
-// measured on the reference VM). The nap takes most waiters off the run queue so one thread
+// request, which the kernel rounds up to the timer slack (50 us by default, more under a
+// hypervisor: docs/design/mutex.md, "The spin locks"). The nap takes most waiters off the run queue so one thread
 // runs the critical section alone: excellent throughput for a one-increment section, poor
 // latency and no fairness for an individual waiter.
 class sleeping_spin_lock {

@@ -3,9 +3,9 @@
 // (the pipe's waits, the pool's idle spin, contend::mutex's spin).
 //
 // Two facts this answers, both measured (docs/design/polling.md):
-//   - A pause is not a unit of time. It took 23 ns on the AMD EPYC VM and 26 to 31 ns on
-//     the Intel Xeon (Sapphire Rapids) VM, and up to 140 cycles on Skylake-SP, so a budget
-//     written as a pause count means another wait on every CPU. Budgets here are nanoseconds:
+//   - A pause is not a unit of time: its length differs severalfold between CPUs
+//     (docs/design/polling.md has the figures), so a budget written as a pause count means
+//     another wait on every CPU. Budgets here are nanoseconds:
 //     a poll checks the clock, and a pause count is derived from the cost of a pause
 //     measured once per process (relax_ns).
 //   - A poll cannot succeed while the thread it waits for is not running, and when both

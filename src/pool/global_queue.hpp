@@ -12,16 +12,14 @@
 // The lock is tried a few times before lock() is called. contend::mutex's designee naps
 // about 100 us when it finds the lock taken, which serializes two workers hammering one
 // queue (good for the sustained benchmark) but leaves a worker asleep through a whole
-// burst of short items: in the lab's pool suite (AMD EPYC VM, 2 workers) a plain lock()
-// gave 1,786 items/ms at burst:64 against the mutex pool's 4,200; ten tries 4 pauses apart
-// (92 ns there) gave 7,100 and kept sustained at 2x the mutex pool. The spacing is now
-// that time, not that many pauses (a pause costs 23 ns there, 26 to 31 ns on the Intel
-// VM, 140 cycles on Skylake-SP: platform/spin_wait.hpp), so the tries cover about 1 us on
-// every CPU. A count of tries, not a clock-checked budget, because each try is one look at
-// the lock's line and the whole wait is a handful of the holder's critical sections (a few
-// stores each): a clock read per try would cost a fifth of the spacing, and a holder that
-// is not running (preempted) is contend::mutex's business, which parks. Tries, not yields:
-// 1 us is within one yield_interval(), the shortest a poll here goes without yielding.
+// burst of short items; ten tries about 90 ns apart fixed that without losing the
+// sustained case (docs/design/pool.md, "The global queue's lock tries"). The spacing is a time,
+// not a count of pauses (a pause's length differs threefold between CPUs:
+// platform/spin_wait.hpp), so the tries cover about 1 us on every CPU. A count of tries, not a clock-checked budget,
+// because each try is one look at the lock's line and the whole wait is a handful of the holder's critical sections (a
+// few stores each): a clock read per try would cost a fifth of the spacing, and a holder that is not running
+// (preempted) is contend::mutex's business, which parks. Tries, not yields: 1 us is within one yield_interval(), the
+// shortest a poll here goes without yielding.
 #pragma once
 
 #include <algorithm>

@@ -2,8 +2,8 @@
 // abandoned a lock, see locks_held).
 // Internal. The thin lock stores the owner's id in 16 bits of a header word, so ids are
 // handed out lowest-free-first, and the threads of an ordinary program fit. Ids are not
-// capped: a process with more live threads than that (Linux allows it: threads-max was
-// 192,729 on the 2-CPU reference VM) gets larger ids, and thin_lock takes its lock through
+// capped: a process with more live threads than that (Linux allows it: threads-max is
+// commonly well above 65,535) gets larger ids, and thin_lock takes its lock through
 // the fat lock for those threads (thin_lock.hpp); no other user of the ids cares.
 #pragma once
 

@@ -5,9 +5,8 @@
 //
 // A one-byte mutex has no room for a waiter count, and a lock whose unlock must notice
 // "someone is parked" would normally pay a second locked instruction (CAS or exchange) to
-// release: on this project's reference VM that doubles an uncontended lock+unlock (6 ns to
-// 12 ns). Instead, a thread about to park registers in a slot of this table, chosen by
-// hashing the lock's address, and the unlock fast path is
+// release, which about doubles an uncontended lock+unlock (docs/design/unlock.md). Instead, a thread about to park
+// registers in a slot of this table, chosen by hashing the lock's address, and the unlock fast path is
 //     store(state, 0, release); compiler barrier; load(slot)
 // A store followed by a load needs a full fence to be a correct Dekker handshake; the
 // registering thread supplies it for both sides with an asymmetric process-wide barrier
@@ -35,7 +34,7 @@ inline constexpr std::size_t waiter_slot_count = std::size_t{1} << waiter_slot_b
 //                    `light`, so meanwhile every unlock takes the fenced path.
 //   bits 20..29    : unlocks that found the slot armed but idle; after 1,023 of them the
 //                    slot drops back to `light` (hysteresis: a lock contended on and off
-//                    does not pay a barrier, about 26 us on the reference VM, per episode)
+//                    does not pay a barrier, tens of microseconds, per episode)
 //   bits 0..19     : threads registered as (about to be) parked on an address hashing here
 // Zero-initialized (no `light`) is the safe state: every unlock takes the fenced path.
 inline constexpr std::uint32_t waiter_slot_light = 0x8000'0000u;
