@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -43,11 +44,30 @@ namespace lab = contend::lab;
 
 namespace {
 
-// Exit codes, also listed in `contend bench --help`.
-constexpr int exit_usage = 2;  // bad arguments: nothing ran, nothing was written
-constexpr int exit_no_valid_cell = 3;  // the run measured nothing valid
-constexpr int exit_output_failed = 4;  // the run finished, but an output could not be written
+// Exit codes: one table for every command, printed by every --help (exit_status_table) and
+// in docs/lab.md ("Exit codes").
+constexpr int exit_regression = 1;  // compare: a regression; history import: the history could not be written
+constexpr int exit_usage = 2;  // bad arguments or bad input (a history that cannot be read too): nothing written
+constexpr int exit_no_valid_cell = 3;  // bench: the run measured nothing valid
+// An output could not be written: a file, the history (bench), or standard output (a full
+// disk, a file size limit, a closed pipe). Not 2: the arguments and inputs were fine, and a
+// script may retry; not 1: compare's 1 means "regression", and a report that never arrived
+// must not read as a verdict.
+constexpr int exit_output_failed = 4;
 constexpr int exit_out_of_memory = 5;  // an input (or the history) needed more memory than the process may use
+
+constexpr const char* exit_status_table =
+    "Exit status (the same table for every command; docs/lab.md, \"Exit codes\"):\n"
+    "  0      done; compare: no regression\n"
+    "  1      compare: a regression (unless --no-fail-on-regression); history import: the history could not be "
+    "written (nothing stored)\n"
+    "  2      bad arguments or bad input (a file or a history that cannot be read: missing, corrupt, truncated, "
+    "foreign): nothing written\n"
+    "  3      bench: no valid cell\n"
+    "  4      an output could not be written (a full disk, a file size limit, a closed pipe; standard output "
+    "included): bench still writes its other outputs; compare writes all its files or none\n"
+    "  5      out of memory\n"
+    "  128+N  stopped by signal N (bench writes the cells done; the other commands store and replace nothing)";
 
 // The signal that asked the run to stop (SIGINT, SIGTERM, SIGHUP), or 0.
 std::atomic<int> stop_signal{0};
@@ -72,8 +92,11 @@ void install_stop_handlers() {
     sigemptyset(&sa.sa_mask);
     for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);  // one handler at a time
     for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-    // A cell's process that dies before reading its settings must not kill the run.
+    // A cell's process that dies before reading its settings must not kill the run; a closed
+    // pipe on standard output is then EPIPE, and a file past `ulimit -f` EFBIG: write errors,
+    // reported with exit_output_failed (and a temporary file removed) instead of a kill.
     std::signal(SIGPIPE, SIG_IGN);
+    std::signal(SIGXFSZ, SIG_IGN);
 }
 
 // The default run is the short one: steady or long cells stop after 3 repetitions, a
@@ -362,11 +385,13 @@ std::string shell_word(const std::string& word) {
     return out + "'";
 }
 
-// Opens the history read-only. A history that cannot be read is bad input (exit 2), as a
-// results file that cannot be read is: the message names the path.
-std::unique_ptr<lab::history_store> open_history(const std::string& db_path) {
+// Every run of the history, opened read-only. A history that cannot be opened or read (not a
+// history, corrupt pages, cut short) is bad input (exit 2), as a results file that cannot be
+// read is: the message names the path. Never exit 1, which is compare's "regression".
+std::vector<lab::stored_run> read_history(const std::string& db_path) {
     try {
-        return std::make_unique<lab::history_store>(db_path, lab::history_access::read_only);
+        const lab::history_store store(db_path, lab::history_access::read_only);
+        return store.stored_runs();
     } catch (const std::runtime_error& e) {
         throw std::invalid_argument("--db " + lab::history_store::printable(db_path) + ": " + e.what());
     }
@@ -400,7 +425,7 @@ int run_compare(const compare_args& a) {
     options.alpha = a.alpha;
     // From a history: read once, so both labels, the edges and the page come from one snapshot.
     std::vector<lab::stored_run> runs;
-    if (from_history) runs = open_history(a.db_path)->stored_runs();
+    if (from_history) runs = read_history(a.db_path);
     const auto read = [&](const std::string& what) {
         return from_history ? lab::comparison_input_from_runs(runs, lab::history_store::printable(a.db_path), what)
                             : lab::read_comparison_input(what);
@@ -430,8 +455,11 @@ int run_compare(const compare_args& a) {
     repro += std::string(dash_input ? " --" : "") + " " + shell_word(a.baseline) + " " + shell_word(a.test);
     const std::string markdown = lab::comparison_to_markdown(c, repro);
     lab::throw_if_stopped(&stop_signal, "nothing was written");
-    if (!a.markdown_path.empty()) lab::write_output_file("--markdown", a.markdown_path, markdown);
-    if (!a.json_path.empty()) lab::write_output_file("--json", a.json_path, lab::comparison_to_json(c));
+    // All or nothing: each file goes to its temporary file first; none replaces its target
+    // unless every output was written (exit 4 otherwise, every previous file kept).
+    lab::output_set files;
+    if (!a.markdown_path.empty()) files.add("--markdown", a.markdown_path, markdown);
+    if (!a.json_path.empty()) files.add("--json", a.json_path, lab::comparison_to_json(c));
     if (!a.html_path.empty()) {
         // The page's evidence: from a history, each benchmark's series (change points found
         // as the edge detector found them) and the two runs read; from files, their repetitions.
@@ -442,8 +470,9 @@ int run_compare(const compare_args& a) {
             evidence = {nullptr, nullptr, &series, lab::newest_run_labelled(runs, a.baseline),
                         lab::newest_run_labelled(runs, a.test)};
         }
-        lab::write_output_file("--html", a.html_path, lab::render_compare_page(c, repro, evidence, library));
+        files.add("--html", a.html_path, lab::render_compare_page(c, repro, evidence, library));
     }
+    files.commit();
     if (a.markdown_path != "-" && a.json_path != "-" && a.html_path != "-") {
         lab::throw_if_stopped(&stop_signal, "the report was not printed");
         std::cout << markdown;
@@ -451,7 +480,7 @@ int run_compare(const compare_args& a) {
     std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
               << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy; "
               << lab::suite_sentence(c) << "\n";
-    return lab::has_regression(c) && !a.no_fail_on_regression ? 1 : 0;
+    return lab::has_regression(c) && !a.no_fail_on_regression ? exit_regression : 0;
 }
 
 struct history_args {
@@ -468,8 +497,7 @@ struct history_args {
 
 // `contend history list`: one line per run, oldest first.
 int run_history_list(const history_args& a) {
-    const auto store = open_history(a.db_path);
-    const auto runs = store->stored_runs();
+    const auto runs = read_history(a.db_path);
     for (const auto& r : runs) {
         const auto& c = r.run.context;
         std::printf("%lld  %s  %s  %s  %zu cells (%zu valid)  %s\n", static_cast<long long>(r.id), c.date.c_str(),
@@ -534,8 +562,7 @@ int run_history_changes(history_args& a) {
         lab::check_output_path("--html", a.html_path);
         library = page_chart_library();
     }
-    const auto store = open_history(a.db_path);
-    const auto runs = store->stored_runs();
+    const auto runs = read_history(a.db_path);
     const lab::change_options options{a.p, a.min_segment, a.min_magnitude_percent / 100};
     // One computation for the page and the text: the page charts the change points printed.
     const auto series = lab::history_series(runs, a.name_glob, options);
@@ -573,6 +600,23 @@ int run_history_changes(history_args& a) {
 
 }  // namespace
 
+// Standard output carries a command's result (the report, the list, the changes, the table):
+// a write that failed there (a full disk, a file size limit, a closed pipe) fails the command
+// with exit_output_failed, as a file that could not be written does, instead of exit 0 with
+// the output cut short. A command that already failed keeps its status (and the message).
+int standard_output_checked(const std::string& command, int code) {
+    // stdio first (std::cout writes through it, synced): its errno is the reason.
+    errno = 0;
+    const bool flush_failed = std::fflush(stdout) != 0;
+    const int error = flush_failed ? errno : 0;
+    std::cout.flush();
+    if (!flush_failed && !std::ferror(stdout) && std::cout.good()) return code;
+    const std::string why = error != 0 ? std::string(": ") + std::strerror(error) : std::string();
+    std::fprintf(stderr, "contend %s: cannot write standard output%s; what it printed is cut short or missing\n",
+                 command.c_str(), why.c_str());
+    return code == 0 ? exit_output_failed : code;
+}
+
 // Out of memory anywhere, even where an exception cannot pass (nlohmann::json's destructor
 // allocates while it frees a large document, and is noexcept: a std::bad_alloc there was an
 // abort, exit 134): say so and exit exit_out_of_memory. A reserve is freed first, so that
@@ -600,10 +644,9 @@ int main(int argc, char** argv) {
     bench_args a;
     auto& o = a.options;
     auto* bench = app.add_subcommand("bench", "Run a suite of contention benchmarks");
-    bench->footer(
-        "Exit status: 0 done; 2 bad arguments (nothing ran, nothing written); 3 no valid cell; 4 an output could "
-        "not be written (the others were); 128+N stopped by signal N (the cells done are written); 5 out of memory. "
-        "An output path '-' is standard output (the table then goes to standard error).");
+    app.footer(exit_status_table);
+    bench->footer(std::string("An output path '-' is standard output (the table then goes to standard error).\n\n") +
+                  exit_status_table);
     bench->add_flag("--list", a.list, "List the suites and their contenders");
     bench->add_option("--suite", o.suite, "Suite to run")->capture_default_str();
     bench->add_option("--contenders", o.contenders, "Glob(s) of contenders (name or name/param:value), comma-separated")
@@ -638,6 +681,7 @@ int main(int argc, char** argv) {
                     "the same stretches of time (the server suite always does)");
     std::string disasm_suite, disasm_contender;
     auto* disasm = app.add_subcommand("disasm", "Show the instructions of a contender's hot loop, atomics marked");
+    disasm->footer(exit_status_table);
     disasm->add_option("suite", disasm_suite, "Suite, e.g. counter")->required();
     disasm->add_option("contender", disasm_contender, "Contender, e.g. contend_mutex (hold: contend_mutex/cs_us:20)")
         ->required();
@@ -645,6 +689,7 @@ int main(int argc, char** argv) {
     std::string report_run_id;  // as given: parse_whole_number
     std::string report_output = ".contend/report.html";
     auto* report = app.add_subcommand("report", "Write one self-contained HTML page: a chart and a table per suite");
+    report->footer(exit_status_table);
     auto* report_json =
         report->add_option("--json", report_request.json_path,
                            "Read a results file written by `contend bench --json` instead of the history");
@@ -660,10 +705,9 @@ int main(int argc, char** argv) {
     auto* compare = app.add_subcommand("compare", "Compare a baseline run with a test run: regressions, improvements");
     compare->footer(
         "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
-        "The Markdown report goes to standard output. Exit status: 0 no regression; 1 at least one regression, or "
-        "the whole suite regressed (geometric mean past the threshold, sign test across benchmarks) (unless "
-        "--no-fail-on-regression); 2 bad arguments or bad input (nothing written); 5 out of memory; 128+N stopped "
-        "by signal N (no output written or replaced).");
+        "The Markdown report goes to standard output. A regression (exit 1) is at least one regressed benchmark, or "
+        "the whole suite regressed (geometric mean past the threshold, sign test across benchmarks).\n\n" +
+        std::string(exit_status_table));
     compare->add_option("baseline", cmp.baseline, "The baseline results file (with --db: a label)")->required();
     compare->add_option("test", cmp.test, "The results file to judge against it (with --db: a label)")->required();
     compare->add_option("--db", cmp.db_path,
@@ -685,10 +729,9 @@ int main(int argc, char** argv) {
         "contend history list: one line per run. contend history [name-glob] --changes: each benchmark's change "
         "points over the runs (E-divisive means, Welch's t-test), each printed between the labels of the runs that "
         "bracket it. contend history [name-glob] --html FILE: one HTML page of the runs, the changes and a chart of "
-        "each benchmark's series (with --changes, the changes are printed too). Exit status: 0 done (changes or not); "
-        "2 bad arguments, bad input or a history that cannot be read "
-        "(nothing written); 1 the history could not be written; 5 out of memory; 128+N stopped by signal N (import: "
-        "nothing stored).");
+        "each benchmark's series (with --changes, the changes are printed too). Changes found or not, "
+        "the status is 0.\n\n" +
+        std::string(exit_status_table));
     history->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
         ->capture_default_str();
     history->add_option("name-glob", hist.name_glob,
@@ -712,7 +755,9 @@ int main(int argc, char** argv) {
     history_import
         ->add_option("--db", hist.db_path, "History: an SQLite file (created when missing) or a postgresql:// URI")
         ->capture_default_str();
+    history_import->footer(exit_status_table);
     auto* history_list = history->add_subcommand("list", "One line per run: id, date, label, CPU, cells, status");
+    history_list->footer(exit_status_table);
     history_list->add_option("--db", hist.db_path, "History: an SQLite file or a postgresql:// URI (opened read-only)")
         ->capture_default_str();
     try {
@@ -733,61 +778,72 @@ int main(int argc, char** argv) {
     memory_command = command.c_str();
     memory_reserve = new char[1 << 20];
     std::set_new_handler(on_out_of_memory);
-    try {
-        // Every --db given or defaulted that will be used, before anything else is done.
-        if (bench->parsed() && !a.list) check_db_option(a.db_path);
-        if (report->parsed() && report_request.json_path.empty()) check_db_option(report_request.db_path);
-        if (compare->parsed() && compare->count("--db")) check_db_option(cmp.db_path);
-        if (history->parsed()) check_db_option(hist.db_path);
-        if (bench->parsed()) return run_bench(a);
-        if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
-        if (compare->parsed()) return run_compare(cmp);
-        if (history_import->parsed()) {
-            if (hist.changes || !hist.name_glob.empty() || !hist.html_path.empty())
-                throw std::invalid_argument("import takes neither a name glob, --changes nor --html");
-            imp.db_path = hist.db_path;
-            return run_history_import(imp);
+    const int code = [&]() -> int {
+        try {
+            // Every --db given or defaulted that will be used, before anything else is done.
+            if (bench->parsed() && !a.list) check_db_option(a.db_path);
+            if (report->parsed() && report_request.json_path.empty()) check_db_option(report_request.db_path);
+            if (compare->parsed() && compare->count("--db")) check_db_option(cmp.db_path);
+            if (history->parsed()) check_db_option(hist.db_path);
+            if (bench->parsed()) return run_bench(a);
+            if (disasm->parsed()) return run_disasm(disasm_suite, disasm_contender);
+            if (compare->parsed()) return run_compare(cmp);
+            if (history_import->parsed()) {
+                if (hist.changes || !hist.name_glob.empty() || !hist.html_path.empty())
+                    throw std::invalid_argument("import takes neither a name glob, --changes nor --html");
+                imp.db_path = hist.db_path;
+                return run_history_import(imp);
+            }
+            if (history_list->parsed()) {
+                if (hist.changes || !hist.name_glob.empty() || !hist.html_path.empty())
+                    throw std::invalid_argument("list takes neither a name glob, --changes nor --html");
+                return run_history_list(hist);
+            }
+            if (history->parsed()) {
+                if (!hist.changes && hist.html_path.empty())
+                    throw std::invalid_argument("say what to show: `contend history list`, --changes or --html FILE");
+                return run_history_changes(hist);
+            }
+            if (report->parsed()) {
+                if (report->count("--run"))
+                    report_request.run_id =
+                        parse_whole_number("--run", report_run_id, 1, std::numeric_limits<std::int64_t>::max());
+                return run_report(report_request, report_output);
+            }
+        } catch (const std::invalid_argument& e) {
+            std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+            return exit_usage;
+        } catch (const lab::input_error& e) {
+            std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+            return exit_usage;
+        } catch (const lab::output_write_error& e) {
+            // The paths were checked before anything ran: the write itself failed.
+            std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+            return exit_output_failed;
+        } catch (const lab::output_error& e) {
+            std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+            return exit_usage;
+        } catch (const lab::interrupted& e) {
+            std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+            return 128 + e.signal();
+        } catch (const std::bad_alloc&) {
+            // Before std::exception: "std::bad_alloc" says nothing a person can act on, and exit 1
+            // is compare's "regression". Outputs are written whole to a temporary file and renamed,
+            // so none is left half written.
+            std::fprintf(
+                stderr,
+                "contend %s: out of memory: the inputs (or the history) need more memory than this process may "
+                "use (see ulimit -v); stopped, no output half written\n",
+                command.c_str());
+            return exit_out_of_memory;
+        } catch (const std::exception& e) {
+            // import's inputs are checked before the history is opened for writing: what fails
+            // after that is the history (exit 1). Every other command only reads, and what it
+            // could not read is its input (exit 2); never 1, compare's "regression".
+            std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
+            return history_import->parsed() ? exit_regression : exit_usage;
         }
-        if (history_list->parsed()) {
-            if (hist.changes || !hist.name_glob.empty() || !hist.html_path.empty())
-                throw std::invalid_argument("list takes neither a name glob, --changes nor --html");
-            return run_history_list(hist);
-        }
-        if (history->parsed()) {
-            if (!hist.changes && hist.html_path.empty())
-                throw std::invalid_argument("say what to show: `contend history list`, --changes or --html FILE");
-            return run_history_changes(hist);
-        }
-        if (report->parsed()) {
-            if (report->count("--run"))
-                report_request.run_id =
-                    parse_whole_number("--run", report_run_id, 1, std::numeric_limits<std::int64_t>::max());
-            return run_report(report_request, report_output);
-        }
-    } catch (const std::invalid_argument& e) {
-        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
-        return exit_usage;
-    } catch (const lab::input_error& e) {
-        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
-        return exit_usage;
-    } catch (const lab::output_error& e) {
-        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
-        return exit_usage;
-    } catch (const lab::interrupted& e) {
-        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
-        return 128 + e.signal();
-    } catch (const std::bad_alloc&) {
-        // Before std::exception: "std::bad_alloc" says nothing a person can act on, and exit 1
-        // is compare's "regression". Outputs are written whole to a temporary file and renamed,
-        // so none is left half written.
-        std::fprintf(stderr,
-                     "contend %s: out of memory: the inputs (or the history) need more memory than this process may "
-                     "use (see ulimit -v); stopped, no output half written\n",
-                     command.c_str());
-        return exit_out_of_memory;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "contend %s: %s\n", command.c_str(), e.what());
-        return 1;
-    }
-    return 0;
+        return 0;
+    }();
+    return standard_output_checked(command, code);
 }

@@ -45,9 +45,11 @@ class backend;
 // masked (printable() below).
 //
 // Several processes may use the same history at once. SQLite: a writer that finds the file
-// locked waits up to 5 s before giving up. PostgreSQL: appends and migrations queue behind
-// each other (a lock on the runs table, an advisory lock) and give up after waiting 5 s for
-// a lock. One history_store object must not be used from several threads at the same time.
+// locked waits up to 5 s before giving up. PostgreSQL: appends queue behind each other for
+// the runs table, first come first served, for up to 10 minutes (however long each takes: a
+// fleet may append at once; a stop signal given to append ends the wait, storing nothing);
+// migrations queue on an advisory lock and give up after waiting 5 s for a lock. One
+// history_store object must not be used from several threads at the same time.
 class history_store {
 public:
     // read_write: opens the file at `path`, creating it and any missing parent directories;

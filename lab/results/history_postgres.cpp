@@ -5,7 +5,9 @@
 // Values always travel as parameters of PQexecParams, in text form, never inside SQL text.
 // The transactions, and why:
 //  - an append is one READ COMMITTED transaction that first locks the runs table against
-//    other appenders (EXCLUSIVE mode: readers still read). Ids come from identity columns,
+//    other appenders (EXCLUSIVE mode: readers still read). Appenders queue for that lock in
+//    the server's order, first come first served, for up to append_lock_wait: a fleet
+//    appending at once waits its turn however long each append takes. Ids come from identity columns,
 //    which only grow; the lock makes runs commit in the order of their ids, as SQLite's
 //    single writer does, so a reader never sees run 5 and later a run 4 appear before it;
 //  - every read is one REPEATABLE READ, READ ONLY transaction: one snapshot for the runs,
@@ -14,8 +16,11 @@
 //    advisory lock, which serializes two processes opening a new database at once; the
 //    second finds the work done when it gets the lock.
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -41,9 +46,16 @@ namespace {
 // long instead of libpq's default, which is to wait for the operating system (minutes).
 constexpr const char* default_connect_timeout_s = "10";
 
-// How long an append or a migration waits for another one's lock before giving up: as long
-// as SQLite's busy timeout (history_sqlite.cpp), for the same reason.
+// How long a migration, or a statement of an append once it holds the runs table, waits for a
+// lock before giving up: as long as SQLite's busy timeout (history_sqlite.cpp).
 constexpr const char* lock_timeout = "5s";
+
+// How long an append waits for the runs table while other appends hold it. Not lock_timeout:
+// one append of 60,000 benchmarks holds it for longer than 5 s, and a fleet appending at once
+// must queue, not fail. Bounded, so that an appender stopped while it holds the lock (a
+// suspended process, a hung client) is reported rather than waited for forever; a stop
+// signal ends the wait at once.
+constexpr std::chrono::minutes append_lock_wait{10};
 
 // The key of the advisory lock that serializes schema creation and migration. Any fixed
 // number works; this one is "contend" in ASCII, unlikely to be another program's key.
@@ -512,7 +524,7 @@ public:
         const std::string insert_metric = "INSERT INTO metrics (cell_id, name, value) VALUES ($1, $2, $3)";
 
         transaction appending(db_, "BEGIN", "cannot append run");
-        db_.exec("LOCK TABLE runs IN EXCLUSIVE MODE", "cannot append run");
+        lock_runs_for_append(stop, undone);
         parameters run_values;
         bind_fields(run_values, run.context, run_fields, "run");
         const std::int64_t run_id = db_.query_int("cannot append run", insert_run, run_values);
@@ -557,6 +569,44 @@ public:
     }
 
 private:
+    // LOCK TABLE runs, waiting in the server's queue for up to append_lock_wait while another
+    // append holds it. The statement is sent without waiting for its answer, so that the wait
+    // can look at `stop` (every 100 ms) and cancel the request when a signal asks to stop.
+    void lock_runs_for_append(const std::atomic<int>* stop, const std::string& undone) const {
+        db_.exec("SET LOCAL lock_timeout = 0", "cannot append run");  // this transaction only
+        PGconn* conn = db_.get();
+        if (PQsendQuery(conn, "LOCK TABLE runs IN EXCLUSIVE MODE") == 0) db_.fail("cannot append run", nullptr);
+        const auto deadline = std::chrono::steady_clock::now() + append_lock_wait;
+        enum class cancelled { no, stop, deadline } why = cancelled::no;
+        while (PQisBusy(conn) != 0) {
+            if (why == cancelled::no) {
+                if (stop != nullptr && stop->load() != 0) why = cancelled::stop;
+                else if (std::chrono::steady_clock::now() > deadline) why = cancelled::deadline;
+                if (why != cancelled::no) {
+                    // The server answers the cancelled statement with an error, read below.
+                    if (PGcancel* cancel = PQgetCancel(conn)) {
+                        char error[256];
+                        PQcancel(cancel, error, sizeof error);
+                        PQfreeCancel(cancel);
+                    }
+                }
+            }
+            pollfd ready{PQsocket(conn), POLLIN, 0};
+            ::poll(&ready, 1, 100);
+            if (PQconsumeInput(conn) == 0) db_.fail("cannot append run", nullptr);
+        }
+        const result_handle locked(PQgetResult(conn));
+        while (PGresult* more = PQgetResult(conn)) PQclear(more);  // the end of this statement's results
+        if (PQresultStatus(locked.get()) != PGRES_COMMAND_OK) {
+            if (why == cancelled::stop) throw_if_stopped(stop, undone);
+            if (why == cancelled::deadline)
+                db_.reject("cannot append run: other appends held the runs table for more than " +
+                           std::to_string(append_lock_wait.count()) + " minutes; nothing was stored");
+            db_.fail("cannot append run", locked.get());
+        }
+        db_.exec(std::string("SET LOCAL lock_timeout = '") + lock_timeout + "'", "cannot append run");
+    }
+
     // Parameters for `fields` of `record`, after those already in `values`; `name` (when not
     // empty) first. A value the history cannot hold is refused before anything is sent.
     template <class Record>

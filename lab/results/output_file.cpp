@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -26,12 +27,17 @@ namespace fs = std::filesystem;
 
 std::string errno_text(int error) { return std::strerror(error); }
 
+[[noreturn]] void fail_write(const std::string& what, const std::string& path, const std::string& why) {
+    throw output_write_error(what + " " + path + ": " + why);
+}
+
 std::atomic<const std::atomic<int>*> stop_flag{nullptr};
 
-// The temporary file being written, for remove_temporary_output in a signal handler: its
-// name in a fixed buffer (a handler may not allocate) and whether it is there now.
-char temporary_name[4096];
-std::atomic<bool> temporary_exists{false};
+// The temporary files being written, for remove_temporary_output in a signal handler: their
+// names in fixed buffers (a handler may not allocate) and whether each slot holds one now.
+constexpr std::size_t slots = output_set::max_pending;
+char temporary_name[slots][4096];
+std::atomic<bool> temporary_exists[slots];
 static_assert(std::atomic<bool>::is_always_lock_free, "read in a signal handler");
 
 void throw_if_stopped_writing(const std::string& what, const std::string& path) {
@@ -57,21 +63,31 @@ private:
     sigset_t previous_;
 };
 
-// mkstemp on `pattern`, the file's name recorded for remove_temporary_output when it fits
-// the buffer (a path that long is left to the usual clean-up). Returns the descriptor or -1.
+// mkstemp on `pattern`, the file's name recorded for remove_temporary_output in a free slot
+// when it fits the buffer (a path that long is left to the usual clean-up). Returns the
+// descriptor or -1.
 int create_temporary(std::string& pattern) {
     const stop_signals_held held;
     const int fd = ::mkstemp(pattern.data());
-    if (fd >= 0 && pattern.size() < sizeof temporary_name && !temporary_exists.load()) {
-        std::memcpy(temporary_name, pattern.c_str(), pattern.size() + 1);
-        temporary_exists.store(true);
+    if (fd < 0 || pattern.size() >= sizeof temporary_name[0]) return fd;
+    for (std::size_t i = 0; i < slots; ++i) {
+        if (temporary_exists[i].load()) continue;
+        std::memcpy(temporary_name[i], pattern.c_str(), pattern.size() + 1);
+        temporary_exists[i].store(true);
+        break;
     }
     return fd;
 }
 
 // The temporary file `name` is gone (renamed or removed): forget it.
 void forget_temporary(const std::string& name) {
-    if (temporary_exists.load() && name == temporary_name) temporary_exists.store(false);
+    for (std::size_t i = 0; i < slots; ++i)
+        if (temporary_exists[i].load() && name == temporary_name[i]) temporary_exists[i].store(false);
+}
+
+void remove_temporary(const std::string& name) noexcept {
+    ::unlink(name.c_str());
+    forget_temporary(name);
 }
 
 // The file a path finally names: symbolic links followed as far as they resolve.
@@ -100,13 +116,29 @@ int write_all(int fd, std::string_view text) {
     return 0;
 }
 
-void write_in_place(const std::string& what, const std::string& path, int fd, std::string_view text, bool close_it) {
+// Standard output ("-"), or an existing file that is not a regular file (a device, a FIFO):
+// written where it is, every error of the write and the close checked.
+void write_in_place(const std::string& what, const std::string& path, const std::string& target,
+                    std::string_view text) {
+    if (path == "-") {
+        // What stdio holds goes first, so the text lands after it; a failure there is this
+        // output's failure too.
+        if (std::fflush(stdout) != 0) fail_write(what, "(standard output)", "cannot write: " + errno_text(errno));
+        if (const int error = write_all(STDOUT_FILENO, text); error != 0)
+            fail_write(what, "(standard output)", "cannot write: " + errno_text(error));
+        return;
+    }
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail_write(what, path, "cannot open: " + errno_text(errno));
     int error = write_all(fd, text);
-    if (close_it && ::close(fd) != 0 && error == 0) error = errno;
-    if (error != 0) fail(what, path, "cannot write: " + errno_text(error));
+    if (::close(fd) != 0 && error == 0) error = errno;
+    if (error != 0) fail_write(what, path, "cannot write: " + errno_text(error));
 }
 
-void write_replacing(const std::string& what, const std::string& path, const fs::path& target, std::string_view text) {
+// Writes `text` to a new temporary file beside `target`, flushed to disk and checked, and
+// returns its name; throws (the temporary file removed) when any of that fails.
+std::string write_temporary(const std::string& what, const std::string& path, const fs::path& target,
+                            std::string_view text) {
     const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
     // Appends only: GCC 12 warns (-Wrestrict, a false positive) on "." + std::string&&.
     std::string name = ".";
@@ -114,16 +146,13 @@ void write_replacing(const std::string& what, const std::string& path, const fs:
     std::string pattern = (folder / name).string();
     throw_if_stopped_writing(what, path);
     const int fd = create_temporary(pattern);
-    if (fd < 0) fail(what, path, "cannot create a temporary file in " + folder.string() + ": " + errno_text(errno));
+    if (fd < 0)
+        fail_write(what, path, "cannot create a temporary file in " + folder.string() + ": " + errno_text(errno));
     const std::string temporary = pattern;
-    auto remove_temporary = [&] {
-        ::close(fd);
-        ::unlink(temporary.c_str());
-        forget_temporary(temporary);
-    };
     auto give_up = [&](const std::string& why) {
-        remove_temporary();
-        fail(what, path, why + " (the previous file, if any, is unchanged)");
+        ::close(fd);
+        remove_temporary(temporary);
+        fail_write(what, path, why + " (the previous file, if any, is unchanged)");
     };
     // The new file gets the old one's permissions, or what a plain create would give.
     struct stat old {};
@@ -143,26 +172,12 @@ void write_replacing(const std::string& what, const std::string& path, const fs:
     if (static_cast<std::size_t>(written.st_size) != text.size())
         give_up("the written file holds " + std::to_string(written.st_size) + " bytes, not " +
                 std::to_string(text.size()));
-    try {
-        throw_if_stopped_writing(what, path);
-    } catch (const interrupted&) {
-        remove_temporary();
-        throw;
-    }
     if (::close(fd) != 0) {
         const int error = errno;
-        ::unlink(temporary.c_str());
-        forget_temporary(temporary);
-        fail(what, path, "cannot write: " + errno_text(error) + " (the previous file, if any, is unchanged)");
+        remove_temporary(temporary);
+        fail_write(what, path, "cannot write: " + errno_text(error) + " (the previous file, if any, is unchanged)");
     }
-    const stop_signals_held held;  // renamed and forgotten at once, for remove_temporary_output
-    if (::rename(temporary.c_str(), target.c_str()) != 0) {
-        const int error = errno;
-        ::unlink(temporary.c_str());
-        forget_temporary(temporary);
-        fail(what, path, "cannot replace: " + errno_text(error) + " (the previous file, if any, is unchanged)");
-    }
-    forget_temporary(temporary);
+    return temporary;
 }
 
 // Identity of an existing file, or of the path a new one would get.
@@ -246,31 +261,88 @@ void check_distinct(const std::vector<named_path>& outputs, const std::vector<na
 void stop_outputs_on(const std::atomic<int>* flag) { stop_flag.store(flag); }
 
 void remove_temporary_output() noexcept {
-    if (temporary_exists.load()) ::unlink(temporary_name);
+    for (std::size_t i = 0; i < slots; ++i)
+        if (temporary_exists[i].load()) ::unlink(temporary_name[i]);
 }
 
-void write_output_file(const std::string& what, const std::string& path, std::string_view text) {
+output_set::~output_set() { discard(); }
+
+void output_set::discard() noexcept {
+    for (const auto& r : replacements_) remove_temporary(r.temporary);
+    replacements_.clear();
+    in_place_.clear();
+}
+
+void output_set::add(const std::string& what, const std::string& path, std::string_view text) {
     throw_if_stopped_writing(what, path == "-" ? "(standard output)" : path);
     if (path == "-") {
-        std::fflush(stdout);
-        write_in_place(what, "(standard output)", STDOUT_FILENO, text, false);
+        in_place_.push_back({what, path, path, std::string(text)});
         return;
     }
     const fs::path target = target_of(path);
     std::error_code ec;
     const auto status = fs::status(target, ec);
-    if (status.type() == fs::file_type::directory) fail(what, path, "is a folder");
+    if (status.type() == fs::file_type::directory) fail_write(what, path, "is a folder");
     if (status.type() != fs::file_type::not_found && status.type() != fs::file_type::regular) {
-        const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0) fail(what, path, "cannot open: " + errno_text(errno));
-        write_in_place(what, path, fd, text, true);
+        in_place_.push_back({what, path, target.string(), std::string(text)});
         return;
     }
+    if (replacements_.size() == max_pending)
+        throw std::logic_error("output_set: more than " + std::to_string(max_pending) + " files at once");
     if (target.has_parent_path()) {
         fs::create_directories(target.parent_path(), ec);
-        if (ec) fail(what, path, "cannot create the folder " + target.parent_path().string() + ": " + ec.message());
+        if (ec)
+            fail_write(what, path, "cannot create the folder " + target.parent_path().string() + ": " + ec.message());
     }
-    write_replacing(what, path, target, text);
+    const std::string temporary = write_temporary(what, path, target, text);
+    replacements_.push_back({what, path, temporary, target.string()});
+}
+
+void output_set::commit() {
+    // Nothing is replaced unless everything else was written: a failure below leaves every
+    // target file as it was (the destructor removes the temporary files).
+    const std::string none_replaced = replacements_.empty() ? "" : " (no output file was replaced)";
+    for (const auto& out : in_place_) {
+        try {
+            write_in_place(out.what, out.path, out.target, out.text);
+        } catch (const output_write_error& e) {
+            discard();
+            throw output_write_error(e.what() + none_replaced);
+        }
+    }
+    in_place_.clear();
+    // Renamed at once, with the stop signals held: a signal that came before is seen here and
+    // replaces nothing, one that comes now waits until every file is in place.
+    const stop_signals_held held;
+    if (const auto* flag = stop_flag.load(); flag && flag->load() != 0 && !replacements_.empty()) {
+        const std::string what = replacements_.front().what, path = replacements_.front().path;
+        discard();
+        throw_if_stopped_writing(what, path);
+    }
+    std::string replaced;
+    for (std::size_t i = 0; i < replacements_.size(); ++i) {
+        const replacement& r = replacements_[i];
+        if (::rename(r.temporary.c_str(), r.target.c_str()) != 0) {
+            const int error = errno;
+            const std::string why =
+                "cannot replace: " + errno_text(error) +
+                (replaced.empty() ? std::string(" (no output file was replaced)")
+                                  : " (the previous file is unchanged; already replaced: " + replaced + ")");
+            const std::string what = r.what, path = r.path;
+            replacements_.erase(replacements_.begin(), replacements_.begin() + static_cast<std::ptrdiff_t>(i));
+            discard();
+            fail_write(what, path, why);
+        }
+        forget_temporary(r.temporary);
+        replaced += (replaced.empty() ? "" : ", ") + r.what + " " + r.path;
+    }
+    replacements_.clear();
+}
+
+void write_output_file(const std::string& what, const std::string& path, std::string_view text) {
+    output_set one;
+    one.add(what, path, text);
+    one.commit();
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -41,9 +42,53 @@ struct named_path {
 };
 void check_distinct(const std::vector<named_path>& outputs, const std::vector<named_path>& inputs = {});
 
-// Writes `text` as described above. Throws output_error; the target is then unchanged
+// Thrown when an output could not be written (a full disk, a file size limit, a closed pipe,
+// a failed rename): the paths were fine when checked, the write itself failed. The CLI's
+// exit status 4, where check_output_path's and check_distinct's refusals are bad arguments.
+class output_write_error : public output_error {
+public:
+    using output_error::output_error;
+};
+
+// Writes `text` as described above. Throws output_write_error; the target is then unchanged
 // (a regular file) or partly written (a device or FIFO, which cannot be replaced).
 void write_output_file(const std::string& what, const std::string& path, std::string_view text);
+
+// Several outputs of one command written all or nothing, in two phases: add() writes each
+// regular file's text to its temporary file beside the target (flushed and checked as
+// write_output_file does); commit() then writes the outputs that cannot be replaced (standard
+// output, devices, FIFOs) and, when they all succeeded, renames every temporary file over its
+// target with the stop signals held. A failure before the renames (in add or in commit)
+// replaces no file: every temporary file is removed and output_write_error says so. A rename
+// cannot be undone, so one that fails after others succeeded (rare: each temporary file is in
+// its target's folder) names the files already replaced. Destroyed without commit(), or after
+// a failure, the set removes its temporary files. At most max_pending files are pending at
+// once (remove_temporary_output keeps their names in fixed storage).
+class output_set {
+public:
+    static constexpr std::size_t max_pending = 8;
+
+    output_set() = default;
+    ~output_set();
+    output_set(const output_set&) = delete;
+    output_set& operator=(const output_set&) = delete;
+
+    // `what` names the output in messages ("--json"); `path` as for write_output_file.
+    void add(const std::string& what, const std::string& path, std::string_view text);
+    void commit();
+
+private:
+    struct in_place {  // standard output, a device or a FIFO: written by commit
+        std::string what, path, target, text;
+    };
+    struct replacement {  // a temporary file written by add, renamed by commit
+        std::string what, path, temporary, target;
+    };
+    void discard() noexcept;
+
+    std::vector<in_place> in_place_;
+    std::vector<replacement> replacements_;
+};
 
 // Stopping on a signal. After stop_outputs_on(&flag), write_output_file looks at `flag`
 // (the number of a signal that asked the process to stop, 0 until one does) before it writes
@@ -52,7 +97,7 @@ void write_output_file(const std::string& what, const std::string& path, std::st
 // Null (the default) never stops. Set once, before any output is written.
 void stop_outputs_on(const std::atomic<int>* flag);
 
-// Removes the temporary file that write_output_file is writing now, if any. Safe in a signal
+// Removes the temporary files that write_output_file or an output_set are writing now, if any. Safe in a signal
 // handler (it only calls unlink): a handler about to end the process calls it so that no
 // .NAME.tmp.XXXXXX file is left beside the target. The signals SIGINT, SIGTERM and SIGHUP are
 // held back while the temporary file is created and while it is renamed, so that the name

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -29,6 +30,7 @@
 
 #include "results/history.hpp"
 #include "results/history_backend.hpp"
+#include "results/interrupted.hpp"
 #include "results/results.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
@@ -604,6 +606,112 @@ TEST_F(PostgresHistory, ConcurrentAppendersLoseNothing) {
         for (int t = 0; t < appenders; ++t) per_appender[t] += run.context.label == "appender " + std::to_string(t);
     }
     for (int t = 0; t < appenders; ++t) EXPECT_EQ(per_appender[t], appends_each);
+}
+
+// Whether some session waits, not yet granted, for a lock on the runs table of `uri`'s
+// database: an append queued behind another.
+bool an_append_waits(const std::string& uri) {
+    const connection c = connect(uri);
+    return sql(c.get(), "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'runs'::regclass").at(0) != "0";
+}
+
+// Waits (60 s at most: a bound, not a measure) until an append queues for the runs table.
+bool wait_for_a_queued_append(const std::string& uri) {
+    for (int i = 0; i < 600; ++i) {
+        if (an_append_waits(uri)) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+// An append queued behind another waits its turn however long the other takes: it gave up
+// after lock_timeout (5 s), so a fleet appending large runs at once lost all but one.
+TEST_F(PostgresHistory, AnAppendWaitsItsTurnBehindAnotherThatHoldsTheRunsTableLongerThanTheLockTimeout) {
+    { const history_store create(uri_); }
+    const connection holder = connect(uri_);
+    sql(holder.get(), "BEGIN; LOCK TABLE runs IN EXCLUSIVE MODE");  // what a long append holds
+    auto append = std::async(std::launch::async, [&]() -> std::string {
+        try {
+            history_store store(uri_);
+            store.append(sample_run("queued"));
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "";
+    });
+    ASSERT_TRUE(wait_for_a_queued_append(uri_)) << "the append never queued for the runs table";
+    // Held past the 5 s lock_timeout a statement of the session gets: the append must wait on.
+    std::this_thread::sleep_for(std::chrono::seconds(7));
+    EXPECT_NE(append.wait_for(std::chrono::seconds(0)), std::future_status::ready)
+        << "gave up while another append held the table: " << append.get();
+    sql(holder.get(), "COMMIT");
+    ASSERT_EQ(append.wait_for(std::chrono::seconds(120)), std::future_status::ready) << "still waiting after 120 s";
+    EXPECT_EQ(append.get(), "");
+    EXPECT_EQ(history_store(uri_, history_access::read_only).run_count(), 1u);
+}
+
+// A stop signal ends the wait at once (the queued statement is cancelled), storing nothing.
+TEST_F(PostgresHistory, AnAppendWaitingForTheRunsTableStopsOnASignalAndStoresNothing) {
+    { const history_store create(uri_); }
+    const connection holder = connect(uri_);
+    sql(holder.get(), "BEGIN; LOCK TABLE runs IN EXCLUSIVE MODE");
+    std::atomic<int> stop{0};
+    auto append = std::async(std::launch::async, [&]() -> std::string {
+        try {
+            history_store store(uri_);
+            store.append(sample_run("stopped"), &stop);
+        } catch (const contend::lab::interrupted& e) {
+            return std::string("interrupted: ") + e.what();
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "";
+    });
+    ASSERT_TRUE(wait_for_a_queued_append(uri_)) << "the append never queued for the runs table";
+    stop.store(SIGTERM);
+    ASSERT_EQ(append.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+        << "the wait did not end on the stop flag";
+    const std::string outcome = append.get();
+    EXPECT_EQ(outcome.rfind("interrupted: ", 0), 0u) << outcome;
+    EXPECT_NE(outcome.find("nothing was stored"), std::string::npos) << outcome;
+    sql(holder.get(), "COMMIT");
+    EXPECT_EQ(history_store(uri_, history_access::read_only).run_count(), 0u);
+    EXPECT_FALSE(an_append_waits(uri_));
+}
+
+// Two `contend history import` processes of 5,000 benchmarks each, started together: both
+// are stored (the report was 60,000 benchmarks, one import failing with a lock timeout).
+TEST_F(PostgresHistory, TwoLargeImportsAtOnceAreBothStored) {
+    constexpr int benchmarks = 5000;
+    std::string rows;
+    for (int i = 0; i < benchmarks; ++i)
+        rows += std::string(rows.empty() ? "" : ",\n") + R"({"name": "BM_lock/)" + std::to_string(i) +
+                R"(", "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "iterations": 1000, )" +
+                R"("real_time": )" + std::to_string(10 + i % 7) + R"(, "time_unit": "ns"})";
+    write(path("big.json"),
+          R"({"context": {"executable": "./bench", "date": "2026-12-01"}, "benchmarks": [)" + rows + "]}");
+    const std::string db = shell_quote(uri_);
+    auto import = [&](const std::string& label) {
+        return std::async(std::launch::async, [&, label] {
+            return run_cli("history import " + shell_quote(path("big.json")) + " --label " + label + " --db " + db);
+        });
+    };
+    auto first = import("one");
+    auto second = import("two");
+    for (auto* result : {&first, &second}) {
+        ASSERT_EQ(result->wait_for(std::chrono::seconds(280)), std::future_status::ready) << "an import hangs";
+        const cli_outcome o = result->get();
+        EXPECT_EQ(o.exit_code, 0) << o.output;
+    }
+    const history_store store(uri_, history_access::read_only);
+    const auto runs = store.runs();
+    ASSERT_EQ(runs.size(), 2u);
+    std::set<std::string> labels;
+    for (const run_result& run : runs) {
+        EXPECT_EQ(run.cells.size(), std::size_t{benchmarks}) << run.context.label;
+        labels.insert(run.context.label);
+    }
+    EXPECT_EQ(labels, (std::set<std::string>{"one", "two"}));
 }
 
 TEST_F(PostgresHistory, AnUnreachableServerFailsWithoutHangingAndThePasswordIsMasked) {

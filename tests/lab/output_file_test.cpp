@@ -136,6 +136,75 @@ TEST(PrintableUtf8, AcceptsTextAndRefusesBrokenBytesAndControls) {
     EXPECT_FALSE(is_printable_utf8(std::string("nul\0byte", 8)));
 }
 
+// Several outputs of one command: a failure on any of them replaces none of the files.
+TEST_F(OutputFile, AnOutputSetThatFailsOnADeviceReplacesNoFileAndLeavesNoTemporaryFile) {
+    write(path("a.json"), "old a");
+    write(path("b.html"), "old b");
+    contend::lab::output_set set;
+    set.add("--json", path("a.json"), "new a");
+    set.add("--html", path("b.html"), "new b");
+    set.add("--markdown", "/dev/full", "# report\n");
+    EXPECT_EQ(entries(), 4u) << "the two temporary files are written before the commit";
+    try {
+        set.commit();
+        ADD_FAILURE() << "a write to /dev/full must fail";
+    } catch (const contend::lab::output_write_error& e) {
+        EXPECT_NE(std::string(e.what()).find("--markdown /dev/full"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("no output file was replaced"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read(path("a.json")), "old a");
+    EXPECT_EQ(read(path("b.html")), "old b");
+    EXPECT_EQ(entries(), 2u) << "no temporary file left";
+}
+
+TEST_F(OutputFile, AnOutputSetThatFailsWhileAddingReplacesNoFileOnceDestroyed) {
+    write(path("a.json"), "old a");
+    write(path("big.md"), "old big");
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        std::signal(SIGXFSZ, SIG_IGN);
+        rlimit limit{1024, 1024};
+        setrlimit(RLIMIT_FSIZE, &limit);
+        try {
+            contend::lab::output_set set;
+            set.add("--json", path("a.json"), "new a");
+            set.add("--markdown", path("big.md"), std::string(8192, 'n'));
+            _exit(1);  // no error: wrong
+        } catch (const contend::lab::output_write_error&) {
+            _exit(0);
+        }
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the second file's write must fail";
+    EXPECT_EQ(read(path("a.json")), "old a");
+    EXPECT_EQ(read(path("big.md")), "old big");
+    EXPECT_EQ(entries(), 2u) << "no temporary file left";
+}
+
+TEST_F(OutputFile, AnOutputSetReplacesEveryFileOnCommitAndRemoveTemporaryOutputRemovesEveryPendingFile) {
+    write(path("a.json"), "old a");
+    {
+        contend::lab::output_set set;
+        set.add("--json", path("a.json"), "new a");
+        set.add("--html", path("sub/b.html"), "new b");
+        set.commit();
+    }
+    EXPECT_EQ(read(path("a.json")), "new a");
+    EXPECT_EQ(read(path("sub/b.html")), "new b");
+    EXPECT_EQ(entries(), 2u);
+
+    contend::lab::output_set pending;
+    pending.add("--json", path("a.json"), "newer a");
+    pending.add("--csv", path("c.csv"), "c");
+    EXPECT_EQ(entries(), 4u);
+    contend::lab::remove_temporary_output();  // what a second signal's handler does
+    EXPECT_EQ(entries(), 2u) << "both temporary files removed";
+    EXPECT_EQ(read(path("a.json")), "new a");
+}
+
 // A label is a column of `history list` and a cell of every report: a TAB splits the column,
 // U+0085 is a line break to some readers, an unterminated U+202E reverses what follows it.
 TEST(PrintableUtf8, RefusesTabC1ControlsAndBidirectionalControls) {
