@@ -34,21 +34,6 @@ struct destruction_counter {
     ~destruction_counter() { count->fetch_add(1); }
 };
 
-// Whether a thread of this process has this name (Linux: /proc/self/task/*/comm).
-bool thread_named(const std::string& name) {
-#if defined(__linux__)
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-        std::ifstream comm(task.path() / "comm");
-        std::string line;
-        if (std::getline(comm, line) && line == name) return true;
-    }
-    return false;
-#else
-    (void)name;
-    return true;
-#endif
-}
-
 // Holds the timer thread inside a callback until released, so that timers added meanwhile
 // are all due together when it comes back: their order then depends on the queue alone.
 struct thread_holder {

@@ -1,4 +1,5 @@
-// Shared test helpers: bounded waits, a watchdog, thread fan-out, sanitizer-aware sizes.
+// Shared test helpers: bounded waits, a watchdog, thread fan-out, sanitizer-aware sizes,
+// the names of this process's threads, and a coroutine type that runs to its end unowned.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -6,10 +7,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <coroutine>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -93,5 +98,41 @@ bool eventually(Cond cond, std::chrono::milliseconds budget = 10s) {
     }
     return true;
 }
+
+// The names of this process's threads (Linux: /proc/self/task/*/comm; elsewhere none).
+inline std::vector<std::string> thread_names() {
+    std::vector<std::string> names;
+#if defined(__linux__)
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string line;
+        if (std::getline(comm, line)) names.push_back(line);
+    }
+#endif
+    return names;
+}
+
+// Whether a thread of this process has this name (true where names cannot be read).
+inline bool thread_named(const std::string& name) {
+#if defined(__linux__)
+    for (const auto& n : thread_names())
+        if (n == name) return true;
+    return false;
+#else
+    (void)name;
+    return true;
+#endif
+}
+
+// A coroutine nobody awaits: it starts at once and frees itself when it ends.
+struct fire_and_forget {
+    struct promise_type {
+        fire_and_forget get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::abort(); }
+    };
+};
 
 }  // namespace contend_test

@@ -55,21 +55,6 @@ double process_cpu_seconds() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-std::vector<std::string> thread_names() {
-    std::vector<std::string> names;
-    if (DIR* d = opendir("/proc/self/task")) {
-        while (dirent* e = readdir(d)) {
-            if (e->d_name[0] == '.') continue;
-            std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-            std::string name;
-            std::getline(comm, name);
-            names.push_back(name);
-        }
-        closedir(d);
-    }
-    return names;
-}
-
 }  // namespace
 
 TEST(ThreadPool, AMillionItemsPostedFromEightOutsideThreadsEachRunExactlyOnce) {
@@ -604,15 +589,6 @@ TEST(ThreadPool, SubmitCarriesTheResultAndTheException) {
 }
 
 namespace {
-struct fire_and_forget {
-    struct promise_type {
-        fire_and_forget get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::abort(); }
-    };
-};
 
 fire_and_forget hop(thread_pool& pool, int hops, bool local, std::atomic<int>& on_pool, std::atomic<bool>& done) {
     for (int i = 0; i < hops; ++i) {

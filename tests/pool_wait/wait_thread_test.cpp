@@ -100,20 +100,6 @@ struct firings {
     int total() const { return signalled.load() + timed_out.load(); }
 };
 
-bool thread_named(const std::string& name) {
-#if defined(__linux__)
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-        std::ifstream comm(task.path() / "comm");
-        std::string line;
-        if (std::getline(comm, line) && line == name) return true;
-    }
-    return false;
-#else
-    (void)name;
-    return true;
-#endif
-}
-
 }  // namespace
 
 // --- Registered waits ---------------------------------------------------------------
