@@ -1,6 +1,8 @@
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
@@ -28,6 +31,8 @@
 
 using namespace contend_test;
 namespace ci = contend::internal;
+
+extern char** environ;
 
 // "futex" or "portable": the backend of the library this program is linked with
 // (tests/expected_wait_backend.cpp, compiled per program).
@@ -145,12 +150,11 @@ TEST(WaitBackend, WakeReleasesAWaiter) {
 
 // A thread still waiting when the process exits (a sweeper, a worker of a pool never
 // destroyed) must not hold the exit up: the portable backend once destroyed its condition
-// variables at exit, and glibc's destroy waits for their waiters, for good.
+// variables at exit, and glibc's destroy waits for their waiters, for good. The exiting
+// process is this program run again with CONTEND_TEST_EXIT_WHILE_WAITING set, this test
+// alone (a fresh process: ThreadSanitizer refuses threads started after a fork).
 TEST(WaitBackend, AThreadStillWaitingDoesNotHoldUpTheProcessExit) {
-    watchdog dog(60s);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
+    if (std::getenv("CONTEND_TEST_EXIT_WHILE_WAITING") != nullptr) {
         static std::atomic<std::uint32_t> word{0};
         std::thread([] {
             for (;;) ci::wait_on_address(word, 0, ci::no_deadline);
@@ -158,6 +162,22 @@ TEST(WaitBackend, AThreadStillWaitingDoesNotHoldUpTheProcessExit) {
         std::this_thread::sleep_for(50ms);  // long enough to be asleep in the backend
         std::exit(0);  // runs the static destructors
     }
+    watchdog dog(60s);
+    std::string exe = "/proc/self/exe";
+    std::string filter = "--gtest_filter=WaitBackend.AThreadStillWaitingDoesNotHoldUpTheProcessExit";
+    char* argv[] = {exe.data(), filter.data(), nullptr};
+    std::vector<std::string> env_text{"CONTEND_TEST_EXIT_WHILE_WAITING=1"};
+    for (char** e = environ; *e != nullptr; ++e) env_text.emplace_back(*e);
+    std::vector<char*> env;
+    for (auto& e : env_text) env.push_back(e.data());
+    env.push_back(nullptr);
+    posix_spawn_file_actions_t quiet;  // the child's gtest chatter is not this test's output
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t child = -1;
+    const int rc = posix_spawn(&child, exe.c_str(), &quiet, nullptr, argv, env.data());
+    posix_spawn_file_actions_destroy(&quiet);
+    ASSERT_EQ(rc, 0);
     int status = -1;
     const auto until = steady::now() + 30s;
     pid_t done = 0;
