@@ -888,7 +888,10 @@ TEST(ThreadPool, AnIdlePoolBurnsNextToNoCpu) {
 }
 
 // The outbox alone: its owner pushes, and takes all when full, while two thieves take half
-// at a time. Every item is taken once, and each taker gets items in the order pushed.
+// at a time. Every item is taken once, and each taker gets items in the order pushed. The
+// thieves size their take from a size() snapshot into a Capacity-long array, as the pool's
+// steal does: a stale snapshot once asked for more than Capacity, take copied past the
+// array's end, and the thread returned to an item's value (a ThreadSanitizer run, SEGV).
 TEST(WorkerOutbox, EveryItemIsTakenExactlyOnceAndInPushOrderByOwnerAndThieves) {
     watchdog dog(120s);
     constexpr std::size_t capacity = 32;

@@ -42,14 +42,18 @@ public:
         return true;
     }
 
-    // Any thread. Takes up to `max` of the oldest items into `out`, in the order they were
-    // pushed; returns how many (0: empty).
+    // Any thread. Takes up to min(max, Capacity) of the oldest items into `out`, in the
+    // order they were pushed; returns how many (0: empty). Never more than Capacity, whatever
+    // `max` says: a caller may size `max` from a size() that was stale by the time it took,
+    // and a head read before other takers moved it can see a tail more than Capacity ahead
+    // (that CAS fails, but the copies into `out` have been made by then).
     std::size_t take(T* out, std::size_t max) noexcept {
         std::uint64_t h = ends_.head.load(std::memory_order_acquire);
         for (;;) {
             const std::uint64_t t = ends_.tail.load(std::memory_order_acquire);
             if (t <= h) return 0;
-            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(t - h, max));
+            const std::size_t n =
+                static_cast<std::size_t>(std::min<std::uint64_t>({t - h, std::uint64_t{max}, std::uint64_t{Capacity}}));
             for (std::size_t i = 0; i < n; ++i)
                 out[i] = slots_[(h + i) & (Capacity - 1)].load(std::memory_order_relaxed);
             // Release: the copies above are done before the owner may reuse their slots.
@@ -58,11 +62,13 @@ public:
         }
     }
 
-    // A snapshot; exact for the owner as to what it pushed, others may take meanwhile.
+    // A snapshot, at most Capacity; exact for the owner as to what it pushed, others may take
+    // meanwhile. (The head is read before the tail: takes and pushes between the two reads
+    // would otherwise show more than the outbox can hold.)
     std::size_t size() const noexcept {
         const std::uint64_t h = ends_.head.load(std::memory_order_acquire);
         const std::uint64_t t = ends_.tail.load(std::memory_order_acquire);
-        return t > h ? static_cast<std::size_t>(t - h) : 0;
+        return t > h ? static_cast<std::size_t>(std::min<std::uint64_t>(t - h, Capacity)) : 0;
     }
     bool empty() const noexcept { return size() == 0; }
 
