@@ -4,6 +4,9 @@
 
 namespace contend_test {
 
+template <>
+inline constexpr bool hands_over_in_arrival_order<contend::ticket_lock> = true;
+
 using SpinLocks = ::testing::Types<contend::tas_lock, contend::ttas_lock, contend::backoff_spin_lock,
                                    contend::sleeping_spin_lock, contend::ticket_lock>;
 INSTANTIATE_TYPED_TEST_SUITE_P(SpinLock, LockConformance, SpinLocks);
