@@ -1,4 +1,4 @@
-// libFuzzer target for the inputs of `contend compare` (lab/compare/inputs.hpp): any bytes
+// libFuzzer target for the inputs of `contend compare` (lab/analyze/inputs.hpp): any bytes
 // must end in a result or an input_error. Another exception escapes and libFuzzer reports
 // it as a crash, as it does a sanitizer's report; an accepted input with a time that is not
 // finite and positive traps. Start from the golden files:
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "compare/inputs.hpp"
+#include "analyze/inputs.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

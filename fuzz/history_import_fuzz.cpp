@@ -1,4 +1,4 @@
-// libFuzzer target for `contend history import` (lab/compare/history_import.hpp), which reads
+// libFuzzer target for `contend history import` (lab/analyze/history_import.hpp), which reads
 // a file with the compare reader and then again with the lab's whole-run reader
 // (run_from_json) or as Google Benchmark's context: any bytes must end in a run or an
 // input_error. An accepted run must be what the history can store: row names distinct, every
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "compare/history_import.hpp"
+#include "analyze/history_import.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

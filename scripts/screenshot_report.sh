@@ -8,7 +8,7 @@
 # `contend report --json` writes the page, and Debian's headless Chromium (installed by
 # scripts/setup.sh) takes a screenshot of its top WIDTH x HEIGHT pixels (default 1400,1750:
 # the machine, one suite's controls and charts, and the top of its table), opened with
-# --fragment as the view (lab/report/report.hpp; default: the page's own default view).
+# --fragment as the view (lab/pages/report.hpp; default: the page's own default view).
 # The default output is docs/report.png.
 # Environment: CONTEND (the contend binary, default build/release/lab/contend),
 # CONTEND_CHROMIUM (default /usr/bin/chromium), as tests/lab/report_browser_test.sh.

@@ -6,7 +6,7 @@
 #     postgresql, whose server tests/lab/with_postgres.sh starts for the PostgreSQL history's test;
 #     wrk, the HTTP load of server's smoke test.
 #   - Chart.js, the charting library `contend report` inlines into its page, from npm at the
-#     exact version pinned in lab/report/package-lock.json, into lab/report/node_modules.
+#     exact version pinned in lab/pages/package-lock.json, into lab/pages/node_modules.
 #     The build embeds it (a build configured without it configures again by itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # npm ci leaves node_modules/.package-lock.json behind: older than the lock means the pinned
 # versions changed since (or nothing was installed yet).
-report=lab/report
-if [ ! -f "$report/node_modules/chart.js/dist/chart.umd.js" ] || [ "$report/package-lock.json" -nt "$report/node_modules/.package-lock.json" ]; then
-  echo "setup: installing Chart.js for contend report (npm ci in $report)"
-  npm ci --prefix "$report" --no-audit --no-fund --loglevel=error >/dev/null
+pages=lab/pages
+if [ ! -f "$pages/node_modules/chart.js/dist/chart.umd.js" ] || [ "$pages/package-lock.json" -nt "$pages/node_modules/.package-lock.json" ]; then
+  echo "setup: installing Chart.js for contend report (npm ci in $pages)"
+  npm ci --prefix "$pages" --no-audit --no-fund --loglevel=error >/dev/null
 fi

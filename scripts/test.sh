@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 # Layout first: it takes seconds, and a misformatted file fails the run before any build.
 scripts/check_format.sh
+scripts/check_lab_floors.sh  # no include from a floor of the lab to one above it
 jobs=$(nproc)
 presets=(release asan tsan)
 if [ $# -gt 0 ]; then presets=("$@"); fi

@@ -23,22 +23,22 @@
 #include <string>
 #include <vector>
 
-#include "compare/compare.hpp"
-#include "compare/history_import.hpp"
-#include "compare/history_series.hpp"
-#include "compare/html_page.hpp"
-#include "harness/cell_runner.hpp"
-#include "harness/cotenant.hpp"
-#include "harness/disasm.hpp"
-#include "harness/machine.hpp"
-#include "harness/runner.hpp"
-#include "harness/version.hpp"
-#include "peers/peers.hpp"
-#include "report/report.hpp"
-#include "results/history.hpp"
-#include "results/interrupted.hpp"
-#include "results/output_file.hpp"
-#include "results/results_io.hpp"
+#include "analyze/compare.hpp"
+#include "analyze/history_import.hpp"
+#include "analyze/history_series.hpp"
+#include "pages/html_page.hpp"
+#include "run/cell_runner.hpp"
+#include "measure/cotenant.hpp"
+#include "tools/disasm/disasm.hpp"
+#include "measure/machine.hpp"
+#include "run/runner.hpp"
+#include "model/version.hpp"
+#include "suites/lock_peers.hpp"
+#include "pages/report.hpp"
+#include "store/history.hpp"
+#include "store/interrupted.hpp"
+#include "store/output_file.hpp"
+#include "store/results_io.hpp"
 
 namespace lab = contend::lab;
 

@@ -5,7 +5,7 @@
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
 #include "contend/thin_lock.hpp"
-#include "peers/peers.hpp"
+#include "suites/lock_peers.hpp"
 #include "suites/primitives.hpp"
 
 namespace contend::lab {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "harness/workload.hpp"
+#include "measure/workload.hpp"
 
 namespace contend::lab {
 

@@ -4,7 +4,7 @@
 // figure the Pipelines contention PR set out to lower (dotnet-runtime-pipelines-contention in
 // docs/references.md). This file holds contend::pipe with either lock, a mutex ring, a
 // socketpair, the lock-free ideal hand-off and the memcpy reference; moodycamel's queue is a peer
-// (peers/pipe_peers.cpp).
+// (suites/pipe_peers.cpp).
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "contend/pipe.hpp"
-#include "harness/harness.hpp"
-#include "peers/pipe_peers.hpp"
+#include "measure/harness.hpp"
+#include "suites/pipe_peers.hpp"
 #include "suites/pipe_suite.hpp"
 #include "suites/pipe_workload.hpp"
 #include "suites/suite_parts.hpp"

@@ -1,5 +1,5 @@
 // The pipe suite's rows, shared by the suite (pipe.cpp) and the peers' transports
-// (peers/pipe_peers.cpp): one row per chunk size of a transport. Internal to the lab.
+// (suites/pipe_peers.cpp): one row per chunk size of a transport. Internal to the lab.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/workload.hpp"
+#include "measure/workload.hpp"
 #include "suites/pipe_workload.hpp"
 #include "suites/suites.hpp"
 

@@ -45,7 +45,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
-#include "harness/workload.hpp"
+#include "measure/workload.hpp"
 
 namespace contend::lab::pipe_bench {
 

@@ -2,7 +2,7 @@
 // benchmark (pool_workload.hpp). Rows: pool/<pool>/queue:<global|local|none>/mode:<sustained|
 // burst:N>, N = 1, 4, 16, 64, 256; each reports items_per_ms, cpu_ns_per_item and
 // threads_seen. This file holds contend's own pool, a plain mutex pool and the no-pool
-// reference; oneTBB and Boost.Asio are peers (peers/pool_peers.cpp).
+// reference; oneTBB and Boost.Asio are peers (suites/pool_peers.cpp).
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "contend/thread_pool.hpp"
-#include "harness/harness.hpp"
-#include "peers/pool_peers.hpp"
+#include "measure/harness.hpp"
+#include "suites/pool_peers.hpp"
 #include "suites/pool_suite.hpp"
 #include "suites/pool_workload.hpp"
 #include "suites/suite_parts.hpp"

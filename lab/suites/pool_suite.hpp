@@ -1,5 +1,5 @@
 // The pool suite's rows, shared by the suite (pool.cpp) and the peers' pools
-// (peers/pool_peers.cpp): one row per queue and mode of a pool. Internal to the lab.
+// (suites/pool_peers.cpp): one row per queue and mode of a pool. Internal to the lab.
 #pragma once
 
 #include <array>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/workload.hpp"
+#include "measure/workload.hpp"
 #include "suites/pool_workload.hpp"
 #include "suites/suites.hpp"
 

@@ -37,7 +37,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
 #include "contend/event.hpp"
-#include "harness/workload.hpp"
+#include "measure/workload.hpp"
 
 namespace contend::lab::pool_bench {
 

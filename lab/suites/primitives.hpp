@@ -11,7 +11,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
-#include "harness/tsan_annotations.hpp"
+#include "measure/tsan_annotations.hpp"
 
 namespace contend::lab {
 

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/harness.hpp"
-#include "harness/statistics.hpp"
+#include "measure/harness.hpp"
+#include "model/statistics.hpp"
 
 namespace contend::lab {
 
@@ -403,7 +403,7 @@ suite make_server_suite() {
          CONTEND_LAB_JSON_SERVER,
          {"--pipe-lock", "std"}},
         {"asio",
-         "Boost.Asio: one io_context run by the workers (lab/peers/asio_json_server.cpp)",
+         "Boost.Asio: one io_context run by the workers (lab/suites/asio_json_server.cpp)",
          CONTEND_LAB_ASIO_SERVER,
          {}},
     };

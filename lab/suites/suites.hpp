@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/workload.hpp"
+#include "measure/workload.hpp"
 
 namespace contend::lab {
 
@@ -14,14 +14,14 @@ struct suite {
     std::vector<contender> contenders;
     std::vector<std::int32_t> default_workers;
     bool hidden = false;  // self-test suites: runnable, not listed
-    // Run the rows' repetitions in rounds, one of every row per round (harness/rounds.hpp):
+    // Run the rows' repetitions in rounds, one of every row per round (measure/rounds.hpp):
     // for rows that drift together over seconds, so that the rows compared sample the same
     // stretches of time.
     bool interleave_rounds = false;
 };
 
 // Inserts, right after the row whose id is `quiet_id`, the same row beside `loops` busy loops
-// at nice `nice` (harness/cotenant.hpp): its id is the quiet one's plus busy_loops:N and
+// at nice `nice` (measure/cotenant.hpp): its id is the quiet one's plus busy_loops:N and
 // busy_nice:K, so that history and compare keep the two apart. The pipe, pool and server suites
 // run one such row by default: how their best-known row holds up beside a co-tenant. Throws
 // std::logic_error when the suite has no such row.

@@ -1,4 +1,4 @@
-#include "compare/change_points.hpp"
+#include "analyze/change_points.hpp"
 
 #include <gtest/gtest.h>
 

@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "harness/disasm.hpp"
-#include "harness/harness.hpp"
-#include "results/history.hpp"
+#include "tools/disasm/disasm.hpp"
+#include "measure/harness.hpp"
+#include "store/history.hpp"
 #include "run_cli.hpp"
 #include "suites/suites.hpp"
 #include "temp_dir.hpp"

@@ -2,7 +2,7 @@
 // inputs.hpp from a file (golden/compare/bad/) or inline, and a replay of deterministic
 // mutations of every golden file that may only ever end in input_error (the GCC-buildable
 // twin of fuzz/compare_inputs_fuzz.cpp).
-#include "compare/inputs.hpp"
+#include "analyze/inputs.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 # `</script><img src=x onerror=alert(1)> ...`) and two Google Benchmark files holding that
 # name; contend writes three pages from them: the history's, a comparison of the files, and a
 # comparison of two labels of the history. Each is opened in Debian's headless Chromium, and
-# what the page's own script recorded on <body> (lab/compare/html_page.hpp) is read back:
+# what the page's own script recorded on <body> (lab/pages/html_page.hpp) is read back:
 # every chart rendered, every change point marked (at least one where the history steps), the
 # baseline and test runs marked, no error counted; Chromium's console log must be empty, and
 # the dumped DOM must hold no element made from the hostile name.

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "results/history.hpp"
+#include "store/history.hpp"
 
 namespace contend_test {
 

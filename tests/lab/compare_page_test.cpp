@@ -1,4 +1,4 @@
-// The pages of `contend history --html` and `contend compare --html` (compare/html_page.hpp):
+// The pages of `contend history --html` and `contend compare --html` (pages/html_page.hpp):
 // what they hold, that no name from an input becomes markup or leaves its script element,
 // that they are the same bytes every time, that the history page marks a step and nothing on
 // a flat history; then the CLI's --html options and their refusals. Rendering is checked here
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "compare/html_page.hpp"
-#include "compare/inputs.hpp"
+#include "pages/html_page.hpp"
+#include "analyze/inputs.hpp"
 #include "compare_page_fixture.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"

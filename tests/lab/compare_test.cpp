@@ -1,6 +1,6 @@
 // contend compare: verdicts, counts, escaping, and the report's Markdown and JSON against
 // golden files.
-#include "compare/compare.hpp"
+#include "analyze/compare.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "compare/inputs.hpp"
+#include "analyze/inputs.hpp"
 
 namespace lab = contend::lab;
 

@@ -1,8 +1,8 @@
-// Co-tenants (harness/cotenant.hpp): the settings and their checks, the busy loops' life
+// Co-tenants (measure/cotenant.hpp): the settings and their checks, the busy loops' life
 // (started at their nice level, gone after, gone by themselves when the lab dies or their time
 // is up), one CPU for a cell and everything it starts, and the suites' busy-loop rows. Every
 // wait is bounded. No timing is asserted.
-#include "harness/cotenant.hpp"
+#include "measure/cotenant.hpp"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/harness.hpp"
-#include "harness/runner.hpp"
+#include "measure/harness.hpp"
+#include "run/runner.hpp"
 #include "suites/suites.hpp"
 
 namespace lab = contend::lab;

@@ -2,8 +2,8 @@
 // shell command line, so a folder named q'$(touch PWNED)'x ran a command and a folder
 // named it's broke the quoting. These tests copy the built CLI into such folders and run
 // the copy (without a shell themselves), then look for what an injection would leave.
-#include "harness/disasm.hpp"
-#include "harness/workload.hpp"
+#include "tools/disasm/disasm.hpp"
+#include "measure/workload.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

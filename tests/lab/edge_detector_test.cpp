@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "compare/compare.hpp"
-#include "compare/edge_detector.hpp"
+#include "analyze/compare.hpp"
+#include "analyze/edge_detector.hpp"
 
 namespace {
 

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "results/history.hpp"
-#include "results/results_io.hpp"
+#include "store/history.hpp"
+#include "store/results_io.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
 

@@ -1,5 +1,5 @@
 // The harness on synthetic contenders (suite "selftest"). No timing is asserted.
-#include "harness/harness.hpp"
+#include "measure/harness.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <memory>
 #include <set>
 
-#include "results/results_io.hpp"
+#include "store/results_io.hpp"
 #include "suites/suites.hpp"
 
 namespace lab = contend::lab;

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "compare/history_import.hpp"
-#include "compare/history_series.hpp"
-#include "compare/inputs.hpp"
-#include "results/history.hpp"
-#include "results/results_io.hpp"
+#include "analyze/history_import.hpp"
+#include "analyze/history_series.hpp"
+#include "analyze/inputs.hpp"
+#include "store/history.hpp"
+#include "store/results_io.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
 

@@ -1,4 +1,4 @@
-// The history in PostgreSQL (lab/results/history_postgres.cpp), against a real server: the
+// The history in PostgreSQL (lab/store/history_postgres.cpp), against a real server: the
 // one tests/lab/with_postgres.sh starts for the duration of this program and names in
 // CONTEND_TEST_POSTGRES. Without it every test fails, saying so: never skipped.
 //
@@ -28,10 +28,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "results/history.hpp"
-#include "results/history_backend.hpp"
-#include "results/interrupted.hpp"
-#include "results/results.hpp"
+#include "store/history.hpp"
+#include "store/history_backend.hpp"
+#include "store/interrupted.hpp"
+#include "model/results.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
 

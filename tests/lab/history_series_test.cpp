@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compare/history_series.hpp"
+#include "analyze/history_series.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
 

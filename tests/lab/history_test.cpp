@@ -1,4 +1,4 @@
-#include "results/history.hpp"
+#include "store/history.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "results/history_backend.hpp"
-#include "results/interrupted.hpp"
-#include "results/results.hpp"
+#include "store/history_backend.hpp"
+#include "store/interrupted.hpp"
+#include "model/results.hpp"
 #include "temp_dir.hpp"
 
 namespace contend_test {

@@ -1,5 +1,5 @@
 // Output files: nothing a failed write touches is lost, no output may be an input.
-#include "results/output_file.hpp"
+#include "store/output_file.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

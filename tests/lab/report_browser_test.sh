@@ -2,7 +2,7 @@
 # The page of `contend report` in a real browser. Usage:
 #   report_browser_test.sh <contend binary> <results JSON> <number of suites in it>
 # Writes the page of the JSON file and opens it three times in Debian's headless Chromium,
-# each time reading back what the page's own script recorded on <body> (lab/report/report.hpp):
+# each time reading back what the page's own script recorded on <body> (lab/pages/report.hpp):
 #   1. plain: every main and side chart constructed and painted, points plotted, ratios to
 #      the default baseline when there is one;
 #   2. with a fragment naming another baseline and all but the last contender of the first

@@ -1,7 +1,7 @@
 // `contend report` on fixed input: the page's sections, chart data and escaping, reading
 // results files back, picking runs from the history, and the CLI's errors. Whether the page
 // draws in a browser is report_browser_test.sh's job.
-#include "report/report.hpp"
+#include "pages/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,9 +19,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "report/assets.hpp"
-#include "results/history.hpp"
-#include "results/results_io.hpp"
+#include "pages/assets.hpp"
+#include "store/history.hpp"
+#include "store/results_io.hpp"
 
 namespace lab = contend::lab;
 namespace fs = std::filesystem;
@@ -328,8 +328,8 @@ TEST(Report, TheLibraryIsInlinedWithoutItsSourceMapAndRefusedIfItCouldCloseItsEl
     EXPECT_THROW(lab::render_report({{"f", fixture()}}, "var s = '<!--';"), std::runtime_error);
 }
 
-// The embedding (lab/report/embed_assets.cmake) is byte for byte: each compiled-in file equals
-// the file it was read from. A failure after editing lab/report/assets/ without building
+// The embedding (lab/pages/embed_assets.cmake) is byte for byte: each compiled-in file equals
+// the file it was read from. A failure after editing lab/pages/assets/ without building
 // means the binary is stale.
 TEST(Report, ThePagesFilesAreCompiledInByteForByteAndInlinedInOrder) {
     namespace assets = lab::assets;
@@ -370,11 +370,11 @@ TEST(Report, TextThatCouldEndItsElementIsNotInlined) {
     EXPECT_THROW(lab::inlinable("a::after { content: '</STYLE>'; }", "style", "x"), std::runtime_error);
     EXPECT_THROW(lab::inlinable("/* <!-- */", "style", "x"), std::runtime_error);
     try {
-        lab::inlinable("// see </script>\n", "script", "lab/report/assets/render.js");
+        lab::inlinable("// see </script>\n", "script", "lab/pages/assets/render.js");
         ADD_FAILURE() << "not refused";
     } catch (const std::runtime_error& e) {
         EXPECT_EQ(std::string(e.what()),
-                  "lab/report/assets/render.js contains \"</script\" or \"<!--\" and cannot be inlined as is");
+                  "lab/pages/assets/render.js contains \"</script\" or \"<!--\" and cannot be inlined as is");
     }
 }
 

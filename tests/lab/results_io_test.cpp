@@ -1,4 +1,4 @@
-#include "results/results_io.hpp"
+#include "store/results_io.hpp"
 
 #include <gtest/gtest.h>
 

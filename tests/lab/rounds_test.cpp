@@ -1,4 +1,4 @@
-// harness/rounds.hpp: interleaved repetitions (the server suite's), on synthetic cells.
+// measure/rounds.hpp: interleaved repetitions (the server suite's), on synthetic cells.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "harness/rounds.hpp"
-#include "harness/runner.hpp"
+#include "measure/rounds.hpp"
+#include "run/runner.hpp"
 
 namespace lab = contend::lab;
 

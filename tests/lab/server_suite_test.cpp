@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/harness.hpp"
-#include "harness/runner.hpp"
+#include "measure/harness.hpp"
+#include "run/runner.hpp"
 #include "suites/suites.hpp"
 
 namespace lab = contend::lab;

@@ -1,4 +1,4 @@
-#include "compare/significance.hpp"
+#include "analyze/significance.hpp"
 
 #include <gtest/gtest.h>
 

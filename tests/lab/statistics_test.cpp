@@ -1,4 +1,4 @@
-#include "harness/statistics.hpp"
+#include "model/statistics.hpp"
 
 #include <gtest/gtest.h>
 

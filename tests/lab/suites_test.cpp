@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/harness.hpp"
-#include "peers/peers.hpp"
+#include "measure/harness.hpp"
+#include "suites/lock_peers.hpp"
 #include "suites/pipe_workload.hpp"
 #include "suites/pool_workload.hpp"
 

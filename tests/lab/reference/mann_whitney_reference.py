@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference values for tests/lab/significance_test.cpp, computed independently of the C++ code.
 
-Standard library only, and by other methods than lab/compare/significance.cpp uses:
+Standard library only, and by other methods than lab/analyze/significance.cpp uses:
   - Mann-Whitney U, exact (at most EXACT_LIMIT values in all, ties or not): every assignment
     of the pooled values' midranks to the first sample is enumerated (itertools.combinations)
     when there are at most 10,000,000 of them; above that, without ties, the null distribution

@@ -1,0 +1,151 @@
+#include "analyze/history_series.hpp"
+
+#include <fnmatch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace contend::lab {
+
+namespace {
+
+bool positive_finite(double v) { return std::isfinite(v) && v > 0; }
+
+std::string run_name(const stored_run& r) {
+    return r.run.context.label.empty() ? "run " + std::to_string(r.id) : r.run.context.label;
+}
+
+}  // namespace
+
+comparison_input comparison_input_from_history(const history_store& store, const std::string& db_path,
+                                               const std::string& label) {
+    return comparison_input_from_runs(store.stored_runs(), db_path, label);
+}
+
+comparison_input comparison_input_from_runs(const std::vector<stored_run>& runs, const std::string& db_path,
+                                            const std::string& label) {
+    const std::string source = db_path + " label " + label;
+    const stored_run* newest = nullptr;
+    for (const auto& r : runs)
+        if (r.run.context.label == label) newest = &r;  // oldest first: the last one is the newest
+    if (!newest) throw input_error(source, "", "the history " + db_path + " holds no run labelled '" + label + "'");
+
+    comparison_input in;
+    in.source = source;
+    in.format = "contend-lab";
+    const machine_context& c = newest->run.context;
+    in.label = c.label;
+    in.date = c.date;
+    in.cpu_model = c.cpu_model;
+    in.version = c.version;
+    std::set<std::string> seen;
+    for (const auto& cell : newest->run.cells) {
+        const std::string name = cell.name();
+        // The same refusal as the JSON reader's: two cells of one name would be two series
+        // with nothing to tell which one to compare.
+        if (!seen.insert(name).second) throw input_error(input_error_kind::duplicate, source, name, "appears twice");
+        if (!cell.valid()) {
+            in.skipped.push_back({name, cell.detail.empty() ? cell.status : cell.status + ": " + cell.detail});
+            continue;
+        }
+        for (const double v : cell.ns_per_op)
+            if (!positive_finite(v))
+                throw input_error(std::isfinite(v) ? input_error_kind::not_positive : input_error_kind::not_finite,
+                                  source, name, "a sample of " + std::to_string(v) + " ns");
+        if (!positive_finite(cell.median_ns))
+            throw input_error(
+                std::isfinite(cell.median_ns) ? input_error_kind::not_positive : input_error_kind::not_finite, source,
+                name, "a median of " + std::to_string(cell.median_ns) + " ns");
+        benchmark_series s;
+        s.name = name;
+        s.samples_ns = cell.ns_per_op;
+        s.median_ns = cell.median_ns;
+        if (s.samples_ns.empty()) s.note = "no samples: the run's median";
+        s.flagged_modal = cell.modal;
+        in.benchmarks.push_back(std::move(s));
+    }
+    return in;
+}
+
+std::vector<benchmark_history> history_series(const std::vector<stored_run>& runs, const std::string& name_glob,
+                                              const change_options& options) {
+    std::vector<benchmark_history> order;
+    std::map<std::string, std::size_t> index_of;
+    for (const auto& r : runs) {
+        std::set<std::string> in_this_run;
+        for (const auto& cell : r.run.cells) {
+            if (!cell.valid() || !positive_finite(cell.median_ns)) continue;
+            const std::string name = cell.name();
+            if (!name_glob.empty() && fnmatch(name_glob.c_str(), name.c_str(), 0) != 0) continue;
+            if (!in_this_run.insert(name).second) continue;  // one point per run: the first cell
+            auto [it, added] = index_of.try_emplace(name, order.size());
+            if (added) order.push_back({name, {}, {}, {}, {}, {}, {}});
+            benchmark_history& s = order[it->second];
+            s.run_ids.push_back(r.id);
+            s.run_names.push_back(run_name(r));
+            s.medians.push_back(cell.median_ns);
+            // A chart draws the spread only where it is a range of times.
+            const bool spread = std::isfinite(cell.p25_ns) && std::isfinite(cell.p75_ns) && cell.p25_ns > 0;
+            s.p25.push_back(spread ? cell.p25_ns : std::numeric_limits<double>::quiet_NaN());
+            s.p75.push_back(spread ? cell.p75_ns : std::numeric_limits<double>::quiet_NaN());
+        }
+    }
+    for (auto& s : order) {
+        for (const change_point& p : find_change_points(s.medians, options)) {
+            const std::size_t before = p.index - 1, after = p.index;
+            s.changes.push_back(
+                {s.name, p, s.run_names[before], s.run_names[after], s.run_ids[before], s.run_ids[after]});
+        }
+    }
+    return order;
+}
+
+std::vector<series_change> history_changes(const std::vector<stored_run>& runs, const std::string& name_glob,
+                                           const change_options& options) {
+    std::vector<series_change> changes;
+    for (auto& s : history_series(runs, name_glob, options))
+        for (auto& c : s.changes) changes.push_back(std::move(c));
+    return changes;
+}
+
+std::int64_t newest_run_labelled(const std::vector<stored_run>& runs, const std::string& label) {
+    std::int64_t id = 0;
+    for (const auto& r : runs)
+        if (r.run.context.label == label) id = r.id;  // oldest first: the last one is the newest
+    return id;
+}
+
+std::string format_time_per_op(double ns) {
+    char text[64];
+    const double a = std::fabs(ns);
+    if (!std::isfinite(ns)) std::snprintf(text, sizeof text, "%g ns", ns);
+    else if (a < 0.01 && a != 0) std::snprintf(text, sizeof text, "%.3g ns", ns);
+    else if (a < 1e4) std::snprintf(text, sizeof text, "%.*f ns", a >= 100 ? 0 : a >= 10 ? 1 : 2, ns);
+    else if (a < 1e6) std::snprintf(text, sizeof text, "%.4g us", ns / 1e3);
+    else if (a < 1e9) std::snprintf(text, sizeof text, "%.4g ms", ns / 1e6);
+    else if (a < 1e14) std::snprintf(text, sizeof text, "%.4g s", ns / 1e9);
+    else std::snprintf(text, sizeof text, "%.3g s", ns / 1e9);
+    return text;
+}
+
+std::string format_change_percent(double before, double after) {
+    // In logarithms when both are positive: after / before may overflow where its log does not.
+    char text[64];
+    const double log_ratio = before > 0 && after > 0 ? std::log(after) - std::log(before) : 0;
+    if (log_ratio > 700) {  // past a double: the exponent from the logarithm, as "+1e+602 %"
+        const double log10_percent = log_ratio / std::log(10.0) + 2;
+        const double exponent = std::floor(log10_percent + 1e-9);  // 601.9999999 is 602
+        std::snprintf(text, sizeof text, "+%.3ge+%.0f %%", std::pow(10.0, log10_percent - exponent), exponent);
+        return text;
+    }
+    const double percent = before > 0 && after > 0 ? std::expm1(log_ratio) * 100 : (after - before) / before * 100;
+    if (std::fabs(percent) < 1e5) std::snprintf(text, sizeof text, "%+.1f %%", percent);
+    else std::snprintf(text, sizeof text, "%+.3g %%", percent);
+    return text;
+}
+
+}  // namespace contend::lab

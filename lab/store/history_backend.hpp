@@ -1,0 +1,92 @@
+// The storage behind history_store (history.hpp): one interface, one implementation per
+// database, the choice made in one place (history.cpp, by the form of --db). Internal to the
+// history; nothing outside lab/store/history*.cpp includes this.
+//
+//   history_sqlite.cpp    a file, through SQLite's C API
+//   history_postgres.cpp  a PostgreSQL database named by a libpq URI, through libpq
+//
+// Both store the same schema, generated from the field tables of results.hpp: tables runs,
+// cells and metrics whose columns are the fields' names, a field's column present from the
+// schema version in its since_schema. Both keep the contract history.hpp states (atomic
+// appends, growing ids, one snapshot per read, refusals that write nothing).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/history.hpp"
+#include "model/results.hpp"
+
+namespace contend::lab::history_detail {
+
+// Version 1: the runs and cells tables. Version 2: the fields whose since_schema is 2
+// (results.hpp) and the metrics table. Version 3: the run's co-tenant. Version 4: a cell's
+// modal flag. Version 5: why a cell's fairness was not measured. A history of an older
+// version is migrated when it is opened for writing, and read as it is otherwise.
+inline constexpr int schema_version = 5;
+
+// One open history. Every failure is a std::runtime_error naming the operation, the
+// database's own message and where the history is (a URI with its password masked).
+class backend {
+public:
+    virtual ~backend() = default;
+
+    // The schema version as opened (a read-only history may be older than the code).
+    virtual int version() const = 0;
+    // history_store::append; throws on a read-only history.
+    virtual std::int64_t append(const run_result& run, const std::atomic<int>* stop) = 0;
+    // The newest `limit` runs (all when 0), oldest first, each with its id.
+    virtual std::vector<stored_run> newest_runs(std::size_t limit) const = 0;
+    virtual std::optional<stored_run> run(std::int64_t id) const = 0;
+    virtual std::size_t run_count() const = 0;
+};
+
+std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access);
+void check_sqlite_appendable(const std::string& path);
+
+// `uri` as libpq reads it: its scheme in lower case (libpq knows "postgresql://" only so).
+std::string libpq_form(std::string_view uri);
+
+// A message of libpq's or the server's, about `uri`, with every password `uri` may hold
+// masked: the URI quoted whole, and each password alone, as written or percent-decoded.
+std::string without_passwords(std::string_view message, std::string_view uri);
+
+std::unique_ptr<backend> open_postgres(const std::string& uri, history_access access);
+void check_postgres_appendable(const std::string& uri);
+
+// The fields a history of schema `version` has columns for.
+template <class Record>
+std::vector<const field<Record>*> fields_in(std::span<const field<Record>> fields, int version) {
+    std::vector<const field<Record>*> out;
+    for (const auto& f : fields)
+        if (f.since_schema <= version) out.push_back(&f);
+    return out;
+}
+
+// "a, b, c": the fields' column names, for a SELECT or an INSERT.
+template <class Record>
+std::string column_list(const std::vector<const field<Record>*>& fields) {
+    std::string out;
+    for (const auto* f : fields) out.append(out.empty() ? "" : ", ").append(f->name);
+    return out;
+}
+
+// Whether `columns` (a table's, as the database lists them) hold every field of `version`.
+template <class Record>
+bool has_columns(const std::vector<std::string>& columns, std::span<const field<Record>> fields, int version) {
+    for (const auto* f : fields_in(fields, version)) {
+        bool found = false;
+        for (const auto& c : columns) found = found || c == f->name;
+        if (!found) return false;
+    }
+    return true;
+}
+
+}  // namespace contend::lab::history_detail

@@ -1,0 +1,704 @@
+// The results history in a PostgreSQL database, through libpq. The same tables and columns
+// as the SQLite file (history_backend.hpp), with PostgreSQL's types; the schema version is
+// the one row of the table contend_schema.
+//
+// Values always travel as parameters of PQexecParams, in text form, never inside SQL text.
+// The transactions, and why:
+//  - an append is one READ COMMITTED transaction that first locks the runs table against
+//    other appenders (EXCLUSIVE mode: readers still read). Appenders queue for that lock in
+//    the server's order, first come first served, for up to append_lock_wait: a fleet
+//    appending at once waits its turn however long each append takes. Ids come from identity columns,
+//    which only grow; the lock makes runs commit in the order of their ids, as SQLite's
+//    single writer does, so a reader never sees run 5 and later a run 4 appear before it;
+//  - every read is one REPEATABLE READ, READ ONLY transaction: one snapshot for the runs,
+//    their cells and their metrics;
+//  - creating or migrating the schema is one transaction under a transaction-scoped
+//    advisory lock, which serializes two processes opening a new database at once; the
+//    second finds the work done when it gets the lock.
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "store/history_backend.hpp"
+#include "store/interrupted.hpp"
+
+namespace contend::lab::history_detail {
+namespace {
+
+// Used when the URI gives no connect_timeout: an unreachable server is reported after this
+// long instead of libpq's default, which is to wait for the operating system (minutes).
+constexpr const char* default_connect_timeout_s = "10";
+
+// How long a migration, or a statement of an append once it holds the runs table, waits for a
+// lock before giving up: as long as SQLite's busy timeout (history_sqlite.cpp).
+constexpr const char* lock_timeout = "5s";
+
+// How long an append waits for the runs table while other appends hold it. Not lock_timeout:
+// one append of 60,000 benchmarks holds it for longer than 5 s, and a fleet appending at once
+// must queue, not fail. Bounded, so that an appender stopped while it holds the lock (a
+// suspended process, a hung client) is reported rather than waited for forever; a stop
+// signal ends the wait at once.
+constexpr std::chrono::minutes append_lock_wait{10};
+
+// The key of the advisory lock that serializes schema creation and migration. Any fixed
+// number works; this one is "contend" in ASCII, unlikely to be another program's key.
+constexpr long long schema_lock_key = 0x636f6e74656e64;
+
+// PostgreSQL types by C++ type. double precision columns may be NULL: a NaN is stored as
+// NULL, as in the SQLite file, so that a figure not measured is SQL NULL in both (and an
+// AVG over a column is not poisoned by a NaN). Unsigned 64-bit counts are stored as their
+// bit pattern in bigint, as in the SQLite file. Samples and parameters in their text forms.
+template <class T>
+std::string sql_column_type(const T& default_value) {
+    if constexpr (std::is_same_v<T, double>) {
+        return "double precision";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        // The value is one of results.hpp's own defaults ("complete", "op"), never user input.
+        std::string quoted = "'";
+        for (const char ch : default_value) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
+        return "text NOT NULL DEFAULT " + quoted + "'";
+    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
+        return "text NOT NULL DEFAULT ''";
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return std::string("boolean NOT NULL DEFAULT ") + (default_value ? "true" : "false");
+    } else if constexpr (std::is_same_v<T, std::int32_t>) {
+        return "integer NOT NULL DEFAULT " + std::to_string(default_value);
+    } else {
+        return "bigint NOT NULL DEFAULT " + std::to_string(static_cast<std::int64_t>(default_value));
+    }
+}
+
+template <class Record>
+std::string column_definition(const field<Record>& f) {
+    static const Record defaults{};
+    return std::string(f.name) + " " + visit_field(f, defaults, [](const auto& v) { return sql_column_type(v); });
+}
+
+// The metrics table, created with the schema or by the migration to version 2. Its id
+// keeps the order in which a cell's metrics were given (SQLite's implicit rowid does that in
+// the file).
+constexpr const char* metrics_sql =
+    "CREATE TABLE metrics (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " cell_id bigint NOT NULL REFERENCES cells(id), name text NOT NULL, value double precision,"
+    " UNIQUE (cell_id, name));\n"
+    "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
+
+// The schema of the current version, created in a database schema that holds no table.
+// The indexes are the SQLite file's: a run's cells without scanning every cell, one row's
+// history by name.
+std::string schema_sql() {
+    std::string sql = "CREATE TABLE contend_schema (version integer NOT NULL);\n";
+    sql += "CREATE TABLE runs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY";
+    for (const auto& f : context_fields()) sql += ", " + column_definition(f);
+    sql +=
+        ");\nCREATE TABLE cells (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+        " run_id bigint NOT NULL REFERENCES runs(id), name text NOT NULL";
+    for (const auto& f : cell_fields()) sql += ", " + column_definition(f);
+    sql += ");\n";
+    sql += metrics_sql;
+    sql +=
+        "CREATE INDEX cells_by_name ON cells(name);\n"
+        "CREATE INDEX cells_by_run ON cells(run_id);\n"
+        "INSERT INTO contend_schema (version) VALUES (" +
+        std::to_string(schema_version) + ");\n";
+    return sql;
+}
+
+struct connection_closer {
+    void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+using connection_handle = std::unique_ptr<PGconn, connection_closer>;
+
+struct result_clearer {
+    void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using result_handle = std::unique_ptr<PGresult, result_clearer>;
+
+// libpq's messages end in a newline and may span lines (DETAIL, HINT): one line for ours.
+std::string one_line(std::string_view message) {
+    std::string out;
+    bool line_start = false;
+    for (const char ch : message) {
+        if (ch == '\n') {
+            out += "; ";
+            line_start = true;
+        } else if (!(line_start && (ch == ' ' || ch == '\t'))) {  // libpq indents a continued line
+            out += ch;
+            line_start = false;
+        }
+    }
+    while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
+    return out;
+}
+
+// The parameters of one statement, in order ($1, $2...): text, or NULL.
+class parameters {
+public:
+    parameters& text(std::string_view value) {
+        // libpq passes C strings: a NUL would cut the value short, silently.
+        if (value.find('\0') != std::string_view::npos)
+            throw std::invalid_argument("text holds a NUL character, which PostgreSQL cannot store");
+        values_.emplace_back(std::string(value));
+        return *this;
+    }
+
+    parameters& integer(std::int64_t value) {
+        values_.emplace_back(std::to_string(value));
+        return *this;
+    }
+
+    parameters& boolean(bool value) {
+        values_.emplace_back(value ? "true" : "false");
+        return *this;
+    }
+
+    parameters& real(double value) {
+        if (std::isnan(value)) {
+            values_.emplace_back(std::nullopt);  // as in the SQLite file: NULL reads back as NaN
+        } else if (std::isinf(value)) {
+            values_.emplace_back(value > 0 ? "Infinity" : "-Infinity");
+        } else {
+            // The shortest text that reads back as the same double. A -0.0 is stored as 0.0:
+            // the SQLite file does so, and the two backends give back the same runs.
+            char buffer[64];
+            const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value == 0 ? 0.0 : value);
+            values_.emplace_back(std::string(buffer, end));
+        }
+        return *this;
+    }
+
+    parameters& null() {
+        values_.emplace_back(std::nullopt);
+        return *this;
+    }
+
+    std::vector<const char*> pointers() const {
+        std::vector<const char*> out;
+        for (const auto& v : values_) out.push_back(v ? v->c_str() : nullptr);
+        return out;
+    }
+
+private:
+    std::vector<std::optional<std::string>> values_;
+};
+
+// A result's fields, read in order along one row: each read_* takes the next column.
+class row_reader {
+public:
+    row_reader(const PGresult* result, int row) : result_(result), row_(row) {}
+
+    bool is_null() const { return PQgetisnull(result_, row_, column_) != 0; }
+
+    std::string read_text() {
+        const int c = next();
+        return {PQgetvalue(result_, row_, c), static_cast<std::size_t>(PQgetlength(result_, row_, c))};
+    }
+
+    std::int64_t read_int() {
+        const std::string text = read_text();
+        std::int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc{} || end != text.data() + text.size())
+            throw std::invalid_argument("not an integer: '" + text + "'");
+        return value;
+    }
+
+    bool read_bool() {
+        const std::string text = read_text();
+        if (text != "t" && text != "f") throw std::invalid_argument("not a boolean: '" + text + "'");
+        return text == "t";
+    }
+
+    double read_real() {
+        if (is_null()) {
+            ++column_;
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+        const std::string text = read_text();
+        if (text == "NaN") return std::numeric_limits<double>::quiet_NaN();  // written by another program
+        if (text == "Infinity") return std::numeric_limits<double>::infinity();
+        if (text == "-Infinity") return -std::numeric_limits<double>::infinity();
+        double value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        // A value below the smallest subnormal is reported as out of range yet read as 0,
+        // as PostgreSQL itself reads it.
+        if ((ec != std::errc{} && ec != std::errc::result_out_of_range) || end != text.data() + text.size())
+            throw std::invalid_argument("not a number: '" + text + "'");
+        return value;
+    }
+
+private:
+    int next() { return column_++; }
+
+    const PGresult* result_;
+    int row_;
+    int column_ = 0;
+};
+
+// An open connection, with the URI (password masked) every error message names.
+class database {
+public:
+    database(const std::string& given_uri, bool read_only)
+        : uri_(libpq_form(given_uri)), where_(history_store::printable(given_uri)), read_only_(read_only) {
+        // Later keywords override earlier ones, and the URI (dbname, expanded) overrides
+        // what comes before it: the URI may set its own connect_timeout or
+        // application_name, but the client encoding is always UTF-8, which is what the
+        // history's text is (the server converts to the database's encoding).
+        const char* keywords[] = {"connect_timeout", "application_name", "dbname", "client_encoding", nullptr};
+        const char* values[] = {default_connect_timeout_s, "contend", uri_.c_str(), "UTF8", nullptr};
+        conn_.reset(PQconnectdbParams(keywords, values, 1));
+        if (!conn_) reject("cannot connect: out of memory");
+        if (PQstatus(conn_.get()) != CONNECTION_OK) fail("cannot connect", nullptr);
+        // Notices (a ROLLBACK with nothing to roll back, an identity's implicit sequence) are
+        // not ours to print: libpq would write them to stderr.
+        PQsetNoticeProcessor(
+            conn_.get(), [](void*, const char*) {}, nullptr);
+        // extra_float_digits 3: doubles come back in a form that reads back exactly (the
+        // shortest one since PostgreSQL 12; 17 digits before). A read-only history opens
+        // read-only transactions only, so nothing can write through it by mistake.
+        exec(std::string("SET extra_float_digits = 3; SET lock_timeout = '") + lock_timeout + "'" +
+                 (read_only ? "; SET default_transaction_read_only = on" : ""),
+             "cannot set up the session");
+    }
+
+    bool read_only() const noexcept { return read_only_; }
+    PGconn* get() const noexcept { return conn_.get(); }
+    const std::string& where() const noexcept { return where_; }
+
+    // Throws for an error PostgreSQL reported: the result's message, or the connection's
+    // when there is no result.
+    [[noreturn]] void fail(std::string_view what, const PGresult* result) const {
+        const char* message = result ? PQresultErrorMessage(result) : "";
+        if (*message == '\0') message = PQerrorMessage(conn_.get());
+        // libpq quotes what it could not parse, a password included.
+        throw std::runtime_error("history: " + std::string(what) + ": " + without_passwords(one_line(message), uri_) +
+                                 " (" + where_ + ")");
+    }
+
+    // Throws for a problem PostgreSQL knows nothing about (bad input, unexpected content).
+    [[noreturn]] void reject(std::string_view why) const {
+        throw std::runtime_error("history: " + std::string(why) + " (" + where_ + ")");
+    }
+
+    // Runs SQL of no parameters and no rows: several statements may be given.
+    void exec(const std::string& sql, std::string_view what) const {
+        const result_handle result(PQexec(conn_.get(), sql.c_str()));
+        if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) fail(what, result.get());
+    }
+
+    // Runs one statement with its parameters; its rows, if any, are in the result.
+    result_handle query(std::string_view what, const std::string& sql, const parameters& params = {}) const {
+        const std::vector<const char*> values = params.pointers();
+        result_handle result(PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()), nullptr,
+                                          values.data(), nullptr, nullptr, 0));
+        const ExecStatusType status = PQresultStatus(result.get());
+        if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) fail(what, result.get());
+        return result;
+    }
+
+    // The one value of a query that returns one row of one column.
+    std::int64_t query_int(std::string_view what, const std::string& sql, const parameters& params = {}) const {
+        const result_handle result = query(what, sql, params);
+        if (PQntuples(result.get()) != 1 || PQnfields(result.get()) != 1)
+            reject(std::string(what) + ": expected one value");
+        return read(what, [&] { return row_reader(result.get(), 0).read_int(); });
+    }
+
+    // Runs `reading`, turning a value that cannot be read into an error naming the history.
+    template <class Read>
+    auto read(std::string_view what, Read&& reading) const -> decltype(reading()) {
+        try {
+            return reading();
+        } catch (const std::invalid_argument& e) {
+            reject(std::string(what) + ": stored value is malformed: " + e.what());
+        }
+    }
+
+private:
+    std::string uri_;  // as libpq reads it
+    std::string where_;
+    bool read_only_;
+    connection_handle conn_;
+};
+
+// A transaction that rolls back unless committed, so any throw between begin and commit
+// leaves the database as it was.
+class transaction {
+public:
+    transaction(const database& db, const char* begin_sql, std::string_view what) : db_(db), what_(what) {
+        db_.exec(begin_sql, what_);
+    }
+
+    ~transaction() {
+        // After a failed statement the transaction is aborted: ROLLBACK ends it. On a broken
+        // connection there is nothing to end (the server rolls back by itself).
+        if (!committed_ && PQtransactionStatus(db_.get()) != PQTRANS_IDLE) PQclear(PQexec(db_.get(), "ROLLBACK"));
+    }
+
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+
+    void commit() {
+        db_.exec("COMMIT", what_);
+        committed_ = true;
+    }
+
+private:
+    const database& db_;
+    std::string what_;
+    bool committed_ = false;
+};
+
+constexpr const char* read_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
+// The relations (tables, views...) of the current schema, which is where the history's tables
+// are created and looked for.
+std::int64_t relation_count(const database& db) {
+    return db.query_int("cannot read the schema",
+                        "SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = "
+                        "c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', "
+                        "'f')");
+}
+
+// The columns of `table` in the current schema, empty when there is no such table.
+std::vector<std::string> columns_of(const database& db, const char* table) {
+    const result_handle result =
+        db.query("cannot read the schema",
+                 "SELECT a.attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
+                 " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
+                 " AND c.relname = $1 AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped",
+                 parameters().text(table));
+    std::vector<std::string> columns;
+    for (int row = 0; row < PQntuples(result.get()); ++row)
+        columns.push_back(row_reader(result.get(), row).read_text());
+    return columns;
+}
+
+// What the current schema holds: 0 when it holds no table at all (it may become a history),
+// or the schema version of a contend history. Anything else -- another program's tables, a
+// version newer than this lab knows, a history missing a column -- is refused with the
+// reason, and nothing is written.
+int history_version(const database& db) {
+    const std::int64_t relations = relation_count(db);
+    const std::vector<std::string> version_columns = columns_of(db, "contend_schema");
+    if (relations == 0) return 0;
+    std::int64_t version = 0;
+    if (version_columns == std::vector<std::string>{"version"}) {
+        const result_handle result = db.query("cannot read schema version", "SELECT version FROM contend_schema");
+        if (PQntuples(result.get()) == 1 && !PQgetisnull(result.get(), 0, 0))
+            version = db.read("cannot read schema version", [&] { return row_reader(result.get(), 0).read_int(); });
+    }
+    if (version > schema_version)
+        db.reject("schema version " + std::to_string(version) + " is newer than this lab knows (" +
+                  std::to_string(schema_version) + ")");
+    const int v = static_cast<int>(version);
+    const bool ours = v >= 1 && has_columns(columns_of(db, "runs"), context_fields(), v) &&
+                      has_columns(columns_of(db, "cells"), cell_fields(), v) &&
+                      (v < 2 || !columns_of(db, "metrics").empty());
+    if (!ours)
+        db.reject("not a contend history: the database's schema holds " + std::to_string(relations) +
+                  " tables of another schema (contend schema version " + std::to_string(version) +
+                  "); it was left untouched. Give --db an empty database");
+    return v;
+}
+
+// history_version in one read-only snapshot.
+int history_version_snapshot(const database& db) {
+    transaction reading(db, read_snapshot, "cannot read the schema");
+    const int version = history_version(db);
+    reading.commit();
+    return version;
+}
+
+// Brings an empty schema or a history of an older version to the current version, in one
+// transaction: either the whole migration happens or none of it.
+void migrate(const database& db) {
+    transaction migrating(db, "BEGIN", "cannot create or migrate the schema");
+    db.query("cannot create or migrate the schema", "SELECT pg_advisory_xact_lock($1)",
+             parameters().integer(schema_lock_key));
+    // Again under the lock, in a snapshot taken after it: another process may have done it.
+    const int found = history_version(db);
+    if (found == schema_version) return;
+    if (found == 0) {
+        db.exec(schema_sql(), "cannot create schema");
+    } else {
+        // Each version adds columns (with their defaults) and tables; nothing is rewritten.
+        std::string sql;
+        for (const auto& f : context_fields())
+            if (f.since_schema > found) sql += "ALTER TABLE runs ADD COLUMN " + column_definition(f) + ";\n";
+        for (const auto& f : cell_fields())
+            if (f.since_schema > found) sql += "ALTER TABLE cells ADD COLUMN " + column_definition(f) + ";\n";
+        if (found < 2) sql += metrics_sql;
+        db.exec(sql, "cannot migrate the schema");
+        db.query("cannot set schema version", "UPDATE contend_schema SET version = $1",
+                 parameters().integer(schema_version));
+    }
+    migrating.commit();
+}
+
+// Binds or reads one field, by its C++ type.
+template <class T>
+void bind_value(parameters& p, const T& value) {
+    if constexpr (std::is_same_v<T, double>) {
+        p.real(value);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        p.text(value);
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+        p.text(format_samples(value));
+    } else if constexpr (std::is_same_v<T, param_list>) {
+        p.text(format_params(value));
+    } else if constexpr (std::is_same_v<T, bool>) {
+        p.boolean(value);
+    } else {
+        p.integer(static_cast<std::int64_t>(value));
+    }
+}
+
+template <class T>
+void read_value(row_reader& row, T& value) {
+    if constexpr (std::is_same_v<T, double>) {
+        value = row.read_real();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        value = row.read_text();
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+        value = parse_samples(row.read_text());
+    } else if constexpr (std::is_same_v<T, param_list>) {
+        value = parse_params(row.read_text());
+    } else if constexpr (std::is_same_v<T, bool>) {
+        value = row.read_bool();
+    } else {
+        value = static_cast<T>(row.read_int());
+    }
+}
+
+// "$from, $from+1, ... ": `count` placeholders.
+std::string placeholders(int from, std::size_t count) {
+    std::string out;
+    for (std::size_t i = 0; i < count; ++i) out += (i ? ", $" : "$") + std::to_string(from + static_cast<int>(i));
+    return out;
+}
+
+class postgres_history final : public backend {
+public:
+    postgres_history(const std::string& uri, history_access access) : db_(uri, access == history_access::read_only) {
+        version_ = history_version_snapshot(db_);
+        if (access == history_access::read_only) {
+            if (version_ == 0) db_.reject("holds no contend history (run `contend bench` first)");
+            return;
+        }
+        // Checked first, in a read-only snapshot: a foreign or newer schema fails before
+        // anything writes; an up-to-date one takes no lock at all.
+        if (version_ != schema_version) migrate(db_);
+        version_ = schema_version;
+    }
+
+    int version() const override { return version_; }
+
+    std::int64_t append(const run_result& run, const std::atomic<int>* stop) override {
+        if (db_.read_only()) db_.reject("opened read-only: cannot append");
+        const std::string undone = "nothing was stored (" + db_.where() + ")";
+        throw_if_stopped(stop, undone);
+        const auto run_fields = fields_in(context_fields(), schema_version);
+        const auto cell_columns = fields_in(cell_fields(), schema_version);
+        const std::string insert_run = "INSERT INTO runs (" + column_list(run_fields) + ") VALUES (" +
+                                       placeholders(1, run_fields.size()) + ") RETURNING id";
+        const std::string insert_cell = "INSERT INTO cells (run_id, name, " + column_list(cell_columns) +
+                                        ") VALUES ($1, $2, " + placeholders(3, cell_columns.size()) + ") RETURNING id";
+        const std::string insert_metric = "INSERT INTO metrics (cell_id, name, value) VALUES ($1, $2, $3)";
+
+        transaction appending(db_, "BEGIN", "cannot append run");
+        lock_runs_for_append(stop, undone);
+        parameters run_values;
+        bind_fields(run_values, run.context, run_fields, "run");
+        const std::int64_t run_id = db_.query_int("cannot append run", insert_run, run_values);
+        for (const cell_result& cell : run.cells) {
+            throw_if_stopped(stop, undone);  // the transaction then rolls back
+            parameters cell_values;
+            cell_values.integer(run_id);
+            bind_fields(cell_values, cell, cell_columns, "cell " + cell.name(), cell.name());
+            const std::int64_t cell_id = db_.query_int("cannot append cell", insert_cell, cell_values);
+            for (const auto& [name, value] : cell.metrics) {
+                parameters metric_values;
+                try {
+                    check_metric_name(name);
+                    metric_values.integer(cell_id).text(name).real(value);
+                } catch (const std::invalid_argument& e) {
+                    db_.reject("cannot append cell " + cell.name() + ": " + e.what());
+                }
+                db_.query("cannot append metric", insert_metric, metric_values);
+            }
+        }
+        throw_if_stopped(stop, undone);
+        appending.commit();
+        return run_id;
+    }
+
+    std::vector<stored_run> newest_runs(std::size_t limit) const override {
+        parameters selection;
+        constexpr auto max_limit = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+        if (limit == 0) selection.null();  // LIMIT NULL: no limit
+        else selection.integer(static_cast<std::int64_t>(std::min(limit, max_limit)));
+        return read_runs("SELECT id FROM runs ORDER BY id DESC LIMIT $1", selection);
+    }
+
+    std::optional<stored_run> run(std::int64_t id) const override {
+        auto found = read_runs("SELECT $1::bigint", parameters().integer(id));
+        if (found.empty()) return std::nullopt;
+        return std::move(found.front());
+    }
+
+    std::size_t run_count() const override {
+        return static_cast<std::size_t>(db_.query_int("cannot count runs", "SELECT count(*) FROM runs"));
+    }
+
+private:
+    // LOCK TABLE runs, waiting in the server's queue for up to append_lock_wait while another
+    // append holds it. The statement is sent without waiting for its answer, so that the wait
+    // can look at `stop` (every 100 ms) and cancel the request when a signal asks to stop.
+    void lock_runs_for_append(const std::atomic<int>* stop, const std::string& undone) const {
+        db_.exec("SET LOCAL lock_timeout = 0", "cannot append run");  // this transaction only
+        PGconn* conn = db_.get();
+        if (PQsendQuery(conn, "LOCK TABLE runs IN EXCLUSIVE MODE") == 0) db_.fail("cannot append run", nullptr);
+        const auto deadline = std::chrono::steady_clock::now() + append_lock_wait;
+        enum class cancelled { no, stop, deadline } why = cancelled::no;
+        while (PQisBusy(conn) != 0) {
+            if (why == cancelled::no) {
+                if (stop != nullptr && stop->load() != 0) why = cancelled::stop;
+                else if (std::chrono::steady_clock::now() > deadline) why = cancelled::deadline;
+                if (why != cancelled::no) {
+                    // The server answers the cancelled statement with an error, read below.
+                    if (PGcancel* cancel = PQgetCancel(conn)) {
+                        char error[256];
+                        PQcancel(cancel, error, sizeof error);
+                        PQfreeCancel(cancel);
+                    }
+                }
+            }
+            pollfd ready{PQsocket(conn), POLLIN, 0};
+            ::poll(&ready, 1, 100);
+            if (PQconsumeInput(conn) == 0) db_.fail("cannot append run", nullptr);
+        }
+        const result_handle locked(PQgetResult(conn));
+        while (PGresult* more = PQgetResult(conn)) PQclear(more);  // the end of this statement's results
+        if (PQresultStatus(locked.get()) != PGRES_COMMAND_OK) {
+            if (why == cancelled::stop) throw_if_stopped(stop, undone);
+            if (why == cancelled::deadline)
+                db_.reject("cannot append run: other appends held the runs table for more than " +
+                           std::to_string(append_lock_wait.count()) + " minutes; nothing was stored");
+            db_.fail("cannot append run", locked.get());
+        }
+        db_.exec(std::string("SET LOCAL lock_timeout = '") + lock_timeout + "'", "cannot append run");
+    }
+
+    // Parameters for `fields` of `record`, after those already in `values`; `name` (when not
+    // empty) first. A value the history cannot hold is refused before anything is sent.
+    template <class Record>
+    void bind_fields(parameters& values, const Record& record, const std::vector<const field<Record>*>& fields,
+                     const std::string& what, const std::string& name = {}) const {
+        try {
+            if (!name.empty()) values.text(name);
+            for (const auto* f : fields) visit_field(*f, record, [&](const auto& v) { bind_value(values, v); });
+        } catch (const std::invalid_argument& e) {
+            db_.reject("cannot append " + what + ": " + e.what());
+        }
+    }
+
+    // Reads the runs whose ids `selection` (a query of one column, with its parameters)
+    // gives, with their cells and metrics, in one snapshot: three queries, whatever the
+    // number of runs. The columns read are those of the schema version as opened: a field
+    // added later keeps its default.
+    std::vector<stored_run> read_runs(const std::string& selection, const parameters& params) const {
+        const auto run_fields = fields_in(context_fields(), version_);
+        const auto cell_columns = fields_in(cell_fields(), version_);
+        std::vector<stored_run> result;
+        transaction reading(db_, read_snapshot, "cannot read runs");
+        const result_handle runs = db_.query(
+            "cannot read runs",
+            "SELECT id, " + column_list(run_fields) + " FROM runs WHERE id IN (" + selection + ") ORDER BY id", params);
+        std::map<std::int64_t, std::size_t> run_at;  // run id -> index in result
+        for (int row = 0; row < PQntuples(runs.get()); ++row) {
+            row_reader reader(runs.get(), row);
+            stored_run& stored = result.emplace_back();
+            db_.read("cannot read runs", [&] {
+                stored.id = reader.read_int();
+                for (const auto* f : run_fields)
+                    visit_field(*f, stored.run.context, [&](auto& v) { read_value(reader, v); });
+                return 0;
+            });
+            run_at[stored.id] = result.size() - 1;
+        }
+        const result_handle cells = db_.query("cannot read cells",
+                                              "SELECT run_id, id, " + column_list(cell_columns) +
+                                                  " FROM cells WHERE run_id IN (" + selection + ") ORDER BY id",
+                                              params);
+        std::map<std::int64_t, std::pair<std::size_t, std::size_t>> cell_at;  // cell id -> run, cell in result
+        for (int row = 0; row < PQntuples(cells.get()); ++row) {
+            row_reader reader(cells.get(), row);
+            db_.read("cannot read cells", [&] {
+                const std::int64_t run_id = reader.read_int();
+                const std::int64_t cell_id = reader.read_int();
+                const auto owner = run_at.find(run_id);
+                if (owner == run_at.end()) throw std::invalid_argument("a cell of no run read");
+                auto& run_cells = result[owner->second].run.cells;
+                cell_result& cell = run_cells.emplace_back();
+                for (const auto* f : cell_columns) visit_field(*f, cell, [&](auto& v) { read_value(reader, v); });
+                cell_at[cell_id] = {owner->second, run_cells.size() - 1};
+                return 0;
+            });
+        }
+        if (version_ >= 2) {
+            const result_handle metrics =
+                db_.query("cannot read metrics",
+                          "SELECT m.cell_id, m.name, m.value FROM metrics m JOIN cells c ON c.id = m.cell_id"
+                          " WHERE c.run_id IN (" +
+                              selection + ") ORDER BY m.id",
+                          params);
+            for (int row = 0; row < PQntuples(metrics.get()); ++row) {
+                row_reader reader(metrics.get(), row);
+                db_.read("cannot read metrics", [&] {
+                    const auto cell = cell_at.find(reader.read_int());
+                    if (cell == cell_at.end()) throw std::invalid_argument("a metric of no cell read");
+                    std::string name = reader.read_text();
+                    const auto [run_index, cell_index] = cell->second;
+                    result[run_index].run.cells[cell_index].metrics.emplace_back(std::move(name), reader.read_real());
+                    return 0;
+                });
+            }
+        }
+        reading.commit();
+        return result;
+    }
+
+    database db_;
+    int version_ = schema_version;  // of the database, as opened
+};
+
+}  // namespace
+
+std::unique_ptr<backend> open_postgres(const std::string& uri, history_access access) {
+    return std::make_unique<postgres_history>(uri, access);
+}
+
+void check_postgres_appendable(const std::string& uri) {
+    const database db(uri, true);
+    (void)history_version_snapshot(db);
+}
+
+}  // namespace contend::lab::history_detail

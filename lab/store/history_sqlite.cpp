@@ -1,0 +1,581 @@
+// The results history in an SQLite file, on SQLite's C API. Values always travel as bound
+// parameters, never inside SQL text. Writes take the write lock up front (BEGIN IMMEDIATE)
+// so that a second process appending at the same moment waits in the busy handler instead
+// of failing half-way; reads run in one transaction so they see a single snapshot.
+#include "store/history_backend.hpp"
+#include "store/interrupted.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace contend::lab::history_detail {
+namespace {
+
+// The schema version (history_backend.hpp) is stored in PRAGMA user_version.
+
+// Long enough for another process to finish appending a run; short enough that a stuck
+// one is reported rather than waited on forever.
+constexpr int busy_timeout_ms = 5000;
+
+// The tables' columns are the fields of results.hpp: SQL type and default follow the C++
+// type. REAL columns may be NULL: SQLite cannot store a NaN and turns it into NULL, so NULL
+// reads back as NaN. An unsigned 64-bit count is stored as its bit pattern. Samples and
+// parameters are stored in their text forms (format_samples, format_params).
+template <class T>
+std::string sql_column_type(const T& default_value) {
+    if constexpr (std::is_same_v<T, double>) {
+        return "REAL";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        // The value is one of this file's own defaults ("complete", "op"), never user input.
+        std::string quoted = "'";
+        for (const char ch : default_value) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
+        return "TEXT NOT NULL DEFAULT " + quoted + "'";
+    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
+        return "TEXT NOT NULL DEFAULT ''";
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return std::string("INTEGER NOT NULL DEFAULT ") + (default_value ? "1" : "0");
+    } else {
+        return "INTEGER NOT NULL DEFAULT " + std::to_string(static_cast<std::int64_t>(default_value));
+    }
+}
+
+template <class Record>
+std::string column_definition(const field<Record>& f) {
+    static const Record defaults{};
+    return std::string(f.name) + " " + visit_field(f, defaults, [](const auto& v) { return sql_column_type(v); });
+}
+
+std::string placeholders(std::size_t n) {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out += i ? ", ?" : "?";
+    return out;
+}
+
+// The schema of the current version, created in an empty file. The index on run_id keeps
+// reading a run's cells from scanning every cell ever stored; the one on name serves the
+// history of one row.
+std::string schema_sql() {
+    std::string sql = "CREATE TABLE runs (id INTEGER PRIMARY KEY";
+    for (const auto& f : context_fields()) sql += ", " + column_definition(f);
+    sql +=
+        ");\nCREATE TABLE cells (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), "
+        "name TEXT NOT NULL";
+    for (const auto& f : cell_fields()) sql += ", " + column_definition(f);
+    sql +=
+        ");\n"
+        "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL, value REAL,"
+        " UNIQUE (cell_id, name));\n"
+        "CREATE INDEX cells_by_name ON cells(name);\n"
+        "CREATE INDEX cells_by_run ON cells(run_id);\n"
+        "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
+    return sql;
+}
+
+struct db_closer {
+    // close_v2 rather than close: it cannot fail because a statement is still open.
+    void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+};
+using db_handle = std::unique_ptr<sqlite3, db_closer>;
+
+struct stmt_finalizer {
+    void operator()(sqlite3_stmt* stmt) const noexcept { sqlite3_finalize(stmt); }
+};
+using stmt_handle = std::unique_ptr<sqlite3_stmt, stmt_finalizer>;
+
+void make_parent_directory(const std::string& path) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (parent.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec)
+        throw std::runtime_error("history: cannot create directory " + parent.string() + ": " + ec.message() + " (" +
+                                 path + ")");
+}
+
+// An open database, with the path every error message names.
+class database {
+public:
+    // Read-only: the file must exist, and nothing (not even a journal) is written beside it.
+    database(std::string path, bool read_only) : path_(std::move(path)), read_only_(read_only) {
+        if (!read_only) make_parent_directory(path_);
+        open();
+        if (roll_back_interrupted_write()) open();
+    }
+
+    sqlite3* get() const noexcept { return db_.get(); }
+    bool read_only() const noexcept { return read_only_; }
+    const std::string& path() const noexcept { return path_; }
+
+    // Throws for an error SQLite just reported on this connection.
+    [[noreturn]] void fail(std::string_view what) const {
+        throw std::runtime_error("history: " + std::string(what) + ": " + sqlite3_errmsg(db_.get()) + " (" + path_ +
+                                 ")");
+    }
+
+    // Throws for a problem SQLite knows nothing about (bad input, unexpected content).
+    [[noreturn]] void reject(std::string_view why) const {
+        throw std::runtime_error("history: " + std::string(why) + " (" + path_ + ")");
+    }
+
+    // Runs SQL that returns no rows.
+    void exec(const char* sql, std::string_view what) const {
+        if (sqlite3_exec(db_.get(), sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(what);
+    }
+
+private:
+    void open() {
+        sqlite3* raw = nullptr;
+        const int flags = read_only_ ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+        const int rc = sqlite3_open_v2(path_.c_str(), &raw, flags, nullptr);
+        db_.reset(raw);  // a failed open may still hand back a handle that must be closed
+        if (rc != SQLITE_OK) fail("cannot open");
+        sqlite3_busy_timeout(raw, busy_timeout_ms);
+    }
+
+    // A write cut short (kill -9, a second signal, a full disk, a power cut) leaves SQLite's
+    // rollback journal beside the file, a "hot" journal: the next connection that may write
+    // rolls it back, restoring the last committed state (the cut-short write stored nothing).
+    // A read-only connection cannot, and every read fails with "attempt to write a readonly
+    // database" (SQLITE_READONLY_ROLLBACK). So, found here, the journal is rolled back through
+    // a connection that may write, for a reader too; where this process may not write the
+    // file or its folder, the error says what happened and what to do. True when rolled back:
+    // the caller opens afresh. Any other error is left to the first read, which reports it.
+    bool roll_back_interrupted_write() const {
+        constexpr const char* any_read = "SELECT count(*) FROM sqlite_master";
+        if (sqlite3_exec(db_.get(), any_read, nullptr, nullptr, nullptr) == SQLITE_OK ||
+            sqlite3_extended_errcode(db_.get()) != SQLITE_READONLY_ROLLBACK)
+            return false;
+        sqlite3* raw = nullptr;
+        int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+        const db_handle writer(raw);
+        if (rc == SQLITE_OK) {
+            sqlite3_busy_timeout(raw, busy_timeout_ms);
+            rc = sqlite3_exec(raw, any_read, nullptr, nullptr, nullptr);  // the read rolls back
+        }
+        if (rc != SQLITE_OK)
+            reject("a write that was cut short (a killed process, a full disk) left SQLite's journal " + path_ +
+                   "-journal, which must be rolled back before the history can be read, and this process cannot: " +
+                   (raw ? sqlite3_errmsg(raw) : "out of memory") +
+                   ". Run any contend command on the history as a user who may write the file and its folder, or "
+                   "`sqlite3 " +
+                   path_ + " 'PRAGMA integrity_check'`: either rolls the journal back");
+        return true;
+    }
+
+    std::string path_;
+    bool read_only_;
+    db_handle db_;
+};
+
+// A prepared statement. Parameters are bound, and columns read, in order: each bind_*
+// call fills the next '?', each read_* call reads the next column of the current row.
+class statement {
+public:
+    statement(const database& db, std::string_view what, const std::string& sql) : db_(db), what_(what) {
+        sqlite3_stmt* raw = nullptr;
+        const int rc = sqlite3_prepare_v2(db.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
+        stmt_.reset(raw);
+        if (rc != SQLITE_OK) db_.fail(what_);
+    }
+
+    statement& bind_text(std::string_view value) {
+        // An empty view may have a null data(), which SQLite would store as NULL, not "".
+        const char* data = value.data() ? value.data() : "";
+        check_bind(sqlite3_bind_text64(stmt_.get(), ++bound_, data, value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+        return *this;
+    }
+
+    statement& bind_int(std::int64_t value) {
+        check_bind(sqlite3_bind_int64(stmt_.get(), ++bound_, value));
+        return *this;
+    }
+
+    statement& bind_real(double value) {
+        // Explicit about what SQLite would do anyway: a NaN is stored as NULL.
+        const int rc = std::isnan(value) ? sqlite3_bind_null(stmt_.get(), ++bound_)
+                                         : sqlite3_bind_double(stmt_.get(), ++bound_, value);
+        check_bind(rc);
+        return *this;
+    }
+
+    // True when a row is ready to read, false when the statement has finished.
+    bool step() {
+        assert(bound_ == sqlite3_bind_parameter_count(stmt_.get()));
+        read_ = 0;
+        const int rc = sqlite3_step(stmt_.get());
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        db_.fail(what_);
+    }
+
+    // Makes the statement ready to be bound and stepped again.
+    void rewind() noexcept {
+        sqlite3_reset(stmt_.get());  // its result repeats the last step's, already reported
+        bound_ = 0;
+    }
+
+    std::string read_text() {
+        const int column = next_column();
+        const unsigned char* text = sqlite3_column_text(stmt_.get(), column);
+        if (text == nullptr) return {};
+        return {reinterpret_cast<const char*>(text),
+                static_cast<std::size_t>(sqlite3_column_bytes(stmt_.get(), column))};
+    }
+
+    std::int64_t read_int() { return sqlite3_column_int64(stmt_.get(), next_column()); }
+
+    double read_real() {
+        const int column = next_column();
+        if (sqlite3_column_type(stmt_.get(), column) == SQLITE_NULL) return std::numeric_limits<double>::quiet_NaN();
+        return sqlite3_column_double(stmt_.get(), column);
+    }
+
+private:
+    void check_bind(int rc) const {
+        if (rc != SQLITE_OK) db_.fail(what_);
+    }
+
+    int next_column() {
+        assert(read_ < sqlite3_column_count(stmt_.get()));
+        return read_++;
+    }
+
+    const database& db_;
+    std::string what_;
+    stmt_handle stmt_;
+    int bound_ = 0;
+    int read_ = 0;
+};
+
+// A transaction that rolls back unless committed, so any throw between begin and commit
+// leaves the file as it was.
+class transaction {
+public:
+    transaction(const database& db, const char* begin_sql, std::string_view what) : db_(db), what_(what) {
+        db_.exec(begin_sql, what_);
+    }
+
+    ~transaction() {
+        // SQLite rolls back by itself after some errors; ROLLBACK then has nothing to do.
+        if (!committed_ && !sqlite3_get_autocommit(db_.get()))
+            sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+
+    void commit() {
+        db_.exec("COMMIT", what_);
+        committed_ = true;
+    }
+
+private:
+    const database& db_;
+    std::string what_;
+    bool committed_ = false;
+};
+
+int user_version(const database& db) {
+    statement query(db, "cannot read schema version", "PRAGMA user_version");
+    if (!query.step()) db.reject("cannot read schema version");
+    return static_cast<int>(query.read_int());
+}
+
+// The columns of `table`, empty when there is no such table.
+std::vector<std::string> columns_of(const database& db, const char* table) {
+    statement query(db, "cannot read the schema", std::string("PRAGMA table_info(") + table + ")");
+    std::vector<std::string> columns;
+    while (query.step()) {
+        (void)query.read_int();  // cid
+        columns.push_back(query.read_text());
+    }
+    return columns;
+}
+
+std::size_t table_count(const database& db) {
+    statement query(db, "cannot read the schema", "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+    if (!query.step()) db.reject("cannot read the schema");
+    return static_cast<std::size_t>(query.read_int());
+}
+
+// What a file holds: 0 for a file with no tables at all (a new or empty file, which may
+// become a history), or the schema version of a contend history. Anything else -- another
+// program's database, a version newer than this lab knows, a history missing a column --
+// is refused with the reason, and nothing is written to it.
+int history_version(const database& db) {
+    const int version = user_version(db);
+    const std::size_t tables = table_count(db);
+    if (version == 0 && tables == 0) return 0;
+    if (version > schema_version)
+        db.reject("schema version " + std::to_string(version) + " is newer than this lab knows (" +
+                  std::to_string(schema_version) + ")");
+    const bool ours = version >= 1 && has_columns(columns_of(db, "runs"), context_fields(), version) &&
+                      has_columns(columns_of(db, "cells"), cell_fields(), version) &&
+                      (version < 2 || !columns_of(db, "metrics").empty());
+    if (!ours)
+        db.reject("not a contend history: the file is an SQLite database of another schema (user_version " +
+                  std::to_string(version) + ", " + std::to_string(tables) +
+                  " tables); it was left untouched. Give --db a new file");
+    return version;
+}
+
+// history_version in one read transaction: its several queries then see one snapshot, not a
+// schema another process is creating between two of them.
+int history_version_snapshot(const database& db) {
+    transaction reading(db, "BEGIN", "cannot read the schema");
+    const int version = history_version(db);
+    reading.commit();
+    return version;
+}
+
+// Brings a file of an older version (or an empty one) to the current schema, in one
+// transaction: either the whole migration happens or none of it.
+void migrate(const database& db) {
+    transaction migrating(db, "BEGIN IMMEDIATE", "cannot create or migrate the schema");
+    // Again under the write lock: another process may have done it meanwhile.
+    const int found = history_version(db);
+    if (found == schema_version) return;
+    if (found == 0) {
+        db.exec(schema_sql().c_str(), "cannot create schema");
+    } else {
+        // Each version adds columns (with their defaults) and tables; nothing is rewritten.
+        std::string sql;
+        for (const auto& f : context_fields())
+            if (f.since_schema > found) sql += "ALTER TABLE runs ADD COLUMN " + column_definition(f) + ";\n";
+        for (const auto& f : cell_fields())
+            if (f.since_schema > found) sql += "ALTER TABLE cells ADD COLUMN " + column_definition(f) + ";\n";
+        if (found < 2)
+            sql +=
+                "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL,"
+                " value REAL, UNIQUE (cell_id, name));\n"
+                "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
+        db.exec(sql.c_str(), "cannot migrate the schema");
+    }
+    // A pragma takes no bound parameters; the value is this file's own constant.
+    db.exec(("PRAGMA user_version = " + std::to_string(schema_version)).c_str(), "cannot set schema version");
+    migrating.commit();
+}
+
+// Binds or reads one field, by its C++ type.
+template <class T>
+void bind_value(const database& db, statement& s, const T& value) {
+    if constexpr (std::is_same_v<T, double>) {
+        s.bind_real(value);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        s.bind_text(value);
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+        s.bind_text(format_samples(value));
+    } else if constexpr (std::is_same_v<T, param_list>) {
+        try {
+            s.bind_text(format_params(value));
+        } catch (const std::invalid_argument& e) {
+            db.reject(std::string("cannot append: ") + e.what());
+        }
+    } else if constexpr (std::is_same_v<T, bool>) {
+        s.bind_int(value ? 1 : 0);
+    } else {
+        s.bind_int(static_cast<std::int64_t>(value));
+    }
+}
+
+template <class T>
+void read_value(const database& db, statement& s, T& value) {
+    if constexpr (std::is_same_v<T, double>) {
+        value = s.read_real();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        value = s.read_text();
+    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
+        const std::string text = s.read_text();
+        try {
+            if constexpr (std::is_same_v<T, param_list>) value = parse_params(text);
+            else value = parse_samples(text);
+        } catch (const std::invalid_argument& e) {
+            db.reject(std::string("stored value is malformed: ") + e.what());
+        }
+    } else if constexpr (std::is_same_v<T, bool>) {
+        value = s.read_int() != 0;
+    } else {
+        value = static_cast<T>(s.read_int());
+    }
+}
+
+template <class Record>
+void bind_fields(const database& db, statement& s, const Record& record, std::span<const field<Record>> fields) {
+    for (const auto& f : fields) visit_field(f, record, [&](const auto& v) { bind_value(db, s, v); });
+}
+
+template <class Record>
+void read_fields(const database& db, statement& s, Record& record, const std::vector<const field<Record>*>& fields) {
+    for (const auto* f : fields) visit_field(*f, record, [&](auto& v) { read_value(db, s, v); });
+}
+
+std::int64_t insert_run(const database& db, const machine_context& c) {
+    const auto fields = fields_in(context_fields(), schema_version);
+    statement insert(db, "cannot append run",
+                     "INSERT INTO runs (" + column_list(fields) + ") VALUES (" + placeholders(fields.size()) + ")");
+    bind_fields(db, insert, c, context_fields());
+    insert.step();
+    return sqlite3_last_insert_rowid(db.get());
+}
+
+void insert_cell(const database& db, statement& insert, statement& insert_metric, std::int64_t run_id,
+                 const cell_result& cell) {
+    insert.rewind();
+    insert.bind_int(run_id).bind_text(cell.name());
+    bind_fields(db, insert, cell, cell_fields());
+    insert.step();
+    const std::int64_t cell_id = sqlite3_last_insert_rowid(db.get());
+    for (const auto& [name, value] : cell.metrics) {
+        try {
+            check_metric_name(name);
+        } catch (const std::invalid_argument& e) {
+            db.reject(std::string("cannot append cell ") + cell.name() + ": " + e.what());
+        }
+        insert_metric.rewind();
+        insert_metric.bind_int(cell_id).bind_text(name).bind_real(value);
+        insert_metric.step();
+    }
+}
+
+class sqlite_history final : public backend {
+public:
+    sqlite_history(const std::string& path, history_access access) : db_(path, access == history_access::read_only) {
+        if (access == history_access::read_only) {
+            version_ = history_version_snapshot(db_);
+            if (version_ == 0) db_.reject("holds no contend history (run `contend bench` first)");
+            return;
+        }
+        // Read first: this is where a file that is not a database, or one of another schema,
+        // fails, before anything writes; an up-to-date file needs no write lock at all.
+        if (history_version_snapshot(db_) != schema_version) migrate(db_);
+        // Per connection, and outside any transaction, where SQLite would ignore it.
+        db_.exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+    }
+
+    int version() const override { return version_; }
+
+    std::int64_t append(const run_result& run, const std::atomic<int>* stop) override {
+        if (db_.read_only()) db_.reject("opened read-only: cannot append");
+        const std::string undone = "nothing was stored (" + db_.path() + ")";
+        throw_if_stopped(stop, undone);
+        transaction appending(db_, "BEGIN IMMEDIATE", "cannot append run");
+        const std::int64_t run_id = insert_run(db_, run.context);
+        {
+            const auto fields = fields_in(cell_fields(), schema_version);
+            statement insert(db_, "cannot append cell",
+                             "INSERT INTO cells (run_id, name, " + column_list(fields) + ") VALUES (?, ?, " +
+                                 placeholders(fields.size()) + ")");
+            statement insert_metric(db_, "cannot append metric",
+                                    "INSERT INTO metrics (cell_id, name, value) VALUES (?, ?, ?)");
+            for (const cell_result& cell : run.cells) {
+                throw_if_stopped(stop, undone);  // the transaction then rolls back
+                insert_cell(db_, insert, insert_metric, run_id, cell);
+            }
+        }
+        throw_if_stopped(stop, undone);
+        appending.commit();
+        return run_id;
+    }
+
+    std::vector<stored_run> newest_runs(std::size_t limit) const override {
+        constexpr auto max_limit = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+        const std::int64_t sql_limit = limit == 0 ? -1 : static_cast<std::int64_t>(std::min(limit, max_limit));
+        // Newest `limit` runs (a negative limit means all), handed back oldest first.
+        return read_runs("(SELECT * FROM runs ORDER BY id DESC LIMIT ?) ORDER BY id", sql_limit);
+    }
+
+    std::optional<stored_run> run(std::int64_t id) const override {
+        auto found = read_runs("runs WHERE id = ?", id);
+        if (found.empty()) return std::nullopt;
+        return std::move(found.front());
+    }
+
+    std::size_t run_count() const override {
+        statement count(db_, "cannot count runs", "SELECT count(*) FROM runs");
+        if (!count.step()) db_.reject("cannot count runs");
+        return static_cast<std::size_t>(count.read_int());
+    }
+
+private:
+    // Reads the runs that `from` selects (SQL after FROM, with one '?' bound to `parameter`)
+    // with their cells and metrics, in one snapshot. The columns read are those of the file's
+    // schema version: a field added later keeps its default.
+    std::vector<stored_run> read_runs(const std::string& from, std::int64_t parameter) const {
+        const auto run_fields = fields_in(context_fields(), version_);
+        const auto cell_columns = fields_in(cell_fields(), version_);
+        std::vector<stored_run> result;
+        transaction reading(db_, "BEGIN", "cannot read runs");
+        {
+            statement select_runs(db_, "cannot read runs", "SELECT id, " + column_list(run_fields) + " FROM " + from);
+            statement select_cells(
+                db_, "cannot read cells",
+                "SELECT id, " + column_list(cell_columns) + " FROM cells WHERE run_id = ? ORDER BY id");
+            std::optional<statement> select_metrics;
+            if (version_ >= 2)
+                select_metrics.emplace(db_, "cannot read metrics",
+                                       "SELECT m.cell_id, m.name, m.value FROM metrics m JOIN cells c ON c.id = "
+                                       "m.cell_id WHERE c.run_id = ? ORDER BY m.rowid");
+            select_runs.bind_int(parameter);
+            while (select_runs.step()) {
+                stored_run stored;
+                stored.id = select_runs.read_int();
+                read_fields(db_, select_runs, stored.run.context, run_fields);
+                std::vector<std::int64_t> cell_ids;
+                select_cells.rewind();
+                select_cells.bind_int(stored.id);
+                while (select_cells.step()) {
+                    cell_ids.push_back(select_cells.read_int());
+                    read_fields(db_, select_cells, stored.run.cells.emplace_back(), cell_columns);
+                }
+                if (select_metrics) {
+                    select_metrics->rewind();
+                    select_metrics->bind_int(stored.id);
+                    while (select_metrics->step()) {
+                        const std::int64_t cell_id = select_metrics->read_int();
+                        std::string name = select_metrics->read_text();
+                        const double value = select_metrics->read_real();
+                        const auto at = std::find(cell_ids.begin(), cell_ids.end(), cell_id) - cell_ids.begin();
+                        stored.run.cells.at(static_cast<std::size_t>(at)).metrics.emplace_back(std::move(name), value);
+                    }
+                }
+                result.push_back(std::move(stored));
+            }
+        }
+        reading.commit();
+        return result;
+    }
+
+    database db_;
+    int version_ = schema_version;  // of the file, as opened
+};
+
+}  // namespace
+
+std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access) {
+    return std::make_unique<sqlite_history>(path, access);
+}
+
+void check_sqlite_appendable(const std::string& path) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (status.type() == std::filesystem::file_type::not_found) return;  // created at the first append
+    if (status.type() != std::filesystem::file_type::regular)
+        throw std::runtime_error("history: not a regular file (" + path + ")");
+    const database db(path, true);
+    (void)history_version_snapshot(db);
+}
+
+}  // namespace contend::lab::history_detail
