@@ -13,6 +13,8 @@
 
 #include "analyze/significance.hpp"
 #include "model/statistics.hpp"
+#include "text/escape.hpp"
+#include "text/numbers.hpp"
 
 namespace contend::lab {
 namespace {
@@ -229,42 +231,6 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
     return c;
 }
 
-std::string escape_markdown(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (const char ch : text) {
-        switch (ch) {
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '&':
-                out += "&amp;";
-                break;
-            case '\n':
-            case '\r':
-                out += ' ';
-                break;  // a newline would end a table row
-            case '\\':
-            case '`':
-            case '*':
-            case '_':
-            case '[':
-            case ']':
-            case '|':
-            case '~':
-                out += '\\';
-                out += ch;
-                break;
-            default:
-                out += ch;
-        }
-    }
-    return out;
-}
-
 namespace {
 
 std::string count(std::size_t n, const char* one, const char* many) {
@@ -314,13 +280,6 @@ void verdict_tables(std::string& md, const comparison& c, compare_verdict which,
 }
 
 }  // namespace
-
-std::string format_fixed(double v, int digits) {
-    if (!std::isfinite(v)) return "-";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
 
 std::string format_percent(double fraction) {
     return std::isfinite(fraction) ? format_fixed(fraction * 100, 1) + " %" : "-";

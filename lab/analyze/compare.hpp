@@ -111,7 +111,6 @@ std::string comparison_to_json(const comparison& c);
 // The report's numbers and words, one source for the Markdown report and the HTML page
 // (pages/html_page.hpp), so that the two cannot say different things. Plain text: each
 // writer escapes it for its format.
-std::string format_fixed(double v, int digits);  // "-" when not finite
 std::string format_percent(double fraction);  // 0.125 -> "12.5 %"; "-" when not finite
 std::string format_p(double p);  // "1.1e-05" below 1e-4, else "0.0433"; "-" when NaN
 // The suite's verdict in one sentence: "Suite: regression (geometric mean 2.0000, 200 of 200
@@ -128,9 +127,5 @@ struct column_meaning {
 };
 std::vector<column_meaning> column_meanings(const comparison& c);
 
-// Markdown-safe text for table cells and list items: characters that would format text,
-// make a link or split a table row are backslash-escaped, '<', '>', '&' become entities (a
-// name must not open an HTML tag in a rendered report), and newlines become spaces.
-std::string escape_markdown(std::string_view text);
 
 }  // namespace contend::lab

@@ -4,6 +4,7 @@
 
 #include "analyze/history_series.hpp"
 #include "model/statistics.hpp"
+#include "text/numbers.hpp"
 
 namespace contend::lab {
 

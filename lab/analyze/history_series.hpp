@@ -74,13 +74,5 @@ std::vector<benchmark_history> history_series(const std::vector<stored_run>& run
 // reads), or 0 when none is. Ids start at 1.
 std::int64_t newest_run_labelled(const std::vector<stored_run>& runs, const std::string& label);
 
-// A time per operation as `contend history --changes` prints it, with its unit: three
-// significant figures or more and no exponent from 0.01 ns to 10,000 ns ("12.3 ns",
-// "1234 ns"), then us, ms and s ("123.5 us", "2.5 s"); below 0.01 ns and past 10^5 s, three
-// significant figures with an exponent ("1e-300 ns", "1e+291 s"), never hundreds of digits.
-std::string format_time_per_op(double ns);
-// A relative change, (after - before) / before, in percent with a sign: "+20.0 %", and with
-// an exponent past 100,000 % ("+1e+05 %"); "inf %" and "nan %" as such.
-std::string format_change_percent(double before, double after);
 
 }  // namespace contend::lab

@@ -3,6 +3,7 @@
 // const nlohmann::json object is only looked into with find() and is_*(), never with a key
 // through operator[] or at(), so that hostile input meets a check rather than an assertion or a stray exception.
 #include "analyze/inputs.hpp"
+#include "text/utf8.hpp"
 
 #include <nlohmann/json.hpp>
 

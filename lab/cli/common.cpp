@@ -15,6 +15,7 @@
 #include "cli/cli.hpp"
 #include "pages/report.hpp"
 #include "store/output_file.hpp"
+#include "text/utf8.hpp"
 
 namespace contend::lab::cli {
 

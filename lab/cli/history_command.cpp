@@ -13,6 +13,8 @@
 #include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"
+#include "text/numbers.hpp"
+#include "text/utf8.hpp"
 
 namespace contend::lab::cli {
 namespace {

@@ -1,4 +1,5 @@
 #include "model/statistics.hpp"
+#include "text/numbers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,12 +16,6 @@ double quantile(std::vector<double> samples, double q) {
     const auto upper = static_cast<std::size_t>(std::ceil(position));
     const double fraction = position - static_cast<double>(lower);
     return samples[lower] + (samples[upper] - samples[lower]) * fraction;
-}
-
-std::string ns_text(double ns) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", ns >= 100 ? 0 : ns >= 10 ? 1 : 2, ns);
-    return text;
 }
 
 std::string describe_modes(const modes& m) {

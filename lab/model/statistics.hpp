@@ -47,8 +47,5 @@ modes find_modes(std::vector<double> samples);
 // "2 repetitions near 512 ns, 3 near 4096 ns"; "" when not modal.
 std::string describe_modes(const modes& m);
 
-// Nanoseconds as text: three significant figures or more, never an exponent ("512", "40.3",
-// "2.57"). The lab's one rule for a time in a sentence (describe_modes, the edge detector).
-std::string ns_text(double ns);
 
 }  // namespace contend::lab

@@ -1,4 +1,5 @@
 #include "pages/html_page.hpp"
+#include "text/utf8.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,8 @@
 
 #include "pages/assets.hpp"
 #include "pages/page_parts.hpp"
+#include "text/escape.hpp"
+#include "text/numbers.hpp"
 
 namespace contend::lab {
 namespace {
@@ -18,45 +21,6 @@ namespace {
 using nlohmann::json;
 
 // --- Text --------------------------------------------------------------------------------
-
-// `text` with every byte sequence that is not UTF-8 (a stray byte, an overlong form, a
-// surrogate, a truncated sequence) replaced by U+FFFD, one per offending byte. A history row
-// may hold any bytes; the page declares UTF-8, and what a browser would guess for the rest is
-// its own business, so the page says it.
-std::string valid_utf8(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto b = static_cast<unsigned char>(text[i]);
-        std::size_t n = 0;
-        unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-        if (b < 0x80) n = 1;
-        else if (b >= 0xC2 && b <= 0xDF) n = 2;
-        else if (b >= 0xE0 && b <= 0xEF) {
-            n = 3;
-            if (b == 0xE0) lo = 0xA0;  // overlong below
-            if (b == 0xED) hi = 0x9F;  // surrogates above
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            n = 4;
-            if (b == 0xF0) lo = 0x90;
-            if (b == 0xF4) hi = 0x8F;  // past U+10FFFF above
-        }
-        bool ok = n > 0 && i + n <= text.size();
-        for (std::size_t k = 1; ok && k < n; ++k) {
-            const auto c = static_cast<unsigned char>(text[i + k]);
-            ok = k == 1 ? c >= lo && c <= hi : c >= 0x80 && c <= 0xBF;
-        }
-        if (ok) {
-            out.append(text.substr(i, n));
-            i += n;
-        } else {
-            out += "\xEF\xBF\xBD";
-            ++i;
-        }
-    }
-    return out;
-}
 
 // Text from an input, as HTML text or an attribute value.
 std::string html(std::string_view text) { return escape_html(valid_utf8(text)); }
@@ -70,9 +34,6 @@ std::string general(double v) {
     std::snprintf(buf, sizeof buf, "%g", v);
     return buf;
 }
-
-// As `contend history --changes` prints a time: three significant figures or more.
-std::string ns_text(double ns) { return format_fixed(ns, ns >= 100 ? 0 : ns >= 10 ? 1 : 2); }
 
 std::string signed_percent(double before, double after) {
     char buf[64];

@@ -19,33 +19,6 @@ bool contains_case_insensitive(std::string_view haystack, std::string_view needl
 
 }  // namespace
 
-std::string escape_html(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (const char ch : text) {
-        switch (ch) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += ch;
-        }
-    }
-    return out;
-}
-
 std::string script_safe_json(const nlohmann::json& j) {
     const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::string out;

@@ -11,9 +11,6 @@
 
 namespace contend::lab {
 
-// `text` as HTML text or a quoted attribute value: & < > " ' become entities.
-std::string escape_html(std::string_view text);
-
 // JSON that may sit inside <script type="application/json">: '<', '>' and '&' occur in
 // JSON only inside strings, where \u003c and friends mean the same characters, so no text
 // can close the element or open a comment. Bytes that are not UTF-8 (a history row may hold

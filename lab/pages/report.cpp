@@ -24,6 +24,7 @@
 #include "pages/assets.hpp"
 #include "pages/page_parts.hpp"
 #include "store/results_io.hpp"
+#include "text/escape.hpp"
 
 namespace contend::lab {
 namespace {
@@ -46,15 +47,12 @@ std::string read_text_file(const std::string& path) {
 
 // --- Figures -----------------------------------------------------------------------------
 
-std::string format(const char* pattern, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, pattern, v);
-    return buf;
-}
-
+// A figure in a report table: a decimal more than a sentence gives (ns_text), for columns
+// read side by side.
 std::string format_ns(double v) {
     if (!std::isfinite(v)) return "n/a";
-    return format(std::fabs(v) < 10 ? "%.3f" : std::fabs(v) < 1000 ? "%.1f" : "%.0f", v);
+    const double a = std::fabs(v);
+    return format_fixed(v, a < 10 ? 3 : a < 1000 ? 1 : 0);
 }
 
 bool is_number(const std::string& s, double& value) {

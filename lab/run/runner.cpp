@@ -1,3 +1,4 @@
+#include "text/utf8.hpp"
 #include "run/runner.hpp"
 
 #include <unistd.h>

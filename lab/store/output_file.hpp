@@ -104,17 +104,5 @@ void stop_outputs_on(const std::atomic<int>* flag);
 // it knows is always the file's.
 void remove_temporary_output() noexcept;
 
-// Whether `text` is valid UTF-8 without control characters: what a label must be to travel
-// through JSON, CSV, SQLite, HTML and a terminal unchanged and unambiguous. Refused: the C0
-// controls (TAB included: it splits a column), DEL, the C1 controls U+0080..U+009F (U+0085 is
-// a line break to some readers), and the bidirectional embeddings, overrides and isolates
-// U+202A..U+202E, U+2066..U+2069 (an unterminated U+202E reverses the rest of a line).
-bool is_printable_utf8(std::string_view text);
-
-// `text` made safe and short for a message: control bytes, DEL and bytes that are not UTF-8
-// as \xNN, C1 controls and bidirectional controls as \u{NNNN}, so that a NUL neither cuts the
-// message nor a U+202E reverses it; past `max_bytes` of the result it is cut (at a character)
-// and "... (N bytes)" says how long it was. std::string::npos: never cut.
-std::string message_text(std::string_view text, std::size_t max_bytes = 200);
 
 }  // namespace contend::lab

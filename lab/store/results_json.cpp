@@ -11,6 +11,7 @@
 #include "model/statistics.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"
+#include "text/utf8.hpp"
 
 namespace contend::lab {
 

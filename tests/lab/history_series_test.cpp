@@ -13,6 +13,7 @@
 #include "analyze/history_series.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
+#include "text/numbers.hpp"
 
 namespace {
 

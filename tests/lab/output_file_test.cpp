@@ -1,4 +1,5 @@
 // Output files: nothing a failed write touches is lost, no output may be an input.
+#include "text/utf8.hpp"
 #include "store/output_file.hpp"
 
 #include <gtest/gtest.h>
