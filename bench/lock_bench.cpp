@@ -1,25 +1,27 @@
-// The lock family beside the platform mutex, as the sleeping-spinlock study measures them
-// (see docs/references.md, sleeping-spinlock-study).
+// The lock family's micro rows that the lab (`contend bench`) cannot express: a bare
+// lock+unlock loop with no harness around it, and models of alternative designs, which are
+// not locks anyone should use and so are no lab contenders. Everything else moved to the lab:
+// its counter suite runs these locks (thin_lock and contend_mutex included) at 1 to 64
+// workers, and its hold suite the long critical sections (0, 1, 20 and 200 us).
 //
-//   uncontended/<lock>         lock+unlock on one thread (thin_lock too); bare_cas_pair is the physical
-//                              floor: one CAS-acquire and one release store; thin_lock_inflated
-//                              and mutex_via_index split the inflated thin_lock's cost;
-//                              model_mutex_bits_in_word prices an alternative design of it
-//   counter/<lock>/threads:N   N threads increment one plain counter under the lock
-//                              (each run calibrated to >= 50 ms); ns_per_op is wall time per
-//                              completed increment (aggregate, the study's metric),
-//                              cpu_ns_per_op the CPU time of all threads per increment
-//                              (thin_lock, mutex_via_index, mutex_with_owner[_not_cleared]
-//                              and mutex_with_thread_owner at 2 and 64 threads only: the
-//                              inflated thin_lock in parts, and one alternative)
-//   long_cs/<lock>/threads:4   each holder works ~20 us inside the lock; ops_per_s is
-//                              acquisitions per second, cpu_ns_per_op the CPU time per
-//                              acquisition (a spinning waiter burns a core, a parked one
-//                              burns nothing)
+//   uncontended/<lock>         lock+unlock on one thread, for every lock of the family;
+//                              bare_cas_pair is the physical floor: one CAS-acquire and one
+//                              release store; thin_lock_inflated and mutex_via_index split the
+//                              inflated thin_lock's cost; model_mutex_bits_in_word prices an
+//                              alternative design of it
+//   counter/<lock>/threads:N   N = 2 and 64: the inflated thin_lock in parts (mutex_via_index,
+//                              mutex_with_owner[_not_cleared], mutex_with_thread_owner) beside
+//                              thin_lock and contend_mutex, measured the same way so that
+//                              the rows of one run compare; N threads increment one plain
+//                              counter under the lock (each run calibrated to >= 50 ms);
+//                              ns_per_op is wall time per completed increment (aggregate, the
+//                              study's metric), cpu_ns_per_op the CPU time of all threads per
+//                              increment
 //   ping_pong/<pair>           two threads take turns through wait/notify under the lock
 //                              (contend::mutex or std::mutex with their condition
 //                              variables, thin_lock's wait/notify_one); ns_per_turn is the
-//                              wall time per turn: a wake-up and a pass of the lock
+//                              wall time per turn: a wake-up and a pass of the lock (the lab
+//                              has no wait/notify suite)
 // For the contended rows, "Time" is the wall time of one whole run.
 //
 // The lock word and the counter sit on separate cache lines, as in the study, so waiters
@@ -286,24 +288,6 @@ void counter(benchmark::State& state) {
     });
 }
 
-// About `us` microseconds of work that stays on the CPU (no syscalls), like a real
-// critical section that parses or copies something.
-void work_for(std::chrono::microseconds us) {
-    const auto until = std::chrono::steady_clock::now() + us;
-    while (std::chrono::steady_clock::now() < until) benchmark::ClobberMemory();
-}
-
-template <class Lock>
-void long_cs(benchmark::State& state) {
-    static shared_state<Lock> s;
-    run_contended(state, 2'000, [] {
-        s.lock.lock();
-        work_for(std::chrono::microseconds(20));
-        ++s.counter;
-        s.lock.unlock();
-    });
-}
-
 // One player of ping_pong: takes `turns` turns of parity `parity`, each a wait for the
 // other's turn, an increment and a notify, all under the lock.
 template <class Mutex, class Cv>
@@ -352,20 +336,6 @@ void ping_pong(benchmark::State& state) {
     state.counters["ns_per_turn"] = wall / turns;
 }
 
-template <class Lock>
-void register_lock(const char* name) {
-    const std::string n(name);
-    benchmark::RegisterBenchmark(("uncontended/" + n).c_str(), uncontended<Lock>);
-    auto* b = benchmark::RegisterBenchmark(("counter/" + n).c_str(), counter<Lock>);
-    b->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
-    for (int t : {1, 2, 4, 16, 64}) b->Arg(t);
-    benchmark::RegisterBenchmark(("long_cs/" + n).c_str(), long_cs<Lock>)
-        ->ArgName("threads")
-        ->Arg(4)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -377,14 +347,21 @@ int main(int argc, char** argv) {
     if (const char* spin = std::getenv("CONTEND_MUTEX_SPIN"))
         contend::mutex::set_spin_limit(static_cast<std::uint32_t>(std::atoi(spin)));
     benchmark::RegisterBenchmark("uncontended/bare_cas_pair", uncontended<bare_cas_pair>);
-    register_lock<contend::mutex>("contend_mutex");
+    benchmark::RegisterBenchmark("uncontended/contend_mutex", uncontended<contend::mutex>);
     // The thin lock (the Monitor's header word) shares the mutex's fast-path design.
     benchmark::RegisterBenchmark("uncontended/thin_lock", uncontended<contend::thin_lock>);
     benchmark::RegisterBenchmark("uncontended/thin_lock_inflated", uncontended<inflated_thin_lock>);
     benchmark::RegisterBenchmark("uncontended/mutex_via_index", uncontended<mutex_via_index>);
     benchmark::RegisterBenchmark("uncontended/model_mutex_bits_in_word", uncontended<model_mutex_bits_in_word>);
-    // The inflated thin_lock's contended cost in parts (counter rows at 2 and 64 threads).
+    benchmark::RegisterBenchmark("uncontended/std_mutex", uncontended<std::mutex>);
+    benchmark::RegisterBenchmark("uncontended/backoff_spin_lock", uncontended<contend::backoff_spin_lock>);
+    benchmark::RegisterBenchmark("uncontended/sleeping_spin_lock", uncontended<contend::sleeping_spin_lock>);
+    benchmark::RegisterBenchmark("uncontended/ttas_lock", uncontended<contend::ttas_lock>);
+    benchmark::RegisterBenchmark("uncontended/ticket_lock", uncontended<contend::ticket_lock>);
+    benchmark::RegisterBenchmark("uncontended/tas_lock", uncontended<contend::tas_lock>);
+    // The inflated thin_lock's contended cost in parts, beside the two locks it sits between.
     for (const auto& [n, fn] : std::initializer_list<std::pair<const char*, void (*)(benchmark::State&)>>{
+             {"contend_mutex", counter<contend::mutex>},
              {"thin_lock", counter<contend::thin_lock>},
              {"mutex_via_index", counter<mutex_via_index>},
              {"mutex_with_owner", counter<mutex_with_owner<true>>},
@@ -404,12 +381,6 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark((std::string("ping_pong/") + n).c_str(), fn)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
-    register_lock<std::mutex>("std_mutex");
-    register_lock<contend::backoff_spin_lock>("backoff_spin_lock");
-    register_lock<contend::sleeping_spin_lock>("sleeping_spin_lock");
-    register_lock<contend::ttas_lock>("ttas_lock");
-    register_lock<contend::ticket_lock>("ticket_lock");
-    register_lock<contend::tas_lock>("tas_lock");
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#include <boost/math/distributions/students_t.hpp>
+#include <boost/math/policies/policy.hpp>
+#include <boost/math/special_functions/beta.hpp>
+
 namespace contend::lab {
 namespace {
 
@@ -85,42 +89,15 @@ sample_moments moments(std::span<const double> values) {
     return {mean, squares / (n - 1)};
 }
 
-// The continued fraction for I_x(a, b) by the modified Lentz method (Numerical Recipes in C,
-// 2nd edition, section 6.4, betacf). Converges quickly for x < (a + 1) / (a + b + 2); the
-// caller uses the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) otherwise.
-double beta_continued_fraction(double x, double a, double b) {
-    constexpr int max_iterations = 300;
-    constexpr double epsilon = 1e-15;
-    constexpr double tiny = 1e-300;
-    const double qab = a + b;
-    const double qap = a + 1;
-    const double qam = a - 1;
-    double c = 1;
-    double d = 1 - qab * x / qap;
-    if (std::fabs(d) < tiny) d = tiny;
-    d = 1 / d;
-    double h = d;
-    for (int m = 1; m <= max_iterations; ++m) {
-        const double m2 = 2.0 * m;
-        double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1 + aa * d;
-        if (std::fabs(d) < tiny) d = tiny;
-        c = 1 + aa / c;
-        if (std::fabs(c) < tiny) c = tiny;
-        d = 1 / d;
-        h *= d * c;
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1 + aa * d;
-        if (std::fabs(d) < tiny) d = tiny;
-        c = 1 + aa / c;
-        if (std::fabs(c) < tiny) c = tiny;
-        d = 1 / d;
-        const double step = d * c;
-        h *= step;
-        if (std::fabs(step - 1) < epsilon) break;
-    }
-    return h;
-}
+// Boost.Math's error handling for the two functions below: on an argument it cannot take, or a
+// result it cannot give, it returns NaN (and sets errno) rather than throwing its own
+// exceptions. The callers check their arguments first and throw std::invalid_argument, as they
+// always have; this keeps anything left over from escaping as boost's domain_error.
+using no_throw_policy =
+    boost::math::policies::policy<boost::math::policies::domain_error<boost::math::policies::errno_on_error>,
+                                  boost::math::policies::pole_error<boost::math::policies::errno_on_error>,
+                                  boost::math::policies::overflow_error<boost::math::policies::errno_on_error>,
+                                  boost::math::policies::evaluation_error<boost::math::policies::errno_on_error>>;
 
 }  // namespace
 
@@ -128,19 +105,15 @@ double regularized_incomplete_beta(double x, double a, double b) {
     if (!(a > 0) || !(b > 0) || !(x >= 0 && x <= 1)) {
         throw std::invalid_argument("regularized_incomplete_beta: needs a, b > 0 and 0 <= x <= 1");
     }
-    if (x == 0) return 0;
-    if (x == 1) return 1;
-    // x^a (1-x)^b / B(a, b), in logarithms so that large a and b do not overflow.
-    const double front =
-        std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
-    if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(x, a, b) / a;
-    return 1 - front * beta_continued_fraction(1 - x, b, a) / b;
+    return boost::math::ibeta(a, b, x, no_throw_policy());
 }
 
 double student_t_two_sided_p(double t, double df) {
     if (std::isnan(t) || !(df > 0)) throw std::invalid_argument("student_t_two_sided_p: needs a t and df > 0");
     if (std::isinf(t)) return 0;
-    return std::clamp(regularized_incomplete_beta(df / (df + t * t), df / 2, 0.5), 0.0, 1.0);
+    // The upper tail from the complement, not 1 - cdf: tiny p-values keep their digits.
+    const boost::math::students_t_distribution<double, no_throw_policy> student(df);
+    return std::clamp(2 * boost::math::cdf(boost::math::complement(student, std::fabs(t))), 0.0, 1.0);
 }
 
 u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> b, u_method method) {

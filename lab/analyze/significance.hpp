@@ -70,9 +70,8 @@ double geometric_mean(std::span<const double> positive_values);
 
 // Welch's two-sided t-test (unequal variances): t = (mean(a) - mean(b)) / sqrt(va/na + vb/nb),
 // df by the Welch-Satterthwaite equation, p_value = P(|T_df| >= |t|) from Student's t
-// distribution through the regularized incomplete beta function (computed here, by the
-// continued fraction of Numerical Recipes, section 6.4; no dependency; see docs/references.md,
-// welch-t-test).
+// distribution, from Boost.Math (students_t_distribution, the upper tail by its complement;
+// see docs/references.md, welch-t-test).
 //
 // Both variances zero (a noiseless step, as synthetic series have): no noise to weigh the
 // difference against, so t = 0 and p_value = 1 when the means are equal, t = +-infinity and
@@ -88,10 +87,12 @@ struct welch_result {
 welch_result welch_t_test(std::span<const double> a, std::span<const double> b);
 
 // P(|T| >= |t|) for Student's t with df > 0 degrees of freedom: I_{df/(df+t^2)}(df/2, 1/2).
-// Exposed for the tests and for callers that already hold a t and a df.
+// Exposed for the tests and for callers that already hold a t and a df. Throws
+// std::invalid_argument when t is NaN or df is not > 0; t = +-infinity gives 0.
 double student_t_two_sided_p(double t, double df);
 
-// The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1.
+// The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1: Boost.Math's
+// ibeta, behind the argument check above (std::invalid_argument, never boost's own errors).
 double regularized_incomplete_beta(double x, double a, double b);
 
 }  // namespace contend::lab

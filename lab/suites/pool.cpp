@@ -1,8 +1,8 @@
 // The pool suite: work-item throughput of thread pools, after .NET's ThreadPoolWorkThroughput
 // benchmark (pool_workload.hpp). Rows: pool/<pool>/queue:<global|local|none>/mode:<sustained|
 // burst:N>, N = 1, 4, 16, 64, 256; each reports items_per_ms, cpu_ns_per_item and
-// threads_seen. This file holds contend's own pool, a plain mutex pool and the no-pool
-// reference; oneTBB and Boost.Asio are peers (suites/pool_peers.cpp).
+// threads_seen. This file holds contend's own pool and the no-pool reference; the plain
+// mutex pool is in pool_suite.hpp; oneTBB and Boost.Asio are peers (suites/pool_peers.cpp).
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -46,55 +46,6 @@ private:
         return o;
     }
     contend::thread_pool pool_;
-};
-
-// The plainest pool: `threads` std::threads around one std::mutex, one
-// std::condition_variable and a std::deque<std::function<void()>>. One queue, so it has no
-// local rows. The destructor lets the workers empty the queue, then joins them.
-class mutex_pool {
-public:
-    explicit mutex_pool(int threads) {
-        for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
-    }
-    ~mutex_pool() {
-        {
-            std::lock_guard lk(m_);
-            stopping_ = true;
-        }
-        cv_.notify_all();
-        for (auto& t : workers_) t.join();
-    }
-    mutex_pool(const mutex_pool&) = delete;
-    mutex_pool& operator=(const mutex_pool&) = delete;
-
-    template <class F>
-    void post(F&& f, queue_kind, bool) {
-        {
-            std::lock_guard lk(m_);
-            queue_.emplace_back(std::forward<F>(f));
-        }
-        cv_.notify_one();
-    }
-
-private:
-    void work() {
-        std::unique_lock lk(m_);
-        for (;;) {
-            cv_.wait(lk, [this] { return !queue_.empty() || stopping_; });
-            if (queue_.empty()) return;
-            std::function<void()> item = std::move(queue_.front());
-            queue_.pop_front();
-            lk.unlock();
-            item();
-            lk.lock();
-        }
-    }
-
-    std::mutex m_;
-    std::condition_variable cv_;
-    std::deque<std::function<void()>> queue_;
-    bool stopping_ = false;
-    std::vector<std::thread> workers_;
 };
 
 // The physical reference: the same items called in a plain loop by each harness worker,

@@ -3,10 +3,15 @@
 #pragma once
 
 #include <array>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "measure/workload.hpp"
@@ -38,6 +43,56 @@ struct pool_maker {
 // has_local, on the local one.
 void append_pool_rows(std::vector<contender>& out, const std::string& name, const std::string& description,
                       bool has_local, const pool_maker& make);
+
+// The plainest pool: `threads` std::threads around one std::mutex, one
+// std::condition_variable and a std::deque<std::function<void()>>. One queue, so it has no
+// local rows. The destructor lets the workers empty the queue, then joins them. In this header
+// (not pool.cpp) for the suite tests, whose fault-injecting pool wraps it.
+class mutex_pool {
+public:
+    explicit mutex_pool(int threads) {
+        for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    }
+    ~mutex_pool() {
+        {
+            std::lock_guard lk(m_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        for (auto& t : workers_) t.join();
+    }
+    mutex_pool(const mutex_pool&) = delete;
+    mutex_pool& operator=(const mutex_pool&) = delete;
+
+    template <class F>
+    void post(F&& f, pool_bench::queue_kind, bool) {
+        {
+            std::lock_guard lk(m_);
+            queue_.emplace_back(std::forward<F>(f));
+        }
+        cv_.notify_one();
+    }
+
+private:
+    void work() {
+        std::unique_lock lk(m_);
+        for (;;) {
+            cv_.wait(lk, [this] { return !queue_.empty() || stopping_; });
+            if (queue_.empty()) return;
+            std::function<void()> item = std::move(queue_.front());
+            queue_.pop_front();
+            lk.unlock();
+            item();
+            lk.lock();
+        }
+    }
+
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    bool stopping_ = false;
+    std::vector<std::thread> workers_;
+};
 
 // pool.cpp: the suite, registered in registry.cpp.
 suite make_pool_suite();

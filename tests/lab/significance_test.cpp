@@ -305,6 +305,16 @@ TEST(StudentT, KnownTailsAndLimits) {
     EXPECT_DOUBLE_EQ(lab::student_t_two_sided_p(std::numeric_limits<double>::infinity(), 7.0), 0.0);
 }
 
+// Past any table, Student's t is the normal distribution: P(|Z| >= 1) = erfc(1 / sqrt(2)).
+// The hand-written continued fraction said 1 at df = 1e300 and threw at an infinite df.
+TEST(StudentT, AHugeOrInfiniteDfGivesTheNormalTail) {
+    const double normal = std::erfc(1 / std::sqrt(2.0));
+    EXPECT_NEAR(lab::student_t_two_sided_p(1.0, 1e300), normal, 1e-14);
+    EXPECT_NEAR(lab::student_t_two_sided_p(1.0, std::numeric_limits<double>::infinity()), normal, 1e-14);
+    EXPECT_THROW(lab::student_t_two_sided_p(1.0, 0.0), std::invalid_argument);
+    EXPECT_THROW(lab::student_t_two_sided_p(std::numeric_limits<double>::quiet_NaN(), 3.0), std::invalid_argument);
+}
+
 TEST(RegularizedIncompleteBeta, KnownValues) {
     // I_x(1, 1) = x; I_x(a, 1) = x^a; I_x(1, b) = 1 - (1 - x)^b; I_{1/2}(a, a) = 1/2.
     EXPECT_NEAR(lab::regularized_incomplete_beta(0.3, 1, 1), 0.3, 1e-15);
