@@ -127,5 +127,4 @@ struct column_meaning {
 };
 std::vector<column_meaning> column_meanings(const comparison& c);
 
-
 }  // namespace contend::lab

@@ -74,5 +74,4 @@ std::vector<benchmark_history> history_series(const std::vector<stored_run>& run
 // reads), or 0 when none is. Ids start at 1.
 std::int64_t newest_run_labelled(const std::vector<stored_run>& runs, const std::string& label);
 
-
 }  // namespace contend::lab

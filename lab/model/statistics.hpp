@@ -47,5 +47,4 @@ modes find_modes(std::vector<double> samples);
 // "2 repetitions near 512 ns, 3 near 4096 ns"; "" when not modal.
 std::string describe_modes(const modes& m);
 
-
 }  // namespace contend::lab

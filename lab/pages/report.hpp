@@ -40,9 +40,9 @@
 #include <string_view>
 #include <vector>
 
+#include "model/results.hpp"
 #include "pages/page_parts.hpp"
 #include "store/history.hpp"
-#include "model/results.hpp"
 
 namespace contend::lab {
 

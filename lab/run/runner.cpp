@@ -1,5 +1,5 @@
-#include "text/utf8.hpp"
 #include "run/runner.hpp"
+#include "text/utf8.hpp"
 
 #include <unistd.h>
 
@@ -12,9 +12,9 @@
 #include <optional>
 #include <stdexcept>
 
-#include "run/cell_runner.hpp"
 #include "measure/machine.hpp"
 #include "measure/rounds.hpp"
+#include "run/cell_runner.hpp"
 #include "store/output_file.hpp"
 
 namespace contend::lab {

@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "store/history.hpp"
 #include "model/results.hpp"
+#include "store/history.hpp"
 
 namespace contend::lab::history_detail {
 

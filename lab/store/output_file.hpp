@@ -104,5 +104,4 @@ void stop_outputs_on(const std::atomic<int>* flag);
 // it knows is always the file's.
 void remove_temporary_output() noexcept;
 
-
 }  // namespace contend::lab

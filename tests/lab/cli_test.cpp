@@ -18,12 +18,12 @@
 #include <utility>
 #include <vector>
 
-#include "tools/disasm/disasm.hpp"
 #include "measure/harness.hpp"
-#include "store/history.hpp"
 #include "run_cli.hpp"
+#include "store/history.hpp"
 #include "suites/suites.hpp"
 #include "temp_dir.hpp"
+#include "tools/disasm/disasm.hpp"
 
 namespace {
 

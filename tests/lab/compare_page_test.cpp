@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "pages/html_page.hpp"
 #include "analyze/inputs.hpp"
 #include "compare_page_fixture.hpp"
+#include "pages/html_page.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
 

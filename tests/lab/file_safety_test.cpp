@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "run_cli.hpp"
 #include "store/history.hpp"
 #include "store/results_io.hpp"
-#include "run_cli.hpp"
 #include "temp_dir.hpp"
 
 extern char** environ;

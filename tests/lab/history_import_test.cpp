@@ -15,9 +15,9 @@
 #include "analyze/history_import.hpp"
 #include "analyze/history_series.hpp"
 #include "analyze/inputs.hpp"
+#include "run_cli.hpp"
 #include "store/history.hpp"
 #include "store/results_io.hpp"
-#include "run_cli.hpp"
 #include "temp_dir.hpp"
 
 namespace {

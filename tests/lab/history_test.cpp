@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "model/results.hpp"
 #include "store/history_backend.hpp"
 #include "store/interrupted.hpp"
-#include "model/results.hpp"
 #include "temp_dir.hpp"
 
 namespace contend_test {

@@ -1,6 +1,6 @@
 // Output files: nothing a failed write touches is lost, no output may be an input.
-#include "text/utf8.hpp"
 #include "store/output_file.hpp"
+#include "text/utf8.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

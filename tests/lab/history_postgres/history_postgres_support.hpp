@@ -33,11 +33,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "model/results.hpp"
+#include "run_cli.hpp"
 #include "store/history.hpp"
 #include "store/history_backend.hpp"
 #include "store/interrupted.hpp"
-#include "model/results.hpp"
-#include "run_cli.hpp"
 #include "temp_dir.hpp"
 
 namespace contend_test {

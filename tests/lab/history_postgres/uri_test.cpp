@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "store/history.hpp"
 #include "run_cli.hpp"
+#include "store/history.hpp"
 
 namespace contend_test {
 namespace {

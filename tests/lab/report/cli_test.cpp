@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
+#include "run_cli.hpp"
 #include "store/history.hpp"
 #include "store/results_io.hpp"
-#include "run_cli.hpp"
 #include "temp_dir.hpp"
 
 using namespace contend_test::report;

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "pages/report.hpp"
 #include "model/results.hpp"
+#include "pages/report.hpp"
 
 using namespace contend_test::report;
 

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "pages/report.hpp"
 #include "model/results.hpp"
+#include "pages/report.hpp"
 #include "store/results_io.hpp"
 
 namespace contend_test::report {
