@@ -55,7 +55,7 @@
 //
 // Cost: O(n^2) time per segment examined (pairwise distances, summed incrementally over the
 // splits) and O(n) memory; at most O(n^3) over a whole series, O(n^2 log n) when splits are
-// balanced. Measured at -O2 on one step with noise: 1,000 runs 0.4 ms, 3,000 runs 18 ms.
+// balanced: a history of a few thousand runs is examined in milliseconds.
 #pragma once
 
 #include <cstddef>

@@ -44,7 +44,7 @@ namespace {
 // stars never need to be revisited, since whatever they could have swallowed the last
 // one can too. At worst O(pattern x name) steps; the recursive version this replaced
 // tried every split of the name between the stars, exponential in their number
-// (defect 9: '**********!' ran for minutes).
+// ('**********!' ran for minutes).
 bool glob_one(std::string_view pattern, std::string_view name) {
     constexpr auto none = std::string_view::npos;
     std::size_t p = 0, n = 0;

@@ -1,4 +1,4 @@
-// `contend disasm` runs objdump on its own executable. Defect 4: the path went into a
+// `contend disasm` runs objdump on its own executable. Its path once went into a
 // shell command line, so a folder named q'$(touch PWNED)'x ran a command and a folder
 // named it's broke the quoting. These tests copy the built CLI into such folders and run
 // the copy (without a shell themselves), then look for what an injection would leave.
@@ -123,7 +123,7 @@ TEST_P(DisasmPath, AFolderNameIsOnlyCharacters) {
     EXPECT_FALSE(fs::exists(cwd / "PWNED"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Defect4, DisasmPath, testing::Values("q'$(touch PWNED)'x", "it's"),
+INSTANTIATE_TEST_SUITE_P(HostileFolder, DisasmPath, testing::Values("q'$(touch PWNED)'x", "it's"),
                          [](const auto& info) { return info.index == 0 ? "CommandSubstitution" : "Apostrophe"; });
 
 TEST(DisasmObjdump, AFileObjdumpCannotReadIsAnErrorNotAnEmptyListing) {

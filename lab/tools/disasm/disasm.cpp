@@ -39,8 +39,8 @@ bool is_atomic_instruction(const std::string& line) {
 
 namespace {
 
-// objdump, started without a shell (defect 4: the executable's path was pasted into a
-// popen command line, so a folder named q'$(touch PWNED)'x ran a command and one named
+// objdump, started without a shell (the executable's path was once pasted into a popen
+// command line, so a folder named q'$(touch PWNED)'x ran a command and one named
 // it's broke the quoting). Its stdout comes through a pipe, its stderr goes to /dev/null.
 class objdump_process {
 public:

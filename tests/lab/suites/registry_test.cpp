@@ -57,7 +57,7 @@ TEST(Glob, ACommaSeparatedListMatchesWhenAnyItemDoes) {
     EXPECT_TRUE(lab::glob_match("nosuch,", ""));  // an empty item matches the empty name only
 }
 
-// Defect 9: the recursive matcher tried every way to split the name between the stars,
+// The recursive matcher this replaced tried every way to split the name between the stars,
 // so ten stars before a character the name lacks ran for minutes. Not a timing test: it
 // must only finish (CTest's timeout catches a hang).
 TEST(Glob, ManyStarsAreNotExponential) {
