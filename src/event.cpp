@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 
@@ -28,7 +29,7 @@ namespace contend {
 namespace internal {
 
 struct event_access {
-    static std::atomic<std::uint32_t>& state(void* event, bool auto_reset) noexcept {
+    static internal::atomic<std::uint32_t>& state(void* event, bool auto_reset) noexcept {
         return auto_reset ? static_cast<auto_reset_event*>(event)->state_
                           : static_cast<manual_reset_event*>(event)->state_;
     }
@@ -75,7 +76,7 @@ void notify_watchers(const void* event) noexcept {
 constexpr std::intptr_t signal_delivered = 1;
 
 // Validation shared by both events: sleep only if not signalled, and say we are here.
-bool mark_waiting(std::atomic<std::uint32_t>& state, std::uint32_t set_bit, std::uint32_t waiters_bit) noexcept {
+bool mark_waiting(internal::atomic<std::uint32_t>& state, std::uint32_t set_bit, std::uint32_t waiters_bit) noexcept {
     std::uint32_t s = state.load(std::memory_order_acquire);
     for (;;) {
         if (s & set_bit) return false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
@@ -57,7 +58,7 @@ constexpr std::size_t stripe_count = 256;
 constexpr std::size_t idle_kept = 8;
 stripe stripes[stripe_count];
 
-std::atomic<std::uint64_t> contentions{0};
+internal::atomic<std::uint64_t> contentions{0};
 
 stripe& stripe_for(const void* address) noexcept {
     const auto bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(address));

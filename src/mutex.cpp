@@ -42,6 +42,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
@@ -59,7 +60,7 @@ using internal::mutex_untimed_key;
 constexpr std::intptr_t handoff_token = 1;  // you own the mutex
 constexpr std::intptr_t designee_token = 2;  // the mutex is free or busy; you are the designee
 
-std::atomic<std::uint32_t> spin_rounds{mutex::default_spin_limit};
+internal::atomic<std::uint32_t> spin_rounds{mutex::default_spin_limit};
 
 // Rounds of spin per adaptive level (mutex.hpp), and how often a thread spins anyway at
 // level 0 (one contended lock() in trial_period, per thread) to learn whether it pays again.
@@ -76,7 +77,7 @@ constexpr auto max_spin = std::chrono::microseconds(16);
 // the inflated thin_lock's unlock, which releases a contend::mutex, 3 % slower in the counter
 // suite). Relaxed: a level is advice, and a lost update only delays it. Unpadded (4 KiB),
 // and written only when a level changes, so the array stays read-mostly.
-std::atomic<std::uint8_t> spin_levels[internal::waiter_slot_count];
+internal::atomic<std::uint8_t> spin_levels[internal::waiter_slot_count];
 
 // A success while spinning raises the level only one time in raise_period (per thread),
 // and a spin in vain drops it to 0: on the 2-CPU reference VM a waiter that wins while
@@ -109,7 +110,7 @@ constexpr int designee_probes = 8;
 constexpr std::uint32_t crowd_per_cpu = 2;
 constexpr auto crowd_yield_budget = std::chrono::milliseconds(20);
 // Threads inside yield_while_crowded, per waiter slot (a mutex hashes to one).
-cache_padded<std::atomic<std::uint32_t>> yielding[internal::waiter_slot_count];  // written by every crowded waiter
+cache_padded<internal::atomic<std::uint32_t>> yielding[internal::waiter_slot_count];  // written by every crowded waiter
 
 std::uint32_t crowd_threshold() noexcept {
     // The CPUs this process may run on (taskset, cgroups' cpusets), read once.
@@ -142,7 +143,7 @@ void spin_round(std::uint32_t round) noexcept {
 }  // namespace
 
 namespace internal {
-cache_padded<std::atomic<std::uint64_t>> contention_counts[contention_stripes];
+cache_padded<internal::atomic<std::uint64_t>> contention_counts[contention_stripes];
 }  // namespace internal
 
 void mutex::set_spin_limit(std::uint32_t rounds) noexcept { spin_rounds.store(rounds, std::memory_order_relaxed); }

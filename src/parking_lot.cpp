@@ -8,6 +8,7 @@
 #include <new>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
 
@@ -20,7 +21,7 @@ using internal::word_lock;
 // wake_one on `parked` after the thread it woke has returned and even exited, so the
 // memory must stay valid (a stray wake on a recycled slot is just a spurious wake-up).
 struct thread_data {
-    std::atomic<std::uint32_t> parked{0};  // 1 while queued or asleep, 0 once unparked
+    internal::atomic<std::uint32_t> parked{0};  // 1 while queued or asleep, 0 once unparked
     const void* address = nullptr;  // guarded by the bucket lock
     thread_data* next = nullptr;  // queue link, guarded by the bucket lock
     std::intptr_t token = 0;  // written under the bucket lock before `parked` is released
@@ -54,9 +55,9 @@ constexpr std::size_t initial_buckets = 64;
 constexpr std::size_t buckets_per_thread = 3;  // WTF's maxLoadFactor
 constexpr auto max_fair_interval = std::chrono::milliseconds(1);
 
-std::atomic<table*> current_table{nullptr};
-std::atomic<std::size_t> growth_count{0};
-std::atomic<std::size_t> thread_count{0};
+internal::atomic<table*> current_table{nullptr};
+internal::atomic<std::size_t> growth_count{0};
+internal::atomic<std::size_t> thread_count{0};
 
 table* make_table(std::size_t size, table* retired) {
     auto* t = new table{size, new cache_padded<bucket>[size], retired};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "contend/condition_variable.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thin_lock.hpp"
 
@@ -31,7 +32,7 @@ constexpr std::chrono::milliseconds default_sweep_interval{100};
 constexpr std::chrono::milliseconds max_sweep_interval{std::chrono::hours(24)};
 
 // Chunk pointers are published once and never change: readers need no lock.
-std::atomic<fat_lock*> chunks[max_chunks];
+internal::atomic<fat_lock*> chunks[max_chunks];
 
 }  // namespace
 
@@ -196,7 +197,7 @@ void ensure_sweeper(table_state& t) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-std::atomic<std::uint32_t> failures_for_testing{0};  // sync_table_fail_allocations_for_testing
+internal::atomic<std::uint32_t> failures_for_testing{0};  // sync_table_fail_allocations_for_testing
 
 }  // namespace
 
@@ -204,7 +205,7 @@ std::uint32_t sync_table_fail_allocations_for_testing(std::uint32_t count) noexc
     return failures_for_testing.exchange(count, std::memory_order_relaxed);
 }
 
-std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_t owner) {
+std::uint32_t sync_table_allocate(internal::atomic<std::uint32_t>* word, std::uint32_t owner) {
     for (std::uint32_t left = failures_for_testing.load(std::memory_order_relaxed); left != 0;)
         if (failures_for_testing.compare_exchange_weak(left, left - 1, std::memory_order_relaxed))
             throw std::bad_alloc();
@@ -250,7 +251,7 @@ std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_
     return index;
 }
 
-void sync_table_release(std::atomic<std::uint32_t>& word) noexcept {
+void sync_table_release(internal::atomic<std::uint32_t>& word) noexcept {
     auto& t = state();
     std::lock_guard guard(t.lock);
     const std::uint32_t w = word.load(std::memory_order_relaxed);  // a sweep may have deflated it

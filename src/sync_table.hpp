@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/fat_lock.hpp"
 
 namespace contend::internal {
@@ -28,7 +29,7 @@ namespace contend::internal {
 // Takes a free entry for the thin lock whose word is `word`, already held by `owner` (its
 // mutex locked, owner set, recursion 0), and returns its index. Starts the background
 // sweeps on first use.
-std::uint32_t sync_table_allocate(std::atomic<std::uint32_t>* word, std::uint32_t owner);
+std::uint32_t sync_table_allocate(internal::atomic<std::uint32_t>* word, std::uint32_t owner);
 inline fat_lock& sync_table_at(std::uint32_t index) noexcept { return fat_lock_at(index); }
 // Tests only: the next `count` allocations throw std::bad_alloc, as they would with no
 // memory left for the table's lists or a new chunk of entries. Returns how many failures
@@ -36,7 +37,7 @@ inline fat_lock& sync_table_at(std::uint32_t index) noexcept { return fat_lock_a
 std::uint32_t sync_table_fail_allocations_for_testing(std::uint32_t count) noexcept;
 // The thin lock whose word is `word` is being destroyed (nobody uses it): if the word still
 // names an entry, the entry returns to the free list.
-void sync_table_release(std::atomic<std::uint32_t>& word) noexcept;
+void sync_table_release(internal::atomic<std::uint32_t>& word) noexcept;
 
 // One sweep: deflates every fat lock that the previous sweep marked idle and that no thread
 // has acquired since (nor holds, nor waits on), and marks the unowned rest. Returns how many

@@ -17,6 +17,7 @@
 #include <new>
 #include <optional>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "parking_keys.hpp"
@@ -56,8 +57,8 @@ enum class entry { acquired, failed, stale };
 // Takes the fat lock that `w`, a fat word read from `word`, names: at once (`one_shot`), or
 // waiting until the deadline. `stale`: a sweep deflated the lock after `w` was read (the
 // entry may even serve another lock now); the caller reads the word again.
-entry fat_enter(const std::atomic<std::uint32_t>& word, std::uint32_t w, std::uint32_t me, internal::deadline until,
-                bool one_shot) {
+entry fat_enter(const internal::atomic<std::uint32_t>& word, std::uint32_t w, std::uint32_t me,
+                internal::deadline until, bool one_shot) {
     fat_lock& f = internal::sync_table_at(index_of(w));
     // Our own id in the owner field means we hold this entry, so it is still this lock's:
     // a held entry is never deflated, and we cannot have taken another lock since reading w.

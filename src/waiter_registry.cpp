@@ -22,6 +22,7 @@
 
 #include <mutex>
 
+#include "contend/internal/atomic.hpp"
 #include "platform/heavy_fence.hpp"
 
 namespace contend::internal {
@@ -32,7 +33,7 @@ constinit const waiter_slot_table waiter_slots{};
 
 // The one way to a writable slot: a friend of waiter_slot_table.
 struct waiter_slot_writer {
-    static std::atomic<std::uint32_t>& slot(std::size_t index) noexcept { return waiter_slots.slots_[index]; }
+    static internal::atomic<std::uint32_t>& slot(std::size_t index) noexcept { return waiter_slots.slots_[index]; }
 };
 
 namespace {
@@ -80,7 +81,7 @@ waiter_registration::~waiter_registration() {
 }
 
 void note_idle_unlock(std::size_t slot_index) noexcept {
-    std::atomic<std::uint32_t>& slot = waiter_slot_writer::slot(slot_index);
+    internal::atomic<std::uint32_t>& slot = waiter_slot_writer::slot(slot_index);
     std::uint32_t v = slot.load(std::memory_order_relaxed);
     for (;;) {
         if (!(v & waiter_slot_armed) || (v & waiter_slot_count_mask) != 0) return;

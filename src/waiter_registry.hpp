@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/waiter_slots.hpp"
 
 namespace contend::internal {
@@ -25,7 +26,7 @@ public:
     waiter_registration& operator=(const waiter_registration&) = delete;
 
 private:
-    std::atomic<std::uint32_t>& slot_;
+    internal::atomic<std::uint32_t>& slot_;
 };
 
 // After the caller released a lock word with a seq_cst RMW: may anyone be registered?

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
+
 namespace contend::internal {
 
 class word_lock {
@@ -28,7 +30,7 @@ private:
     void lock_slow() noexcept;
     void unlock_slow() noexcept;
 
-    std::atomic<std::uint32_t> state_{0};
+    internal::atomic<std::uint32_t> state_{0};
 };
 
 }  // namespace contend::internal

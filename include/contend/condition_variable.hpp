@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
@@ -119,7 +120,7 @@ private:
     void notify_one_slow() noexcept;
     void notify_all_slow() noexcept;
 
-    std::atomic<bool> has_waiters_{false};
+    internal::atomic<bool> has_waiters_{false};
 };
 
 }  // namespace contend

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
 
 namespace contend {
@@ -60,7 +61,7 @@ private:
     bool wait_until_internal(internal::deadline until) noexcept;
     void set_slow(std::uint32_t before) noexcept;
 
-    std::atomic<std::uint32_t> state_;
+    internal::atomic<std::uint32_t> state_;
 };
 
 class auto_reset_event {
@@ -101,7 +102,7 @@ private:
     }
     bool wait_until_internal(internal::deadline until) noexcept;
 
-    std::atomic<std::uint32_t> state_;
+    internal::atomic<std::uint32_t> state_;
 };
 
 // Watching, for the thread pool's registered waits (src/pool/wait_thread.cpp): one service

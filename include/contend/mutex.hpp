@@ -56,6 +56,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/prefetch.hpp"
 #include "contend/internal/waiter_slots.hpp"
@@ -164,7 +165,7 @@ private:
     friend class thin_lock;
     // unlock() with this mutex's waiter slot already found (thin_lock keeps it beside its
     // fat locks, saving the address hash on every release).
-    [[gnu::always_inline]] inline void unlock_with(const std::atomic<std::uint32_t>& slot) {
+    [[gnu::always_inline]] inline void unlock_with(const internal::atomic<std::uint32_t>& slot) {
 #if CONTEND_CHECK_UNLOCK
         if (!(state_.load(std::memory_order_relaxed) & held_bit)) [[unlikely]]
             unlock_slow(false);  // throws: the mutex is not held
@@ -203,7 +204,7 @@ private:
     bool yield_while_crowded(std::size_t slot_index);
     void wake_after_release() noexcept;
 
-    std::atomic<std::uint8_t> state_{0};
+    internal::atomic<std::uint8_t> state_{0};
 };
 
 static_assert(sizeof(mutex) == 1);

@@ -35,6 +35,8 @@
 #include <span>
 #include <stdexcept>
 
+#include "contend/internal/atomic.hpp"
+
 namespace contend {
 
 class thread_pool;
@@ -192,7 +194,7 @@ public:
     struct flush_awaiter {
         pipe_writer* writer;
         flush_result result{};
-        std::atomic<int> phase{0};  // 1: the callback ran; 2: await_suspend returned true
+        internal::atomic<int> phase{0};  // 1: the callback ran; 2: await_suspend returned true
         bool await_ready() const noexcept { return false; }
         bool await_suspend(std::coroutine_handle<> h);
         flush_result await_resume() const noexcept { return result; }
@@ -228,7 +230,7 @@ public:
     struct read_awaiter {
         pipe_reader* reader;
         read_result result{};
-        std::atomic<int> phase{0};  // 1: the callback ran; 2: await_suspend returned true
+        internal::atomic<int> phase{0};  // 1: the callback ran; 2: await_suspend returned true
         bool await_ready() const noexcept { return false; }
         bool await_suspend(std::coroutine_handle<> h);
         read_result await_resume();

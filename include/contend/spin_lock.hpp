@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "contend/cpu_relax.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/synchronization_error.hpp"
 
 namespace contend {
@@ -52,7 +53,7 @@ public:
     }
 
 private:
-    std::atomic<std::uint32_t> state_{0};
+    internal::atomic<std::uint32_t> state_{0};
 };
 
 // Test-and-test-and-set: probes with plain loads (shared copies of the line, no ownership
@@ -75,7 +76,7 @@ public:
     }
 
 private:
-    std::atomic<std::uint32_t> state_{0};
+    internal::atomic<std::uint32_t> state_{0};
 };
 
 // Read-before-exchange with bounded exponential backoff: the lock the sleeping-spinlock
@@ -115,7 +116,7 @@ private:
         }
     }
 
-    std::atomic<std::uint32_t> state_{0};
+    internal::atomic<std::uint32_t> state_{0};
 };
 
 // The sleeping-spinlock study's winner on x86: 8 read-only probes, then a 1 ns nanosleep
@@ -146,7 +147,7 @@ public:
     }
 
 private:
-    std::atomic<std::uint32_t> state_{0};
+    internal::atomic<std::uint32_t> state_{0};
 };
 
 // FIFO ticket lock. Waiters pause in proportion to their distance from the head, and
@@ -193,8 +194,8 @@ private:
         }
     }
 
-    std::atomic<std::uint32_t> next_{0};
-    std::atomic<std::uint32_t> serving_{0};
+    internal::atomic<std::uint32_t> next_{0};
+    internal::atomic<std::uint32_t> serving_{0};
 };
 
 }  // namespace contend

@@ -63,6 +63,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/fat_lock.hpp"
 #include "contend/internal/prefetch.hpp"
@@ -235,7 +236,7 @@ private:
     // The word is exactly this thread's id: release it with a plain store when no waiter is
     // registered (false, word untouched, otherwise).
     bool release_thin_fast() noexcept {
-        const std::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
+        const internal::atomic<std::uint32_t>& slot = internal::waiter_slot_for(this);
         if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) return false;
         word_.store(0, std::memory_order_release);
         // As in contend::mutex: the registering waiter's heavy barrier orders the hardware;
@@ -273,7 +274,7 @@ private:
     bool wait_until_internal(internal::deadline until);
     std::uint32_t inflate_held(std::uint32_t me);
 
-    std::atomic<std::uint32_t> word_{0};
+    internal::atomic<std::uint32_t> word_{0};
 };
 
 static_assert(sizeof(thin_lock) == 4, "a thin lock is one 32-bit header word");

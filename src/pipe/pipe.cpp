@@ -35,6 +35,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"
 #include "contend/cpu_relax.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
 #include "pipe/segment_pool.hpp"
@@ -47,9 +48,9 @@ struct pipe_segment {
     explicit pipe_segment(std::size_t cap) : data(new std::byte[cap]), capacity(cap) {}
     std::unique_ptr<std::byte[]> data;
     std::size_t capacity;
-    std::atomic<std::size_t> end{0};  // bytes committed by the writer
+    internal::atomic<std::size_t> end{0};  // bytes committed by the writer
     std::uint64_t running_index = 0;  // stream offset of data[0]
-    std::atomic<pipe_segment*> next{nullptr};  // linked by the writer before it writes there
+    internal::atomic<pipe_segment*> next{nullptr};  // linked by the writer before it writes there
 };
 
 // The pipe's lock: contend::mutex or std::mutex (pipe_options::lock), counting every
@@ -104,8 +105,8 @@ private:
     const pipe_lock_kind kind_;
     contend::mutex fast_;
     std::mutex platform_;
-    std::atomic<std::uint64_t> contentions_{0};
-    std::atomic<std::uint64_t> acquisitions_{0};
+    internal::atomic<std::uint64_t> contentions_{0};
+    internal::atomic<std::uint64_t> acquisitions_{0};
 };
 
 // A waiter polls for this long before it takes the lock to sleep: the other side usually
@@ -132,7 +133,7 @@ constexpr std::size_t max_segment_size = std::size_t{1} << 48;
 constexpr std::uint64_t read_id_block = std::uint64_t{1} << 16;
 
 inline std::uint64_t take_read_id_block() noexcept {
-    static std::atomic<std::uint64_t> next{read_id_block};
+    static internal::atomic<std::uint64_t> next{read_id_block};
     return next.fetch_add(read_id_block, std::memory_order_relaxed);
 }
 
@@ -198,15 +199,15 @@ private:
     // the reader's positions, and the flags (written rarely, read on every fast path).
     // Sharing a line made each side's store evict the line the other was polling (the lab's
     // pipe suite at 4 KiB: 7.7 GB/s on one line).
-    alignas(cache_line_size) std::atomic<std::uint64_t> flushed_{0};  // the writer has flushed up to
-    std::atomic<pipe_segment*> first_segment_{nullptr};  // where the stream starts
-    alignas(cache_line_size) std::atomic<std::uint64_t> consumed_{0};  // the reader has released up to
-    std::atomic<std::uint64_t> examined_{0};  // the reader has looked at up to
-    alignas(cache_line_size) std::atomic<bool> writer_needs_lock_{
+    alignas(cache_line_size) internal::atomic<std::uint64_t> flushed_{0};  // the writer has flushed up to
+    internal::atomic<pipe_segment*> first_segment_{nullptr};  // where the stream starts
+    alignas(cache_line_size) internal::atomic<std::uint64_t> consumed_{0};  // the reader has released up to
+    internal::atomic<std::uint64_t> examined_{0};  // the reader has looked at up to
+    alignas(cache_line_size) internal::atomic<bool> writer_needs_lock_{
         false};  // a reader waits or completed, or a flush is canceled
-    std::atomic<bool> read_needs_lock_{false};  // the writer completed, or a read is canceled
-    std::atomic<bool> advance_needs_lock_{false};  // a flush waits for the reader
-    alignas(cache_line_size) std::atomic<std::uint64_t> epoch_{
+    internal::atomic<bool> read_needs_lock_{false};  // the writer completed, or a read is canceled
+    internal::atomic<bool> advance_needs_lock_{false};  // a flush waits for the reader
+    alignas(cache_line_size) internal::atomic<std::uint64_t> epoch_{
         0};  // bumped by every wake-up, polled by spinning waiters
 
     // Writer only.
@@ -215,7 +216,7 @@ private:
     std::size_t unflushed_ = 0;
     std::uint64_t committed_offset_ = 0;
     bool writer_done_ = false;  // this side called complete()
-    std::atomic<std::uint64_t> writer_pauses_{0};
+    internal::atomic<std::uint64_t> writer_pauses_{0};
 
     // Reader only (and under the lock for a pending read_async, when the reader is idle).
     alignas(cache_line_size) pipe_segment* head_ = nullptr;  // consumed position
@@ -226,7 +227,7 @@ private:
     std::uint64_t read_end_ = 0;  // stream offset where the last read's buffer ends
     bool read_outstanding_ = false;
     bool reader_done_ = false;  // this side called complete()
-    std::atomic<std::uint64_t> bytes_consumed_{0};
+    internal::atomic<std::uint64_t> bytes_consumed_{0};
 
     // Under the lock.
     bool writer_completed_ = false;
@@ -244,8 +245,8 @@ private:
     std::function<void(flush_result)> pending_flush_;
     std::uint64_t flushed_total_ = 0;  // bytes flushed before the last reset
 
-    std::atomic<std::uint64_t> segments_allocated_{0};
-    std::atomic<std::uint64_t> segments_reused_{0};
+    internal::atomic<std::uint64_t> segments_allocated_{0};
+    internal::atomic<std::uint64_t> segments_reused_{0};
 };
 
 pipe_state::pipe_state(pipe_options o)

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "contend/condition_variable.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 
 namespace contend {
@@ -37,7 +38,7 @@ struct fd_pump_state {
 
     std::function<void()> wake;
     fd_kind kind = fd_kind::other;
-    std::atomic<int> phase{idle};
+    internal::atomic<int> phase{idle};
     flush_result flushed{};  // fd_to_pipe's pending flush, once `done`
     read_result read{};  // pipe_to_fd's pending read, once `done`
     contend::mutex m;  // only for run() waiting out a pending flush or read

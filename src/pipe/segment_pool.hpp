@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 
 namespace contend::internal {
 
@@ -50,8 +51,8 @@ public:
 private:
     const std::size_t capacity_;
     std::unique_ptr<T[]> slots_;
-    cache_padded<std::atomic<std::size_t>> head_;  // the consumer's (writer's) end
-    cache_padded<std::atomic<std::size_t>> tail_;  // the producer's (reader's) end
+    cache_padded<internal::atomic<std::size_t>> head_;  // the consumer's (writer's) end
+    cache_padded<internal::atomic<std::size_t>> tail_;  // the producer's (reader's) end
 };
 
 }  // namespace contend::internal

@@ -1,4 +1,5 @@
 #include "platform/heavy_fence.hpp"
+#include "contend/internal/atomic.hpp"
 
 #if defined(__linux__) && !defined(CONTEND_PORTABLE_WAIT)
 #include <linux/membarrier.h>
@@ -24,7 +25,7 @@ bool heavy_fence_init() noexcept {
 }
 
 void heavy_fence() noexcept {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    internal::thread_fence(std::memory_order_seq_cst);
     // Cannot fail once registered; if it somehow did, the caller's own seq_cst RMW still
     // orders this thread, and we would rather crash loudly than lose a wake-up silently.
     if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) __builtin_trap();
@@ -33,7 +34,7 @@ void heavy_fence() noexcept {
 #else
 
 bool heavy_fence_init() noexcept { return false; }
-void heavy_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
+void heavy_fence() noexcept { internal::thread_fence(std::memory_order_seq_cst); }
 
 #endif
 

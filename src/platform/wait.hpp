@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
 #include "contend/wait_backend.hpp"
 
@@ -19,9 +20,10 @@ namespace contend::internal {
 
 enum class wait_status { woken_or_changed, timed_out };
 
-wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected, deadline until) noexcept;
-void wake_one(const std::atomic<std::uint32_t>& word) noexcept;
-void wake_all(const std::atomic<std::uint32_t>& word) noexcept;
+wait_status wait_on_address(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
+                            deadline until) noexcept;
+void wake_one(const internal::atomic<std::uint32_t>& word) noexcept;
+void wake_all(const internal::atomic<std::uint32_t>& word) noexcept;
 
 // Which file was compiled in: contend::wait_backend_name() (contend/wait_backend.hpp), defined
 // in that file. The internal spelling stays for code not yet moved to the public header (the lab).

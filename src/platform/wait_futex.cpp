@@ -9,24 +9,26 @@
 #include <climits>
 #include <ctime>
 
+#include "contend/internal/atomic.hpp"
 #include "platform/wait.hpp"
 
 namespace contend::internal {
 namespace {
 
-long futex(const std::atomic<std::uint32_t>& word, int op, std::uint32_t val, const timespec* ts,
+long futex(const internal::atomic<std::uint32_t>& word, int op, std::uint32_t val, const timespec* ts,
            std::uint32_t bitset) noexcept {
     // The kernel reads the word; it never writes it.
     auto* address = const_cast<std::uint32_t*>(reinterpret_cast<const std::uint32_t*>(&word));
     return syscall(SYS_futex, address, op | FUTEX_PRIVATE_FLAG, val, ts, nullptr, bitset);
 }
 
-static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+static_assert(sizeof(internal::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 static_assert(std::is_same_v<clock, std::chrono::steady_clock>);
 
 }  // namespace
 
-wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected, deadline until) noexcept {
+wait_status wait_on_address(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
+                            deadline until) noexcept {
     if (until == no_deadline) {
         futex(word, FUTEX_WAIT_BITSET, expected, nullptr, FUTEX_BITSET_MATCH_ANY);
         return wait_status::woken_or_changed;
@@ -41,9 +43,9 @@ wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_
     return wait_status::woken_or_changed;
 }
 
-void wake_one(const std::atomic<std::uint32_t>& word) noexcept { futex(word, FUTEX_WAKE, 1, nullptr, 0); }
+void wake_one(const internal::atomic<std::uint32_t>& word) noexcept { futex(word, FUTEX_WAKE, 1, nullptr, 0); }
 
-void wake_all(const std::atomic<std::uint32_t>& word) noexcept { futex(word, FUTEX_WAKE, INT_MAX, nullptr, 0); }
+void wake_all(const internal::atomic<std::uint32_t>& word) noexcept { futex(word, FUTEX_WAKE, INT_MAX, nullptr, 0); }
 
 }  // namespace contend::internal
 

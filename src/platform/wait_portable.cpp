@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 #include "platform/wait.hpp"
 
 namespace contend::internal {
@@ -43,7 +44,8 @@ stripe& stripe_for(const void* address) noexcept {
 
 }  // namespace
 
-wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_t expected, deadline until) noexcept {
+wait_status wait_on_address(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
+                            deadline until) noexcept {
     stripe& s = stripe_for(&word);
     std::unique_lock guard(s.lock);
     if (word.load(std::memory_order_acquire) != expected) return wait_status::woken_or_changed;
@@ -55,13 +57,13 @@ wait_status wait_on_address(const std::atomic<std::uint32_t>& word, std::uint32_
                                                                          : wait_status::woken_or_changed;
 }
 
-void wake_one(const std::atomic<std::uint32_t>& word) noexcept {
+void wake_one(const internal::atomic<std::uint32_t>& word) noexcept {
     // A stripe is shared by many addresses, so waking "one" could wake the wrong thread:
     // wake them all and let the others re-check their own words.
     wake_all(word);
 }
 
-void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
+void wake_all(const internal::atomic<std::uint32_t>& word) noexcept {
     stripe& s = stripe_for(&word);
     { std::lock_guard guard(s.lock); }
     s.changed.notify_all();

@@ -31,6 +31,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "platform/spin_wait.hpp"
 
@@ -125,7 +126,7 @@ private:
     // One line for the lock, the length and the indices: a push or pop touches this line and
     // one slot's line, nothing else.
     alignas(cache_line_size) contend::mutex lock_;
-    std::atomic<std::size_t> length_{0};
+    internal::atomic<std::size_t> length_{0};
     std::unique_ptr<T[]> slots_;
     std::size_t mask_;
     std::size_t head_ = 0;

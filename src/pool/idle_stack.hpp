@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "contend/event.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 
 namespace contend::internal {
@@ -58,7 +59,7 @@ public:
 private:
     contend::mutex lock_;
     std::vector<idle_waiter*> waiters_;
-    std::atomic<std::size_t> count_{0};
+    internal::atomic<std::size_t> count_{0};
 };
 
 }  // namespace contend::internal

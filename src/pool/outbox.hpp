@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 
 namespace contend::internal {
 
@@ -76,11 +77,11 @@ private:
     // Both ends on one line: the owner's push reads the head and writes the tail, and an
     // idle worker's look at this outbox reads one line, not two.
     struct alignas(cache_line_size) ends {
-        std::atomic<std::uint64_t> head{0};
-        std::atomic<std::uint64_t> tail{0};
+        internal::atomic<std::uint64_t> head{0};
+        internal::atomic<std::uint64_t> tail{0};
     };
     ends ends_;
-    alignas(cache_line_size) std::atomic<T> slots_[Capacity];  // C++20: value-initialized
+    alignas(cache_line_size) internal::atomic<T> slots_[Capacity];  // C++20: value-initialized
 };
 
 }  // namespace contend::internal

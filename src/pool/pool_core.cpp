@@ -46,6 +46,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "platform/spin_wait.hpp"
 #include "pool/pool_core.hpp"
@@ -140,7 +141,7 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     max_threads.store(max_n);
     goal.store(min_n);
 
-    slots = std::make_unique<std::atomic<worker*>[]>(max_pool_threads);
+    slots = std::make_unique<internal::atomic<worker*>[]>(max_pool_threads);
     timers = std::make_unique<timer_queue>(options.name, [this](task_node* n) { post_urgent(n); });
     waits = std::make_unique<wait_thread>(options.name, [this](task_node* n) { post_urgent(n); });
 
@@ -260,7 +261,7 @@ void pool_core::post_urgent(task_node* n) {
 }
 
 void pool_core::notify() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    internal::thread_fence(std::memory_order_seq_cst);
     if (searching->load(std::memory_order_relaxed) == 0 && idle.size() > 0) wake_one();
 }
 
@@ -492,7 +493,7 @@ void pool_core::worker_main(worker* self) {
         idle.push(&self->idle);
         self->searching = false;
         searching->fetch_sub(1, std::memory_order_seq_cst);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        internal::thread_fence(std::memory_order_seq_cst);
         if (any_work_visible() || stopping.load(std::memory_order_seq_cst)) {
             if (!idle.remove(&self->idle)) {
                 self->idle.wake.wait();  // a waker popped us: consume its wake-up

@@ -15,6 +15,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"
 #include "contend/event.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/task.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
@@ -50,13 +51,13 @@ struct worker {
     idle_waiter idle;
     std::thread thread;
     // Written by the owner only; read by stats and wait_idle.
-    cache_padded<std::atomic<std::uint64_t>> completed;
-    cache_padded<std::atomic<std::uint64_t>> posted;  // items this worker posted to this pool
-    std::atomic<std::uint64_t> steals{0};
-    std::atomic<bool> running_item{false};
-    std::atomic<bool> alive{false};
-    std::atomic<int> os_tid{0};  // the thread's kernel id while it runs (Linux), for the gate's CPU view
-    std::atomic<std::uint64_t> sleeps{0};  // times it went to sleep for want of work (owner writes)
+    cache_padded<internal::atomic<std::uint64_t>> completed;
+    cache_padded<internal::atomic<std::uint64_t>> posted;  // items this worker posted to this pool
+    internal::atomic<std::uint64_t> steals{0};
+    internal::atomic<bool> running_item{false};
+    internal::atomic<bool> alive{false};
+    internal::atomic<int> os_tid{0};  // the thread's kernel id while it runs (Linux), for the gate's CPU view
+    internal::atomic<std::uint64_t> sleeps{0};  // times it went to sleep for want of work (owner writes)
     // Owner-thread state.
     bool searching = false;
     std::uint32_t tick = 0;
@@ -102,43 +103,43 @@ struct pool_core {
     void adjust_goal(std::size_t to, const char* reason, double throughput);
     void gate_main();
 
-    std::atomic<thread_pool*> owner;  // nullptr once the pool was destroyed from its own item
+    internal::atomic<thread_pool*> owner;  // nullptr once the pool was destroyed from its own item
     thread_pool_options options;
 
-    std::atomic<std::size_t> min_threads{0};
-    std::atomic<std::size_t> max_threads{0};
-    std::atomic<std::size_t> goal{0};  // workers the hill climber wants
-    std::atomic<std::size_t> blocked{0};  // workers inside a blocking_scope
-    std::atomic<std::size_t> alive{0};  // worker threads alive (or starting)
-    std::atomic<bool> stopping{false};
+    internal::atomic<std::size_t> min_threads{0};
+    internal::atomic<std::size_t> max_threads{0};
+    internal::atomic<std::size_t> goal{0};  // workers the hill climber wants
+    internal::atomic<std::size_t> blocked{0};  // workers inside a blocking_scope
+    internal::atomic<std::size_t> alive{0};  // worker threads alive (or starting)
+    internal::atomic<bool> stopping{false};
 
     global_queue<task_node*> global;
     global_queue<task_node*> urgent;
     idle_stack idle;
-    cache_padded<std::atomic<std::size_t>> searching;
+    cache_padded<internal::atomic<std::size_t>> searching;
 
     // Items posted, in stripes by posting thread (completions are counted per worker).
     static constexpr std::size_t post_stripes = 64;
-    cache_padded<std::atomic<std::uint64_t>> posted[post_stripes];
+    cache_padded<internal::atomic<std::uint64_t>> posted[post_stripes];
 
     // Worker slots: thieves scan [0, slots_used) without a lock; worker objects are never
     // freed before the pool, a slot's object is reused only after its old thread is joined.
-    std::unique_ptr<std::atomic<worker*>[]> slots;
-    std::atomic<std::size_t> slots_used{0};
+    std::unique_ptr<internal::atomic<worker*>[]> slots;
+    internal::atomic<std::size_t> slots_used{0};
     contend::mutex workers_lock;  // spawning, retiring, reusing slots
     std::vector<std::unique_ptr<worker>> workers;
 
-    std::atomic<std::uint64_t> unhandled_exceptions{0};
-    std::atomic<std::uint64_t> starvation_injections{0};
-    std::atomic<std::uint64_t> adjustments{0};
-    std::atomic<double> last_throughput{0};
+    internal::atomic<std::uint64_t> unhandled_exceptions{0};
+    internal::atomic<std::uint64_t> starvation_injections{0};
+    internal::atomic<std::uint64_t> adjustments{0};
+    internal::atomic<double> last_throughput{0};
     contend::mutex config_lock;  // set_min_threads / set_max_threads
-    std::atomic<bool> climber_reset{false};
+    internal::atomic<bool> climber_reset{false};
 
     // wait_idle and the destructor's drain sleep here; a worker that runs dry notifies.
     contend::mutex idle_wait_lock;
     contend::condition_variable idle_wait_cv;
-    std::atomic<int> idle_waiters{0};
+    internal::atomic<int> idle_waiters{0};
 
     // The gate thread sleeps on this between ticks; the destructor sets it to stop it.
     manual_reset_event gate_stop;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 
 namespace contend::internal {
 
@@ -22,7 +23,7 @@ constexpr std::size_t compact_min_heap = 1024;
 // Timer ids come from one counter for the whole process, so an id names one timer of one
 // pool: cancel_timer with another pool's id finds nothing, instead of another timer.
 // Padded: every pool's timer thread and posters write it.
-contend::cache_padded<std::atomic<std::uint64_t>> next_timer_id{std::in_place, 1};
+contend::cache_padded<internal::atomic<std::uint64_t>> next_timer_id{std::in_place, 1};
 
 }  // namespace
 

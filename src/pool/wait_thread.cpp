@@ -39,6 +39,7 @@
 
 #include "contend/condition_variable.hpp"
 #include "contend/event.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
 
@@ -92,9 +93,9 @@ struct wait_record final : event_watcher, task_node, std::enable_shared_from_thi
     const std::function<void(bool)> callback;  // called by one task at a time
 
     // Any thread.
-    std::atomic<bool> ended{false};  // stored after the event was unwatched
-    std::atomic<bool> unregistered{false};  // a task that has not called back yet will not
-    std::atomic<bool> latched{false};  // a set() came since the last look (manual events fire on it)
+    internal::atomic<bool> ended{false};  // stored after the event was unwatched
+    internal::atomic<bool> unregistered{false};  // a task that has not called back yet will not
+    internal::atomic<bool> latched{false};  // a set() came since the last look (manual events fire on it)
 
     // Under state->lock.
     wait_phase phase = wait_phase::armed;

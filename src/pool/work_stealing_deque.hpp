@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "contend/cache_padded.hpp"
+#include "contend/internal/atomic.hpp"
 
 namespace contend::internal {
 
@@ -56,7 +57,7 @@ public:
         bottom_->store(b, std::memory_order_relaxed);
         // The store of bottom must be visible before top is read, or a thief and the owner
         // could both take the last item (the store-load order only a full fence gives).
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        internal::thread_fence(std::memory_order_seq_cst);
         std::int64_t t = top_->load(std::memory_order_relaxed);
         if (t > b) {  // empty
             bottom_->store(b + 1, std::memory_order_relaxed);
@@ -78,7 +79,7 @@ public:
     // Any thread.
     steal_result steal(T& out) {
         std::int64_t t = top_->load(std::memory_order_acquire);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        internal::thread_fence(std::memory_order_seq_cst);
         const std::int64_t b = bottom_->load(std::memory_order_acquire);
         if (t >= b) return steal_result::empty;
         buffer* a = buffer_.load(std::memory_order_acquire);
@@ -99,9 +100,9 @@ public:
 
 private:
     struct buffer {
-        explicit buffer(std::size_t capacity) : mask(capacity - 1), slots(new std::atomic<T>[capacity]) {}
+        explicit buffer(std::size_t capacity) : mask(capacity - 1), slots(new internal::atomic<T>[capacity]) {}
         std::size_t mask;
-        std::unique_ptr<std::atomic<T>[]> slots;
+        std::unique_ptr<internal::atomic<T>[]> slots;
         T get(std::int64_t i) const noexcept {
             return slots[static_cast<std::size_t>(i) & mask].load(std::memory_order_relaxed);
         }
@@ -119,9 +120,9 @@ private:
         return raw;
     }
 
-    cache_padded<std::atomic<std::int64_t>> top_;  // thieves' end (zero: C++20 atomics value-initialize)
-    cache_padded<std::atomic<std::int64_t>> bottom_;  // owner's end
-    std::atomic<buffer*> buffer_{nullptr};
+    cache_padded<internal::atomic<std::int64_t>> top_;  // thieves' end (zero: C++20 atomics value-initialize)
+    cache_padded<internal::atomic<std::int64_t>> bottom_;  // owner's end
+    internal::atomic<buffer*> buffer_{nullptr};
     std::vector<std::unique_ptr<buffer>> buffers_;  // owner only
 };
 

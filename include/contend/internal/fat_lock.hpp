@@ -8,6 +8,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"
+#include "contend/internal/atomic.hpp"
 #include "contend/internal/waiter_slots.hpp"
 #include "contend/mutex.hpp"
 
@@ -22,13 +23,13 @@ struct alignas(cache_line_size) fat_lock {
     contend::condition_variable cv;  // wait / notify
     // The owner's compact thread id, 0 when free, or idle_mark: a sweep found it free and no
     // thread has acquired it since.
-    std::atomic<std::uint32_t> owner{0};
+    internal::atomic<std::uint32_t> owner{0};
     std::uint32_t recursion = 0;  // extra entries by the owner; 0 whenever the lock is free
     std::uint32_t waiters = 0;  // threads inside wait() (under m): such a lock is never deflated
-    std::atomic<std::uint32_t>* word = nullptr;  // the thin word that names this entry (table's lock)
+    internal::atomic<std::uint32_t>* word = nullptr;  // the thin word that names this entry (table's lock)
     // m's waiter slot (internal/waiter_slots.hpp), found once when the entry is first used:
     // the inline unlock then loads it instead of hashing m's address.
-    const std::atomic<std::uint32_t>* slot = nullptr;
+    const internal::atomic<std::uint32_t>* slot = nullptr;
 };
 
 inline constexpr std::uint32_t idle_mark = 0x8000'0000u;  // no compact thread id has this bit

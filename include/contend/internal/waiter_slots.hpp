@@ -22,6 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "contend/internal/atomic.hpp"
+
 namespace contend::internal {
 
 inline constexpr std::size_t waiter_slot_bits = 12;
@@ -57,13 +59,13 @@ public:
     waiter_slot_table(const waiter_slot_table&) = delete;
     waiter_slot_table& operator=(const waiter_slot_table&) = delete;
 
-    const std::atomic<std::uint32_t>& operator[](std::size_t index) const noexcept { return slots_[index]; }
+    const internal::atomic<std::uint32_t>& operator[](std::size_t index) const noexcept { return slots_[index]; }
 
 private:
     friend struct waiter_slot_writer;
     // `mutable`: the table is a const object to everyone, and its words still change; the
     // registry writes them through waiter_slot_writer, nobody else can name them.
-    mutable std::atomic<std::uint32_t> slots_[waiter_slot_count]{};
+    mutable internal::atomic<std::uint32_t> slots_[waiter_slot_count]{};
 };
 
 // Defined in src/waiter_registry.cpp.
@@ -71,7 +73,7 @@ extern const waiter_slot_table waiter_slots;
 
 // The slot an unlock of the lock at `address` must check: a multiply and a shift from the
 // table's address, which is fixed once the program is loaded, so the check is a plain load.
-inline const std::atomic<std::uint32_t>& waiter_slot_for(const void* address) noexcept {
+inline const internal::atomic<std::uint32_t>& waiter_slot_for(const void* address) noexcept {
     return waiter_slots[waiter_slot_index(address)];
 }
 
