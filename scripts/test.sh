@@ -5,7 +5,9 @@
 # portable one: ctest's portable/ tests; the lab's tests, which do not depend on the
 # backend, run in the optimized build only), and finally installs the package (library and
 # the `contend` tool) and builds the example consumer three ways: find_package, pkg-config
-# and add_subdirectory. Before any build it checks that every C++ file is laid out as
+# and add_subdirectory. Then the model-checking build runs the models of tests/model/ under
+# the scheduler of src/model/, with a fixed budget of schedules each (scripts/model_check.sh
+# runs a longer sweep). Before any build it checks that every C++ file is laid out as
 # .clang-format says. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,7 @@ scripts/setup.sh
 scripts/check_format.sh
 scripts/check_lab_floors.sh  # no include from a floor of the lab to one above it
 jobs=$(nproc)
-presets=(release asan tsan)
+presets=(release asan tsan model)  # model: the model checker's build and its models (tests/model/)
 if [ $# -gt 0 ]; then presets=("$@"); fi
 for preset in "${presets[@]}"; do
   echo "=== $preset: configure, build, test"

@@ -1,11 +1,14 @@
 #include "contend/condition_variable.hpp"
 
+#include "model/mutation.hpp"
+
 namespace contend {
 
 void condition_variable::notify_one_slow() noexcept {
     parking_lot::unpark_one(this, [this](parking_lot::unpark_result r) -> std::intptr_t {
         // Under the bucket lock: no waiter can enqueue between this and the unpark.
-        has_waiters_.store(r.may_have_more_threads, std::memory_order_relaxed);
+        const bool more = r.may_have_more_threads && !CONTEND_MUTATION(condition_variable_notify_one_forgets_the_rest);
+        has_waiters_.store(more, std::memory_order_relaxed);
         return 0;
     });
 }

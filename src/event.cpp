@@ -24,6 +24,7 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
+#include "model/mutation.hpp"
 
 namespace contend {
 namespace internal {
@@ -97,7 +98,7 @@ void manual_reset_event::set() noexcept {
 void manual_reset_event::set_slow(std::uint32_t before) noexcept {
     if (before & waiters_bit) {
         state_.fetch_and(~waiters_bit, std::memory_order_relaxed);
-        parking_lot::unpark_all(this);
+        if (!CONTEND_MUTATION(manual_reset_event_set_wakes_nobody)) parking_lot::unpark_all(this);
     }
     // Every set() of a watched manual event notifies, even one that finds it set already:
     // a repeating wait may be between firings and must learn that a set() came since.
@@ -132,6 +133,7 @@ void auto_reset_event::set() noexcept {
     parking_lot::unpark_one(this, [this, &kept_for_watchers](parking_lot::unpark_result r) -> std::intptr_t {
         if (r.did_unpark_thread) {
             if (!r.may_have_more_threads) state_.fetch_and(~waiters_bit, std::memory_order_relaxed);
+            if (CONTEND_MUTATION(auto_reset_event_set_wakes_without_the_signal)) return 0;
             return signal_delivered;
         }
         // The waiters left (timed out) before we came: keep the signal for the next wait.

@@ -46,8 +46,10 @@
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
+#include "model/mutation.hpp"
 #include "parking_keys.hpp"
 #include "platform/spin_wait.hpp"
+#include "platform/yield.hpp"
 #include "waiter_registry.hpp"
 
 namespace contend {
@@ -136,7 +138,7 @@ void spin_round(std::uint32_t round) noexcept {
     if (round < 4) {
         internal::relax_for(round_unit * (1u << round));
     } else {
-        sched_yield();
+        internal::yield_cpu();
     }
 }
 
@@ -167,6 +169,11 @@ bool mutex::lock_slow(internal::deadline until) {
     internal::clock::time_point spin_start{};
     for (std::uint32_t round = 0;; ++round) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
+        if (CONTEND_MUTATION(mutex_acquire_by_load_and_store) && !(s & held_bit)) {
+            state_.store(static_cast<std::uint8_t>(s | held_bit),
+                         std::memory_order_relaxed);  // not atomic with the load
+            return true;
+        }
         while (!(s & held_bit)) {
             if (state_.compare_exchange_weak(s, s | held_bit, std::memory_order_acquire, std::memory_order_relaxed)) {
                 if (adaptive && round > 0) spun_and_won(slot_index);  // the next waiter may spin longer
@@ -295,7 +302,7 @@ bool mutex::yield_while_crowded(std::size_t slot_index) {
             acquired = true;
             break;
         }
-        sched_yield();
+        internal::yield_cpu();
         if (crowd() < crowd_threshold() || internal::clock::now() - start > crowd_yield_budget) break;
     }
     here.fetch_sub(1, std::memory_order_relaxed);
@@ -411,6 +418,10 @@ void mutex::unlock_slow(bool fair) {
 
     // Waiters are registered and no designee exists: promote the head of the untimed queue,
     // or hand it the mutex if the bucket says it is time to be fair.
+    if (CONTEND_MUTATION(mutex_unlock_skips_wake)) {  // a lost wake-up, for the model checker
+        state_.fetch_and(static_cast<std::uint8_t>(~held_bit), std::memory_order_release);
+        return;
+    }
     const auto r =
         parking_lot::unpark_one(mutex_untimed_key(this), [this](parking_lot::unpark_result u) -> std::intptr_t {
             if (!u.did_unpark_thread) return 0;

@@ -22,6 +22,7 @@
 #include "contend/synchronization_error.hpp"
 #include "parking_keys.hpp"
 #include "platform/spin_wait.hpp"
+#include "platform/yield.hpp"
 #include "sync_table.hpp"
 #include "waiter_registry.hpp"
 
@@ -182,7 +183,7 @@ bool thin_lock::lock_slow(std::uint32_t me, std::uint32_t seen, internal::deadli
         }
         if (probe >= spin_probes) break;
         if (probe < pausing_probes) internal::relax_for(probe_unit * (1 << probe));
-        else sched_yield();
+        else internal::yield_cpu();
         seen = word_.load(std::memory_order_relaxed);
     }
 

@@ -5,6 +5,12 @@
 #include <immintrin.h>
 #endif
 
+#if CONTEND_MODEL_CHECK
+namespace contend::model::hooks {
+void spin_hint() noexcept;
+}  // namespace contend::model::hooks
+#endif
+
 namespace contend {
 
 // Tells the core that this is a spin-wait loop. x86 `pause` stops the pipeline from
@@ -13,7 +19,12 @@ namespace contend {
 // `isb`, which stalls for roughly the same few dozen cycles as x86 `pause`. Elsewhere, a
 // compiler barrier only. Never blocks, never enters the kernel.
 inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
+#if CONTEND_MODEL_CHECK
+    // The model-checking build: a hint to the scheduler that this thread spins (its next
+    // scheduling point is treated as a yield), and no pause, since no other thread can run
+    // until this one reaches a scheduling point.
+    model::hooks::spin_hint();
+#elif defined(__x86_64__) || defined(__i386__)
     _mm_pause();
 #elif defined(__aarch64__)
     asm volatile("isb" ::: "memory");

@@ -28,7 +28,9 @@
 
 namespace contend::parking_lot {
 
-using clock = std::chrono::steady_clock;
+// steady_clock (the model-checking build's model clock, whose time points are steady_clock's:
+// internal/deadline.hpp).
+using clock = internal::clock;
 
 // What park() returned.
 enum class park_status {

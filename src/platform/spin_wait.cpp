@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "contend/cpu_relax.hpp"
+#include "platform/yield.hpp"
 
 namespace contend::internal {
 namespace {
@@ -95,7 +96,7 @@ bool spin_wait::pause() noexcept {
         return false;
     }
     if (cpu_shared || now - last_yield_ >= spacing_) {
-        sched_yield();  // a partner runnable on this CPU runs now; otherwise back at once
+        yield_cpu();  // a partner runnable on this CPU runs now; otherwise back at once
         ++yields_;
         last_yield_ = clock::now();
         cpu_shared = last_yield_ - now > interval_;

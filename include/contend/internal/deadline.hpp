@@ -4,9 +4,29 @@
 
 #include <chrono>
 
+#if CONTEND_MODEL_CHECK
+namespace contend::model::hooks {
+// The model execution's clock (docs/design/model-checking.md); the steady clock outside one.
+std::chrono::steady_clock::time_point now() noexcept;
+}  // namespace contend::model::hooks
+#endif
+
 namespace contend::internal {
 
+#if CONTEND_MODEL_CHECK
+// The model-checking build's clock: steady_clock's time points, read from the scheduler, whose
+// time moves only when a thread yields or a timed wait times out.
+struct clock {
+    using duration = std::chrono::steady_clock::duration;
+    using rep = duration::rep;
+    using period = duration::period;
+    using time_point = std::chrono::steady_clock::time_point;
+    static constexpr bool is_steady = true;
+    static time_point now() noexcept { return model::hooks::now(); }
+};
+#else
 using clock = std::chrono::steady_clock;
+#endif
 using deadline = clock::time_point;
 
 inline constexpr deadline no_deadline = deadline::max();
@@ -25,7 +45,8 @@ deadline deadline_after(const std::chrono::duration<Rep, Period>& d) {
 
 template <class Clock, class Duration>
 deadline to_deadline(const std::chrono::time_point<Clock, Duration>& t) {
-    if constexpr (std::is_same_v<Clock, clock>) {
+    // (In the model-checking build a steady_clock time point is read as the model's time.)
+    if constexpr (std::is_same_v<Clock, clock> || std::is_same_v<Clock, std::chrono::steady_clock>) {
         return std::chrono::time_point_cast<clock::duration>(t);
     } else {
         // A different clock: convert through "time remaining now". Waiting on the steady

@@ -1,0 +1,104 @@
+// Models of contend::condition_variable over contend::mutex: wait against notify_one and
+// notify_all (the waiter queues before it releases the lock; unlock_before_blocking wakes a
+// napping designee), a timed wait whose deadline the strategy may fire at any point, and the
+// mutation the checker must find.
+#include <mutex>
+
+#include "contend/condition_variable.hpp"
+#include "contend/mutex.hpp"
+#include "model_support.hpp"
+
+namespace {
+
+using namespace contend;
+using model_test::expect_found;
+using model_test::expect_holds;
+
+mutex m;
+condition_variable cv;
+int tokens = 0;  // guarded by m
+int taken = 0;  // guarded by m
+
+void take_one() {
+    std::unique_lock lk(m);
+    cv.wait(lk, [] { return tokens > 0; });
+    --tokens;
+    ++taken;
+}
+
+void give(int n, bool all) {
+    for (int i = 0; i < n; ++i) {
+        {
+            std::lock_guard g(m);
+            ++tokens;
+        }
+        if (all) cv.notify_all();
+        else cv.notify_one();
+    }
+}
+
+// Two waiters, two notify_one calls outside the lock: each waiter takes one token.
+void two_waiters_two_notify_one() {
+    tokens = taken = 0;
+    model::thread a(take_one);
+    model::thread b(take_one);
+    give(2, false);
+    a.join();
+    b.join();
+    model::check(taken == 2 && tokens == 0, "each notified waiter took one token");
+}
+
+void two_waiters_notify_all() {
+    tokens = taken = 0;
+    model::thread a(take_one);
+    model::thread b(take_one);
+    {
+        std::lock_guard g(m);
+        tokens = 2;
+    }
+    cv.notify_all();
+    a.join();
+    b.join();
+    model::check(taken == 2 && tokens == 0, "notify_all released both waiters");
+}
+
+// A timed wait with a predicate: whatever it returns must agree with the predicate then.
+void timed_wait_against_notify() {
+    tokens = taken = 0;
+    model::thread waiter([] {
+        std::unique_lock lk(m);
+        const bool got = cv.wait_for(lk, std::chrono::microseconds(30), [] { return tokens > 0; });
+        model::check(got == (tokens > 0), "wait_for's result is the predicate's value at its return");
+    });
+    give(1, false);
+    waiter.join();
+}
+
+TEST(ConditionVariableModel, NotifyOneTwiceReleasesBothWaiters) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, two_waiters_two_notify_one);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, two_waiters_two_notify_one);
+}
+
+TEST(ConditionVariableModel, NotifyOneTwiceEveryScheduleWithOnePreemption) {
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1},
+                 two_waiters_two_notify_one);
+}
+
+TEST(ConditionVariableModel, NotifyAllReleasesEveryWaiter) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, two_waiters_notify_all);
+}
+
+TEST(ConditionVariableModel, ATimedWaitAgreesWithItsPredicateWhicheverComesFirst) {
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, timed_wait_against_notify);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
+                 timed_wait_against_notify);
+}
+
+// notify_one that clears "threads may be waiting" although another waiter is queued: the
+// second notify_one skips the parking lot and that waiter sleeps for good.
+TEST(ConditionVariableModel, ANotifyOneThatForgetsTheOtherWaitersIsFound) {
+    expect_found("condition_variable_notify_one_forgets_the_rest", two_waiters_two_notify_one, 2000,
+                 model_test::every_strategy);
+}
+
+}  // namespace
