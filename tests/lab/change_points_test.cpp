@@ -318,9 +318,9 @@ TEST(ChangePoints, OfEqualLargestQHatsTheFirstSplitWins) {
 // On many series the library's split is the reference's. Every shape has fewer than
 // 3 * min_segment points, so no side of the first split can be split again, and p = 1 with
 // min_magnitude = 0 keeps any split whose sides' means differ (always, for these values): the
-// one change reported is the first split. Where the hand example above tells Q-hat apart only
-// from statistics of the means, this tells it apart from any other normalisation as well
-// (without the m n / (m + n) factor, with floor(m n / (m + n)), with 1/m^2 within-sums).
+// one change reported is the first split. The first hand example cannot tell Q-hat from the
+// same sums without the m n / (m + n) factor (that peaks at tau = 3 too); these series can,
+// and from the other variants named there (each, put into the library, fails here).
 TEST(ChangePoints, SplitMatchesTheReferenceQHatsLargestOnSeededSeries) {
     struct shape {
         std::size_t points, min_segment;
