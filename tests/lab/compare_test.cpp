@@ -220,7 +220,8 @@ TEST(Compare, TheLabsModalFlagCountsEvenWhenTheSamplesAloneWouldNotShowIt) {
     const auto test = input("test.json", {series("a", {20, 20.1, 19.9, 20.2, 19.8})});
     EXPECT_EQ(lab::compare_inputs(base, test, {}).rows.at(0).verdict, lab::compare_verdict::regression);
     base.benchmarks[0].flagged_modal = true;
-    const auto& r = lab::compare_inputs(base, test, {}).rows.at(0);
+    const auto flagged = lab::compare_inputs(base, test, {});  // outlives r, which refers into it
+    const auto& r = flagged.rows.at(0);
     EXPECT_EQ(r.verdict, lab::compare_verdict::noisy);
     EXPECT_NE(r.reason.find("the baseline was flagged modal when measured"), std::string::npos) << r.reason;
 }
