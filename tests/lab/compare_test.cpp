@@ -46,11 +46,20 @@ const lab::compare_row& row(const lab::comparison& c, const std::string& name) {
     throw std::runtime_error("no row " + name);
 }
 
-// CONTEND_UPDATE_GOLDEN=1 rewrites the golden files from the current output (then review
-// the diff before committing it).
+// CONTEND_UPDATE_GOLDEN=1 rewrites the golden files from the current output, then fails the
+// test: a run that rewrote its own expectation proves nothing, and must never be mistaken for
+// a passing one. Re-run without the variable and review the diff before committing it.
 void maybe_update(const std::string& file, const std::string& text) {
     if (std::getenv("CONTEND_UPDATE_GOLDEN") == nullptr) return;
-    std::ofstream(std::string(CONTEND_LAB_GOLDEN_DIR) + "/compare/" + file, std::ios::binary) << text;
+    const std::string path = std::string(CONTEND_LAB_GOLDEN_DIR) + "/compare/" + file;
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) {
+        ADD_FAILURE() << "could not write golden file " << path;
+        return;
+    }
+    ADD_FAILURE() << "golden file " << path << " rewritten; re-run without CONTEND_UPDATE_GOLDEN and review the diff";
 }
 
 std::string golden(const std::string& file) {
@@ -211,7 +220,8 @@ TEST(Compare, TheLabsModalFlagCountsEvenWhenTheSamplesAloneWouldNotShowIt) {
     const auto test = input("test.json", {series("a", {20, 20.1, 19.9, 20.2, 19.8})});
     EXPECT_EQ(lab::compare_inputs(base, test, {}).rows.at(0).verdict, lab::compare_verdict::regression);
     base.benchmarks[0].flagged_modal = true;
-    const auto& r = lab::compare_inputs(base, test, {}).rows.at(0);
+    const auto flagged = lab::compare_inputs(base, test, {});  // outlives r, which refers into it
+    const auto& r = flagged.rows.at(0);
     EXPECT_EQ(r.verdict, lab::compare_verdict::noisy);
     EXPECT_NE(r.reason.find("the baseline was flagged modal when measured"), std::string::npos) << r.reason;
 }
