@@ -94,7 +94,7 @@ TEST(Mutex, TimedLockSucceedsWhenReleasedBeforeTheDeadline) {
         if (got) m.unlock();
     });
     // Parked: counted in the mutex's waiter slot and asleep in the kernel.
-    ASSERT_TRUE(eventually([&] { return registered_waiters(m) == before + 1 && thread_blocked(tid.get()); }));
+    EXPECT_TRUE(eventually([&] { return registered_waiters(m) == before + 1 && thread_blocked(tid.get()); }));
     m.unlock();
     waiter.join();
     EXPECT_TRUE(got.load());
@@ -117,7 +117,7 @@ TEST(Mutex, AParkedWaiterGetsTheMutexWhileItsHolderKeepsTakingItBack) {
         got.store(true);
         m.unlock();
     });
-    ASSERT_TRUE(eventually([&] { return registered_waiters(m) == before + 1 && thread_blocked(tid.get()); }));
+    EXPECT_TRUE(eventually([&] { return registered_waiters(m) == before + 1 && thread_blocked(tid.get()); }));
     long retakes = 0;
     const auto give_up = steady::now() + 10s;
     while (!got.load(std::memory_order_relaxed) && steady::now() < give_up) {
@@ -193,13 +193,13 @@ TEST(Mutex, UnlockFairlyHandsTheMutexToTheParkedWaiter) {
         waiter(0);
     });
     // The designee sets WAKING before its first nap, so a thread seen asleep has done so.
-    ASSERT_TRUE(eventually([&] { return registered() == before + 1 && thread_blocked(designee_tid.get()); }));
+    EXPECT_TRUE(eventually([&] { return registered() == before + 1 && thread_blocked(designee_tid.get()); }));
     std::thread queued([&] {
         queued_tid.publish();
         waiter(1);
     });
     // Asleep while a designee exists: in the parking lot's queue.
-    ASSERT_TRUE(eventually([&] { return registered() == before + 2 && thread_blocked(queued_tid.get()); }));
+    EXPECT_TRUE(eventually([&] { return registered() == before + 2 && thread_blocked(queued_tid.get()); }));
     m.unlock_fairly();
     // Handed off: the mutex never became free, so this thread cannot barge back in, and
     // the napping designee cannot take it either.
@@ -317,8 +317,8 @@ constexpr int parked_waiters = 3;
 void all_parked(const contend::mutex& m, std::uint32_t before, const std::vector<tid_box>& tids) {
     std::vector<int> ids;
     for (const auto& t : tids) ids.push_back(t.get());
-    ASSERT_TRUE(eventually([&] { return registered_waiters(m) == before + ids.size(); }));
-    ASSERT_TRUE(eventually_blocked(ids)) << "the waiters were never all asleep at once";
+    EXPECT_TRUE(eventually([&] { return registered_waiters(m) == before + ids.size(); }));
+    EXPECT_TRUE(eventually_blocked(ids)) << "the waiters were never all asleep at once";
 }
 
 TEST(Mutex, EveryWaiterGetsAMutexReleasedWhileADesigneeNaps) {

@@ -189,6 +189,20 @@ private:
     std::atomic<int> tid_{0};
 };
 
+// The kernel id of this process's thread named `name` (Linux); 0 if there is none.
+inline int thread_id_named(const std::string& name) {
+#if defined(__linux__)
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string line;
+        if (std::getline(comm, line) && line == name) return std::stoi(task.path().filename().string());
+    }
+#else
+    (void)name;
+#endif
+    return 0;
+}
+
 // A coroutine nobody awaits: it starts at once and frees itself when it ends.
 struct fire_and_forget {
     struct promise_type {
