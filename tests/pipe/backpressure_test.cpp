@@ -177,15 +177,19 @@ TEST(PipeBackpressure, ABlockedFlushInAWriterThreadReturnsOnceTheReaderExamines)
     std::atomic<bool> returned{false};
     flush_result result;
     byte_pipe p;
+    tid_box tid;
     side_thread writer(
         [&] {
+            tid.publish();
             std::vector<std::byte> block(pause_bytes, std::byte{7});
             result = p.writer().write(block);
             returned.store(true);
         },
         [&] { p.reader().complete(); });
-    // writer_pauses counts the flush once it waits: then it must still be blocked.
+    // writer_pauses counts the flush once it waits: then it must still be blocked, and it
+    // goes to sleep in the kernel rather than returning.
     ASSERT_TRUE(eventually([&] { return p.stats().writer_pauses == 1; }, 30s));
+    EXPECT_TRUE(eventually([&] { return returned.load() || thread_blocked(tid.get()); }, 30s));
     EXPECT_FALSE(returned.load()) << "a paused flush() returned before the reader examined anything";
     const read_result r = p.reader().read();
     EXPECT_EQ(r.buffer.size(), pause_bytes);
