@@ -159,8 +159,11 @@ TEST(ConditionVariable, WorksWithAnyBasicLockable) {
     contend::ttas_lock lock;
     contend::condition_variable cv;
     bool ready = false;
+    const int waiter = kernel_thread_id();
     std::thread t([&] {
-        std::this_thread::sleep_for(10ms);
+        // ttas_lock spins, so this thread blocked in the kernel is in the condition
+        // variable's wait, with the lock released.
+        EXPECT_TRUE(eventually([&] { return thread_blocked(waiter); }));
         std::lock_guard g(lock);
         ready = true;
         cv.notify_one();

@@ -12,12 +12,16 @@ TEST(ManualResetEvent, SetReleasesEveryWaiterAndStaysSet) {
     constexpr int n = 16;
     std::atomic<int> released{0};
     std::vector<std::thread> threads;
+    std::vector<tid_box> tids(n);
     for (int i = 0; i < n; ++i) {
-        threads.emplace_back([&] {
+        threads.emplace_back([&, i] {
+            tids[static_cast<std::size_t>(i)].publish();
             if (ev.wait_for(30s)) released.fetch_add(1);
         });
     }
-    std::this_thread::sleep_for(20ms);
+    std::vector<int> ids;
+    for (const auto& t : tids) ids.push_back(t.get());
+    EXPECT_TRUE(eventually_blocked(ids)) << "the waiters never all blocked";
     EXPECT_FALSE(ev.is_set());
     ev.set();
     for (auto& t : threads) t.join();
@@ -60,17 +64,28 @@ TEST(AutoResetEvent, EachSetReleasesExactlyOneWaiter) {
     contend::auto_reset_event ev;
     constexpr int n = 4;
     std::atomic<int> released{0};
+    std::atomic<bool> done[n] = {};
     std::vector<std::thread> threads;
+    std::vector<tid_box> tids(n);
     for (int i = 0; i < n; ++i) {
-        threads.emplace_back([&] {
+        threads.emplace_back([&, i] {
+            tids[static_cast<std::size_t>(i)].publish();
             if (ev.wait_for(30s)) released.fetch_add(1);
+            done[i].store(true);
         });
     }
-    std::this_thread::sleep_for(20ms);
+    // Every waiter not yet released is blocked again: a set that woke one more would have
+    // been counted by then (a woken thread runs until it counts itself).
+    const auto rest_blocked = [&] {
+        for (int k = 0; k < n; ++k)
+            if (!done[k].load() && !thread_blocked(tids[static_cast<std::size_t>(k)].get())) return false;
+        return true;
+    };
+    EXPECT_TRUE(eventually(rest_blocked));
     for (int i = 1; i <= n; ++i) {
         ev.set();
         ASSERT_TRUE(eventually([&] { return released.load() >= i; }));
-        std::this_thread::sleep_for(5ms);
+        ASSERT_TRUE(eventually(rest_blocked));
         EXPECT_EQ(released.load(), i) << "one set released more than one waiter";
     }
     for (auto& t : threads) t.join();

@@ -136,11 +136,15 @@ TEST(WaitBackend, WakeReleasesAWaiter) {
     watchdog dog(60s);
     std::atomic<std::uint32_t> word{0};
     std::atomic<bool> woke{false};
+    tid_box tid;
     std::thread waiter([&] {
+        tid.publish();
         while (word.load() == 0) ci::wait_on_address(word, 0, steady::now() + 30s);
         woke.store(true);
     });
-    std::this_thread::sleep_for(10ms);
+    // Asleep in the backend: only the wake below (or the 30 s deadline) ends that.
+    EXPECT_TRUE(eventually([&] { return thread_blocked(tid.get()); }));
+    EXPECT_FALSE(woke.load());
     word.store(1);
     ci::wake_all(word);
     waiter.join();
@@ -156,11 +160,14 @@ TEST(WaitBackend, WakeReleasesAWaiter) {
 TEST(WaitBackend, AThreadStillWaitingDoesNotHoldUpTheProcessExit) {
     if (std::getenv("CONTEND_TEST_EXIT_WHILE_WAITING") != nullptr) {
         static std::atomic<std::uint32_t> word{0};
+        static tid_box tid;
         std::thread([] {
+            tid.publish();
             for (;;) ci::wait_on_address(word, 0, ci::no_deadline);
         }).detach();
-        std::this_thread::sleep_for(50ms);  // long enough to be asleep in the backend
-        std::exit(0);  // runs the static destructors
+        // Asleep in the backend when the process exits; a status of 3 says it never was.
+        const bool asleep = eventually([] { return thread_blocked(tid.get()); });
+        std::exit(asleep ? 0 : 3);  // runs the static destructors
     }
     watchdog dog(60s);
     std::string exe = "/proc/self/exe";
@@ -187,7 +194,8 @@ TEST(WaitBackend, AThreadStillWaitingDoesNotHoldUpTheProcessExit) {
         ::waitpid(child, &status, 0);
     }
     EXPECT_EQ(done, child) << "the process did not exit in 30 s: its exit waited for the waiting thread";
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << status << " (exit status 3: the thread never blocked)";
 }
 
 TEST(WaitBackend, NameIsFutexOrPortable) {

@@ -18,6 +18,11 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace contend_test {
 
 using namespace std::chrono_literals;
@@ -122,6 +127,80 @@ inline bool thread_named(const std::string& name) {
     (void)name;
     return true;
 #endif
+}
+
+// The calling thread's kernel id (Linux), for thread_blocked; -1 elsewhere.
+inline int kernel_thread_id() {
+#if defined(__linux__)
+    return static_cast<int>(::syscall(SYS_gettid));
+#else
+    return -1;
+#endif
+}
+
+// Whether thread `tid` of this process is blocked in the kernel on a futex: asleep (state 'S'
+// in /proc/self/task/<tid>/stat) and, where /proc shows it, inside the futex system call that
+// every blocking primitive of contend ends in (both wait backends, and the C++ library's own
+// condition variables and mutexes). A thread that runs, spins, yields or is preempted is 'R',
+// so this tells "blocked" from "about to block" without a sleep. True where /proc cannot be
+// read (elsewhere than Linux): the test then checks less, but still passes.
+inline bool thread_blocked(int tid) {
+#if defined(__linux__)
+    const std::string task = "/proc/self/task/" + std::to_string(tid);
+    std::ifstream stat_file(task + "/stat");
+    std::string stat;
+    if (!std::getline(stat_file, stat)) return false;  // the thread has exited
+    // "tid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'S') return false;
+    std::ifstream syscall_file(task + "/syscall");
+    std::string number;
+    if (!(syscall_file >> number)) return true;  // not shown here (no ptrace access): the state alone
+    return number == std::to_string(SYS_futex);  // "running" once it woke meanwhile
+#else
+    (void)tid;
+    return true;
+#endif
+}
+
+// Polls until every thread in `tids` is blocked (thread_blocked) at the same time, or
+// `budget` passes; returns whether they were.
+inline bool eventually_blocked(const std::vector<int>& tids, std::chrono::milliseconds budget = 10s) {
+    return eventually(
+        [&] {
+            for (int tid : tids)
+                if (!thread_blocked(tid)) return false;
+            return true;
+        },
+        budget);
+}
+
+// Publishes a thread's kernel id to the thread that waits on it: the started thread calls
+// publish() first, the test calls get(), which waits (bounded) for it.
+class tid_box {
+public:
+    void publish() { tid_.store(kernel_thread_id()); }
+    int get() const {
+        eventually([&] { return tid_.load() != 0; });
+        return tid_.load();
+    }
+
+private:
+    std::atomic<int> tid_{0};
+};
+
+// The kernel id of this process's thread named `name` (Linux); 0 if there is none.
+inline int thread_id_named(const std::string& name) {
+#if defined(__linux__)
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string line;
+        if (std::getline(comm, line) && line == name) return std::stoi(task.path().filename().string());
+    }
+#else
+    (void)name;
+#endif
+    return 0;
 }
 
 // A coroutine nobody awaits: it starts at once and frees itself when it ends.

@@ -9,6 +9,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -176,15 +177,19 @@ TEST(PipeBackpressure, ABlockedFlushInAWriterThreadReturnsOnceTheReaderExamines)
     std::atomic<bool> returned{false};
     flush_result result;
     byte_pipe p;
+    tid_box tid;
     side_thread writer(
         [&] {
+            tid.publish();
             std::vector<std::byte> block(pause_bytes, std::byte{7});
             result = p.writer().write(block);
             returned.store(true);
         },
         [&] { p.reader().complete(); });
-    // writer_pauses counts the flush once it waits: then it must still be blocked.
+    // writer_pauses counts the flush once it waits: then it must still be blocked, and it
+    // goes to sleep in the kernel rather than returning.
     ASSERT_TRUE(eventually([&] { return p.stats().writer_pauses == 1; }, 30s));
+    EXPECT_TRUE(eventually([&] { return returned.load() || thread_blocked(tid.get()); }, 30s));
     EXPECT_FALSE(returned.load()) << "a paused flush() returned before the reader examined anything";
     const read_result r = p.reader().read();
     EXPECT_EQ(r.buffer.size(), pause_bytes);
@@ -374,13 +379,19 @@ TEST(PipeCancel, CancelPendingReadEndsAReadBlockedInAnotherThread) {
     std::atomic<bool> returned{false};
     read_result result;
     byte_pipe p;
+    tid_box tid;
     side_thread reader(
         [&] {
+            tid.publish();
             result = p.reader().read();
             returned.store(true);
         },
         [&] { p.writer().complete(); });
-    p.reader().cancel_pending_read();  // ends the blocked read, or the next one if it came first
+    // Blocked in the read: a cancel that came first would only be the next read's (the
+    // race of both orders is PipeCancel.CancelOrCompleteRacingABlockingReadOrFlushEndsIt).
+    EXPECT_TRUE(eventually([&] { return thread_blocked(tid.get()); }, 30s));
+    EXPECT_FALSE(returned.load());
+    p.reader().cancel_pending_read();
     ASSERT_TRUE(eventually([&] { return returned.load(); }, 30s));
     reader.join();
     EXPECT_TRUE(result.is_canceled);
@@ -438,16 +449,98 @@ TEST(PipeCancel, CancelPendingFlushEndsAFlushBlockedInAnotherThread) {
     std::atomic<bool> returned{false};
     flush_result result;
     byte_pipe p;
+    tid_box tid;
     side_thread writer(
         [&] {
+            tid.publish();
             commit(p.writer(), pause_bytes);
             result = p.writer().flush();
             returned.store(true);
         },
         [&] { p.reader().complete(); });
+    // Counted as paused, then asleep in the flush's wait.
     ASSERT_TRUE(eventually([&] { return p.stats().writer_pauses == 1; }, 30s));
+    EXPECT_TRUE(eventually([&] { return thread_blocked(tid.get()); }, 30s));
+    EXPECT_FALSE(returned.load());
     p.writer().cancel_pending_flush();
     ASSERT_TRUE(eventually([&] { return returned.load(); }, 30s));
     writer.join();
     EXPECT_TRUE(result.is_canceled);
+}
+
+// The ends of a blocking call raced against it, in random orders: a cancel or the other
+// side's complete() comes before the read or flush starts, while it is on its way in, or
+// once it sleeps (one round in four waits for that), and must end it all the same (a cancel
+// that comes first ends the next call, as the header says). Four cases in turn.
+TEST(PipeCancel, CancelOrCompleteRacingABlockingReadOrFlushEndsIt) {
+    watchdog dog(120s);
+    const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+    std::mt19937 rng(seed);
+    const auto maybe_yield = [](std::mt19937& r) {
+        for (auto k = r() % 8; k > 0; --k) std::this_thread::yield();
+    };
+    const long rounds = scaled(200);
+    for (long i = 0; i < rounds; ++i) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << ", round " << i);
+        const int which = static_cast<int>(i % 4);
+        std::mt19937 side_rng(rng());
+        std::atomic<bool> returned{false};
+        read_result read;
+        flush_result flushed;
+        byte_pipe p;
+        const bool reading = which < 2;
+        tid_box tid;
+        side_thread side(
+            [&] {
+                tid.publish();
+                maybe_yield(side_rng);
+                if (reading) {
+                    read = p.reader().read();
+                } else {
+                    commit(p.writer(), pause_bytes);
+                    flushed = p.writer().flush();
+                }
+                returned.store(true);
+            },
+            [&] {
+                if (reading) p.writer().complete();
+                else p.reader().complete();
+            });
+        // One round in four lets the call get all the way to sleep first.
+        if (rng() % 4 == 0) {
+            EXPECT_TRUE(eventually([&] { return returned.load() || thread_blocked(tid.get()); }));
+        }
+        maybe_yield(rng);
+        switch (which) {
+            case 0:
+                p.reader().cancel_pending_read();
+                break;
+            case 1:
+                p.writer().complete();
+                break;
+            case 2:
+                p.writer().cancel_pending_flush();
+                break;
+            default:
+                p.reader().complete();
+                break;
+        }
+        ASSERT_TRUE(eventually([&] { return returned.load(); }, 30s)) << "case " << which;
+        side.join();
+        switch (which) {
+            case 0:
+                EXPECT_TRUE(read.is_canceled);
+                break;
+            case 1:
+                EXPECT_TRUE(read.is_completed);
+                break;
+            case 2:
+                EXPECT_TRUE(flushed.is_canceled);
+                break;
+            default:
+                EXPECT_TRUE(flushed.is_completed);
+                break;
+        }
+        if (reading) p.reader().advance_to(read.buffer.start());
+    }
 }

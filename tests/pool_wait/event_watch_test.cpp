@@ -102,9 +102,16 @@ TEST(EventWatch, WatchedEventsStillReleaseParkedThreads) {
     contend::internal::watch_event(&m, false, &wm);
     contend::internal::watch_event(&a, true, &wa);
     std::atomic<int> released{0};
-    std::thread tm([&] { released.fetch_add(m.wait_for(30s) ? 1 : 0); });
-    std::thread ta([&] { released.fetch_add(a.wait_for(30s) ? 1 : 0); });
-    std::this_thread::sleep_for(20ms);
+    tid_box tm_id, ta_id;
+    std::thread tm([&] {
+        tm_id.publish();
+        released.fetch_add(m.wait_for(30s) ? 1 : 0);
+    });
+    std::thread ta([&] {
+        ta_id.publish();
+        released.fetch_add(a.wait_for(30s) ? 1 : 0);
+    });
+    EXPECT_TRUE(eventually_blocked({tm_id.get(), ta_id.get()})) << "the waiters never blocked";
     m.set();
     a.set();
     tm.join();

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,8 +37,12 @@ constexpr auto no_timeout = wait_thread::clock::duration::max();
 // Runs dispatched nodes on its own threads; runs what is left when destroyed.
 class test_executor {
 public:
-    explicit test_executor(int threads = 2) {
-        for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+    explicit test_executor(int threads = 2) : tids_(static_cast<std::size_t>(threads)) {
+        for (int i = 0; i < threads; ++i)
+            threads_.emplace_back([this, i] {
+                tids_[static_cast<std::size_t>(i)].publish();
+                work();
+            });
     }
     ~test_executor() {
         {
@@ -56,6 +61,12 @@ public:
             }
             cv_.notify_one();
         };
+    }
+    // The kernel ids of its threads, for thread_blocked.
+    std::vector<int> thread_ids() const {
+        std::vector<int> ids;
+        for (const auto& t : tids_) ids.push_back(t.get());
+        return ids;
     }
 
 private:
@@ -76,6 +87,7 @@ private:
     std::condition_variable cv_;
     std::deque<task_node*> queue_;
     bool stop_ = false;
+    std::vector<tid_box> tids_;
     std::vector<std::thread> threads_;
 };
 
@@ -99,6 +111,26 @@ struct firings {
     }
     int total() const { return signalled.load() + timed_out.load(); }
 };
+
+// Waits (bounded) until nothing is in flight: the wait thread named "w-wait" (unless
+// `with_wait_thread` is false: it is gone) and every executor thread blocked, in two rounds
+// of looks one after the other, and `count` the same before and after them. Whatever a
+// thread hands on (a firing to the executor, a re-arming to the wait thread) wakes its
+// receiver before the giver blocks, so a hand-over under way shows as a thread not blocked
+// in the second round, or as a changed count. Returns whether it settled.
+template <class Count>
+bool settles(const test_executor& ex, Count count, bool with_wait_thread = true) {
+    const std::vector<int> executor = ex.thread_ids();
+    return eventually([&] {
+        std::vector<int> ids = executor;
+        if (with_wait_thread) ids.push_back(thread_id_named("w-wait"));
+        const auto before = count();
+        for (int round = 0; round < 2; ++round)
+            for (int tid : ids)
+                if (!thread_blocked(tid)) return false;
+        return count() == before;
+    });
+}
 
 }  // namespace
 
@@ -204,7 +236,10 @@ TEST(WaitThread, NoTimeoutNeverTimesOut) {
     test_executor ex;
     wait_thread wt("w", ex.dispatcher());
     auto rec = wt.add(&ev, true, f.callback(), no_timeout, true);
-    std::this_thread::sleep_for(100ms);
+    // The wait thread took the registration in and went to sleep with no deadline: a
+    // timeout computed from clock::duration::max() that overflowed into the past would have
+    // ended this once-only wait before it slept.
+    ASSERT_TRUE(settles(ex, [&] { return f.total(); }));
     EXPECT_EQ(f.total(), 0);
     EXPECT_TRUE(contend::internal::wait_is_active(*rec));
     ev.set();
@@ -224,7 +259,7 @@ TEST(WaitThread, OnceFiresAtMostOnceHoweverOftenTheEventIsSet) {
         std::this_thread::sleep_for(1ms);
     }
     ASSERT_TRUE(eventually([&] { return f.total() == 1; }));
-    std::this_thread::sleep_for(50ms);
+    ASSERT_TRUE(settles(ex, [&] { return f.total(); }));
     EXPECT_EQ(f.total(), 1);
     EXPECT_FALSE(contend::internal::wait_is_active(*rec));
     EXPECT_EQ(wt.size(), 0u);
@@ -249,29 +284,59 @@ TEST(WaitThread, SetsDuringACallbackAreNotLost) {
     watchdog dog(60s);
     manual_reset_event m;
     auto_reset_event a;
-    firings fm, fa;
+    std::atomic<int> fired_m{0}, fired_a{0};
+    std::atomic<bool> hold{false};  // while set, a callback that starts stays in until it is cleared
+    const auto stay_while_held = [&] {
+        const auto give_up = steady::now() + 30s;
+        while (hold.load() && steady::now() < give_up) std::this_thread::yield();
+    };
     test_executor ex;
     wait_thread wt("w", ex.dispatcher());
-    // Each callback resets/consumes nothing itself and takes 20 ms; the set comes meanwhile.
+    // Gone first: a failed assertion lets held callbacks out before the executor joins them.
+    struct release_on_exit {
+        std::atomic<bool>& hold;
+        ~release_on_exit() { hold.store(false); }
+    } release{hold};
+    const auto counts = [&] { return fired_m.load() * 1000 + fired_a.load(); };
+    // The manual event's callback resets it; neither consumes anything else.
     auto rm = wt.add(
         &m, false,
         [&](bool) {
             m.reset();
-            fm.signalled.fetch_add(1);
-            std::this_thread::sleep_for(20ms);
+            fired_m.fetch_add(1);
+            stay_while_held();
         },
         no_timeout, false);
-    auto ra = wt.add(&a, true, fa.callback(20ms), no_timeout, false);
+    auto ra = wt.add(
+        &a, true,
+        [&](bool) {
+            fired_a.fetch_add(1);
+            stay_while_held();
+        },
+        no_timeout, false);
+    // Phase 1: a set() that races with a wait's first look may fire it once more
+    // (src/pool/wait_thread.cpp says so): count from where it settles.
     m.set();
     a.set();
-    // At least once, not exactly: a set() that races with the wait's first look may fire it
-    // once more (src/pool/wait_thread.cpp says so), and then the count passes 1 while the
-    // other wait has not fired yet. Exactly 1 failed once in four runs of the test command (TSan).
-    ASSERT_TRUE(eventually([&] { return fm.signalled.load() >= 1 && fa.signalled.load() >= 1; }));
+    ASSERT_TRUE(eventually([&] { return fired_m.load() >= 1 && fired_a.load() >= 1; }));
+    ASSERT_TRUE(settles(ex, counts));
+    const int base_m = fired_m.load();
+    const int base_a = fired_a.load();
+    // Phase 2: both callbacks run and stay in while the events are set again.
+    hold.store(true);
+    m.set();
+    a.set();
+    ASSERT_TRUE(eventually([&] { return fired_m.load() == base_m + 1 && fired_a.load() == base_a + 1; }));
     m.set();
     m.reset();  // gone from the event before the wait re-arms: the latch keeps it
-    a.set();
-    ASSERT_TRUE(eventually([&] { return fm.signalled.load() >= 2 && fa.signalled.load() >= 2; }));
+    a.set();  // stays in the event until the re-armed wait takes it
+    hold.store(false);
+    // Each set during a callback fires exactly one more firing.
+    ASSERT_TRUE(eventually([&] { return fired_m.load() >= base_m + 2 && fired_a.load() >= base_a + 2; }));
+    ASSERT_TRUE(settles(ex, counts));
+    EXPECT_EQ(fired_m.load(), base_m + 2);
+    EXPECT_EQ(fired_a.load(), base_a + 2);
+    EXPECT_FALSE(a.is_set());
 }
 
 TEST(WaitThread, ASetAndImmediateResetOfAManualEventStillFires) {
@@ -281,9 +346,12 @@ TEST(WaitThread, ASetAndImmediateResetOfAManualEventStillFires) {
     test_executor ex;
     wait_thread wt("w", ex.dispatcher());
     auto rec = wt.add(&ev, false, f.callback(), no_timeout, false);
-    std::this_thread::sleep_for(10ms);
+    // The wait is armed and its thread asleep: the set and reset come while it sleeps.
+    ASSERT_TRUE(settles(ex, [&] { return f.total(); }));
     ev.set();
     ev.reset();
+    // At least once: until the reset, the event is set and a repeating wait may fire again
+    // at each re-arming.
     ASSERT_TRUE(eventually([&] { return f.signalled.load() >= 1; }));
 }
 
@@ -322,14 +390,9 @@ TEST(WaitThread, UnregisterStopsFirings) {
     const int set_count = on_set.total();
     const int timeout_count = on_timeout.total();
     ev.set();
-    std::this_thread::sleep_for(50ms);
+    ASSERT_TRUE(settles(ex, [&] { return on_set.total() * 1000 + on_timeout.total(); }));
     EXPECT_LE(on_set.total(), set_count + 1);
     EXPECT_LE(on_timeout.total(), timeout_count + 1);
-    const int set_settled = on_set.total();
-    const int timeout_settled = on_timeout.total();
-    std::this_thread::sleep_for(50ms);
-    EXPECT_EQ(on_set.total(), set_settled);
-    EXPECT_EQ(on_timeout.total(), timeout_settled);
 }
 
 TEST(WaitThread, ACallbackMayUnregisterItsOwnWait) {
@@ -349,7 +412,7 @@ TEST(WaitThread, ACallbackMayUnregisterItsOwnWait) {
     ev.set();  // after `self` was written: the callback reads it
     ASSERT_TRUE(eventually([&] { return !contend::internal::wait_is_active(*self); }));
     ev.set();
-    std::this_thread::sleep_for(30ms);
+    ASSERT_TRUE(settles(ex, [&] { return calls.load(); }));
     EXPECT_EQ(calls.load(), 1);
     EXPECT_TRUE(ev.is_set()) << "nobody consumed the second set";
 }
@@ -375,7 +438,9 @@ TEST(WaitThread, RecordOutlivesTheWaitThread) {
     contend::internal::unregister_wait(*fired);
     const int before = f.total();
     ev.set();
-    std::this_thread::sleep_for(30ms);
+    const bool with_wait_thread = false;  // it is gone
+    ASSERT_TRUE(settles(
+        ex, [&] { return f.total(); }, with_wait_thread));
     EXPECT_LE(f.total(), before + 1);  // at most a timeout firing already handed over
     repeating.reset();  // the last references: the records and their share of the state go
     once.reset();
@@ -403,7 +468,9 @@ TEST(WaitThread, DestructorEndsEveryWaitAndLeavesTheEventsWorking) {
         EXPECT_EQ(wt.size(), 20u);
     }
     for (auto& e : events) e->set();
-    std::this_thread::sleep_for(30ms);
+    const bool with_wait_thread = false;  // it is gone
+    ASSERT_TRUE(settles(
+        ex, [&] { return f.total(); }, with_wait_thread));
     EXPECT_EQ(f.total(), 0);
     for (auto& e : events) EXPECT_TRUE(e->wait_for(0ms)) << "the set stayed for a thread to take";
 }
@@ -416,34 +483,99 @@ TEST(WaitThread, AThreadWaitingAndARegisteredWaitAreBothReleasedByAManualSet) {
     test_executor ex;
     wait_thread wt("w", ex.dispatcher());
     auto rec = wt.add(&ev, false, f.callback(), no_timeout, true);
-    std::thread waiter([&] { thread_released.store(ev.wait_for(30s)); });
-    std::this_thread::sleep_for(20ms);
+    tid_box tid;
+    std::thread waiter([&] {
+        tid.publish();
+        thread_released.store(ev.wait_for(30s));
+    });
+    EXPECT_TRUE(settles(ex, [&] { return f.total(); }));
+    EXPECT_TRUE(eventually([&] { return thread_blocked(tid.get()); }));
     ev.set();
     waiter.join();
     EXPECT_TRUE(thread_released.load());
     ASSERT_TRUE(eventually([&] { return f.signalled.load() == 1; }));
 }
 
-TEST(WaitThread, EachAutoSetIsTakenByEitherAWaitingThreadOrTheRegisteredWaitNotBoth) {
-    watchdog dog(60s);
+// One round: a thread blocked on the event, a registered wait on it, two sets; each set goes
+// to one of them, never both. With `seed`, the first set races the waiter's start and the
+// second the re-arming of the wait, at random points; without, the waiter and the wait
+// thread are both asleep before each set.
+// Returns whether the round's checks held.
+bool two_auto_sets_each_taken_once(wait_thread& wt, test_executor& ex, std::uint32_t* seed) {
     auto_reset_event ev;
     firings f;
     std::atomic<int> thread_took{0};
+    std::atomic<bool> waiter_done{false};
+    std::mt19937 rng(seed ? *seed : 0);
+    const auto maybe_yield = [&](std::mt19937& r) {
+        for (auto k = r() % 4; k > 0; --k) std::this_thread::yield();
+    };
+    auto rec = wt.add(&ev, true, f.callback(), no_timeout, false);
+    tid_box tid;
+    std::mt19937 waiter_rng(rng());
+    std::thread waiter([&] {
+        tid.publish();
+        if (seed) maybe_yield(waiter_rng);
+        thread_took.store(ev.wait_for(30s) ? 1 : 0);
+        waiter_done.store(true);
+    });
+    const auto taken = [&] { return thread_took.load() + f.signalled.load(); };
+    // Quiet: the executor and the wait thread asleep, and the waiter asleep or done.
+    const auto quiet = [&] {
+        return settles(ex, taken) && eventually([&] { return waiter_done.load() || thread_blocked(tid.get()); });
+    };
+    bool ok = true;
+    if (seed) {
+        maybe_yield(rng);
+    } else {
+        ok = quiet() && ok;
+    }
+    ev.set();
+    // The second set only once the first was taken: an auto event holds one set, so two in a
+    // row with no taker between would rightly count as one.
+    ok = eventually([&] { return taken() >= 1; }) && ok;
+    if (seed) {
+        maybe_yield(rng);  // races the re-arming of the wait, or the waiter's start
+    } else {
+        ok = quiet() && ok;
+        EXPECT_EQ(taken(), 1);
+        ok = ok && taken() == 1;
+    }
+    ev.set();
+    ok = eventually([&] { return taken() >= 2; }) && quiet() && ok;
+    EXPECT_EQ(taken(), 2);
+    EXPECT_FALSE(ev.is_set());
+    ok = ok && taken() == 2 && !ev.is_set();
+    // The registered wait took both: end it, and release the waiter with a third set.
+    if (!waiter_done.load()) {
+        contend::internal::unregister_wait(*rec);
+        ev.set();
+    }
+    waiter.join();
+    contend::internal::unregister_wait(*rec);
+    return ok;
+}
+
+TEST(WaitThread, EachAutoSetIsTakenByEitherAWaitingThreadOrTheRegisteredWaitNotBoth) {
+    watchdog dog(60s);
     test_executor ex;
     wait_thread wt("w", ex.dispatcher());
-    auto rec = wt.add(&ev, true, f.callback(), no_timeout, false);
-    std::thread waiter([&] { thread_took.store(ev.wait_for(3s) ? 1 : 0); });
-    std::this_thread::sleep_for(20ms);
-    ev.set();
-    ASSERT_TRUE(eventually([&] { return thread_took.load() + f.signalled.load() >= 1; }));
-    std::this_thread::sleep_for(30ms);
-    EXPECT_EQ(thread_took.load() + f.signalled.load(), 1);
-    ev.set();
-    waiter.join();
-    ASSERT_TRUE(eventually([&] { return thread_took.load() + f.signalled.load() == 2; }));
-    std::this_thread::sleep_for(30ms);
-    EXPECT_EQ(thread_took.load() + f.signalled.load(), 2);
-    EXPECT_FALSE(ev.is_set());
+    EXPECT_TRUE(two_auto_sets_each_taken_once(wt, ex, nullptr));
+}
+
+// The same two sets raced against the waiter's start and each other, in random orders.
+TEST(WaitThread, EachOfTwoRacingAutoSetsIsTakenOnceInEveryOrder) {
+    watchdog dog(120s);
+    test_executor ex;
+    wait_thread wt("w", ex.dispatcher());
+    const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+    std::mt19937 rng(seed);
+    const long rounds = scaled(200);
+    for (long i = 0; i < rounds; ++i) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << ", round " << i);
+        std::uint32_t round_seed = rng();
+        ASSERT_TRUE(two_auto_sets_each_taken_once(wt, ex, &round_seed));
+    }
 }
 
 TEST(WaitThread, PingPongWithARegisteredWaitLosesNoSignal) {
@@ -500,7 +632,12 @@ TEST(WaitThread, AThousandEventsEachWithItsOwnWait) {
             return true;
         },
         60s));
-    std::this_thread::sleep_for(20ms);  // and none runs twice
+    const auto firings_so_far = [&] {
+        int sum = timeouts.load();
+        for (int i = 0; i < n; ++i) sum += hits[i].load();
+        return sum;
+    };
+    ASSERT_TRUE(settles(ex, firings_so_far));  // and none runs twice
     for (int i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "event " << i;
     EXPECT_EQ(timeouts.load(), 0);
 }
