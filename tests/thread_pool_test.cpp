@@ -640,6 +640,67 @@ TEST(ThreadPool, TimersFallingDueAsThePoolIsDestroyedRunAtMostOnceAndAreFreedOnc
     RecordProperty("ran", std::to_string(ran_in_all));
 }
 
+// Registered waits whose event is set, or whose timeout falls due, while the pool is
+// destroyed; the registrations outlive the pool in half the rounds. A `once` wait's callback
+// runs at most once, a repeating one's never after the pool is gone, and each callback is
+// freed exactly once, when the pool and its registration are both gone.
+TEST(ThreadPool, WaitsFiringAsThePoolIsDestroyedRunAtMostOnceAndAreFreedOnce) {
+    watchdog dog(60s);
+    const std::uint32_t seed = test_seed();
+    SCOPED_TRACE(seed_trace(seed));
+    std::mt19937 rng(seed);
+    const int rounds = static_cast<int>(scaled(50));
+    constexpr int n = 8;
+    int wrong = 0, ran_in_all = 0;
+    for (int round = 0; round < rounds; ++round) {
+        std::vector<std::atomic<int>> ran(n), freed(n);
+        std::vector<contend::auto_reset_event> events(n);
+        std::atomic<int> ran_after_pool{0};
+        std::atomic<bool> pool_gone{false};
+        std::vector<contend::wait_registration> regs;
+        const bool regs_outlive_pool = rng() % 2 == 0;
+        {
+            thread_pool pool(fixed(2));
+            for (int i = 0; i < n; ++i) {
+                const auto timeout = rng() % 2 == 0 ? thread_pool::no_timeout
+                                                    : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::microseconds(rng() % 300));
+                regs.push_back(pool.register_wait(
+                    events[i],
+                    [&ran, &ran_after_pool, &pool_gone, i, c = std::make_shared<destruction_counter>(&freed[i])](bool) {
+                        ran[i].fetch_add(1);
+                        if (pool_gone.load()) ran_after_pool.fetch_add(1);
+                    },
+                    timeout, i % 2 == 0));
+            }
+            std::thread setter([&, seed_for_setter = rng()] {
+                std::mt19937 r(seed_for_setter);
+                for (int i = 0; i < n; ++i) {
+                    if (r() % 2 == 0) std::this_thread::yield();
+                    events[i].set();
+                }
+            });
+            for (auto k = rng() % 4; k > 0; --k) std::this_thread::yield();
+            if (!regs_outlive_pool) regs.clear();
+            setter.join();
+        }
+        pool_gone = true;
+        regs.clear();
+        for (int i = 0; i < n; ++i) {
+            const bool bad = freed[i].load() != 1 || (i % 2 == 0 && ran[i].load() > 1);
+            wrong += bad;
+            if (bad)
+                ADD_FAILURE() << "round " << round << " wait " << i << (i % 2 == 0 ? " (once)" : " (repeating)")
+                              << ": ran " << ran[i].load() << ", freed " << freed[i].load()
+                              << (regs_outlive_pool ? ", registrations outlived the pool" : "");
+            ran_in_all += ran[i].load();
+        }
+        wrong += ran_after_pool.load();
+    }
+    EXPECT_EQ(wrong, 0) << "callbacks run twice (once waits) or after the pool, or not freed exactly once";
+    RecordProperty("ran", std::to_string(ran_in_all));
+}
+
 // An item still running while the destructor drains may touch timers and waits: the
 // self-re-arming timer (a common shape) crashed the destructor in the first of 20 rounds.
 // New timers and waits are refused once the drain has begun (thread_pool.hpp); nothing
