@@ -82,7 +82,7 @@ TEST(WorkStealingDeque, AnOwnerPoppingAndAThiefStealingTheLastOneOrTwoItemsTakeE
     watchdog dog(120s);
     const std::uint32_t seed = test_seed();
     SCOPED_TRACE(seed_trace(seed));
-    const std::int64_t rounds = scaled(20'000);
+    const std::int64_t rounds = scaled(10'000);
     work_stealing_deque<std::int64_t> deque(4);
     std::atomic<std::int64_t> pushed{0};  // the round whose items are in the deque
     std::atomic<std::int64_t> stolen{0};  // the round the thief has finished
