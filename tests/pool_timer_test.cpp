@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -49,6 +51,34 @@ struct thread_holder {
     }
 };
 
+// Whether this process has a thread of this name asleep (blocked, Linux's state S in
+// /proc/self/task/<tid>/stat). Where that cannot be read: true, and a test that waits for it
+// checks less.
+bool thread_sleeping(const std::string& name) {
+#if defined(__linux__)
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string line;
+        if (!std::getline(comm, line) || line != name) continue;
+        std::ifstream stat(task.path() / "stat");
+        const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+        const auto paren = text.rfind(')');  // the name, in parentheses, may hold spaces
+        return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
+    }
+    return false;
+#else
+    (void)name;
+    return true;
+#endif
+}
+
+// A fresh seed per run, unless CONTEND_TEST_SEED names one to replay.
+std::uint32_t test_seed() {
+    if (const char* s = std::getenv("CONTEND_TEST_SEED"))
+        return static_cast<std::uint32_t>(std::strtoul(s, nullptr, 10));
+    return std::random_device{}();
+}
+
 }  // namespace
 
 TEST(TimerQueue, NeverFiresBeforeItsDeadline) {
@@ -78,19 +108,19 @@ TEST(TimerQueue, FiresInDeadlineOrder) {
     thread_holder holder;
     timer_queue q("order", run_inline);
     holder.hold(q);
-    // Distinct deadlines, added shuffled, all in the past by the time the thread returns.
+    // Distinct deadlines, added shuffled, all in the past already: every one is due when
+    // the thread returns, so the queue alone orders them.
     const int n = 1000;
     std::vector<int> keys(n);
     std::iota(keys.begin(), keys.end(), 0);
     std::shuffle(keys.begin(), keys.end(), std::mt19937(7));
-    const auto base = steady::now();
+    const auto base = steady::now() - 1s;
     for (int k : keys) {
         q.add(base + std::chrono::microseconds(k), make_task([&, k] {
                   std::lock_guard lk(m);
                   order.push_back(k);
               }));
     }
-    std::this_thread::sleep_for(2ms);  // the last deadline is 1 ms after base
     holder.release.set();
     ASSERT_TRUE(eventually([&] {
         std::lock_guard lk(m);
@@ -185,14 +215,20 @@ TEST(TimerQueue, CancelledTimersAmongDueOnesNeverRun) {
     const int n = 200;
     std::vector<std::atomic<int>> ran(n);
     std::atomic<bool> sentinel{false};
+    thread_holder holder;
     timer_queue q("cancel-mix", run_inline);
-    const auto due = steady::now() + 20ms;
+    // The thread is held while the timers are added and half cancelled: all are due, none
+    // can fire before its cancel, however slowly this thread runs.
+    holder.hold(q);
+    const auto due = steady::now();
     std::vector<std::uint64_t> ids;
     for (int i = 0; i < n; ++i) ids.push_back(q.add(due, make_task([&ran, i] { ran[i].fetch_add(1); })));
     for (int i = 1; i < n; i += 2) EXPECT_TRUE(q.cancel(ids[i]));
     EXPECT_EQ(q.size(), static_cast<std::size_t>(n / 2));
-    // Later than every other timer: once it ran, all the others had their turn.
-    q.add(due + 10ms, make_task([&sentinel] { sentinel.store(true); }));
+    // Due with the others and added last (ties fire in the order added): once it ran, all
+    // the others had their turn.
+    q.add(due, make_task([&sentinel] { sentinel.store(true); }));
+    holder.release.set();
     ASSERT_TRUE(eventually([&] { return sentinel.load(); }));
     for (int i = 0; i < n; ++i) EXPECT_EQ(ran[i].load(), i % 2 == 0 ? 1 : 0) << "timer " << i;
 }
@@ -264,7 +300,8 @@ TEST(TimerQueue, AnEarlierTimerWakesTheSleepingThread) {
     std::atomic<bool> ran{false};
     timer_queue q("earlier", run_inline);
     q.add(steady::now() + 1h, make_task([] {}));
-    std::this_thread::sleep_for(10ms);  // the thread now sleeps until the hour is up
+    // Once it has named itself, the thread blocks nowhere but in its wait for the hour.
+    ASSERT_TRUE(eventually([] { return thread_sleeping("earlier-timer"); }, 30s));
     q.add(steady::now() + 10ms, make_task([&ran] { ran.store(true); }));
     EXPECT_TRUE(eventually([&] { return ran.load(); }, 30s));
 }
@@ -337,4 +374,38 @@ TEST(TimerQueue, CancellingMostTimersKeepsSizeExactAndTheRestStillFire) {
     EXPECT_EQ(q.size(), 0u);
     q.add(steady::now() + 1ms, make_task([&ran] { ran.fetch_add(1); }));
     ASSERT_TRUE(eventually([&] { return ran.load() == 1; }));
+}
+
+// close() (the pool's destructor) races the thread while it dispatches timers falling due:
+// each callback either ran, once, or was discarded, and is freed exactly once either way.
+TEST(TimerQueue, ClosingWhileTimersFallDueRunsOrDiscardsEachCallbackAndFreesItOnce) {
+    watchdog dog(120s);
+    const std::uint32_t seed = test_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed) + " (CONTEND_TEST_SEED replays it)");
+    std::mt19937 rng(seed);
+    const int rounds = static_cast<int>(scaled(200));
+    constexpr int n = 16;
+    int wrong = 0, ran_in_all = 0;
+    for (int round = 0; round < rounds; ++round) {
+        std::vector<std::atomic<int>> ran(n), freed(n);
+        {
+            timer_queue q("close-race", run_inline);
+            const auto now = steady::now();
+            for (int i = 0; i < n; ++i) {
+                q.add(now + std::chrono::microseconds(rng() % 200),
+                      make_task(
+                          [&ran, i, c = std::make_shared<destruction_counter>(&freed[i])] { ran[i].fetch_add(1); }));
+                if (rng() % 4 == 0) std::this_thread::yield();
+            }
+            for (auto k = rng() % 4; k > 0; --k) std::this_thread::yield();
+            if (rng() % 2 == 0) q.close();  // else the destructor closes it
+        }
+        for (int i = 0; i < n; ++i) {
+            wrong += ran[i].load() > 1 || freed[i].load() != 1;
+            ran_in_all += ran[i].load();
+        }
+    }
+    EXPECT_EQ(wrong, 0) << "callbacks run twice, or not freed exactly once";
+    RecordProperty("ran", std::to_string(ran_in_all));
+    RecordProperty("discarded", std::to_string(rounds * n - ran_in_all));
 }
