@@ -223,7 +223,10 @@ const char* strategy_name(strategy_kind k) {
 
 std::string choices_spec(const std::vector<int>& prefix) {
     std::string s = "choices:";
-    for (std::size_t i = 0; i < prefix.size(); ++i) s += (i ? "." : "") + std::to_string(prefix[i]);
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+        if (i) s += '.';
+        s += std::to_string(prefix[i]);
+    }
     return s;
 }
 

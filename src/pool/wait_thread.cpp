@@ -193,6 +193,9 @@ void wait_state::post(wait_record& r) noexcept {
     {
         std::lock_guard guard(inbox_lock);
         if (r.in_inbox) return;  // already due for a look, which will see this set() too
+        // Closed (rearm's check of `stopping` can come just before close()): no look will
+        // come, and the reference below would keep the record alive for ever.
+        if (inbox_stop) return;
         r.inbox_ref = r.weak_from_this().lock();
         if (!r.inbox_ref) return;  // being destroyed: nobody needs the look
         r.in_inbox = true;
