@@ -7,7 +7,7 @@
 #   scripts/model_check.sh [--schedules N] [ctest -R regex]
 #
 # A failure prints the failing schedule's spec; CONTEND_MODEL_SEED='<spec>' ctest --preset
-# model -R <test> replays exactly that execution and prints its schedule.
+# model -V -R <test> replays exactly that execution and prints its schedule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 schedules=20000

@@ -28,18 +28,6 @@ using contend::internal::work_stealing_deque;
 
 namespace {
 
-// A fresh seed per run, so that runs cover different interleavings, unless
-// CONTEND_TEST_SEED names one to replay.
-std::uint32_t test_seed() {
-    if (const char* s = std::getenv("CONTEND_TEST_SEED"))
-        return static_cast<std::uint32_t>(std::strtoul(s, nullptr, 10));
-    return std::random_device{}();
-}
-
-std::string seed_trace(std::uint32_t seed) {
-    return "seed " + std::to_string(seed) + " (CONTEND_TEST_SEED replays it)";
-}
-
 // Random delays for one thread: mostly a few pauses (to shift the threads against each other
 // by a handful of instructions), sometimes a yield (to let the other thread run through).
 class jitter {

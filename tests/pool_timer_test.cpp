@@ -51,34 +51,6 @@ struct thread_holder {
     }
 };
 
-// Whether this process has a thread of this name asleep (blocked, Linux's state S in
-// /proc/self/task/<tid>/stat). Where that cannot be read: true, and a test that waits for it
-// checks less.
-bool thread_sleeping(const std::string& name) {
-#if defined(__linux__)
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-        std::ifstream comm(task.path() / "comm");
-        std::string line;
-        if (!std::getline(comm, line) || line != name) continue;
-        std::ifstream stat(task.path() / "stat");
-        const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-        const auto paren = text.rfind(')');  // the name, in parentheses, may hold spaces
-        return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
-    }
-    return false;
-#else
-    (void)name;
-    return true;
-#endif
-}
-
-// A fresh seed per run, unless CONTEND_TEST_SEED names one to replay.
-std::uint32_t test_seed() {
-    if (const char* s = std::getenv("CONTEND_TEST_SEED"))
-        return static_cast<std::uint32_t>(std::strtoul(s, nullptr, 10));
-    return std::random_device{}();
-}
-
 }  // namespace
 
 TEST(TimerQueue, NeverFiresBeforeItsDeadline) {
@@ -301,7 +273,7 @@ TEST(TimerQueue, AnEarlierTimerWakesTheSleepingThread) {
     timer_queue q("earlier", run_inline);
     q.add(steady::now() + 1h, make_task([] {}));
     // Once it has named itself, the thread blocks nowhere but in its wait for the hour.
-    ASSERT_TRUE(eventually([] { return thread_sleeping("earlier-timer"); }, 30s));
+    ASSERT_TRUE(eventually([] { return thread_named_blocked("earlier-timer"); }, 30s));
     q.add(steady::now() + 10ms, make_task([&ran] { ran.store(true); }));
     EXPECT_TRUE(eventually([&] { return ran.load(); }, 30s));
 }

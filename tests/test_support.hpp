@@ -8,12 +8,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <coroutine>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,6 +203,31 @@ inline int thread_id_named(const std::string& name) {
     (void)name;
 #endif
     return 0;
+}
+
+// Whether this process has a thread named `name` blocked in the kernel (thread_blocked). True
+// where /proc cannot be read: a test that waits for it then checks less.
+inline bool thread_named_blocked(const std::string& name) {
+#if defined(__linux__)
+    const int tid = thread_id_named(name);
+    return tid != 0 && thread_blocked(tid);
+#else
+    (void)name;
+    return true;
+#endif
+}
+
+// The seed of a test that races threads with random delays: a fresh one per run, so that runs
+// cover different interleavings, unless CONTEND_TEST_SEED names one to replay. A failure
+// prints seed_trace(seed).
+inline std::uint32_t test_seed() {
+    if (const char* s = std::getenv("CONTEND_TEST_SEED"))
+        return static_cast<std::uint32_t>(std::strtoul(s, nullptr, 10));
+    return std::random_device{}();
+}
+
+inline std::string seed_trace(std::uint32_t seed) {
+    return "seed " + std::to_string(seed) + " (CONTEND_TEST_SEED replays it)";
 }
 
 // A coroutine nobody awaits: it starts at once and frees itself when it ends.

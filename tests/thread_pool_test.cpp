@@ -107,17 +107,6 @@ bool all_asleep(const std::string& prefix, std::size_t count) {
 #endif
 }
 
-// A fresh seed per run, unless CONTEND_TEST_SEED names one to replay.
-std::uint32_t test_seed() {
-    if (const char* s = std::getenv("CONTEND_TEST_SEED"))
-        return static_cast<std::uint32_t>(std::strtoul(s, nullptr, 10));
-    return std::random_device{}();
-}
-
-std::string seed_trace(std::uint32_t seed) {
-    return "seed " + std::to_string(seed) + " (CONTEND_TEST_SEED replays it)";
-}
-
 // Counts its own destructions: a callback that captures one (through a shared_ptr) shows
 // when the pool freed it.
 struct destruction_counter {

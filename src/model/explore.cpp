@@ -328,7 +328,7 @@ void write_report(outcome& out, const plan& p) {
     if (out.failed) {
         r << "model check FAILED after " << out.executions << " execution(s) (" << what_ran(p) << ")\n"
           << "  why: " << out.message << "\n"
-          << "  replay: CONTEND_MODEL_SEED='" << out.spec << "' (this test only)\n"
+          << "  replay: CONTEND_MODEL_SEED='" << out.spec << "' ctest --preset model -V -R <this test>\n"
           << "  schedule of the failing execution (step, thread, operation, address, value before -> after):\n"
           << out.schedule;
     } else {

@@ -474,14 +474,14 @@ TEST(PipeCancel, CancelPendingFlushEndsAFlushBlockedInAnotherThread) {
 // that comes first ends the next call, as the header says). Four cases in turn.
 TEST(PipeCancel, CancelOrCompleteRacingABlockingReadOrFlushEndsIt) {
     watchdog dog(120s);
-    const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+    const std::uint32_t seed = test_seed();
     std::mt19937 rng(seed);
     const auto maybe_yield = [](std::mt19937& r) {
         for (auto k = r() % 8; k > 0; --k) std::this_thread::yield();
     };
     const long rounds = scaled(200);
     for (long i = 0; i < rounds; ++i) {
-        SCOPED_TRACE(testing::Message() << "seed " << seed << ", round " << i);
+        SCOPED_TRACE(testing::Message() << seed_trace(seed) << ", round " << i);
         const int which = static_cast<int>(i % 4);
         std::mt19937 side_rng(rng());
         std::atomic<bool> returned{false};

@@ -568,11 +568,11 @@ TEST(WaitThread, EachOfTwoRacingAutoSetsIsTakenOnceInEveryOrder) {
     watchdog dog(120s);
     test_executor ex;
     wait_thread wt("w", ex.dispatcher());
-    const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+    const std::uint32_t seed = test_seed();
     std::mt19937 rng(seed);
     const long rounds = scaled(200);
     for (long i = 0; i < rounds; ++i) {
-        SCOPED_TRACE(testing::Message() << "seed " << seed << ", round " << i);
+        SCOPED_TRACE(testing::Message() << seed_trace(seed) << ", round " << i);
         std::uint32_t round_seed = rng();
         ASSERT_TRUE(two_auto_sets_each_taken_once(wt, ex, &round_seed));
     }
