@@ -1,9 +1,11 @@
-// Conformance tests every lock in contend must pass: mutual exclusion checked by a plain
-// counter, try_lock semantics, misuse. Instantiated by spin_lock_test.cpp and mutex_test.cpp.
+// Conformance tests every lock in contend must pass: mutual exclusion checked by an `inside`
+// flag and a plain counter, try_lock semantics, misuse. Instantiated by spin_lock_test.cpp and mutex_test.cpp.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 
+#include "contend/cpu_relax.hpp"
 #include "contend/synchronization_error.hpp"
 #include "test_support.hpp"
 
@@ -13,20 +15,32 @@ template <class Lock>
 class LockConformance : public ::testing::Test {};
 TYPED_TEST_SUITE_P(LockConformance);
 
-// Each worker increments a plain, non-atomic counter under the lock. A lost update (two
-// holders at once) makes the final count short; TSan additionally reports the race.
+// Each worker enters the lock, marks itself inside with a plain flag, works a little, then
+// leaves. A second holder at once finds the flag set (counted as `broken`) or loses an update
+// to the plain counter; TSan additionally reports the race. The work inside (a few pauses on
+// one entry in eight, more on some) keeps a holder inside long enough for an overlapping
+// holder to meet it, which a one-increment section rarely does.
 template <class Lock>
 void check_mutual_exclusion(int threads, long total) {
     watchdog dog(std::chrono::seconds(240), "mutual exclusion");
     Lock lock;
     long counter = 0;
+    bool inside = false;
+    std::atomic<long> broken{0};
     const long per_thread = total / threads;
     run_threads(threads, [&](int) {
         for (long i = 0; i < per_thread; ++i) {
             std::lock_guard guard(lock);
+            if (inside) broken.fetch_add(1, std::memory_order_relaxed);
+            inside = true;
             counter = counter + 1;
+            if (i % 8 == 0) {
+                for (long w = 0, n = (i / 8) % 4 * 8; w < n; ++w) contend::cpu_relax();
+            }
+            inside = false;
         }
     });
+    EXPECT_EQ(broken.load(), 0) << "two threads held the lock at once";
     EXPECT_EQ(counter, per_thread * threads);
 }
 
