@@ -7,7 +7,9 @@
 # the `contend` tool) and builds the example consumer three ways: find_package, pkg-config
 # and add_subdirectory. Then the model-checking build runs the models of tests/model/ under
 # the scheduler of src/model/, with a fixed budget of schedules each (scripts/model_check.sh
-# runs a longer sweep). Before any build it checks that every C++ file is laid out as
+# runs a longer sweep). `scripts/test.sh tsan-lab` runs the lab's tests under ThreadSanitizer,
+# a long check left out of the default list for the test command's time (docs/lab.md says what
+# it costs and found). Before any build it checks that every C++ file is laid out as
 # .clang-format says. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
