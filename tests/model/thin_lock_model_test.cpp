@@ -11,6 +11,7 @@
 #include "contend/synchronization_error.hpp"
 #include "contend/thin_lock.hpp"
 #include "model_support.hpp"
+#include "sync_table.hpp"
 
 namespace {
 
@@ -67,8 +68,9 @@ void three_threads_contend() {
 }
 
 // wait() inflates a thin lock (it needs the fat lock's condition variable) and releases it;
-// a notifier takes it meanwhile, and a sweeper runs two sweeps (a mark, then a deflation of
-// what is still marked) that must leave a lock with a thread in wait() alone.
+// a notifier takes it meanwhile, and a sweeper runs a sweep that deflates every fat lock
+// nobody holds (the tests' sweep: the idle marks are the business of the next model), which
+// must leave a lock with a thread in wait() alone.
 bool ready = false;  // under the_lock
 
 void wait_for_ready() {
@@ -84,10 +86,7 @@ void wait_for_ready() {
 void wait_notify_and_sweeps() {
     ready = false;
     model::thread waiter(wait_for_ready);
-    model::thread sweeper([] {
-        thin_lock::deflate_idle_locks();
-        thin_lock::deflate_idle_locks();
-    });
+    model::thread sweeper([] { internal::sync_table_sweep(false); });
     model::thread notifier([] {
         the_lock.lock();
         critical_section();
@@ -101,9 +100,10 @@ void wait_notify_and_sweeps() {
     check_free_at_the_end();
 }
 
-// The lock starts inflated and free; a sweeper's two sweeps may deflate it while two threads
-// enter it, each perhaps with the fat word read before the deflation (it must find, under the
-// fat lock's mutex, that the word no longer names the entry, and start over on the thin word).
+// The lock starts inflated and free; a sweeper's two sweeps (thin_lock::deflate_idle_locks:
+// a mark, then a deflation of what is still marked, unless an entry overwrote the mark) may
+// deflate it while two threads enter it, each perhaps with the fat word read before the deflation (it must find, under
+// the fat lock's mutex, that the word no longer names the entry, and start over on the thin word).
 void inflate_while_alone() {
     the_lock.lock();
     (void)the_lock.wait_for(std::chrono::microseconds(0));  // inflates; times out at once
@@ -172,11 +172,6 @@ void ids_are_reused_unless_a_lock_was_abandoned() {
     }).join();
 }
 
-TEST(ThinLockModel, TwoThreadsReenteringNeverHoldItTogether) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, two_threads_reenter);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, two_threads_reenter);
-}
-
 TEST(ThinLockModel, TwoThreadsReenteringEveryScheduleWithTwoPreemptions) {
     expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
                  two_threads_reenter);
@@ -206,9 +201,10 @@ TEST(ThinLockModel, ADeflationRacingEntriesNeverBreaksExclusion) {
                  deflation_races_entry);
 }
 
+// The bounded search only: what can go wrong here takes two preemptions at precise points with
+// a whole unlock and thread exit between them, which PCT and random schedules almost never
+// produce (see AWordReadBeforeTheIdIsFound), while two preemptions cover every such schedule.
 TEST(ThinLockModel, AThreadEndingAsAnotherStartsNeverPassesItsOwnershipOn) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, a_thread_ends_as_another_starts);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, a_thread_ends_as_another_starts);
     expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
                  a_thread_ends_as_another_starts);
 }
@@ -226,9 +222,13 @@ TEST(ThinLockModel, AnEntryThatMissesADeflationIsFound) {
 }
 
 // A sweep that deflates a fat lock with a thread in wait(): the notifier takes the thin word
-// and notifies nobody (a thin lock has no waiters), and the waiter sleeps for good.
+// and notifies nobody (a thin lock has no waiters), and the waiter sleeps for good. It needs
+// the waiter's whole way into wait() (an inflation) to run before the notifier's short way to
+// the lock, with the sweep between: PCT and the bounded search meet it at once, random
+// schedules missed it in 2,000 executions (measured), so they are not asked to.
 TEST(ThinLockModel, ADeflationUnderAWaiterIsFound) {
-    expect_found("thin_lock_deflation_ignores_waiters", wait_notify_and_sweeps, 2000, model_test::every_strategy);
+    expect_found("thin_lock_deflation_ignores_waiters", wait_notify_and_sweeps, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::bounded});
 }
 
 // A thread's first lock reading the word before taking its id: it may read its predecessor's
