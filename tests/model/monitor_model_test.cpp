@@ -2,6 +2,7 @@
 // against contending enters and a thread in wait() that a pulse releases, and the stripe's
 // idle entries dropped to make room while a thread waits on an entry of the same stripe.
 // With the mutations the checker must find.
+#include <chrono>
 #include <cstdint>
 
 #include "contend/internal/atomic.hpp"
@@ -66,8 +67,10 @@ void wait_until_ready() {
     model::check(exit_throws(), "a third exit of two enters is refused");
 }
 
-void enter_once() {
-    monitor::enter(object());
+// With a deadline that may pass at any point (the strategy chooses when): a timed-out
+// enterer must pass on a wake-up it consumed.
+void enter_once_timed() {
+    if (!monitor::try_enter_for(object(), std::chrono::microseconds(20))) return;
     critical_section();
     monitor::exit(object());
 }
@@ -80,7 +83,7 @@ void set_ready_and_pulse() {
     monitor::exit(object());
 }
 
-// A waiter, a plain enterer, and a thread that first enters eight more addresses of the
+// A waiter, a timed enterer, and a thread that first enters eight more addresses of the
 // same stripe, each left idle by its exit (the ninth entry makes the stripe drop its idle
 // ones; the entry of object() must stay while it is waited on, since its pulse is counted
 // there), then sets ready and pulses. The pulse releases the waiter (or it finds ready set
@@ -88,7 +91,7 @@ void set_ready_and_pulse() {
 void enter_wait_pulse() {
     ready = false;
     model::thread waiter(wait_until_ready);
-    model::thread other(enter_once);
+    model::thread other(enter_once_timed);
     for (int i = 1; i < 9; ++i) {
         monitor::enter(same_stripe[i]);
         monitor::exit(same_stripe[i]);

@@ -100,10 +100,11 @@ void wait_notify_and_sweeps() {
     check_free_at_the_end();
 }
 
-// The lock starts inflated and free; a sweeper's two sweeps (thin_lock::deflate_idle_locks:
+// The lock starts inflated and free; the main thread's two sweeps (thin_lock::deflate_idle_locks:
 // a mark, then a deflation of what is still marked, unless an entry overwrote the mark) may
-// deflate it while two threads enter it, each perhaps with the fat word read before the deflation (it must find, under
-// the fat lock's mutex, that the word no longer names the entry, and start over on the thin word).
+// deflate it while two threads enter it, one of them with a deadline, each perhaps with the fat word read before the
+// deflation (it must find, under the fat lock's mutex, that the word no longer names the entry, and start over on the
+// thin word).
 void inflate_while_alone() {
     the_lock.lock();
     (void)the_lock.wait_for(std::chrono::microseconds(0));  // inflates; times out at once
@@ -120,10 +121,19 @@ void lock_once() {
     model::check(!the_lock.is_held_by_current_thread(), "an exit at depth 0 releases the lock");
 }
 
+// A timed entry: its deadline may pass at any point (the strategy chooses when), while it
+// spins, parks on the word, or waits for the fat lock's mutex.
+void lock_once_timed() {
+    if (!the_lock.try_lock_for(std::chrono::microseconds(20))) return;
+    critical_section();
+    the_lock.unlock();
+    model::check(!the_lock.is_held_by_current_thread(), "an exit at depth 0 releases the lock");
+}
+
 void deflation_races_entry() {
     inflate_while_alone();
     model::thread a(lock_once);
-    model::thread b(lock_once);
+    model::thread b(lock_once_timed);
     thin_lock::deflate_idle_locks();
     thin_lock::deflate_idle_locks();
     a.join();
