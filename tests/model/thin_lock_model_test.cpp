@@ -68,7 +68,7 @@ void three_threads_contend() {
 }
 
 // wait() inflates a thin lock (it needs the fat lock's condition variable) and releases it;
-// a notifier takes it meanwhile, and a sweeper runs a sweep that deflates every fat lock
+// a notifier takes it meanwhile, and the main thread runs a sweep that deflates every fat lock
 // nobody holds (the tests' sweep: the idle marks are the business of the next model), which
 // must leave a lock with a thread in wait() alone.
 bool ready = false;  // under the_lock
@@ -86,7 +86,6 @@ void wait_for_ready() {
 void wait_notify_and_sweeps() {
     ready = false;
     model::thread waiter(wait_for_ready);
-    model::thread sweeper([] { internal::sync_table_sweep(false); });
     model::thread notifier([] {
         the_lock.lock();
         critical_section();
@@ -94,8 +93,8 @@ void wait_notify_and_sweeps() {
         the_lock.notify_one();
         the_lock.unlock();
     });
+    internal::sync_table_sweep(false);
     waiter.join();
-    sweeper.join();
     notifier.join();
     check_free_at_the_end();
 }
