@@ -18,6 +18,7 @@
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
+#include "model/mutation.hpp"
 #include "parking_keys.hpp"
 #include "sync_table.hpp"
 
@@ -51,7 +52,9 @@ struct alignas(cache_line_size) stripe {
     void drop_idle() {
         std::erase_if(entries, [](const entry& e) { return idle(e); });
     }
-    static bool idle(const entry& e) noexcept { return e.owner == 0 && e.entering == 0 && e.waiting == 0; }
+    static bool idle(const entry& e) noexcept {
+        return e.owner == 0 && e.entering == 0 && (e.waiting == 0 || CONTEND_MUTATION(monitor_drops_a_waited_entry));
+    }
 };
 
 constexpr std::size_t stripe_count = 256;
@@ -229,7 +232,7 @@ void pulse_waiters(const void* address, bool all, const char* what) {
     stripe& s = stripe_for(address);
     const bool any = lock_owned(s, address, me, what).waiting != 0;
     s.lock.unlock();
-    if (!any) return;
+    if (!any || CONTEND_MUTATION(monitor_pulse_wakes_nobody)) return;
     if (all) parking_lot::unpark_all(monitor_pulse_key(address));
     else parking_lot::unpark_one(monitor_pulse_key(address));
 }

@@ -20,6 +20,7 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
+#include "model/mutation.hpp"
 #include "parking_keys.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
@@ -73,7 +74,7 @@ entry fat_enter(const internal::atomic<std::uint32_t>& word, std::uint32_t w, st
     if (one_shot ? !f.m.try_lock() : !f.m.try_lock_until(until)) return entry::failed;
     // A sweep stores the thin word under this mutex, before releasing it: holding the mutex,
     // we see that store if it happened.
-    if (word.load(std::memory_order_relaxed) != w) [[unlikely]] {
+    if (word.load(std::memory_order_relaxed) != w && !CONTEND_MUTATION(thin_lock_enter_misses_deflation)) [[unlikely]] {
         f.m.unlock();
         return entry::stale;
     }
@@ -104,6 +105,10 @@ thin_lock::~thin_lock() {
 // it never took). Read after, the word cannot show this thread's id unless it holds the lock:
 // the holder's last store to it came before it gave the id back, under the id pool's lock.
 bool thin_lock::lock_with_new_or_wide_id(internal::deadline until) {
+    if (CONTEND_MUTATION(thin_lock_word_read_before_id)) {  // the order the comment above forbids
+        const std::uint32_t seen = word_.load(std::memory_order_relaxed);
+        return lock_slow(new_or_wide_id(), seen, until);
+    }
     const std::uint32_t me = new_or_wide_id();
     return lock_slow(me, word_.load(std::memory_order_relaxed), until);
 }
