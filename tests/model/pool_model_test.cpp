@@ -114,4 +114,57 @@ TEST(PoolDequeModel, AStealByLoadAndStoreIsFoundAsAnItemTakenTwice) {
                  model_test::every_strategy);
 }
 
+// ---- The worker outbox (outbox.hpp) ----
+
+using outbox_type = internal::worker_outbox<int, 2>;
+outbox_type outbox;
+int last_taken[3];  // per model thread: the newest item it took, so its takes must come after
+
+// A take of up to `max`: what it returns must be consecutive items, oldest first, after
+// everything this thread took before (the head only moves forward).
+std::size_t take_from_outbox(int thread, std::size_t max) {
+    int out[outbox_type::capacity] = {};
+    const std::size_t n = outbox.take(out, max);
+    for (std::size_t i = 0; i < n; ++i) {
+        model::check(out[i] > last_taken[thread], "a take returns items in the order they were pushed");
+        model::check(i == 0 || out[i] == out[i - 1] + 1, "a take returns consecutive items");
+        last_taken[thread] = out[i];
+        take(out[i]);
+    }
+    return n;
+}
+
+// Two items pushed, two takers started, a third push, which finds the outbox full unless a
+// taker emptied some, and then the owner moves its outbox out as it does when it flushes to
+// the global queue (take, then push again).
+void outbox_owner_against_two_takers() {
+    outbox.push(1);
+    outbox.push(2);
+    model::thread a([] { take_from_outbox(1, 2); });
+    model::thread b([] { take_from_outbox(2, 1); });
+    if (!outbox.push(3)) {
+        take_from_outbox(0, outbox_type::capacity);
+        model::check(outbox.push(3), "a push after the owner emptied its outbox finds room");
+    }
+    a.join();
+    b.join();
+    while (take_from_outbox(0, outbox_type::capacity) > 0) {
+    }
+    model::check(outbox.empty(), "the outbox is empty once a take finds nothing");
+    expect_each_taken_once(3, "every item pushed to the outbox is taken exactly once");
+}
+
+TEST(PoolOutboxModel, AnOwnerAndTwoTakersTakeEachItemOnceInOrder) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, outbox_owner_against_two_takers);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, outbox_owner_against_two_takers);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
+                 outbox_owner_against_two_takers);
+}
+
+// A take's CAS of the head split into a load and a store: two takers copy the same items and
+// both move the head past them.
+TEST(PoolOutboxModel, ATakeByLoadAndStoreIsFoundAsAnItemTakenTwice) {
+    expect_found("outbox_take_by_load_and_store", outbox_owner_against_two_takers, 2000, model_test::every_strategy);
+}
+
 }  // namespace
