@@ -167,4 +167,95 @@ TEST(PoolOutboxModel, ATakeByLoadAndStoreIsFoundAsAnItemTakenTwice) {
     expect_found("outbox_take_by_load_and_store", outbox_owner_against_two_takers, 2000, model_test::every_strategy);
 }
 
+// ---- The global queue's batches (global_queue.hpp) ----
+
+internal::global_queue<int> queue;
+
+// A worker's move as take_from_global makes it: its outbox's items appended and a share of
+// the queue taken in one lock hold. Returns how many it took.
+std::size_t push_and_take_share(const int* mine, std::size_t n) {
+    int out[2] = {};
+    const std::size_t got = queue.push_and_pop_share(mine, n, out, 2, 2);
+    model::check(got <= 2, "a share is at most the most asked for");
+    for (std::size_t i = 0; i < got; ++i) take(out[i]);
+    return got;
+}
+
+// An outside thread pushes a batch while one worker moves its outbox in and takes a share
+// and another takes a share with nothing to add.
+void global_queue_batches() {
+    model::thread a([] {
+        const int mine[] = {3, 4};
+        model::check(push_and_take_share(mine, 2) > 0, "a worker that added items takes some");
+    });
+    model::thread b([] { push_and_take_share(nullptr, 0); });
+    const int batch[] = {1, 2};
+    queue.push_batch(batch, 2);
+    a.join();
+    b.join();
+    int item = 0;
+    while (queue.pop(item)) take(item);
+    model::check(queue.empty(), "the queue is empty once a pop finds nothing");
+    expect_each_taken_once(4, "every item pushed to the global queue is taken exactly once");
+}
+
+TEST(PoolGlobalQueueModel, BatchPushesAndShareTakesTakeEachItemOnce) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, global_queue_batches);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, global_queue_batches);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
+                 global_queue_batches);
+}
+
+// ---- The idle stack (idle_stack.hpp) with the pool's sleep and wake steps ----
+
+internal::idle_stack idle;
+internal::idle_waiter sleeper;
+internal::atomic<int> work{0};  // stands for the items made visible
+
+// A worker's way to sleep (pool_core.cpp, worker_main): on the stack first, then one more
+// look; if there is work after all it takes itself off the stack, unless a waker popped it
+// already, whose wake-up it must then consume.
+void go_to_sleep(internal::idle_waiter& self) {
+    idle.push(&self);
+    if (work.load() != 0) {
+        if (!idle.remove(&self)) self.wake.wait();
+        return;
+    }
+    self.wake.wait();
+}
+
+// A post's wake-up (notify, wake_one): the item first, then the idle count, then a pop.
+void post_and_wake_one() {
+    work.fetch_add(1);
+    if (idle.size() > 0) {
+        if (internal::idle_waiter* w = idle.pop()) w->wake.set();
+    }
+}
+
+// A worker goes to sleep while two threads post: it is woken at most once and never sleeps
+// for good (a lost wake-up is a deadlock to the checker), and every wake-up is consumed.
+void idle_stack_sleep_against_two_posts() {
+    model::thread worker([] { go_to_sleep(sleeper); });
+    model::thread poster(post_and_wake_one);
+    post_and_wake_one();
+    worker.join();
+    poster.join();
+    model::check(idle.size() == 0, "the worker is off the idle stack");
+    model::check(!sleeper.wake.is_set(), "every wake-up was consumed");
+}
+
+TEST(PoolIdleStackModel, ASleeperIsWokenOnceAndNeverSleepsForGood) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, idle_stack_sleep_against_two_posts);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, idle_stack_sleep_against_two_posts);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
+                 idle_stack_sleep_against_two_posts);
+}
+
+// A push that leaves the idle count as it was: a post reads no sleeper and wakes nobody,
+// and the worker that looked for work before the post sleeps for good.
+TEST(PoolIdleStackModel, APushThatLeavesTheCountStaleIsFoundAsAWorkerAsleepForGood) {
+    expect_found("idle_stack_push_leaves_count_stale", idle_stack_sleep_against_two_posts, 2000,
+                 model_test::every_strategy);
+}
+
 }  // namespace
