@@ -4,13 +4,19 @@
 // plain array when taken: model threads run one at a time, so the array needs no atomics,
 // and every item must be taken exactly once.
 #include <array>
+#include <chrono>
 #include <cstddef>
+#include <memory>
 
+#include "contend/event.hpp"
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/task.hpp"
 #include "model_support.hpp"
+#include "platform/spin_wait.hpp"
 #include "pool/global_queue.hpp"
 #include "pool/idle_stack.hpp"
 #include "pool/outbox.hpp"
+#include "pool/pool_core.hpp"
 #include "pool/work_stealing_deque.hpp"
 
 namespace {
@@ -18,6 +24,16 @@ namespace {
 using namespace contend;
 using model_test::expect_found;
 using model_test::expect_holds;
+
+// The pool's spins pace themselves by a pause's cost and a yield's, each measured once per
+// process in real time. Measured here, before the first execution is forked, every execution
+// reads the same figures, so a schedule replays the same (measured in each child instead, the
+// figures differed and some bounded replays did not follow their prefix).
+const bool spin_costs_measured = [] {
+    (void)internal::yield_interval();
+    (void)internal::relaxes_for(std::chrono::nanoseconds(250));
+    return true;
+}();
 
 constexpr int max_items = 4;
 std::array<int, max_items + 1> taken{};  // taken[i]: how many times item i came out
@@ -256,6 +272,85 @@ TEST(PoolIdleStackModel, ASleeperIsWokenOnceAndNeverSleepsForGood) {
 TEST(PoolIdleStackModel, APushThatLeavesTheCountStaleIsFoundAsAWorkerAsleepForGood) {
     expect_found("idle_stack_push_leaves_count_stale", idle_stack_sleep_against_two_posts, 2000,
                  model_test::every_strategy);
+}
+
+// ---- The pool: no lost wake-up (pool_core.cpp) ----
+//
+// The real pool_core, its workers model threads (the model build's worker_thread) and no gate
+// thread, so it runs min_threads workers. There a sleeping worker waits untimed (it never
+// retires), so a lost wake-up leaves it asleep for good: the checker reports every thread
+// blocked.
+
+thread_pool_options model_pool_options(std::size_t workers) {
+    thread_pool_options o;
+    o.min_threads = workers;
+    o.max_threads = workers;
+    o.hill_climbing = false;
+    o.name = "model";
+    return o;
+}
+
+manual_reset_event ran[2];
+
+void post_from_outside(internal::pool_core& core, int i) {
+    core.post(internal::make_task([i] { ran[i].set(); }), false);
+}
+
+// One worker, starting and going to sleep, against a post from outside the pool, then the
+// pool's destruction (drain, stop, join).
+void one_worker_against_an_outside_post() {
+    auto core = std::make_unique<internal::pool_core>(nullptr, model_pool_options(1));
+    post_from_outside(*core, 0);
+    ran[0].wait();
+    core.reset();
+}
+
+// Two workers and two items from outside, the first of which waits until the second has run:
+// it can finish only if the other worker runs the second item, wherever it sits (the global
+// queue, or the first worker's deque after that worker took a share of two). So every item
+// that is visible while a worker sleeps must wake one: the searching count's chain (the last
+// searcher to find work notifies) and the sleep path's last look.
+void two_workers_and_an_item_waiting_for_the_next() {
+    auto core = std::make_unique<internal::pool_core>(nullptr, model_pool_options(2));
+    core->post(internal::make_task([] {
+                   ran[1].wait();
+                   ran[0].set();
+               }),
+               false);
+    post_from_outside(*core, 1);
+    ran[0].wait();
+    core.reset();
+}
+
+TEST(PoolWakeModel, AnOutsidePostWakesTheOneWorkerGoingToSleep) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, one_worker_against_an_outside_post);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, one_worker_against_an_outside_post);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1},
+                 one_worker_against_an_outside_post);
+}
+
+// The sleep path without its last look at the queues: a post that read the worker as still
+// searching wakes nobody, and the worker sleeps through the item.
+TEST(PoolWakeModel, ASleepWithoutTheLastLookIsFoundAsALostWakeUp) {
+    expect_found("pool_sleep_skips_the_last_look", one_worker_against_an_outside_post, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::bounded});
+}
+
+TEST(PoolWakeModel, TwoWorkersRunAnItemAndTheItemItWaitsFor) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500},
+                 two_workers_and_an_item_waiting_for_the_next);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500},
+                 two_workers_and_an_item_waiting_for_the_next);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1},
+                 two_workers_and_an_item_waiting_for_the_next);
+}
+
+// The last searcher to find work does not wake another for the rest: the second item waits
+// in the first worker's deque (or the global queue) behind an item that waits for it, while
+// the other worker sleeps.
+TEST(PoolWakeModel, ALastSearcherThatForgetsTheRestIsFoundAsAnItemNobodyRuns) {
+    expect_found("pool_last_searcher_forgets_the_rest", two_workers_and_an_item_waiting_for_the_next, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::random});
 }
 
 }  // namespace
