@@ -17,6 +17,7 @@
 #include "pool/idle_stack.hpp"
 #include "pool/outbox.hpp"
 #include "pool/pool_core.hpp"
+#include "pool/timer_queue.hpp"
 #include "pool/work_stealing_deque.hpp"
 
 namespace {
@@ -351,6 +352,54 @@ TEST(PoolWakeModel, TwoWorkersRunAnItemAndTheItemItWaitsFor) {
 TEST(PoolWakeModel, ALastSearcherThatForgetsTheRestIsFoundAsAnItemNobodyRuns) {
     expect_found("pool_last_searcher_forgets_the_rest", two_workers_and_an_item_waiting_for_the_next, 2000,
                  {model::strategy_kind::pct, model::strategy_kind::random});
+}
+
+// ---- The timer queue (timer_queue.cpp): add, cancel and fire ----
+//
+// Its service thread is a model thread in the model build (os_thread), and its clock the
+// model's, so a timer's deadline passes when the strategy makes the thread's timed wait end.
+
+int timer_fired[3];
+manual_reset_event second_timer_ran;
+
+internal::task_node* timer_callback(int i, internal::clock::time_point due) {
+    return internal::make_task([i, due] {
+        model::check(internal::clock::now() >= due, "a timer never fires before its deadline");
+        ++timer_fired[i];
+        if (i == 2) second_timer_ran.set();
+    });
+}
+
+// A timer added and cancelled by another thread while the service thread may be taking it,
+// and a second, later one added meanwhile, which must fire (the service thread may be asleep
+// on an empty heap by then, after dropping the cancelled one), then close.
+void timer_add_cancel_and_fire() {
+    auto timers = std::make_unique<internal::timer_queue>("model", [](internal::task_node* n) { n->run(n); });
+    const auto start = internal::clock::now();
+    static std::uint64_t first = 0;
+    static bool cancelled = false;
+    first =
+        timers->add(start + std::chrono::microseconds(10), timer_callback(1, start + std::chrono::microseconds(10)));
+    model::thread canceller([&timers] { cancelled = timers->cancel(first); });
+    timers->add(start + std::chrono::microseconds(20), timer_callback(2, start + std::chrono::microseconds(20)));
+    second_timer_ran.wait();
+    canceller.join();
+    timers->close();
+    model::check(timer_fired[1] + (cancelled ? 1 : 0) == 1, "the first timer either fired or was cancelled, once");
+    model::check(timer_fired[2] == 1, "the second timer fired once");
+}
+
+TEST(PoolTimerModel, ATimerEitherFiresOrIsCancelledAndALaterOneStillFires) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, timer_add_cancel_and_fire);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, timer_add_cancel_and_fire);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1},
+                 timer_add_cancel_and_fire);
+}
+
+// An add that does not wake the service thread for its new earliest deadline: a thread asleep
+// on an empty heap (its only timer cancelled) sleeps through the new one for good.
+TEST(PoolTimerModel, AnAddThatSkipsTheWakeIsFoundAsATimerThatNeverFires) {
+    expect_found("timer_add_skips_the_wake", timer_add_cancel_and_fire, 2000, model_test::every_strategy);
 }
 
 }  // namespace
