@@ -16,6 +16,7 @@
 #include "contend/event.hpp"
 #include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
+#include "model/mutation.hpp"
 
 namespace contend::internal {
 
@@ -30,6 +31,7 @@ public:
         std::lock_guard guard(lock_);
         w->queued = true;
         waiters_.push_back(w);
+        if (CONTEND_MUTATION(idle_stack_push_leaves_count_stale)) return;  // a waker reads no sleeper
         count_.store(waiters_.size(), std::memory_order_seq_cst);
     }
 

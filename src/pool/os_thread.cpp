@@ -6,9 +6,14 @@
 #include <system_error>
 #include <utility>
 
+#if CONTEND_MODEL_CHECK
+#include "model/model.hpp"
+#endif
+
 namespace contend::internal {
 namespace {
 
+#if !CONTEND_MODEL_CHECK
 struct start_args {
     std::string name;
     std::function<void()> body;
@@ -20,6 +25,7 @@ void* thread_main(void* p) {
     args->body();
     return nullptr;
 }
+#endif
 
 }  // namespace
 
@@ -32,6 +38,15 @@ void set_current_thread_name(const std::string& name) noexcept {
 #endif
 }
 
+#if CONTEND_MODEL_CHECK
+// The model-checking build runs the pool's service threads as model threads
+// (docs/design/model-checking.md): a pthread's start and join are outside the model. Name and
+// stack size do not matter there.
+os_thread::os_thread(const std::string&, std::size_t, std::function<void()> body) {
+    handle_ = reinterpret_cast<unsigned long>(new model::thread(std::move(body)));
+    started_ = true;
+}
+#else
 os_thread::os_thread(const std::string& name, std::size_t stack_size, std::function<void()> body) {
     pthread_attr_t attr;
     if (int e = pthread_attr_init(&attr); e != 0)
@@ -46,6 +61,7 @@ os_thread::os_thread(const std::string& name, std::size_t stack_size, std::funct
     handle_ = static_cast<unsigned long>(t);
     started_ = true;
 }
+#endif
 
 os_thread::os_thread(os_thread&& other) noexcept
     : handle_(std::exchange(other.handle_, 0)), started_(std::exchange(other.started_, false)) {}
@@ -65,7 +81,13 @@ os_thread::~os_thread() {
 
 void os_thread::join() {
     if (!started_) return;
+#if CONTEND_MODEL_CHECK
+    auto* t = reinterpret_cast<model::thread*>(handle_);
+    t->join();
+    delete t;
+#else
     pthread_join(static_cast<pthread_t>(handle_), nullptr);
+#endif
     started_ = false;
 }
 

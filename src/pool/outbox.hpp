@@ -24,6 +24,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
+#include "model/mutation.hpp"
 
 namespace contend::internal {
 
@@ -58,6 +59,15 @@ public:
             for (std::size_t i = 0; i < n; ++i)
                 out[i] = slots_[(h + i) & (Capacity - 1)].load(std::memory_order_relaxed);
             // Release: the copies above are done before the owner may reuse their slots.
+            if (CONTEND_MUTATION(outbox_take_by_load_and_store)) {
+                const std::uint64_t now = ends_.head.load(std::memory_order_acquire);
+                if (now == h) {
+                    ends_.head.store(h + n, std::memory_order_release);
+                    return n;
+                }
+                h = now;
+                continue;
+            }
             if (ends_.head.compare_exchange_weak(h, h + n, std::memory_order_acq_rel, std::memory_order_acquire))
                 return n;
         }

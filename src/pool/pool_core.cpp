@@ -48,7 +48,9 @@
 
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/thread_id.hpp"
+#include "model/mutation.hpp"
 #include "platform/spin_wait.hpp"
+#include "platform/yield.hpp"
 #include "pool/pool_core.hpp"
 
 namespace contend {
@@ -65,9 +67,24 @@ namespace {
 // stream without either, at most doubling what a sleep would have cost when none comes;
 // and it is about what the old loop of 64 x 32 pauses lasted (47 us on the AMD VM, 27 to
 // 63 us on the Intel one), against which the pool suite was measured. docs/design/pool.md.
+//
+// The model-checking build polls for 2 us of model time, a look or two: model time passes only
+// at yields, so each look there is followed by one (see worker_main), and a longer poll only
+// repeats the same look.
+#if CONTEND_MODEL_CHECK
+constexpr auto idle_poll_budget = std::chrono::microseconds(2);
+#else
 constexpr auto idle_poll_budget = std::chrono::microseconds(50);
+#endif
 // A sleeping worker above min_threads retires after this long without work.
+// Not in the model-checking build: there a sleeping worker waits untimed (the wait saturates to
+// no deadline) and never retires, so that a lost wake-up is a worker asleep for good, which the
+// checker reports, not an item delayed until the sleeper's timeout.
+#if CONTEND_MODEL_CHECK
+constexpr auto idle_retire_after = std::chrono::hours::max();
+#else
 constexpr auto idle_retire_after = std::chrono::seconds(5);
+#endif
 // Tokio and Go look at the global queue first every 61st item (docs/references.md,
 // tokio-scheduler), so that two items posting each other locally cannot keep a worker from
 // the global queue forever.
@@ -146,7 +163,11 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     waits = std::make_unique<wait_thread>(options.name, [this](task_node* n) { post_urgent(n); });
 
     for (std::size_t i = 0; i < min_n; ++i) spawn_worker();
+#if !CONTEND_MODEL_CHECK
+    // Not in the model-checking build: the gate's hill climbing and starvation checks read
+    // real time and CPU use, outside the model. A model pool runs its minimum of workers.
     gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
+#endif
 }
 
 pool_core::~pool_core() { shutdown(); }
@@ -169,7 +190,7 @@ void pool_core::shutdown() {
         searching->fetch_add(1, std::memory_order_seq_cst);
         iw->wake.set();
     }
-    std::vector<std::thread> threads;
+    std::vector<worker_thread> threads;
     {
         std::lock_guard guard(workers_lock);  // not held while joining: a worker may still want it
         for (auto& w : workers)
@@ -218,7 +239,7 @@ bool pool_core::spawn_worker() {
     w->alive.store(true, std::memory_order_release);
     alive.fetch_add(1, std::memory_order_relaxed);
     try {
-        w->thread = std::thread([this, w] { worker_main(w); });
+        w->thread = worker_thread([this, w] { worker_main(w); });
     } catch (...) {
         w->alive.store(false, std::memory_order_release);
         alive.fetch_sub(1, std::memory_order_relaxed);
@@ -395,7 +416,9 @@ void pool_core::stop_searching(worker* self) {
     self->searching = false;
     // The last searcher to find work wakes another, which searches for the rest: the
     // chain that spreads a burst without waking everyone at once.
-    if (searching->fetch_sub(1, std::memory_order_seq_cst) == 1 && any_work_visible()) notify();
+    if (searching->fetch_sub(1, std::memory_order_seq_cst) == 1 && any_work_visible() &&
+        !CONTEND_MUTATION(pool_last_searcher_forgets_the_rest))
+        notify();
 }
 
 void pool_core::run_item(worker* self, task_node* n) {
@@ -485,7 +508,12 @@ void pool_core::worker_main(worker* self) {
         if (may_poll()) {
             bool found = false;
             spin_wait poll(idle_poll_budget);
-            while (!found && poll.pause()) found = any_work_visible();
+            while (!found && poll.pause()) {
+                found = any_work_visible();
+#if CONTEND_MODEL_CHECK
+                yield_cpu();  // the model's time moves at yields, not pauses: the poll ends
+#endif
+            }
             if (found) continue;
         }
 
@@ -494,7 +522,8 @@ void pool_core::worker_main(worker* self) {
         self->searching = false;
         searching->fetch_sub(1, std::memory_order_seq_cst);
         internal::thread_fence(std::memory_order_seq_cst);
-        if (any_work_visible() || stopping.load(std::memory_order_seq_cst)) {
+        if (!CONTEND_MUTATION(pool_sleep_skips_the_last_look) &&
+            (any_work_visible() || stopping.load(std::memory_order_seq_cst))) {
             if (!idle.remove(&self->idle)) {
                 self->idle.wake.wait();  // a waker popped us: consume its wake-up
                 self->searching = true;  // and it counted us as searching

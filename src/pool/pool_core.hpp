@@ -28,6 +28,12 @@
 #include "pool/wait_thread.hpp"
 #include "pool/work_stealing_deque.hpp"
 
+#if CONTEND_MODEL_CHECK
+#include <functional>
+
+#include "model/model.hpp"
+#endif
+
 namespace contend::internal {
 
 // No pool has more workers than this (the slot table is sized once).
@@ -40,6 +46,27 @@ inline constexpr std::size_t outbox_capacity = 32;
 struct pool_core;
 struct worker;
 
+#if CONTEND_MODEL_CHECK
+// The model-checking build runs the workers as model threads (docs/design/model-checking.md):
+// a std::thread's start and join are outside the model, a model thread's are scheduling
+// points. The same face as the std::thread the other builds use.
+class worker_thread {
+public:
+    worker_thread() noexcept = default;
+    explicit worker_thread(std::function<void()> body) : thread_(std::make_unique<model::thread>(std::move(body))) {}
+    bool joinable() const noexcept { return thread_ != nullptr; }
+    void join() {
+        thread_->join();
+        thread_.reset();
+    }
+
+private:
+    std::unique_ptr<model::thread> thread_;
+};
+#else
+using worker_thread = std::thread;
+#endif
+
 // The worker the calling thread is, of whichever pool, or nullptr.
 extern thread_local worker* current_worker;
 
@@ -49,7 +76,7 @@ struct worker {
     work_stealing_deque<task_node*> deque;
     worker_outbox<task_node*, outbox_capacity> outbox;  // its post()s on their way to the global queue
     idle_waiter idle;
-    std::thread thread;
+    worker_thread thread;
     // Written by the owner only; read by stats and wait_idle.
     cache_padded<internal::atomic<std::uint64_t>> completed;
     cache_padded<internal::atomic<std::uint64_t>> posted;  // items this worker posted to this pool

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "contend/condition_variable.hpp"
+#include "contend/internal/deadline.hpp"
 #include "contend/internal/task.hpp"
 #include "contend/mutex.hpp"
 #include "pool/os_thread.hpp"
@@ -22,7 +23,7 @@ namespace contend::internal {
 
 class timer_queue {
 public:
-    using clock = std::chrono::steady_clock;
+    using clock = internal::clock;  // the steady clock; the model's time in the model-checking build
     using dispatch_fn = std::function<void(task_node*)>;  // takes ownership; must not throw
 
     // The service thread (small stack, named "<name>-timer") starts with the first add().

@@ -23,6 +23,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
+#include "model/mutation.hpp"
 
 namespace contend::internal {
 
@@ -66,8 +67,13 @@ public:
         out = a->get(b);
         if (t == b) {
             // The last item: race the thieves for it through top.
-            const bool won =
-                top_->compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed);
+            bool won;
+            if (CONTEND_MUTATION(deque_pop_takes_last_by_load_and_store)) {
+                won = top_->load(std::memory_order_seq_cst) == t;
+                if (won) top_->store(t + 1, std::memory_order_seq_cst);
+            } else {
+                won = top_->compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed);
+            }
             bottom_->store(b + 1, std::memory_order_relaxed);
             return won;
         }
@@ -84,8 +90,12 @@ public:
         if (t >= b) return steal_result::empty;
         buffer* a = buffer_.load(std::memory_order_acquire);
         const T item = a->get(t);
-        if (!top_->compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed))
+        if (CONTEND_MUTATION(deque_steal_by_load_and_store)) {
+            if (top_->load(std::memory_order_seq_cst) != t) return steal_result::lost_race;
+            top_->store(t + 1, std::memory_order_seq_cst);
+        } else if (!top_->compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
             return steal_result::lost_race;
+        }
         out = item;
         return steal_result::success;
     }
