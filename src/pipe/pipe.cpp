@@ -117,9 +117,9 @@ private:
 // instead of burning the budget (docs/design/polling.md).
 #if CONTEND_MODEL_CHECK
 // In the model a poll's pause is a yield and 1 us of model time (platform/spin_wait.cpp): a
-// few of them reach both ends of a poll (the other side answers, or the budget runs out and
+// couple of them reach both ends of a poll (the other side answers, or the budget runs out and
 // the side sleeps) in few steps.
-constexpr std::chrono::microseconds wait_poll_budget{3};
+constexpr std::chrono::microseconds wait_poll_budget{2};
 #else
 constexpr std::chrono::microseconds wait_poll_budget{40};
 #endif
@@ -526,7 +526,7 @@ read_result pipe_state::take_read(bool locked) {
     if (segment_before_end && head_ == nullptr) head_ = first_segment_.load(std::memory_order_acquire);
     const std::uint64_t consumed = consumed_.load(std::memory_order_relaxed);
     read_end_ = flushed_.load(std::memory_order_acquire);
-    if (head_ == nullptr) {
+    if (!segment_before_end && head_ == nullptr) {
         head_ = first_segment_.load(std::memory_order_acquire);
         head_index_ = 0;
     }

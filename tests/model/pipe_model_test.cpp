@@ -59,8 +59,9 @@ void check_buffer(const read_result& r, std::uint64_t consumed) {
 contend::pipe fast_pipe(small_pipe(0, 0));
 constexpr std::uint64_t fast_total = 5;
 
-// The writer flushes 2 bytes (one segment), 1 (a new segment), 1, and completes with a fifth
-// advanced but not flushed (complete() commits it); the reader consumes all but the last byte
+// The writer flushes 2 bytes (one segment), 2 more (a second segment), and completes with a
+// fifth advanced but not flushed (complete() commits it) in a third segment, which may come
+// from the pool; the reader consumes all but the last byte
 // of each read while it examines all of it, so its next read waits for bytes beyond, until the
 // completed read, which it consumes whole. Every byte is read once, in order, with its value,
 // segments going through the pool on the way.
@@ -82,12 +83,8 @@ void flush_against_read() {
     });
     std::uint64_t written = 0;
     write_next(fast_pipe, written, 2);
-    auto span = fast_pipe.writer().get_span(1);
-    span[0] = byte_at(written++);
-    fast_pipe.writer().advance(1);
-    fast_pipe.writer().flush();
-    write_next(fast_pipe, written, 1);
-    span = fast_pipe.writer().get_span(1);
+    write_next(fast_pipe, written, 2);
+    const auto span = fast_pipe.writer().get_span(1);
     span[0] = byte_at(written++);
     fast_pipe.writer().advance(1);
     fast_pipe.writer().complete();
@@ -118,11 +115,11 @@ void canceled_first_read_against_first_flush() {
 
 // ---- Pausing and resuming at the thresholds ----
 
-contend::pipe paused_pipe(small_pipe(3, 2));
-constexpr std::uint64_t paused_total = 5;
+contend::pipe paused_pipe(small_pipe(2, 1));
+constexpr std::uint64_t paused_total = 4;
 
-// The writer flushes one byte at a time: a flush that brings the unexamined bytes to 3 blocks
-// until the reader's examined position brings them below 2. The reader consumes (and
+// The writer flushes one byte at a time: a flush that brings the unexamined bytes to 2 blocks
+// until the reader's examined position brings them below 1. The reader consumes (and
 // examines) one byte per read, so it crosses the resume threshold only on its second advance
 // after a pause, and it stops after the last byte: a wake-up lost on either side leaves a
 // thread blocked with nobody left to wake it (the checker's deadlock). The writer completes
@@ -154,7 +151,7 @@ void pause_and_resume() {
 // ---- Cancellation of a pending read and a pending flush ----
 
 contend::pipe canceled_pipe(small_pipe(2, 1));
-constexpr std::uint64_t canceled_total = 3;
+constexpr std::uint64_t canceled_total = 2;
 internal::atomic<int> flush_cancel_issued{0};
 internal::atomic<int> canceled_reads{0};
 
@@ -228,7 +225,7 @@ constexpr auto bounded = model::strategy_kind::bounded;
 TEST(PipeModel, FlushAgainstReadAndAdvanceDeliversEveryByteOnceInOrder) {
     expect_holds({.strategy = pct, .executions = 500}, flush_against_read);
     expect_holds({.strategy = random, .executions = 500}, flush_against_read);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 2}, flush_against_read);
+    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 1}, flush_against_read);
 }
 
 TEST(PipeModel, ACanceledFirstReadAgainstTheFirstFlushHasASegmentForEveryByteItCounts) {
@@ -240,7 +237,7 @@ TEST(PipeModel, ACanceledFirstReadAgainstTheFirstFlushHasASegmentForEveryByteItC
 TEST(PipeModel, APausedFlushResumesBelowTheResumeThresholdAndNoWakeUpIsLost) {
     expect_holds({.strategy = pct, .executions = 500}, pause_and_resume);
     expect_holds({.strategy = random, .executions = 500}, pause_and_resume);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 2}, pause_and_resume);
+    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 1}, pause_and_resume);
 }
 
 TEST(PipeModel, CancelingEndsExactlyOnePendingFlushAndOneReadAndNobodyHangs) {
@@ -252,11 +249,17 @@ TEST(PipeModel, CancelingEndsExactlyOnePendingFlushAndOneReadAndNobodyHangs) {
 TEST(PipeModel, AReaderCompletingEndsAPausedFlushWithIsCompleted) {
     expect_holds({.strategy = pct, .executions = 500}, reader_completes_against_a_paused_flush);
     expect_holds({.strategy = random, .executions = 500}, reader_completes_against_a_paused_flush);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 2}, reader_completes_against_a_paused_flush);
+    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 1}, reader_completes_against_a_paused_flush);
 }
 
 TEST(PipeModel, AFlushPublishedBeforeItsBytesAreCopiedIsFound) {
     expect_found("pipe_write_flushes_before_copying", flush_against_read, 2000, model_test::every_strategy);
+}
+
+// The bug the first-read model found, put back: random schedules rarely meet it (none in 500).
+TEST(PipeModel, AReadThatTakesTheFirstSegmentBeforeTheFlushedEndIsFound) {
+    expect_found("pipe_read_takes_the_first_segment_before_the_end", canceled_first_read_against_first_flush, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::bounded});
 }
 
 TEST(PipeModel, AnAdvanceBelowResumeThatWakesNoWriterIsFound) {
