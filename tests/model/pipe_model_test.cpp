@@ -61,10 +61,9 @@ constexpr std::uint64_t fast_total = 5;
 
 // The writer flushes 2 bytes (one segment), 2 more (a second segment), and completes with a
 // fifth advanced but not flushed (complete() commits it) in a third segment, which may come
-// from the pool; the reader consumes all but the last byte
-// of each read while it examines all of it, so its next read waits for bytes beyond, until the
-// completed read, which it consumes whole. Every byte is read once, in order, with its value,
-// segments going through the pool on the way.
+// from the pool; the reader consumes all but the last byte of each read while it examines all
+// of it, so its next read waits for bytes beyond, until the completed read, which it consumes
+// whole. Every byte is read once, in order, with its value.
 void flush_against_read() {
     model::thread reader_thread([] {
         std::uint64_t consumed = 0;
