@@ -38,6 +38,7 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
+#include "model/mutation.hpp"
 #include "pipe/segment_pool.hpp"
 #include "platform/spin_wait.hpp"
 
@@ -114,7 +115,14 @@ private:
 // on the 2-CPU VMs (both families). In time, not pauses, and yielding as it goes
 // (platform/spin_wait.hpp): a poll that shares its CPU with the other side lets it run
 // instead of burning the budget (docs/design/polling.md).
+#if CONTEND_MODEL_CHECK
+// In the model a poll's pause is a yield and 1 us of model time (platform/spin_wait.cpp): a
+// couple of them reach both ends of a poll (the other side answers, or the budget runs out and
+// the side sleeps) in few steps.
+constexpr std::chrono::microseconds wait_poll_budget{2};
+#else
 constexpr std::chrono::microseconds wait_poll_budget{40};
+#endif
 // After the epoch moved, the other side is still inside its critical section for a few
 // stores: this long before taking the lock, so as not to queue behind it.
 constexpr std::chrono::nanoseconds leave_grace{400};
@@ -434,7 +442,7 @@ flush_result pipe_state::flush() {
         result.is_canceled = std::exchange(cancel_flush_, false);
         result.is_completed = reader_completed_;
         refresh_flags();
-        wake_reader();
+        if (!CONTEND_MUTATION(pipe_flush_skips_reader_wake)) wake_reader();
     }
     if (run_after) run_after();
     return result;
@@ -510,12 +518,18 @@ read_result pipe_state::take_read(bool locked) {
         r.is_completed = writer_completed_;
         refresh_flags();
     }
-    if (head_ == nullptr) {
+    // The flushed end first, then the first segment: the writer links its first segment
+    // before it flushes into it, so an end past 0 means the segment is there. The other order
+    // let a read that does not wait for data (a canceled one) see no segment yet and then the
+    // end of the writer's first flush: a buffer of one byte and no segment.
+    const bool segment_before_end = CONTEND_MUTATION(pipe_read_takes_the_first_segment_before_the_end);
+    if (segment_before_end && head_ == nullptr) head_ = first_segment_.load(std::memory_order_acquire);
+    const std::uint64_t consumed = consumed_.load(std::memory_order_relaxed);
+    read_end_ = flushed_.load(std::memory_order_acquire);
+    if (!segment_before_end && head_ == nullptr) {
         head_ = first_segment_.load(std::memory_order_acquire);
         head_index_ = 0;
     }
-    const std::uint64_t consumed = consumed_.load(std::memory_order_relaxed);
-    read_end_ = flushed_.load(std::memory_order_acquire);
     if (++read_id_ >= read_ids_end_) [[unlikely]] {
         read_id_ = take_read_id_block();
         read_ids_end_ = read_id_ + read_id_block;
@@ -660,7 +674,7 @@ void pipe_state::advance_to(sequence_position consumed, sequence_position examin
         {
             guard g(lock_);
             run_after = ready_continuations();
-            wake_writer();
+            if (!CONTEND_MUTATION(pipe_advance_skips_writer_wake)) wake_writer();
         }
         if (run_after) run_after();
     }
@@ -887,8 +901,12 @@ flush_result pipe_writer::write(std::span<const std::byte> bytes) {
     while (done < bytes.size()) {
         const auto span = state_->get_span(std::min<std::size_t>(bytes.size() - done, 1));
         const std::size_t n = std::min(span.size(), bytes.size() - done);
+        if (CONTEND_MUTATION(pipe_write_flushes_before_copying)) {  // the length published before the bytes
+            state_->advance(n);
+            state_->flush();
+        }
         std::memcpy(span.data(), bytes.data() + done, n);
-        state_->advance(n);
+        if (!CONTEND_MUTATION(pipe_write_flushes_before_copying)) state_->advance(n);
         done += n;
     }
     return state_->flush();
