@@ -50,7 +50,6 @@
 #include "contend/internal/thread_id.hpp"
 #include "model/mutation.hpp"
 #include "platform/spin_wait.hpp"
-#include "platform/yield.hpp"
 #include "pool/pool_core.hpp"
 
 namespace contend {
@@ -68,9 +67,8 @@ namespace {
 // and it is about what the old loop of 64 x 32 pauses lasted (47 us on the AMD VM, 27 to
 // 63 us on the Intel one), against which the pool suite was measured. docs/design/pool.md.
 //
-// The model-checking build polls for 2 us of model time, a look or two: model time passes only
-// at yields, so each look there is followed by one (see worker_main), and a longer poll only
-// repeats the same look.
+// The model-checking build polls for 2 us of model time, two looks: there every pause is a yield
+// of 1 us (platform/spin_wait.cpp), and a longer poll only repeats the same look.
 #if CONTEND_MODEL_CHECK
 constexpr auto idle_poll_budget = std::chrono::microseconds(2);
 #else
@@ -508,12 +506,7 @@ void pool_core::worker_main(worker* self) {
         if (may_poll()) {
             bool found = false;
             spin_wait poll(idle_poll_budget);
-            while (!found && poll.pause()) {
-                found = any_work_visible();
-#if CONTEND_MODEL_CHECK
-                yield_cpu();  // the model's time moves at yields, not pauses: the poll ends
-#endif
-            }
+            while (!found && poll.pause()) found = any_work_visible();
             if (found) continue;
         }
 
