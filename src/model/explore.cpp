@@ -232,17 +232,17 @@ std::string choices_spec(const std::vector<int>& prefix) {
 
 // What running `thread` at choice point c costs the bounded search. The default choice is free.
 // Where the current thread could go on, anything else is a preemption. Where it blocked or
-// ended, any other runnable thread is free too, but making a timed wait time out while some
-// thread could run costs one (or every nap and timed park would be a free branch).
+// ended, any other runnable thread is free too, but making a timed wait time out costs one
+// unless it is the default (no thread can run and its deadline is the earliest): a timeout
+// fired while a thread could run, or before an earlier deadline, is the same as holding
+// that other thread off the CPU. Free, every nap and timed park would be a branch, and two
+// threads napping in turns (a designee on each of two mutexes) an endless path of them.
 bool is_preemption(const choice& c, int thread) {
     if (thread == c.default_thread) return false;
     if (c.current_runnable) return true;
-    bool timed = false, any_runnable = false;
-    for (std::size_t i = 0; i < c.enabled.size(); ++i) {
-        if (c.enabled[i] == thread) timed = c.timed[i];
-        if (!c.timed[i]) any_runnable = true;
-    }
-    return timed && any_runnable;
+    for (std::size_t i = 0; i < c.enabled.size(); ++i)
+        if (c.enabled[i] == thread) return c.timed[i];
+    return false;
 }
 
 void fail_with(outcome& out, const run_result& r, const std::string& spec) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -29,6 +30,8 @@ constexpr time_point model_origin{std::chrono::hours(1)};
 // What a yield costs in model time: a spin bounded by the clock ends after a bounded number of
 // yields even when no other thread can run.
 constexpr auto yield_quantum = std::chrono::microseconds(1);
+// A failure's report shows its last steps; a replay (CONTEND_MODEL_SEED), which is for reading,
+// shows them all.
 constexpr std::size_t schedule_lines_shown = 400;
 
 enum class thread_state { runnable, blocked, finished };
@@ -170,7 +173,8 @@ void write_report(bool failed, const std::string& message) noexcept {
         out += '\n';
     }
     out += "schedule\n";
-    const std::size_t first = e.log.size() > schedule_lines_shown ? e.log.size() - schedule_lines_shown : 0;
+    const std::size_t shown = std::getenv("CONTEND_MODEL_SEED") ? e.log.size() : schedule_lines_shown;
+    const std::size_t first = e.log.size() > shown ? e.log.size() - shown : 0;
     if (first > 0) out += "  (" + std::to_string(first) + " earlier steps not shown)\n";
     char line[160];
     for (std::size_t i = first; i < e.log.size(); ++i) {

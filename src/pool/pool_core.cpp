@@ -516,7 +516,8 @@ void pool_core::worker_main(worker* self) {
         searching->fetch_sub(1, std::memory_order_seq_cst);
         internal::thread_fence(std::memory_order_seq_cst);
         if (!CONTEND_MUTATION(pool_sleep_skips_the_last_look) &&
-            (any_work_visible() || stopping.load(std::memory_order_seq_cst))) {
+            (any_work_visible() ||
+             (!CONTEND_MUTATION(pool_sleep_ignores_stopping) && stopping.load(std::memory_order_seq_cst)))) {
             if (!idle.remove(&self->idle)) {
                 self->idle.wake.wait();  // a waker popped us: consume its wake-up
                 self->searching = true;  // and it counted us as searching

@@ -42,6 +42,7 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
+#include "model/mutation.hpp"
 
 namespace contend::internal {
 
@@ -209,6 +210,7 @@ void wait_state::post(wait_record& r) noexcept {
 void wait_record::on_signalled(event_watcher* w) noexcept {
     auto& r = static_cast<wait_record&>(*w);
     r.latched.store(true, std::memory_order_release);
+    if (CONTEND_MUTATION(wait_set_posts_nothing)) return;
     r.state->post(r);
 }
 
@@ -220,7 +222,8 @@ void wait_record::run_firing(task_node* n) {
         wait_record& r;
         ~rearm_on_exit() { rearm(r); }
     } rearm_after{r};
-    if (!r.unregistered.load(std::memory_order_acquire)) r.callback(timed_out);
+    if (CONTEND_MUTATION(wait_firing_ignores_unregister) || !r.unregistered.load(std::memory_order_acquire))
+        r.callback(timed_out);
 }
 
 void wait_record::discard_firing(task_node* n) noexcept {

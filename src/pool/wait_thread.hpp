@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "contend/internal/deadline.hpp"
 #include "contend/internal/task.hpp"
 #include "pool/os_thread.hpp"
 
@@ -22,7 +23,7 @@ struct wait_state;  // defined in wait_thread.cpp; shared by the thread, its rec
 
 class wait_thread {
 public:
-    using clock = std::chrono::steady_clock;
+    using clock = internal::clock;  // the steady clock; the model's time in the model-checking build
     using dispatch_fn = std::function<void(task_node*)>;  // takes ownership; must not throw
 
     // The service thread (small stack, named "<name>-wait") starts with the first add().

@@ -75,8 +75,10 @@ void timed_wait_against_notify() {
 }
 
 TEST(ConditionVariableModel, NotifyOneTwiceReleasesBothWaiters) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, two_waiters_two_notify_one);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, two_waiters_two_notify_one);
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = model_test::sampled_schedules},
+                 two_waiters_two_notify_one);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = model_test::sampled_schedules},
+                 two_waiters_two_notify_one);
 }
 
 TEST(ConditionVariableModel, NotifyOneTwiceEveryScheduleWithOnePreemption) {
@@ -85,11 +87,13 @@ TEST(ConditionVariableModel, NotifyOneTwiceEveryScheduleWithOnePreemption) {
 }
 
 TEST(ConditionVariableModel, NotifyAllReleasesEveryWaiter) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, two_waiters_notify_all);
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = model_test::sampled_schedules},
+                 two_waiters_notify_all);
 }
 
 TEST(ConditionVariableModel, ATimedWaitAgreesWithItsPredicateWhicheverComesFirst) {
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, timed_wait_against_notify);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = model_test::sampled_schedules},
+                 timed_wait_against_notify);
     expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
                  timed_wait_against_notify);
 }

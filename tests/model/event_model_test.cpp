@@ -49,17 +49,11 @@ void auto_set_releases_one_waiter_per_set() {
 }
 
 TEST(EventModel, ManualSetReleasesEveryWaiter) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, manual_set_releases_waiters);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, manual_set_releases_waiters);
-    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
-                 manual_set_releases_waiters);
+    model_test::expect_holds_under_every_strategy(manual_set_releases_waiters, 2);
 }
 
 TEST(EventModel, AutoSetReleasesOneWaiterPerSet) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, auto_set_releases_one_waiter_per_set);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, auto_set_releases_one_waiter_per_set);
-    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
-                 auto_set_releases_one_waiter_per_set);
+    model_test::expect_holds_under_every_strategy(auto_set_releases_one_waiter_per_set, 2);
 }
 
 TEST(EventModel, AManualSetThatWakesNobodyIsFound) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -32,6 +33,20 @@ inline void expect_holds(model::plan p, const std::function<void()>& body) {
         EXPECT_TRUE(r.complete) << "the search did not finish within its budget:\n" << r.report;
     }
     print_report(r);
+}
+
+// What CI gives each model's sampling strategies (PCT and random), in executions. With the
+// bounded search beside them, every model runs about a thousand schedules or more; the whole
+// suite has to fit the test command's four minutes for the model build
+// (docs/design/model-checking.md, "Costs and budgets"). scripts/model_check.sh raises it.
+inline constexpr std::uint64_t sampled_schedules = 400;
+
+// The usual plan of a model: PCT and random, sampled_schedules each, then every schedule with
+// at most `preemptions` preemptions (the search must complete within 5,000 executions).
+inline void expect_holds_under_every_strategy(const std::function<void()>& body, unsigned preemptions) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = sampled_schedules}, body);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = sampled_schedules}, body);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = preemptions}, body);
 }
 
 // The proof that the checker can fail: each strategy listed must report the mutation's bug

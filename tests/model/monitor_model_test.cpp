@@ -109,9 +109,7 @@ protected:
 };
 
 TEST_F(MonitorModel, EnterWaitPulseAndDroppedEntriesNeverBreakExclusionNorLoseAWaiter) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, enter_wait_pulse);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, enter_wait_pulse);
-    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1}, enter_wait_pulse);
+    model_test::expect_holds_under_every_strategy(enter_wait_pulse, 1);
 }
 
 // A pulse that finds a waiter counted and unparks nobody: the waiter sleeps for good.

@@ -74,8 +74,10 @@ void timed_and_fair() {
 }
 
 TEST(MutexModel, TwoThreadsNeverHoldItTogetherAndNeitherWaitsForever) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, two_threads_lock_twice);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, two_threads_lock_twice);
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = model_test::sampled_schedules},
+                 two_threads_lock_twice);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = model_test::sampled_schedules},
+                 two_threads_lock_twice);
 }
 
 TEST(MutexModel, TwoThreadsEveryScheduleWithTwoPreemptions) {
@@ -84,8 +86,10 @@ TEST(MutexModel, TwoThreadsEveryScheduleWithTwoPreemptions) {
 }
 
 TEST(MutexModel, ThreeThreadsNeverHoldItTogetherAndNoneWaitsForever) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, three_threads_lock_once);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, three_threads_lock_once);
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = model_test::sampled_schedules},
+                 three_threads_lock_once);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = model_test::sampled_schedules},
+                 three_threads_lock_once);
 }
 
 TEST(MutexModel, ThreeThreadsEveryScheduleWithOnePreemption) {
@@ -94,8 +98,9 @@ TEST(MutexModel, ThreeThreadsEveryScheduleWithOnePreemption) {
 }
 
 TEST(MutexModel, ATimedWaiterAndFairUnlocksNeverBreakExclusion) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, timed_and_fair);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, timed_and_fair);
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = model_test::sampled_schedules}, timed_and_fair);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = model_test::sampled_schedules},
+                 timed_and_fair);
 }
 
 // The lock's CAS replaced by a load and a store: two owners. It takes about five switches at

@@ -222,33 +222,23 @@ constexpr auto random = model::strategy_kind::random;
 constexpr auto bounded = model::strategy_kind::bounded;
 
 TEST(PipeModel, FlushAgainstReadAndAdvanceDeliversEveryByteOnceInOrder) {
-    expect_holds({.strategy = pct, .executions = 500}, flush_against_read);
-    expect_holds({.strategy = random, .executions = 500}, flush_against_read);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 1}, flush_against_read);
+    model_test::expect_holds_under_every_strategy(flush_against_read, 1);
 }
 
 TEST(PipeModel, ACanceledFirstReadAgainstTheFirstFlushHasASegmentForEveryByteItCounts) {
-    expect_holds({.strategy = pct, .executions = 500}, canceled_first_read_against_first_flush);
-    expect_holds({.strategy = random, .executions = 500}, canceled_first_read_against_first_flush);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 2}, canceled_first_read_against_first_flush);
+    model_test::expect_holds_under_every_strategy(canceled_first_read_against_first_flush, 2);
 }
 
 TEST(PipeModel, APausedFlushResumesBelowTheResumeThresholdAndNoWakeUpIsLost) {
-    expect_holds({.strategy = pct, .executions = 500}, pause_and_resume);
-    expect_holds({.strategy = random, .executions = 500}, pause_and_resume);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 1}, pause_and_resume);
+    model_test::expect_holds_under_every_strategy(pause_and_resume, 1);
 }
 
 TEST(PipeModel, CancelingEndsExactlyOnePendingFlushAndOneReadAndNobodyHangs) {
-    expect_holds({.strategy = pct, .executions = 500}, cancel_against_read_and_flush);
-    expect_holds({.strategy = random, .executions = 500}, cancel_against_read_and_flush);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 1}, cancel_against_read_and_flush);
+    model_test::expect_holds_under_every_strategy(cancel_against_read_and_flush, 1);
 }
 
 TEST(PipeModel, AReaderCompletingEndsAPausedFlushWithIsCompleted) {
-    expect_holds({.strategy = pct, .executions = 500}, reader_completes_against_a_paused_flush);
-    expect_holds({.strategy = random, .executions = 500}, reader_completes_against_a_paused_flush);
-    expect_holds({.strategy = bounded, .executions = 5000, .preemptions = 1}, reader_completes_against_a_paused_flush);
+    model_test::expect_holds_under_every_strategy(reader_completes_against_a_paused_flush, 1);
 }
 
 TEST(PipeModel, AFlushPublishedBeforeItsBytesAreCopiedIsFound) {

@@ -187,8 +187,10 @@ TEST(ThinLockModel, TwoThreadsReenteringEveryScheduleWithTwoPreemptions) {
 }
 
 TEST(ThinLockModel, ThreeThreadsInflatingByContentionNeverHoldItTogether) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, three_threads_contend);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, three_threads_contend);
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = model_test::sampled_schedules},
+                 three_threads_contend);
+    expect_holds({.strategy = model::strategy_kind::random, .executions = model_test::sampled_schedules},
+                 three_threads_contend);
 }
 
 TEST(ThinLockModel, ThreeThreadsInflatingByContentionEveryScheduleWithOnePreemption) {
@@ -197,24 +199,15 @@ TEST(ThinLockModel, ThreeThreadsInflatingByContentionEveryScheduleWithOnePreempt
 }
 
 TEST(ThinLockModel, AWaiterIsNotifiedAndNeverDeflatedUnderIt) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, wait_notify_and_sweeps);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, wait_notify_and_sweeps);
-    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1},
-                 wait_notify_and_sweeps);
+    model_test::expect_holds_under_every_strategy(wait_notify_and_sweeps, 1);
 }
 
 TEST(ThinLockModel, ADeflationRacingEntriesNeverBreaksExclusion) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, deflation_races_entry);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, deflation_races_entry);
-    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1},
-                 deflation_races_entry);
+    model_test::expect_holds_under_every_strategy(deflation_races_entry, 1);
 }
 
 TEST(ThinLockModel, AThreadEndingAsAnotherStartsNeverPassesItsOwnershipOn) {
-    expect_holds({.strategy = model::strategy_kind::pct, .executions = 500}, a_thread_ends_as_another_starts);
-    expect_holds({.strategy = model::strategy_kind::random, .executions = 500}, a_thread_ends_as_another_starts);
-    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
-                 a_thread_ends_as_another_starts);
+    model_test::expect_holds_under_every_strategy(a_thread_ends_as_another_starts, 2);
 }
 
 TEST(ThinLockModel, IdsAreHandedOnUnlessTheirThreadAbandonedALock) {
