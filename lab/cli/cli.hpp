@@ -74,6 +74,7 @@ command add_bench(CLI::App& app);
 command add_disasm(CLI::App& app);
 command add_report(CLI::App& app);
 command add_compare(CLI::App& app);
+command add_run(CLI::App& app);
 // `history import`, `history list` and `history` itself, in that order: a parsed
 // sub-subcommand leaves `history` parsed too, so the first parsed one is the one to run.
 std::vector<command> add_history(CLI::App& app);

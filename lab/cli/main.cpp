@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "contend " + lab::version_text(), "Print the version and git commit, then exit");
     app.footer(cli::exit_status_table);
     const cli::command bench = cli::add_bench(app);
-    std::vector<cli::command> commands = {bench, cli::add_disasm(app), cli::add_report(app), cli::add_compare(app)};
+    std::vector<cli::command> commands = {bench, cli::add_disasm(app), cli::add_report(app), cli::add_compare(app),
+                                           cli::add_run(app)};
     for (auto& c : cli::add_history(app)) commands.push_back(std::move(c));
     try {
         app.parse(argc, argv);
