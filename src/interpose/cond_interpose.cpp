@@ -1,5 +1,5 @@
-// pthread_cond_*: a cond waited on with one of our mutexes runs on the
-// contend::condition_variable in its first byte; others stay glibc's.
+// pthread_cond_*: a cond waited on with one of our mutexes (whichever lock they run on)
+// runs on the contend::condition_variable in its first byte; others stay glibc's.
 //
 // Which one runs a cond is marked in the cond itself (glibc_layout.hpp: cond_ours_marker in
 // __g1_orig_size), set by the first wait with one of our mutexes, under that mutex, and
@@ -24,6 +24,7 @@
 #include "interpose/glibc_functions.hpp"
 #include "interpose/glibc_layout.hpp"
 #include "interpose/lock_choice.hpp"
+#include "interpose/our_locks.hpp"
 #include "interpose/timespec.hpp"
 
 using namespace contend::interpose;
@@ -69,14 +70,18 @@ int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&
     if (current_lock() == lock_choice::glibc || pshared(c)) return to_glibc();
     auto result = [](std::cv_status s) { return s == std::cv_status::timeout ? ETIMEDOUT : 0; };
     try {
-        if (mutex_kind(m) == 0) {
-            if (const int rc = claim(c)) return rc;
-            return result(wait(as_contend_mutex(m)));
-        }
-        if (!marked(c)) return to_glibc();
-        glibc_lockable lock{m};
-        const int rc = result(wait(lock));
-        return lock.relock_error != 0 ? lock.relock_error : rc;
+        return visit_mutex(
+            m,
+            [&](auto& lock) {
+                if (const int rc = claim(c)) return rc;
+                return result(wait(lock));
+            },
+            [&] {
+                if (!marked(c)) return to_glibc();
+                glibc_lockable lock{m};
+                const int rc = result(wait(lock));
+                return lock.relock_error != 0 ? lock.relock_error : rc;
+            });
     } catch (const unlock_failed& e) {
         return e.error;
     } catch (const contend::synchronization_error&) {

@@ -9,6 +9,10 @@ enum class lock_choice : int {
     unresolved = 0,
     glibc = 1,  // every call passes through (a baseline for profiling glibc)
     contend_mutex = 2,  // contend::mutex in the mutex, contend::condition_variable in the cond
+    // contend's spin locks, for comparison in the lab: they never park (a timed lock polls),
+    // so they suit short critical sections only; conds still use contend::condition_variable.
+    ttas = 3,  // contend::ttas_lock in __lock
+    ticket = 4,  // contend::ticket_lock in __lock and __count (FIFO)
 };
 
 namespace detail {
