@@ -92,13 +92,21 @@ pthread_mutex_t static_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t init_mutex;
 long static_count = 0;
 long init_count = 0;
-constexpr int counter_threads = 4;
+// At most one thread per CPU (2 to 4): the spin-lock choices (ttas, ticket) never yield, and
+// with more runnable threads than CPUs each handoff can wait out a preempted holder's time
+// slice (seconds per run on a loaded 2-core machine), which would test the scheduler.
+constexpr int max_counter_threads = 4;
 constexpr long counter_rounds = 20'000;
 
 void check_counters() {
     if (int rc = pthread_mutex_init(&init_mutex, nullptr)) fail("counters", "init", rc);
-    pthread_t threads[counter_threads];
-    for (auto& t : threads) {
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const int counter_threads = cpus < 2                     ? 2
+                                : cpus > max_counter_threads ? max_counter_threads
+                                                             : static_cast<int>(cpus);
+    pthread_t threads[max_counter_threads];
+    for (int i = 0; i < counter_threads; ++i) {
+        pthread_t& t = threads[i];
         pthread_create(
             &t, nullptr,
             [](void*) -> void* {
@@ -114,7 +122,7 @@ void check_counters() {
             },
             nullptr);
     }
-    for (auto& t : threads) pthread_join(t, nullptr);
+    for (int i = 0; i < counter_threads; ++i) pthread_join(threads[i], nullptr);
     expect_eq("counters", "static-initialized count", static_count, counter_threads * counter_rounds);
     expect_eq("counters", "init(NULL) count", init_count, counter_threads * counter_rounds);
     ok("counters under a static and an init(NULL) mutex are exact");
