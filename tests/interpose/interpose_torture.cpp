@@ -400,9 +400,40 @@ void check_fork() {
     ok("fork: the child finds a mutex another thread held locked, and one it held unlockable");
 }
 
+// A library loaded after start-up binds to the interposer too (its path is argv[1]).
+void check_dlopen(const char* path, bool interposed) {
+    void* module = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (module == nullptr) fail("dlopen", "cannot load the module (argv[1])");
+    auto increment = reinterpret_cast<int (*)(long)>(dlsym(module, "dlopened_increment"));
+    auto count = reinterpret_cast<long (*)()>(dlsym(module, "dlopened_count"));
+    if (increment == nullptr || count == nullptr) fail("dlopen", "module symbols missing");
+    constexpr int threads = 2;
+    constexpr long rounds = 20'000;
+    static int owners[threads];
+    pthread_t t[threads];
+    for (int i = 0; i < threads; ++i) {
+        static decltype(increment) f;
+        f = increment;
+        pthread_create(
+            &t[i], nullptr,
+            [](void* p) -> void* {
+                *static_cast<int*>(p) = f(rounds);
+                return nullptr;
+            },
+            &owners[i]);
+    }
+    for (auto& th : t) pthread_join(th, nullptr);
+    expect_eq("dlopen", "module count", count(), threads * rounds);
+    for (int owner : owners) {
+        if ((owner == 0) != interposed) fail("dlopen", "the module's mutex records an owner", owner);
+    }
+    dlclose(module);
+    ok("a dlopen'ed library's mutex runs on the same lock as the program's");
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
     alarm(60);  // the whole run takes well under a second: a hang fails here
     check_interposition();
     check_counters();
@@ -417,6 +448,8 @@ int main() {
     check_cond_with_passthrough();
     check_cond_switching_mutex();
     check_fork();
+    const std::string active = std::getenv("CONTEND_INTERPOSE_EXPECT") ? std::getenv("CONTEND_INTERPOSE_EXPECT") : "";
+    check_dlopen(argc > 1 ? argv[1] : nullptr, active != "glibc" && active != "none");
     std::printf("all checks passed\n");
     return 0;
 }
