@@ -12,7 +12,8 @@
 //  - signal and broadcast go to contend on a marked cond, else to glibc (glibc's on a cond
 //    nobody waited on is a no-op, as contend's would be). A notifier that changed the
 //    predicate under the mutex sees the marker, which the waiter wrote under that mutex;
-//  - process-shared conds and CONTEND_INTERPOSE_LOCK=glibc: glibc always.
+//  - process-shared conds: glibc's, with a mutex glibc runs; a wait with one of ours fails
+//    with EINVAL (see dispatch_wait). CONTEND_INTERPOSE_LOCK=glibc: glibc always.
 #include <pthread.h>
 
 #include <cerrno>
@@ -67,7 +68,13 @@ struct glibc_lockable {
 // Runs wait(lock) -> std::cv_status on contend's condition variable with the right lock.
 template <class Glibc, class Wait>
 int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&& wait) noexcept {
-    if (current_lock() == lock_choice::glibc || pshared(c)) return to_glibc();
+    if (current_lock() == lock_choice::glibc) return to_glibc();
+    if (pshared(c)) {
+        // glibc's wait cannot release our lock, and contend's parking lot cannot hear a signal
+        // from another process: a process-shared cond with one of our (private) mutexes fails
+        // plainly instead of losing wake-ups.
+        return mutex_kind(m) == 0 ? EINVAL : to_glibc();
+    }
     auto result = [](std::cv_status s) { return s == std::cv_status::timeout ? ETIMEDOUT : 0; };
     try {
         return visit_mutex(

@@ -411,9 +411,9 @@ void check_dlopen(const char* path, bool interposed) {
     constexpr long rounds = 20'000;
     static int owners[threads];
     pthread_t t[threads];
+    static decltype(increment) f;
+    f = increment;  // before the threads start: they read it
     for (int i = 0; i < threads; ++i) {
-        static decltype(increment) f;
-        f = increment;
         pthread_create(
             &t[i], nullptr,
             [](void* p) -> void* {
