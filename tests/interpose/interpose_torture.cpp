@@ -400,6 +400,39 @@ void check_fork() {
     ok("fork: the child finds a mutex another thread held locked, and one it held unlockable");
 }
 
+// Process-shared objects stay glibc's. A process-shared cond with a private normal mutex is
+// the one documented difference: glibc waits, the interposer fails with EINVAL when it runs
+// the mutex (docs/interpose.md).
+void check_pshared(bool interposed) {
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_t m;
+    pthread_mutex_init(&m, &ma);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+    pthread_cond_t c;
+    pthread_cond_init(&c, &ca);
+    pthread_mutex_lock(&m);
+    expect_eq("pshared", "owner recorded", m.__data.__owner, gettid());
+    timespec t = after_ms(CLOCK_REALTIME, 10);
+    expect_eq("pshared", "timedwait", pthread_cond_timedwait(&c, &m, &t), ETIMEDOUT);
+    pthread_mutex_unlock(&m);
+    expect_eq("pshared", "signal", pthread_cond_signal(&c), 0);
+    pthread_mutex_t normal = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&normal);
+    t = after_ms(CLOCK_REALTIME, 10);
+    expect_eq("pshared", "timedwait with a private normal mutex", pthread_cond_timedwait(&c, &normal, &t),
+              interposed ? EINVAL : ETIMEDOUT);
+    pthread_mutex_unlock(&normal);
+    pthread_cond_destroy(&c);
+    pthread_mutex_destroy(&m);
+    pthread_condattr_destroy(&ca);
+    pthread_mutexattr_destroy(&ma);
+    ok("process-shared mutexes and conds are passed through");
+}
+
 // A library loaded after start-up binds to the interposer too (its path is argv[1]).
 void check_dlopen(const char* path, bool interposed) {
     void* module = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
@@ -449,7 +482,9 @@ int main(int argc, char** argv) {
     check_cond_switching_mutex();
     check_fork();
     const std::string active = std::getenv("CONTEND_INTERPOSE_EXPECT") ? std::getenv("CONTEND_INTERPOSE_EXPECT") : "";
-    check_dlopen(argc > 1 ? argv[1] : nullptr, active != "glibc" && active != "none");
+    const bool interposed = active != "glibc" && active != "none";
+    check_pshared(interposed);
+    check_dlopen(argc > 1 ? argv[1] : nullptr, interposed);
     std::printf("all checks passed\n");
     return 0;
 }
