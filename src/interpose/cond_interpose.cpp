@@ -1,0 +1,166 @@
+// pthread_cond_*: a cond waited on with one of our mutexes (whichever lock they run on)
+// runs on the contend::condition_variable in its first byte; others stay glibc's.
+//
+// Which one runs a cond is marked in the cond itself (glibc_layout.hpp: cond_ours_marker in
+// __g1_orig_size), set by the first wait with one of our mutexes, under that mutex, and
+// kept until pthread_cond_destroy or pthread_cond_init. The rules:
+//  - a wait with our mutex marks the cond (unless glibc has waiters on it: then it is bound
+//    to another mutex, which POSIX forbids, and the wait fails with EINVAL);
+//  - a wait with a mutex glibc runs goes to glibc while the cond is unmarked; on a marked
+//    cond it waits on contend's condition variable and releases and retakes the mutex with
+//    glibc's functions, so that every waiter of a marked cond is where its signals go;
+//  - signal and broadcast go to contend on a marked cond, else to glibc (glibc's on a cond
+//    nobody waited on is a no-op, as contend's would be). A notifier that changed the
+//    predicate under the mutex sees the marker, which the waiter wrote under that mutex;
+//  - process-shared conds: glibc's, with a mutex glibc runs; a wait with one of ours fails
+//    with EINVAL (see dispatch_wait). CONTEND_INTERPOSE_LOCK=glibc: glibc always.
+#include <pthread.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdint>
+
+#include "contend/synchronization_error.hpp"
+#include "interpose/exports.hpp"
+#include "interpose/glibc_functions.hpp"
+#include "interpose/glibc_layout.hpp"
+#include "interpose/lock_choice.hpp"
+#include "interpose/our_locks.hpp"
+#include "interpose/timespec.hpp"
+
+using namespace contend::interpose;
+
+namespace {
+
+bool pshared(const pthread_cond_t* c) noexcept { return load_u32(c, cond_wrefs_offset) & cond_wrefs_pshared; }
+bool marked(const pthread_cond_t* c) noexcept { return load_u32(c, cond_marker_offset) == cond_ours_marker; }
+
+// Marks the cond as contend's, for a wait with one of our mutexes (held by the caller).
+int claim(pthread_cond_t* c) noexcept {
+    std::uint32_t* marker = u32_at(c, cond_marker_offset);
+    std::uint32_t seen = __atomic_load_n(marker, __ATOMIC_ACQUIRE);
+    if (seen == cond_ours_marker) return 0;
+    if ((load_u32(c, cond_wrefs_offset) >> cond_wrefs_waiter_shift) != 0) return EINVAL;
+    // A cond glibc ran before has its own counters in byte 0: start contend's from "no waiters".
+    __atomic_store_n(reinterpret_cast<std::uint8_t*>(c), 0, __ATOMIC_RELAXED);
+    if (__atomic_compare_exchange_n(marker, &seen, cond_ours_marker, false, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+        return 0;
+    return seen == cond_ours_marker ? 0 : EINVAL;
+}
+
+struct unlock_failed {
+    int error;
+};
+
+// A mutex glibc runs, waited with on a marked cond: released and retaken with glibc's
+// functions. A failed release (an error-checking mutex not held) fails the wait with its
+// error before the thread sleeps; the retake's error (EOWNERDEAD of a robust mutex) is the
+// wait's result.
+struct glibc_lockable {
+    pthread_mutex_t* m;
+    int relock_error = 0;
+    void unlock() {
+        if (const int rc = glibc().mutex_unlock(m)) throw unlock_failed{rc};
+    }
+    void lock() noexcept { relock_error = glibc().mutex_lock(m); }
+};
+
+// Runs wait(lock) -> std::cv_status on contend's condition variable with the right lock.
+template <class Glibc, class Wait>
+int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&& wait) noexcept {
+    if (current_lock() == lock_choice::glibc) return to_glibc();
+    if (pshared(c)) {
+        // glibc's wait cannot release our lock, and contend's parking lot cannot hear a signal
+        // from another process: a process-shared cond with one of our (private) mutexes fails
+        // plainly instead of losing wake-ups.
+        return mutex_kind(m) == 0 ? EINVAL : to_glibc();
+    }
+    auto result = [](std::cv_status s) { return s == std::cv_status::timeout ? ETIMEDOUT : 0; };
+    try {
+        return visit_mutex(
+            m,
+            [&](auto& lock) {
+                if (const int rc = claim(c)) return rc;
+                return result(wait(lock));
+            },
+            [&] {
+                if (!marked(c)) return to_glibc();
+                glibc_lockable lock{m};
+                const int rc = result(wait(lock));
+                return lock.relock_error != 0 ? lock.relock_error : rc;
+            });
+    } catch (const unlock_failed& e) {
+        return e.error;
+    } catch (const contend::synchronization_error&) {
+        return EPERM;  // our mutex was not held
+    } catch (...) {
+        return EAGAIN;  // no memory for this thread's first park
+    }
+}
+
+int timed_wait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* abstime) noexcept {
+    return with_deadline(clock, abstime, [&](auto t) {
+        return dispatch_wait(
+            c, m, [&] { return glibc().cond_clockwait(c, m, clock, abstime); },
+            [&](auto& lock) { return as_contend_cond(c).wait_until(lock, t); });
+    });
+}
+
+}  // namespace
+
+extern "C" {
+
+// glibc's init zeroes the cond (the marker with it) and records the clock and pshared
+// attributes in __wrefs, where the waits read them: nothing of ours to add.
+CONTEND_INTERPOSE_EXPORT int pthread_cond_init(pthread_cond_t* c, const pthread_condattr_t* attr) {
+    return glibc().cond_init(c, attr);
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_cond_destroy(pthread_cond_t* c) {
+    if (marked(c)) {
+        // Nobody may wait on a cond being destroyed; unmarked, it is glibc's again.
+        __atomic_store_n(reinterpret_cast<std::uint8_t*>(c), 0, __ATOMIC_RELAXED);
+        __atomic_store_n(u32_at(c, cond_marker_offset), 0u, __ATOMIC_RELEASE);
+    }
+    return glibc().cond_destroy(c);
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
+    return dispatch_wait(
+        c, m, [&] { return glibc().cond_wait(c, m); },
+        [&](auto& lock) {
+            as_contend_cond(c).wait(lock);
+            return std::cv_status::no_timeout;
+        });
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime) {
+    if (current_lock() == lock_choice::glibc || (!marked(c) && mutex_kind(m) != 0))
+        return glibc().cond_timedwait(c, m, abstime);
+    if (!valid_nanoseconds(abstime)) return EINVAL;
+    const bool monotonic = load_u32(c, cond_wrefs_offset) & cond_wrefs_monotonic;
+    return timed_wait(c, m, monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME, abstime);
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
+                                                    const timespec* abstime) {
+    if (current_lock() == lock_choice::glibc || (!marked(c) && mutex_kind(m) != 0))
+        return glibc().cond_clockwait(c, m, clock, abstime);
+    if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return EINVAL;
+    if (!valid_nanoseconds(abstime)) return EINVAL;
+    return timed_wait(c, m, clock, abstime);
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_cond_signal(pthread_cond_t* c) {
+    if (current_lock() == lock_choice::glibc || !marked(c)) return glibc().cond_signal(c);
+    as_contend_cond(c).notify_one();
+    return 0;
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) {
+    if (current_lock() == lock_choice::glibc || !marked(c)) return glibc().cond_broadcast(c);
+    as_contend_cond(c).notify_all();
+    return 0;
+}
+
+}  // extern "C"

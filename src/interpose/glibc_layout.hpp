@@ -1,0 +1,99 @@
+// What the interposer assumes about glibc's pthread_mutex_t and pthread_cond_t, and the
+// few accessors that read those bytes. Every assumption is a static_assert here, so a
+// platform where one fails does not build instead of corrupting locks at run time.
+//
+// x86-64 is built and tested. aarch64's values (from glibc's generic struct_mutex.h and
+// aarch64 pthreadtypes-arch.h) are asserted but untested. Elsewhere the library is not built.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <type_traits>
+
+#include "contend/condition_variable.hpp"
+#include "contend/mutex.hpp"
+
+#if !defined(__GLIBC__)
+#error "libcontend_interpose relies on glibc's pthread layout"
+#endif
+
+namespace contend::interpose {
+
+#if defined(__x86_64__)
+inline constexpr std::size_t mutex_size = 40;
+#elif defined(__aarch64__)
+inline constexpr std::size_t mutex_size = 48;  // asserted, untested
+#else
+#error "libcontend_interpose: pthread layout unknown on this architecture"
+#endif
+
+// __kind: glibc's type in the low bits (NORMAL = DEFAULT = 0, RECURSIVE 1, ERRORCHECK 2,
+// ADAPTIVE 3) ored with ROBUST 16, PRIO_INHERIT 32, PRIO_PROTECT 64, PSHARED 128,
+// ELISION 256 and NO_ELISION 512. Only exactly 0 (a private, normal, non-robust mutex
+// without elision flags) is ours: any bit set means glibc gives the mutex a meaning that
+// a one-byte lock does not have, so glibc keeps it. PTHREAD_MUTEX_INITIALIZER is all zero.
+inline constexpr std::size_t mutex_kind_offset = 16;
+static_assert(sizeof(pthread_mutex_t) == mutex_size);
+static_assert(offsetof(__pthread_mutex_s, __kind) == mutex_kind_offset);
+static_assert(offsetof(pthread_mutex_t, __data) == 0);
+static_assert(offsetof(__pthread_mutex_s, __lock) == 0 && sizeof(int) == 4);
+
+// contend::mutex lives in the low byte of __lock (little-endian: byte 0 of the object),
+// which glibc's kind check never reads. A zero-filled or PTHREAD_MUTEX_INITIALIZER mutex
+// is then a free contend::mutex, since contend::mutex's all-zero state is "free".
+static_assert(sizeof(contend::mutex) == 1 && alignof(contend::mutex) == 1);
+static_assert(std::is_standard_layout_v<contend::mutex>);
+static_assert(std::is_trivially_destructible_v<contend::mutex>);
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+
+// pthread_cond_t: 48 bytes on both. glibc (2.36's layout) keeps __g1_orig_size at 32
+// (its low two bits are glibc's internal condvar lock: 0, 1 or 2, never 3) and __wrefs at
+// 36: waiter references << 3 | wake-request 4 | clock 2 (CLOCK_MONOTONIC) | pshared 1.
+inline constexpr std::size_t cond_size = 48;
+inline constexpr std::size_t cond_marker_offset = 32;
+inline constexpr std::size_t cond_wrefs_offset = 36;
+inline constexpr std::uint32_t cond_wrefs_pshared = 1;
+inline constexpr std::uint32_t cond_wrefs_monotonic = 2;
+inline constexpr unsigned cond_wrefs_waiter_shift = 3;
+static_assert(sizeof(pthread_cond_t) == cond_size);
+static_assert(offsetof(__pthread_cond_s, __g1_orig_size) == cond_marker_offset);
+static_assert(offsetof(__pthread_cond_s, __wrefs) == cond_wrefs_offset);
+// The marker a cond carries while contend runs it (see cond_interpose.cpp): its low two bits
+// are 3, a value glibc's condvar lock bits never take, so no glibc-run cond looks marked.
+inline constexpr std::uint32_t cond_ours_marker = 0x636f6e03u;
+static_assert((cond_ours_marker & 3u) == 3u);
+
+// contend::condition_variable in byte 0 of a marked cond (the low byte of __wseq): one byte
+// whose all-zero state means "no waiters".
+static_assert(sizeof(contend::condition_variable) == 1 && alignof(contend::condition_variable) == 1);
+static_assert(std::is_standard_layout_v<contend::condition_variable>);
+static_assert(std::is_trivially_destructible_v<contend::condition_variable>);
+
+// Fields glibc writes at init only are read with relaxed atomic loads: other threads may
+// use the object meanwhile, and a plain read would be a data race on paper.
+inline std::uint32_t load_u32(const void* object, std::size_t offset) noexcept {
+    const auto* p = reinterpret_cast<const std::uint32_t*>(static_cast<const char*>(object) + offset);
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+inline std::uint32_t* u32_at(void* object, std::size_t offset) noexcept {
+    return reinterpret_cast<std::uint32_t*>(static_cast<char*>(object) + offset);
+}
+
+inline int mutex_kind(const pthread_mutex_t* m) noexcept { return static_cast<int>(load_u32(m, mutex_kind_offset)); }
+
+// The contend::mutex in a mutex whose kind is 0. No constructor ever ran there: the
+// object's state is its one byte, all-zero is its constructed state, and it is only ever
+// used through atomics, so reading the byte as the object is what a constructor would give.
+inline contend::mutex& as_contend_mutex(pthread_mutex_t* m) noexcept {
+    return *std::launder(reinterpret_cast<contend::mutex*>(m));
+}
+
+inline contend::condition_variable& as_contend_cond(pthread_cond_t* c) noexcept {
+    return *std::launder(reinterpret_cast<contend::condition_variable*>(c));
+}
+
+}  // namespace contend::interpose

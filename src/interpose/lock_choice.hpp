@@ -1,0 +1,36 @@
+// Which lock the interposer runs kind-0 mutexes on: CONTEND_INTERPOSE_LOCK, read once.
+#pragma once
+
+#include <atomic>
+
+namespace contend::interpose {
+
+enum class lock_choice : int {
+    unresolved = 0,
+    glibc = 1,  // every call passes through (a baseline for profiling glibc)
+    contend_mutex = 2,  // contend::mutex in the mutex, contend::condition_variable in the cond
+    // contend's spin locks, for comparison in the lab: they never park (a timed lock polls),
+    // so they suit short critical sections only; conds still use contend::condition_variable.
+    ttas = 3,  // contend::ttas_lock in __lock
+    ticket = 4,  // contend::ticket_lock in __lock and __count (FIFO)
+};
+
+namespace detail {
+extern std::atomic<int> chosen_lock;
+lock_choice resolve_lock_choice() noexcept;
+}  // namespace detail
+
+// The choice is read from the environment by the library's constructor, or by the first
+// interposed call if one comes first (another library's constructor, a thread started
+// before ours ran): it must never change once any mutex was used, or a mutex locked one way
+// would be unlocked the other. A relaxed load on the fast path.
+inline lock_choice current_lock() noexcept {
+    const int c = detail::chosen_lock.load(std::memory_order_relaxed);
+    if (c != 0) [[likely]]
+        return static_cast<lock_choice>(c);
+    return detail::resolve_lock_choice();
+}
+
+const char* lock_name(lock_choice c) noexcept;
+
+}  // namespace contend::interpose

@@ -1,0 +1,123 @@
+// pthread_mutex_*: a mutex whose kind is 0 runs on the lock CONTEND_INTERPOSE_LOCK chose
+// (contend::mutex by default), kept in its first bytes; every other mutex, and every mutex
+// under CONTEND_INTERPOSE_LOCK=glibc, goes to glibc.
+#include <pthread.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "interpose/exports.hpp"
+#include "interpose/glibc_functions.hpp"
+#include "interpose/glibc_layout.hpp"
+#include "interpose/lock_choice.hpp"
+#include "interpose/our_locks.hpp"
+#include "interpose/timespec.hpp"
+
+using namespace contend::interpose;
+
+namespace {
+
+// contend reports errors by exceptions; none may cross into C. A lock can only fail to get
+// memory for its first park (EAGAIN); an unlock of a lock that is not held, where contend
+// notices it, is EPERM, as an error-checking mutex would say.
+template <class F>
+int no_throw(int error, F&& f) noexcept {
+    try {
+        return f();
+    } catch (...) {
+        return error;
+    }
+}
+
+// What timed_lock returns for a mutex glibc runs (no errno value is negative).
+constexpr int not_ours = -1;
+
+int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime) noexcept {
+    return visit_mutex(
+        m,
+        [&](auto& lock) {
+            // As glibc: the clock is checked first, the timeout only when the call has to wait.
+            if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return EINVAL;
+            if (lock.try_lock()) return 0;
+            if (!valid_nanoseconds(abstime)) return EINVAL;
+            return no_throw(EAGAIN, [&] {
+                return with_deadline(clock, abstime, [&](auto t) { return lock_until(lock, t) ? 0 : ETIMEDOUT; });
+            });
+        },
+        [] { return not_ours; });
+}
+
+}  // namespace
+
+extern "C" {
+
+CONTEND_INTERPOSE_EXPORT int pthread_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
+    if (current_lock() == lock_choice::glibc) return glibc().mutex_init(m, attr);
+    if (attr == nullptr) {
+        // What glibc's init does for no attributes, without the call.
+        std::memset(static_cast<void*>(m), 0, sizeof *m);
+        return 0;
+    }
+    // glibc validates the attributes and writes __kind; a kind-0 result is then ours, and
+    // glibc has zeroed our bytes already. Cleared again, so that does not depend on it.
+    const int rc = glibc().mutex_init(m, attr);
+    if (rc == 0 && mutex_kind(m) == 0) {
+        __atomic_store_n(&m->__data.__lock, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&m->__data.__count, 0u, __ATOMIC_RELEASE);
+    }
+    return rc;
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_mutex_destroy(pthread_mutex_t* m) {
+    return visit_mutex(
+        m,
+        [m](auto& lock) {
+            if (is_held(lock)) return EBUSY;  // glibc says EBUSY for a held mutex too
+            // glibc marks a destroyed mutex with kind -1, so that later use fails with EINVAL;
+            // with kind -1 it is no longer ours, and glibc's functions give exactly that answer.
+            __atomic_store_n(&m->__data.__kind, -1, __ATOMIC_RELEASE);
+            return 0;
+        },
+        [m] { return glibc().mutex_destroy(m); });
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
+    return visit_mutex(
+        m,
+        [](auto& lock) {
+            return no_throw(EAGAIN, [&] {
+                lock.lock();
+                return 0;
+            });
+        },
+        [m] { return glibc().mutex_lock(m); });
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
+    return visit_mutex(
+        m, [](auto& lock) { return lock.try_lock() ? 0 : EBUSY; }, [m] { return glibc().mutex_trylock(m); });
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* abstime) {
+    const int rc = timed_lock(m, CLOCK_REALTIME, abstime);
+    return rc != not_ours ? rc : glibc().mutex_timedlock(m, abstime);
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime) {
+    const int rc = timed_lock(m, clock, abstime);
+    return rc != not_ours ? rc : glibc().mutex_clocklock(m, clock, abstime);
+}
+
+CONTEND_INTERPOSE_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
+    return visit_mutex(
+        m,
+        [](auto& lock) {
+            return no_throw(EPERM, [&] {
+                lock.unlock();
+                return 0;
+            });
+        },
+        [m] { return glibc().mutex_unlock(m); });
+}
+
+}  // extern "C"
