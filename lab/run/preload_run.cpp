@@ -58,7 +58,7 @@ public:
     signals_while_waiting& operator=(const signals_while_waiting&) = delete;
 
 private:
-    struct sigaction old_[4] {};
+    struct sigaction old_[4]{};
 };
 
 // The child's environment: ours, with LD_PRELOAD and the library's settings replaced.
@@ -88,7 +88,7 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 }  // namespace
 
 const std::vector<std::string>& interpose_lock_names() {
-    static const std::vector<std::string> names = {"contend_mutex", "glibc"};
+    static const std::vector<std::string> names = {"contend_mutex", "glibc", "ttas", "ticket"};
     return names;
 }
 
@@ -114,9 +114,8 @@ std::string find_interpose_library() {
 }
 
 std::string preload_value(std::string_view library, const char* inherited) {
-    std::string v(library);
-    if (inherited && *inherited) v += ' ' + std::string(inherited);
-    return v;
+    if (!inherited || !*inherited) return std::string(library);
+    return std::string(inherited) + ' ' + std::string(library);
 }
 
 program_status run_preloaded(const preload_request& r) {

@@ -32,8 +32,10 @@ struct program_status {
 // else the build tree's copy. Throws std::runtime_error naming the places looked at.
 std::string find_interpose_library();
 
-// LD_PRELOAD for the child: the library first, then whatever the caller's LD_PRELOAD held
-// (a preloaded allocator or sanitizer stays), separated by a space as ld.so reads it.
+// LD_PRELOAD for the child: whatever the caller's LD_PRELOAD held, then the library,
+// separated by a space as ld.so reads it. After, not before: a sanitizer's runtime must stay
+// first (ASan refuses to start otherwise), and the library still comes before glibc, which
+// is all that interposing needs.
 std::string preload_value(std::string_view library, const char* inherited);
 
 // Runs the program with the library preloaded and waits for it. Its standard streams are

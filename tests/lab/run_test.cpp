@@ -1,0 +1,122 @@
+// contend run: the program runs with the interposition library preloaded and the chosen
+// lock, its exit status (or 128 + N for a signal) comes back as contend's own, and a program
+// that cannot be started, an unknown lock or a missing program is said so.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "run/preload_run.hpp"
+#include "run_cli.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+using contend_test::run_cli;
+using contend_test::shell_quote;
+using ContendRun = contend_test::temp_dir_test;
+
+const std::string torture = CONTEND_TEST_TORTURE_PATH;
+const std::string dlopened = CONTEND_TEST_DLOPENED_PATH;
+
+// The library is found in the build tree; a stray CONTEND_INTERPOSE_LIBRARY must not decide.
+const bool environment_cleared = [] {
+    unsetenv("CONTEND_INTERPOSE_LIBRARY");
+    return true;
+}();
+
+// Our multi-threaded program that uses every interposed function (tests/interpose/), under
+// each lock: it checks its own counts and that the interposer runs the lock it was told.
+TEST_F(ContendRun, OurTortureProgramPassesUnderEveryLockAndSeesThatLockActive) {
+    for (const auto& lock : contend::lab::interpose_lock_names()) {
+        const auto o = run_cli("run --lock " + lock + " -- env CONTEND_INTERPOSE_EXPECT=" + lock + " " +
+                               shell_quote(torture) + " " + shell_quote(dlopened));
+        EXPECT_EQ(o.exit_code, 0) << lock << ":\n" << o.output;
+    }
+}
+
+TEST_F(ContendRun, TheProgramsExitStatusIsContendsOwn) {
+    EXPECT_EQ(run_cli("run -- sh -c 'exit 7'").exit_code, 7);
+    EXPECT_EQ(run_cli("run -- true").exit_code, 0);
+}
+
+TEST_F(ContendRun, AProgramKilledBySignalNExits128PlusNAndSaysSo) {
+    const auto o = run_cli("run -- sh -c 'kill -SEGV $$'");
+    EXPECT_EQ(o.exit_code, 128 + SIGSEGV) << o.output;
+    EXPECT_NE(o.output.find("killed by signal 11"), std::string::npos) << o.output;
+}
+
+TEST_F(ContendRun, AProgramNotFoundExits127AndOneNotExecutable126) {
+    const auto missing = run_cli("run -- /no/such/program");
+    EXPECT_EQ(missing.exit_code, 127) << missing.output;
+    EXPECT_NE(missing.output.find("cannot run /no/such/program"), std::string::npos) << missing.output;
+    const std::string plain = path("not_executable");
+    std::ofstream(plain) << "#!/bin/sh\nexit 0\n";
+    EXPECT_EQ(run_cli("run -- " + shell_quote(plain)).exit_code, 126);
+}
+
+TEST_F(ContendRun, AnUnknownLockOrNoProgramIsBadUsageAndRunsNothing) {
+    const std::string witness = path("ran");
+    const auto o = run_cli("run --lock no_such_lock -- touch " + shell_quote(witness));
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find("contend_mutex"), std::string::npos) << "the message lists the locks:\n" << o.output;
+    EXPECT_NE(access(witness.c_str(), F_OK), 0) << "the program ran";
+    EXPECT_EQ(run_cli("run").exit_code, 2);
+}
+
+// The child sees the library after whatever LD_PRELOAD held (a sanitizer's runtime must stay
+// first), and the lock it was given.
+TEST_F(ContendRun, TheProgramSeesTheLibraryAfterTheInheritedPreloadAndTheLock) {
+    const auto o = run_cli("env LD_PRELOAD=libm.so.6 " + shell_quote(CONTEND_CLI_PATH) +
+                               " run --lock ticket -- sh -c 'echo \"$LD_PRELOAD|$CONTEND_INTERPOSE_LOCK\"'",
+                           false);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find("libm.so.6 /"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("libcontend_interpose.so|ticket"), std::string::npos) << o.output;
+    EXPECT_EQ(contend::lab::preload_value("/l.so", nullptr), "/l.so");
+    EXPECT_EQ(contend::lab::preload_value("/l.so", ""), "/l.so");
+}
+
+// SIGTERM sent to contend reaches the program, which dies of it: contend exits 143.
+TEST_F(ContendRun, SigtermToContendIsPassedToTheProgram) {
+    int out[2];
+    ASSERT_EQ(pipe(out), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        dup2(out[1], STDOUT_FILENO);
+        close(out[0]);
+        close(out[1]);
+        execl(CONTEND_CLI_PATH, CONTEND_CLI_PATH, "run", "--", "sh", "-c", "echo started; exec sleep 30",
+              static_cast<char*>(nullptr));
+        _exit(99);
+    }
+    close(out[1]);
+    char buf[16] = {};
+    ASSERT_GT(::read(out[0], buf, sizeof buf - 1), 0) << "the program never started";
+    close(out[0]);
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 1000 && done == 0; ++i) {  // at most 10 s: a bug fails, not hangs
+        done = waitpid(pid, &status, WNOHANG);
+        if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        FAIL() << "contend run did not end within 10 s of SIGTERM";
+    }
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+}
+
+}  // namespace
