@@ -4,13 +4,14 @@
 #   - Debian packages: the toolchain, the libraries the lab links, and chromium, which the
 #     test of `contend report`'s page runs headless (nodejs and npm too, when there is no npm);
 #     postgresql, whose server tests/lab/with_postgres.sh starts for the PostgreSQL history's test;
-#     wrk, the HTTP load of server's smoke test.
+#     wrk, the HTTP load of server's smoke test; sysbench, a real program `contend run`'s test
+#     runs under every lock.
 #   - Chart.js, the charting library `contend report` inlines into its page, from npm at the
 #     exact version pinned in lab/pages/package-lock.json, into lab/pages/node_modules.
 #     The build embeds it (a build configured without it configures again by itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(build-essential cmake g++ pkg-config clang-format libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev postgresql libpq-dev libabsl-dev libtbb-dev libck-dev libboost-dev libreaderwriterqueue-dev chromium clang wrk)
+packages=(build-essential cmake g++ pkg-config clang-format libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev postgresql libpq-dev libabsl-dev libtbb-dev libck-dev libboost-dev libreaderwriterqueue-dev chromium clang wrk sysbench)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do

@@ -17,6 +17,9 @@
 #ifndef CONTEND_INTERPOSE_BUILD_PATH
 #define CONTEND_INTERPOSE_BUILD_PATH ""
 #endif
+#ifndef CONTEND_INTERPOSE_INSTALL_LIBDIR
+#define CONTEND_INTERPOSE_INSTALL_LIBDIR "lib"
+#endif
 
 extern char** environ;
 
@@ -102,7 +105,7 @@ std::string find_interpose_library() {
     std::vector<std::filesystem::path> tried;
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) tried.push_back(self.parent_path().parent_path() / "lib" / library_file);
+    if (!ec) tried.push_back(self.parent_path().parent_path() / CONTEND_INTERPOSE_INSTALL_LIBDIR / library_file);
     if (*CONTEND_INTERPOSE_BUILD_PATH) tried.emplace_back(CONTEND_INTERPOSE_BUILD_PATH);
     for (const auto& p : tried)
         if (access(p.c_str(), R_OK) == 0) return p.string();

@@ -28,7 +28,8 @@ struct program_status {
 };
 
 // Where the interposition library is: $CONTEND_INTERPOSE_LIBRARY if set; else beside this
-// executable's installation (<prefix>/lib/libcontend_interpose.so for <prefix>/bin/contend);
+// executable's installation (<prefix>/<libdir>/libcontend_interpose.so for
+// <prefix>/bin/contend, libdir as configured: lib, or lib/x86_64-linux-gnu under /usr);
 // else the build tree's copy. Throws std::runtime_error naming the places looked at.
 std::string find_interpose_library();
 
