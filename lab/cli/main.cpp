@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     app.footer(cli::exit_status_table);
     const cli::command bench = cli::add_bench(app);
     std::vector<cli::command> commands = {bench, cli::add_disasm(app), cli::add_report(app), cli::add_compare(app),
-                                           cli::add_run(app)};
+                                          cli::add_run(app)};
     for (auto& c : cli::add_history(app)) commands.push_back(std::move(c));
     try {
         app.parse(argc, argv);
