@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -27,6 +28,19 @@ namespace contend::lab {
 namespace {
 
 constexpr const char* library_file = "libcontend_interpose.so";
+
+// The signals whose disposition a program inherits across exec, as contend itself inherited
+// them (read before main, so before the lab's own handlers and its SIGPIPE/SIGXFSZ ignores):
+// an ignored one (nohup's SIGHUP) stays ignored for the program, any other is the default.
+constexpr int inherited_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
+const auto ignored_at_start = [] {
+    std::array<bool, std::size(inherited_signals)> ignored{};
+    for (std::size_t i = 0; i < ignored.size(); ++i) {
+        struct sigaction sa {};
+        ignored[i] = sigaction(inherited_signals[i], nullptr, &sa) == 0 && sa.sa_handler == SIG_IGN;
+    }
+    return ignored;
+}();
 
 // The child being waited for, for the forwarding handler (one run at a time per process).
 std::atomic<pid_t> running_child{0};
@@ -149,11 +163,10 @@ program_status run_preloaded(const preload_request& r) {
         throw std::system_error(e, std::generic_category(), "fork");
     }
     if (child == 0) {
-        // The program gets the dispositions we had, not the ones set for waiting.
-        signal(SIGINT, SIG_DFL);
-        signal(SIGQUIT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
+        // The program gets the dispositions contend was started with, not the ones set for
+        // waiting nor the lab's ignores (a program that writes to a closed pipe dies of SIGPIPE).
+        for (std::size_t i = 0; i < ignored_at_start.size(); ++i)
+            signal(inherited_signals[i], ignored_at_start[i] ? SIG_IGN : SIG_DFL);
         execvpe(argv[0], argv.data(), envp.data());
         const int e = errno;
         (void)!write(report[1], &e, sizeof e);

@@ -85,6 +85,16 @@ TEST_F(ContendRun, TheProgramSeesTheLibraryAfterTheInheritedPreloadAndTheLock) {
     EXPECT_EQ(contend::lab::preload_value("/l.so", ""), "/l.so");
 }
 
+// The program starts with the signal dispositions contend started with: SIGPIPE at its default
+// (the lab ignores it for itself), and a SIGHUP ignored by the caller (nohup) still ignored.
+TEST_F(ContendRun, TheProgramInheritsTheSignalDispositionsContendWasStartedWith) {
+    const auto pipe_default = run_cli("run -- sh -c 'kill -PIPE $$; exit 0'");
+    EXPECT_EQ(pipe_default.exit_code, 128 + SIGPIPE) << pipe_default.output;
+    const auto hup_ignored =
+        run_cli("trap '' HUP; " + shell_quote(CONTEND_CLI_PATH) + " run -- sh -c 'kill -HUP $$; exit 0'", false);
+    EXPECT_EQ(hup_ignored.exit_code, 0) << hup_ignored.output;
+}
+
 // SIGTERM sent to contend reaches the program, which dies of it: contend exits 143.
 TEST_F(ContendRun, SigtermToContendIsPassedToTheProgram) {
     int out[2];
