@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <type_traits>
 
 #include "contend/synchronization_error.hpp"
 #include "interpose/exports.hpp"
@@ -26,6 +27,7 @@
 #include "interpose/glibc_layout.hpp"
 #include "interpose/lock_choice.hpp"
 #include "interpose/our_locks.hpp"
+#include "interpose/profile.hpp"
 #include "interpose/timespec.hpp"
 
 using namespace contend::interpose;
@@ -65,10 +67,38 @@ struct glibc_lockable {
     void lock() noexcept { relock_error = glibc().mutex_lock(m); }
 };
 
+// One of our locks, as the condition variable releases and retakes it, with the profile's
+// notes: a hold being timed ends at the release, and the retake counts as an acquisition
+// (never as contended: its wait for the mutex cannot be told from its wait for the signal).
+template <class Lock>
+struct profiled_lockable {
+    Lock& lock_;
+    pthread_mutex_t* m;
+    void unlock() {
+        profile::releasing(m);
+        lock_.unlock();
+    }
+    void lock() {
+        lock_.lock();
+        profile::acquired(m);
+    }
+};
+
+// A wait glibc runs with a kind-0 mutex (CONTEND_INTERPOSE_LOCK=glibc), with the same notes.
+// glibc checks its arguments (EINVAL) before it releases the mutex.
+template <class F>
+int glibc_wait(pthread_mutex_t* m, F&& wait) noexcept {
+    if (!profiling() || mutex_kind(m) != 0) return wait();
+    profile::releasing(m);
+    const int rc = wait();
+    if (rc != EINVAL) profile::acquired(m);
+    return rc;
+}
+
 // Runs wait(lock) -> std::cv_status on contend's condition variable with the right lock.
 template <class Glibc, class Wait>
 int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&& wait) noexcept {
-    if (current_lock() == lock_choice::glibc) return to_glibc();
+    if (current_lock() == lock_choice::glibc) return glibc_wait(m, to_glibc);
     if (pshared(c)) {
         // glibc's wait cannot release our lock, and contend's parking lot cannot hear a signal
         // from another process: a process-shared cond with one of our (private) mutexes fails
@@ -81,6 +111,10 @@ int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&
             m,
             [&](auto& lock) {
                 if (const int rc = claim(c)) return rc;
+                if (profiling()) {
+                    profiled_lockable<std::remove_reference_t<decltype(lock)>> noted{lock, m};
+                    return result(wait(noted));
+                }
                 return result(wait(lock));
             },
             [&] {
@@ -136,7 +170,7 @@ CONTEND_INTERPOSE_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_
 
 CONTEND_INTERPOSE_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime) {
     if (current_lock() == lock_choice::glibc || (!marked(c) && mutex_kind(m) != 0))
-        return glibc().cond_timedwait(c, m, abstime);
+        return glibc_wait(m, [&] { return glibc().cond_timedwait(c, m, abstime); });
     if (!valid_nanoseconds(abstime)) return EINVAL;
     const bool monotonic = load_u32(c, cond_wrefs_offset) & cond_wrefs_monotonic;
     return timed_wait(c, m, monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME, abstime);
@@ -145,7 +179,7 @@ CONTEND_INTERPOSE_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_m
 CONTEND_INTERPOSE_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
                                                     const timespec* abstime) {
     if (current_lock() == lock_choice::glibc || (!marked(c) && mutex_kind(m) != 0))
-        return glibc().cond_clockwait(c, m, clock, abstime);
+        return glibc_wait(m, [&] { return glibc().cond_clockwait(c, m, clock, abstime); });
     if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return EINVAL;
     if (!valid_nanoseconds(abstime)) return EINVAL;
     return timed_wait(c, m, clock, abstime);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "interpose/exports.hpp"
+#include "interpose/profile.hpp"
 
 namespace contend::interpose {
 
@@ -40,16 +41,19 @@ lock_choice resolve_lock_choice() noexcept {
         }
         if (unknown) c = lock_choice::glibc;
     }
+    // The profile starts before the choice is published: no call takes the profiled path
+    // before its table exists.
+    const int flags = profile::start_from_environment() ? profile_flag : 0;
     int expected = 0;
     // The first thread to decide reports an unknown name; write(2), not stdio, since this may
     // run inside the program's first lock call.
-    if (chosen_lock.compare_exchange_strong(expected, static_cast<int>(c)) && unknown) {
+    if (chosen_lock.compare_exchange_strong(expected, static_cast<int>(c) | flags) && unknown) {
         static constexpr char msg[] =
             "libcontend_interpose: unknown CONTEND_INTERPOSE_LOCK (known: contend_mutex, glibc, ttas, ticket); "
             "using glibc\n";
         (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
     }
-    return static_cast<lock_choice>(chosen_lock.load());
+    return static_cast<lock_choice>(chosen_lock.load() & ~profile_flag);
 }
 
 // Read at load time, so the choice (and its message) does not wait for the first lock.

@@ -15,6 +15,10 @@ enum class lock_choice : int {
     ticket = 4,  // contend::ticket_lock in __lock and __count (FIFO)
 };
 
+// Set beside the choice in chosen_lock when CONTEND_INTERPOSE_PROFILE asks for a profile
+// (profile.hpp): the fast path reads both with one load.
+inline constexpr int profile_flag = 0x100;
+
 namespace detail {
 extern std::atomic<int> chosen_lock;
 lock_choice resolve_lock_choice() noexcept;
@@ -24,12 +28,16 @@ lock_choice resolve_lock_choice() noexcept;
 // interposed call if one comes first (another library's constructor, a thread started
 // before ours ran): it must never change once any mutex was used, or a mutex locked one way
 // would be unlocked the other. A relaxed load on the fast path.
-inline lock_choice current_lock() noexcept {
+inline int current_choice_and_flags() noexcept {
     const int c = detail::chosen_lock.load(std::memory_order_relaxed);
     if (c != 0) [[likely]]
-        return static_cast<lock_choice>(c);
-    return detail::resolve_lock_choice();
+        return c;
+    return static_cast<int>(detail::resolve_lock_choice()) | (detail::chosen_lock.load() & profile_flag);
 }
+inline lock_choice current_lock() noexcept {
+    return static_cast<lock_choice>(current_choice_and_flags() & ~profile_flag);
+}
+inline bool profiling() noexcept { return (current_choice_and_flags() & profile_flag) != 0; }
 
 const char* lock_name(lock_choice c) noexcept;
 

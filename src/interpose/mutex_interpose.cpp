@@ -11,6 +11,7 @@
 #include "interpose/glibc_layout.hpp"
 #include "interpose/lock_choice.hpp"
 #include "interpose/our_locks.hpp"
+#include "interpose/profile.hpp"
 #include "interpose/timespec.hpp"
 
 using namespace contend::interpose;
@@ -32,19 +33,99 @@ int no_throw(int error, F&& f) noexcept {
 // What timed_lock returns for a mutex glibc runs (no errno value is negative).
 constexpr int not_ours = -1;
 
-int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime) noexcept {
-    return visit_mutex(
+template <class Lock>
+int lock_until_deadline(Lock& lock, clockid_t clock, const timespec* abstime) noexcept {
+    return no_throw(EAGAIN, [&] {
+        return with_deadline(clock, abstime, [&](auto t) { return lock_until(lock, t) ? 0 : ETIMEDOUT; });
+    });
+}
+int lock_until_deadline(glibc_normal_mutex& g, clockid_t clock, const timespec* abstime) noexcept {
+    return glibc().mutex_clocklock(g.m, clock, abstime);
+}
+
+// The wait of an acquisition whose first try failed, timed for the profile when `site` (the
+// program's call) is given: wait() returns 0 holding the mutex, or an error.
+template <class Wait>
+int wait_for(pthread_mutex_t* m, const void* site, Wait&& wait) noexcept {
+    if (site == nullptr) return wait();
+    profile::lock_record* r = profile::record_for(m, site);
+    const std::uint64_t start = profile::ticks();
+    const int rc = wait();
+    const std::uint64_t waited = profile::ticks() - start;
+    if (rc == 0) {
+        profile::contended(r, waited);
+        profile::acquired(m);
+    } else if (rc == ETIMEDOUT) {
+        profile::timed_out(r, waited);
+    }
+    return rc;
+}
+
+template <bool profiled>
+int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime, const void* site) noexcept {
+    return visit_mutex<profiled>(
         m,
         [&](auto& lock) {
             // As glibc: the clock is checked first, the timeout only when the call has to wait.
             if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return EINVAL;
-            if (lock.try_lock()) return 0;
+            if (lock.try_lock()) {
+                if (profiled) profile::acquired(m);
+                return 0;
+            }
             if (!valid_nanoseconds(abstime)) return EINVAL;
-            return no_throw(EAGAIN, [&] {
-                return with_deadline(clock, abstime, [&](auto t) { return lock_until(lock, t) ? 0 : ETIMEDOUT; });
-            });
+            return wait_for(m, site, [&] { return lock_until_deadline(lock, clock, abstime); });
         },
         [] { return not_ours; });
+}
+
+int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime, const void* site) noexcept {
+    return profiling() ? timed_lock<true>(m, clock, abstime, site) : timed_lock<false>(m, clock, abstime, nullptr);
+}
+
+template <bool profiled>
+int lock(pthread_mutex_t* m, const void* site) noexcept {
+    return visit_mutex<profiled>(
+        m,
+        [&](auto& lock) {
+            if (profiled && lock.try_lock()) {
+                profile::acquired(m);
+                return 0;
+            }
+            return wait_for(m, site, [&] {
+                return no_throw(EAGAIN, [&] {
+                    lock.lock();
+                    return 0;
+                });
+            });
+        },
+        [m] { return glibc().mutex_lock(m); });
+}
+
+template <bool profiled>
+int unlock(pthread_mutex_t* m) noexcept {
+    return visit_mutex<profiled>(
+        m,
+        [m](auto& lock) {
+            if (profiled) profile::releasing(m);
+            return no_throw(EPERM, [&] {
+                lock.unlock();
+                return 0;
+            });
+        },
+        [m] { return glibc().mutex_unlock(m); });
+}
+
+int destroy(pthread_mutex_t* m) {
+    return visit_mutex(
+        m,
+        [m](auto& lock) {
+            if (is_held(lock)) return EBUSY;  // glibc says EBUSY for a held mutex too
+            // glibc marks a destroyed mutex with kind -1, so that later use fails with EINVAL;
+            // with kind -1 it is no longer ours, and glibc's functions give exactly that answer.
+            __atomic_store_n(&m->__data.__kind, -1, __ATOMIC_RELEASE);
+            return 0;
+        },
+        [m] { return glibc().mutex_destroy(m); });
 }
 
 }  // namespace
@@ -52,6 +133,8 @@ int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime) noe
 extern "C" {
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
+    // A mutex initialized again (or new memory where a mutex was) may still point to a record.
+    if (profiling()) profile::retire(m);
     if (current_lock() == lock_choice::glibc) return glibc().mutex_init(m, attr);
     if (attr == nullptr) {
         // What glibc's init does for no attributes, without the call.
@@ -69,55 +152,54 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_init(pthread_mutex_t* m, const pthrea
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_destroy(pthread_mutex_t* m) {
-    return visit_mutex(
-        m,
-        [m](auto& lock) {
-            if (is_held(lock)) return EBUSY;  // glibc says EBUSY for a held mutex too
-            // glibc marks a destroyed mutex with kind -1, so that later use fails with EINVAL;
-            // with kind -1 it is no longer ours, and glibc's functions give exactly that answer.
-            __atomic_store_n(&m->__data.__kind, -1, __ATOMIC_RELEASE);
-            return 0;
-        },
-        [m] { return glibc().mutex_destroy(m); });
+    if (profiling() && mutex_kind(m) == 0) {
+        // Its record takes what the mutex still counts, under any lock choice (glibc's
+        // destroy leaves __list as it is).
+        const int rc = destroy(m);
+        if (rc == 0) profile::retire(m);
+        return rc;
+    }
+    return destroy(m);
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
-    return visit_mutex(
-        m,
-        [](auto& lock) {
-            return no_throw(EAGAIN, [&] {
-                lock.lock();
-                return 0;
-            });
-        },
-        [m] { return glibc().mutex_lock(m); });
+    if (profiling()) [[unlikely]]
+        return lock<true>(m, __builtin_return_address(0));
+    return lock<false>(m, nullptr);
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
+    if (profiling()) [[unlikely]] {
+        return visit_mutex<true>(
+            m,
+            [m](auto& lock) {
+                if (!lock.try_lock()) {
+                    profile::trylock_busy();
+                    return EBUSY;
+                }
+                profile::acquired(m);
+                return 0;
+            },
+            [m] { return glibc().mutex_trylock(m); });
+    }
     return visit_mutex(
         m, [](auto& lock) { return lock.try_lock() ? 0 : EBUSY; }, [m] { return glibc().mutex_trylock(m); });
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* abstime) {
-    const int rc = timed_lock(m, CLOCK_REALTIME, abstime);
+    const int rc = timed_lock(m, CLOCK_REALTIME, abstime, __builtin_return_address(0));
     return rc != not_ours ? rc : glibc().mutex_timedlock(m, abstime);
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime) {
-    const int rc = timed_lock(m, clock, abstime);
+    const int rc = timed_lock(m, clock, abstime, __builtin_return_address(0));
     return rc != not_ours ? rc : glibc().mutex_clocklock(m, clock, abstime);
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
-    return visit_mutex(
-        m,
-        [](auto& lock) {
-            return no_throw(EPERM, [&] {
-                lock.unlock();
-                return 0;
-            });
-        },
-        [m] { return glibc().mutex_unlock(m); });
+    if (profiling()) [[unlikely]]
+        return unlock<true>(m);
+    return unlock<false>(m);
 }
 
 }  // extern "C"

@@ -12,6 +12,7 @@
 
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
+#include "interpose/glibc_functions.hpp"
 #include "interpose/glibc_layout.hpp"
 #include "interpose/lock_choice.hpp"
 
@@ -32,12 +33,30 @@ Lock& as_lock(pthread_mutex_t* m) noexcept {
     return *std::launder(reinterpret_cast<Lock*>(m));
 }
 
+// A kind-0 mutex glibc runs, as a lock, for the profiled calls under
+// CONTEND_INTERPOSE_LOCK=glibc: glibc's functions, with the profile's notes around them.
+// glibc's lock and unlock of a normal mutex check nothing and always return 0.
+struct glibc_normal_mutex {
+    pthread_mutex_t* m;
+    bool try_lock() noexcept { return glibc().mutex_trylock(m) == 0; }
+    void lock() noexcept { (void)glibc().mutex_lock(m); }
+    void unlock() noexcept { (void)glibc().mutex_unlock(m); }
+};
+
 // Calls ours(lock) with the lock a kind-0 mutex runs on; theirs() when glibc runs the mutex.
-template <class Ours, class Theirs>
+// With_glibc: ours(glibc_normal_mutex) for a kind-0 mutex glibc runs (the profiled calls).
+template <bool with_glibc = false, class Ours, class Theirs>
 inline int visit_mutex(pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
     const lock_choice c = current_lock();
-    if (c == lock_choice::glibc || mutex_kind(m) != 0) return theirs();
+    if (mutex_kind(m) != 0) return theirs();
     switch (c) {
+        case lock_choice::glibc:
+            if constexpr (with_glibc) {
+                glibc_normal_mutex g{m};
+                return ours(g);
+            } else {
+                return theirs();
+            }
         case lock_choice::ttas:
             return ours(as_lock<contend::ttas_lock>(m));
         case lock_choice::ticket:

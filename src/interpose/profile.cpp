@@ -1,0 +1,478 @@
+// The lock profile's table, its clock and its file (profile.hpp states the costs).
+#include "interpose/profile.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "interpose/lock_choice.hpp"
+
+namespace contend::interpose::profile {
+
+// A log-linear histogram of tick counts: exact below 8, then 8 buckets per power of two (each
+// under 13 % wide, so a percentile read off it is within about 6 % of the true value).
+class histogram {
+public:
+    static constexpr unsigned sub_bits = 3, sub = 1u << sub_bits, max_exponent = 47;
+    static constexpr unsigned buckets = (max_exponent - sub_bits + 2) * sub;
+
+    void add(std::uint64_t v) noexcept { counts_[index(v)].fetch_add(1, std::memory_order_relaxed); }
+
+    // The value below which a share q of the recorded values lie (the midpoint of its bucket).
+    double quantile(double q) const noexcept {
+        std::uint64_t total = 0;
+        for (const auto& c : counts_) total += c.load(std::memory_order_relaxed);
+        if (total == 0) return 0;
+        // The nearest rank: the smallest value with at least a share q of the values at or below it.
+        const auto rank =
+            std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total))));
+        std::uint64_t seen = 0;
+        for (unsigned i = 0; i < buckets; ++i) {
+            seen += counts_[i].load(std::memory_order_relaxed);
+            if (seen >= rank) return midpoint(i);
+        }
+        return midpoint(buckets - 1);
+    }
+
+private:
+    static unsigned index(std::uint64_t v) noexcept {
+        if (v < sub) return static_cast<unsigned>(v);
+        const unsigned e = std::min<unsigned>(63 - static_cast<unsigned>(std::countl_zero(v)), max_exponent);
+        if (e == max_exponent && (v >> e) > 1) return buckets - 1;
+        return (e - sub_bits + 1) * sub + static_cast<unsigned>((v >> (e - sub_bits)) & (sub - 1));
+    }
+    static double midpoint(unsigned i) noexcept {
+        if (i < sub) return i;
+        const unsigned e = i / sub - 1 + sub_bits, s = i % sub;
+        const double low = std::ldexp(static_cast<double>(sub + s), static_cast<int>(e - sub_bits));
+        return low + std::ldexp(0.5, static_cast<int>(e - sub_bits));
+    }
+    std::array<std::atomic<std::uint64_t>, buckets> counts_{};
+};
+
+struct lock_record {
+    std::atomic<const void*> address{nullptr};  // null: a record lost to a racing creator
+    std::atomic<const void*> site{nullptr};
+    // Written by the mutex's holder only (relaxed load and store): acquisitions folded in from
+    // the mutex, the start of a sampled hold (0: none).
+    std::atomic<std::uint64_t> acquisitions{0}, hold_start{0};
+    std::atomic<std::uint64_t> contended{0}, wait_ticks{0}, wait_max{0}, timeouts{0};
+    std::atomic<std::uint64_t> hold_samples{0}, hold_ticks{0};
+    histogram waits, holds;
+};
+
+namespace {
+
+constexpr std::size_t max_records = 4096, max_stripes = 16384;
+
+struct profile_state {
+    std::atomic<int> phase{0};  // 0: off, 1: starting, 2: on
+    const char* directory = nullptr;
+    pid_t pid = 0;
+    std::uint64_t start_ticks = 0;
+    timespec start_time{};
+    lock_record* records = nullptr;  // max_records of them, mapped at start
+    std::atomic<std::size_t> records_used{0};
+    lock_record dropped;  // the contentions of locks past the table
+    std::atomic<std::uint64_t> locks_dropped{0};
+    stripe* stripes = nullptr;  // max_stripes
+    std::atomic<std::size_t> stripes_used{0};
+    stripe shared_stripe;
+};
+constinit profile_state state;
+
+double seconds_between(const timespec& a, const timespec& b) noexcept {
+    return static_cast<double>(b.tv_sec - a.tv_sec) + static_cast<double>(b.tv_nsec - a.tv_nsec) * 1e-9;
+}
+
+template <class T>
+T* map_array(std::size_t n) noexcept {
+    void* p =
+        ::mmap(nullptr, sizeof(T) * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // Zero-filled pages are each type's initial state (all-zero atomics and flags).
+    return p == MAP_FAILED ? nullptr : static_cast<T*>(p);
+}
+
+void relaxed_add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
+
+bool is_ours(const lock_record* r) noexcept {
+    return r >= state.records && r < state.records + state.records_used.load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+thread_local stripe* this_thread_stripe __attribute__((tls_model("initial-exec"))) = nullptr;
+
+stripe& claim_stripe() noexcept {
+    const std::size_t i = state.stripes_used.fetch_add(1, std::memory_order_relaxed);
+    stripe* s = (state.stripes != nullptr && i < max_stripes) ? &state.stripes[i] : &state.shared_stripe;
+    this_thread_stripe = s;
+    return *s;
+}
+
+void fold_and_sample(pthread_mutex_t* m, lock_record* r, std::uint64_t count) noexcept {
+    relaxed_add(r->acquisitions, count);
+    __atomic_store_n(count_word(m), 0, __ATOMIC_RELAXED);
+    r->hold_start.store(ticks(), std::memory_order_relaxed);
+}
+
+void end_hold_sample(pthread_mutex_t* m) noexcept {
+    lock_record* r = record_of(m);
+    if (r == nullptr) return;
+    const std::uint64_t start = r->hold_start.load(std::memory_order_relaxed);
+    if (start == 0) return;  // the record came after this acquisition's fold
+    r->hold_start.store(0, std::memory_order_relaxed);
+    const std::uint64_t held = ticks() - start;
+    relaxed_add(r->hold_samples, 1);
+    relaxed_add(r->hold_ticks, held);
+    r->holds.add(held);
+}
+
+lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
+    if (lock_record* r = record_of(m)) return r;
+    const std::size_t i = state.records_used.load(std::memory_order_relaxed) < max_records
+                              ? state.records_used.fetch_add(1, std::memory_order_acq_rel)
+                              : max_records;
+    if (i >= max_records) {
+        state.locks_dropped.fetch_add(1, std::memory_order_relaxed);
+        return &state.dropped;  // not installed: the next contention tries again, and fails cheaply
+    }
+    lock_record* r = &state.records[i];
+    r->site.store(site, std::memory_order_relaxed);
+    r->address.store(m, std::memory_order_release);
+    lock_record* expected = nullptr;
+    if (__atomic_compare_exchange_n(record_word(m), &expected, r, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return r;
+    r->address.store(nullptr, std::memory_order_release);  // another thread's record won
+    return expected;
+}
+
+void contended(lock_record* r, std::uint64_t wait) noexcept {
+    r->contended.fetch_add(1, std::memory_order_relaxed);
+    r->wait_ticks.fetch_add(wait, std::memory_order_relaxed);
+    std::uint64_t max = r->wait_max.load(std::memory_order_relaxed);
+    while (wait > max && !r->wait_max.compare_exchange_weak(max, wait, std::memory_order_relaxed)) {
+    }
+    r->waits.add(wait);
+}
+
+void timed_out(lock_record* r, std::uint64_t wait) noexcept {
+    r->timeouts.fetch_add(1, std::memory_order_relaxed);
+    r->wait_ticks.fetch_add(wait, std::memory_order_relaxed);
+}
+
+void retire(pthread_mutex_t* m) noexcept {
+    lock_record* r = __atomic_load_n(record_word(m), __ATOMIC_ACQUIRE);
+    if (!is_ours(r) || r->address.load(std::memory_order_relaxed) != m) return;
+    relaxed_add(r->acquisitions, __atomic_load_n(count_word(m), __ATOMIC_RELAXED));
+    __atomic_store_n(count_word(m), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(record_word(m), nullptr, __ATOMIC_RELEASE);
+}
+
+bool start_from_environment() noexcept {
+    const char* dir = std::getenv("CONTEND_INTERPOSE_PROFILE");
+    if (dir == nullptr || *dir == '\0') return false;
+    int expected = 0;
+    if (!state.phase.compare_exchange_strong(expected, 1)) {
+        while (state.phase.load() != 2) {
+        }
+        return true;
+    }
+    state.directory = dir;
+    state.shared_stripe.shared = true;
+    state.pid = ::getpid();
+    state.records = map_array<lock_record>(max_records);
+    state.stripes = map_array<stripe>(max_stripes);
+    if (state.records == nullptr || state.stripes == nullptr) {
+        static constexpr char msg[] = "libcontend_interpose: no memory for the profile; not profiling\n";
+        (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+        state.phase.store(0);
+        return false;
+    }
+    ::clock_gettime(CLOCK_MONOTONIC, &state.start_time);
+    state.start_ticks = ticks();
+    state.phase.store(2);
+    return true;
+}
+
+// --- The file --------------------------------------------------------------------------------
+
+namespace {
+
+// Just enough JSON for the profile: the file's reader is contend run (lab/run/).
+class json_out {
+public:
+    void key(const char* k) {
+        comma();
+        quoted(k);
+        text_ += ':';
+        value_follows_ = true;
+    }
+    void string(const char* s) {
+        comma();
+        quoted(s);
+    }
+    void number(std::uint64_t v) {
+        comma();
+        text_ += std::to_string(v);
+    }
+    void real(double v) {
+        comma();
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%.9g", std::isfinite(v) ? v : 0.0);
+        text_ += buf;
+    }
+    void hex(const void* p) {
+        char buf[24];
+        std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, reinterpret_cast<std::uintptr_t>(p));
+        string(buf);
+    }
+    void open(char c) {
+        comma();
+        text_ += c;
+        first_ = true;
+    }
+    void close(char c) {
+        text_ += c;
+        first_ = false;
+    }
+    const std::string& text() const { return text_; }
+
+private:
+    void comma() {
+        if (!first_ && !value_follows_) text_ += ',';
+        first_ = value_follows_ = false;
+    }
+    void quoted(const char* s) {
+        text_ += '"';
+        for (const unsigned char* p = reinterpret_cast<const unsigned char*>(s); *p; ++p) {
+            if (*p == '"' || *p == '\\') {
+                text_ += '\\';
+                text_ += static_cast<char>(*p);
+            } else if (*p < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", *p);
+                text_ += buf;
+            } else {
+                text_ += static_cast<char>(*p);
+            }
+        }
+        text_ += '"';
+    }
+    std::string text_;
+    bool first_ = true, value_follows_ = false;
+};
+
+std::string executable_path() {
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// Where a call site is, for addr2line: the object, and the address in it that addr2line takes.
+void write_site(json_out& j, const void* site, const std::string& executable) {
+    j.open('{');
+    j.key("address");
+    j.hex(site);
+    Dl_info info{};
+    std::string module, function;
+    const void* module_address = site;
+    if (site != nullptr && ::dladdr(site, &info) != 0) {
+        module = info.dli_fname != nullptr ? info.dli_fname : "";
+        // The main program's name, as the loader gives it, may be relative or empty.
+        if (module.empty() || module.front() != '/') module = executable;
+        const auto* header = static_cast<const Elf64_Ehdr*>(info.dli_fbase);
+        const bool fixed = header != nullptr && header->e_type == ET_EXEC;
+        if (!fixed)
+            module_address = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(site) -
+                                                           reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+        if (info.dli_sname != nullptr) {
+            int status = 0;
+            char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+            function = status == 0 && demangled != nullptr ? demangled : info.dli_sname;
+            std::free(demangled);
+        }
+    }
+    j.key("module");
+    j.string(module.c_str());
+    j.key("module_address");
+    j.hex(module_address);
+    j.key("function");
+    j.string(function.c_str());
+    j.close('}');
+}
+
+// What a mutex still counts for its record, read without trusting that the mutex is still
+// alive: process_vm_readv fails on an unmapped page instead of faulting, and the bytes count
+// only if they still point back to this record from a mutex of kind 0.
+std::uint64_t residual(const lock_record& r, const void* mutex) {
+    pthread_mutex_t copy;
+    iovec local{&copy, sizeof copy}, remote{const_cast<void*>(mutex), sizeof copy};
+    if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof copy)) return 0;
+    if (*record_word(&copy) != &r || mutex_kind(&copy) != 0) return 0;
+    const std::uint64_t n = *count_word(&copy);
+    return n < hold_sample_period ? n : 0;
+}
+
+double quantile_ns(const histogram& h, double ns_per_tick) { return h.quantile(0.99) * ns_per_tick; }
+
+void write_lock(json_out& j, const lock_record& r, double ns_per_tick, const std::string& executable) {
+    const void* address = r.address.load(std::memory_order_acquire);
+    const auto ns = [&](std::uint64_t t) { return static_cast<std::uint64_t>(static_cast<double>(t) * ns_per_tick); };
+    j.open('{');
+    j.key("address");
+    j.hex(address);
+    j.key("acquisitions");
+    j.number(r.acquisitions.load(std::memory_order_relaxed) + residual(r, address));
+    j.key("contended");
+    j.number(r.contended.load(std::memory_order_relaxed));
+    j.key("timeouts");
+    j.number(r.timeouts.load(std::memory_order_relaxed));
+    j.key("wait_ns");
+    j.number(ns(r.wait_ticks.load(std::memory_order_relaxed)));
+    j.key("wait_p99_ns");
+    j.number(static_cast<std::uint64_t>(quantile_ns(r.waits, ns_per_tick)));
+    j.key("wait_max_ns");
+    j.number(ns(r.wait_max.load(std::memory_order_relaxed)));
+    j.key("hold_samples");
+    j.number(r.hold_samples.load(std::memory_order_relaxed));
+    j.key("hold_sampled_ns");
+    j.number(ns(r.hold_ticks.load(std::memory_order_relaxed)));
+    j.key("hold_p99_ns");
+    j.number(static_cast<std::uint64_t>(quantile_ns(r.holds, ns_per_tick)));
+    j.key("site");
+    write_site(j, r.site.load(std::memory_order_relaxed), executable);
+    j.close('}');
+}
+
+std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
+    const double seconds = seconds_between(state.start_time, now);
+    const std::uint64_t elapsed_ticks = now_ticks - state.start_ticks;
+    const double ns_per_tick = elapsed_ticks > 0 ? seconds * 1e9 / static_cast<double>(elapsed_ticks) : 1.0;
+    const std::string executable = executable_path();
+
+    std::uint64_t acquisitions = 0, trylock_busy = 0;
+    const std::size_t stripes = std::min(state.stripes_used.load(), max_stripes);
+    for (std::size_t i = 0; i < stripes; ++i) {
+        acquisitions += state.stripes[i].acquisitions.load(std::memory_order_relaxed);
+        trylock_busy += state.stripes[i].trylock_busy.load(std::memory_order_relaxed);
+    }
+    acquisitions += state.shared_stripe.acquisitions.load(std::memory_order_relaxed);
+    trylock_busy += state.shared_stripe.trylock_busy.load(std::memory_order_relaxed);
+
+    const std::size_t records = std::min(state.records_used.load(), max_records);
+    std::uint64_t contended = state.dropped.contended.load(), timeouts = state.dropped.timeouts.load(),
+                  wait_ticks = state.dropped.wait_ticks.load();
+    for (std::size_t i = 0; i < records; ++i) {
+        const lock_record& r = state.records[i];
+        if (r.address.load(std::memory_order_acquire) == nullptr) continue;
+        contended += r.contended.load(std::memory_order_relaxed);
+        timeouts += r.timeouts.load(std::memory_order_relaxed);
+        wait_ticks += r.wait_ticks.load(std::memory_order_relaxed);
+    }
+
+    json_out j;
+    j.open('{');
+    j.key("format");
+    j.string("contend-interpose-profile/1");
+    j.key("pid");
+    j.number(static_cast<std::uint64_t>(state.pid));
+    j.key("executable");
+    j.string(executable.c_str());
+    j.key("lock");
+    j.string(lock_name(current_lock()));
+    j.key("seconds");
+    j.real(seconds);
+    j.key("hold_sample_period");
+    j.number(hold_sample_period);
+    j.key("acquisitions");
+    j.number(acquisitions);
+    j.key("contended");
+    j.number(contended);
+    j.key("trylock_busy");
+    j.number(trylock_busy);
+    j.key("timeouts");
+    j.number(timeouts);
+    j.key("wait_ns");
+    j.number(static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
+    j.key("locks_dropped");
+    j.number(state.locks_dropped.load());
+    j.key("locks");
+    j.open('[');
+    for (std::size_t i = 0; i < records; ++i) {
+        const lock_record& r = state.records[i];
+        if (r.address.load(std::memory_order_acquire) != nullptr) write_lock(j, r, ns_per_tick, executable);
+    }
+    j.close(']');
+    j.close('}');
+    return j.text() + "\n";
+}
+
+bool write_all(int fd, const std::string& text) {
+    for (std::size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+void complain(const std::string& path) {
+    const std::string msg =
+        "libcontend_interpose: cannot write the profile " + path + ": " + std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+}
+
+// At exit (the library's destructor runs after the program's own atexit handlers and static
+// destructors): the process that started the profile writes it; a forked child that never
+// exec'd holds its parent's counts and writes nothing. Threads still running keep counting:
+// the file is a snapshot.
+[[gnu::destructor]] void write_profile_at_exit() {
+    if (state.phase.load() != 2 || ::getpid() != state.pid) return;
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    const std::uint64_t now_ticks = ticks();
+    std::uint64_t any = 0;
+    const std::size_t stripes = std::min(state.stripes_used.load(), max_stripes);
+    for (std::size_t i = 0; i < stripes; ++i) any += state.stripes[i].acquisitions.load(std::memory_order_relaxed);
+    any += state.shared_stripe.acquisitions.load(std::memory_order_relaxed);
+    if (any == 0) return;  // a process that never locked (a shell between the program and us)
+
+    const std::string text = profile_text(now, now_ticks);
+    const std::string dir = state.directory, pid = std::to_string(state.pid);
+    const std::string temporary = dir + "/." + pid + ".json.tmp", final_path = dir + "/" + pid + ".json";
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return complain(temporary);
+    const bool ok = write_all(fd, text);
+    if (::close(fd) != 0 || !ok) {
+        complain(temporary);
+        ::unlink(temporary.c_str());
+        return;
+    }
+    if (::rename(temporary.c_str(), final_path.c_str()) != 0) {
+        complain(final_path);
+        ::unlink(temporary.c_str());
+    }
+}
+
+}  // namespace
+
+}  // namespace contend::interpose::profile

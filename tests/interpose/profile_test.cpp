@@ -1,0 +1,207 @@
+// The interposer's profile (CONTEND_INTERPOSE_PROFILE): a program that counts its own
+// contentions (self_counting.cpp) and the torture program run preloaded under each lock, and
+// what the profile file says checked against what the program saw. Counts must agree exactly
+// where both count the same event, and the contentions within 1 % where they differ by the
+// rare lock call that finds the mutex free again after the program's trylock failed.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct finished {
+    int status = -1;  // the exit status; -1: killed or timed out
+    std::string out, err;
+};
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Runs argv with `env` added to ours; bounded: killed after 60 s (then status -1).
+finished run(const std::vector<std::string>& argv, const std::vector<std::string>& env, const fs::path& scratch) {
+    const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ::dup2(o, STDOUT_FILENO);
+        ::dup2(e, STDERR_FILENO);
+        for (const auto& kv : env) ::putenv(const_cast<char*>(kv.c_str()));
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        ::_exit(127);
+    }
+    finished f;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int status = 0;
+    for (;;) {
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            ADD_FAILURE() << argv[0] << " ran past 60 s";
+            status = -1;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (status != -1 && WIFEXITED(status)) f.status = WEXITSTATUS(status);
+    f.out = read_file(out);
+    f.err = read_file(err);
+    return f;
+}
+
+class scratch_dir {
+public:
+    scratch_dir() {
+        std::string t = (fs::temp_directory_path() / "contend-profile-test-XXXXXX").string();
+        if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = t;
+        fs::create_directory(path_ / "profile");
+    }
+    ~scratch_dir() { fs::remove_all(path_); }
+    const fs::path& path() const { return path_; }
+    fs::path profile() const { return path_ / "profile"; }
+
+private:
+    fs::path path_;
+};
+
+std::vector<json> profiles_in(const fs::path& dir) {
+    std::vector<json> all;
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        EXPECT_NE(name.front(), '.') << "a temporary file was left: " << name;
+        all.push_back(json::parse(read_file(e.path())));
+    }
+    return all;
+}
+
+std::vector<std::string> preload_env(const std::string& lock, const fs::path& profile) {
+    std::vector<std::string> env = {std::string("LD_PRELOAD=") + CONTEND_TEST_PRELOAD, "CONTEND_INTERPOSE_LOCK=" + lock,
+                                    "CONTEND_INTERPOSE_PROFILE=" + profile.string()};
+    if (const char* tsan = CONTEND_TEST_TSAN_OPTIONS; *tsan) env.emplace_back(tsan);
+    return env;
+}
+
+std::map<std::string, double> parse_line(const std::string& line) {
+    std::map<std::string, double> values;
+    std::istringstream in(line);
+    std::string item;
+    while (in >> item) {
+        const auto eq = item.find('=');
+        if (eq != std::string::npos) values[item.substr(0, eq)] = std::stod(item.substr(eq + 1));
+    }
+    return values;
+}
+
+// The profile's own arithmetic: every contention belongs to a lock, and no lock counts more
+// acquisitions than the program's total.
+void expect_counts_add_up(const json& p) {
+    std::uint64_t contended = 0, acquisitions = 0;
+    for (const auto& l : p["locks"]) {
+        contended += l["contended"].get<std::uint64_t>();
+        acquisitions += l["acquisitions"].get<std::uint64_t>();
+        EXPECT_LE(l["contended"].get<std::uint64_t>(), l["acquisitions"].get<std::uint64_t>());
+        EXPECT_LE(l["wait_p99_ns"].get<std::uint64_t>(), l["wait_max_ns"].get<std::uint64_t>() * 1.07 + 1);
+    }
+    EXPECT_EQ(p["locks_dropped"], 0);
+    EXPECT_EQ(contended, p["contended"].get<std::uint64_t>());
+    EXPECT_LE(acquisitions, p["acquisitions"].get<std::uint64_t>());
+}
+
+class ProfileUnderEachLock : public testing::TestWithParam<std::string> {};
+
+TEST_P(ProfileUnderEachLock, ItsCountsAgreeWithTheProgramsOwnAndItsContentionsPerSecondWithinOnePercent) {
+    scratch_dir dir;
+    const finished f = run({CONTEND_TEST_SELF_COUNTING, "1.0"}, preload_env(GetParam(), dir.profile()), dir.path());
+    ASSERT_EQ(f.status, 0) << f.out << f.err;
+    auto own = parse_line(f.out);
+    ASSERT_TRUE(own.count("contentions") && own.count("hot_acquisitions")) << f.out;
+
+    const auto profiles = profiles_in(dir.profile());
+    ASSERT_EQ(profiles.size(), 1u);
+    const json& p = profiles.front();
+    EXPECT_EQ(p["format"], "contend-interpose-profile/1");
+    EXPECT_EQ(p["lock"], GetParam());
+    EXPECT_EQ(p["hold_sample_period"], 64);
+    expect_counts_add_up(p);
+
+    // Exact: each failed trylock, and each acquisition, the cond waits' returns included.
+    EXPECT_EQ(p["trylock_busy"].get<double>(), own["contentions"]);
+    EXPECT_EQ(p["acquisitions"].get<double>(), own["all_acquisitions"]);
+    const json* hot = nullptr;
+    for (const auto& l : p["locks"])
+        if (l["acquisitions"].get<double>() == own["hot_acquisitions"]) hot = &l;
+    ASSERT_NE(hot, nullptr) << "no lock with the hot mutex's " << own["hot_acquisitions"] << " acquisitions";
+
+    // A lock call that follows a failed trylock and finds the mutex free is the program's
+    // contention and not the profile's: never the other way round, and rare.
+    const double counted = own["contentions"], profiled = p["contended"].get<double>();
+    EXPECT_LE(profiled, counted);
+    EXPECT_GE(profiled, 0.99 * counted);
+    const double own_rate = counted / own["seconds"], profile_rate = profiled / p["seconds"].get<double>();
+    EXPECT_NEAR(profile_rate / own_rate, 1.0, 0.01) << own_rate << " vs " << profile_rate;
+
+    // Every hold of the hot mutex spins 20 us, so its sampled holds are at least that long
+    // (less the histogram's 6 % rounding).
+    EXPECT_GT((*hot)["hold_samples"].get<std::uint64_t>(), 0u);
+    EXPECT_GE((*hot)["hold_p99_ns"].get<double>(), 18'000);
+    EXPECT_GT((*hot)["wait_ns"].get<double>(), 0);
+    EXPECT_EQ((*hot)["site"]["module"], CONTEND_TEST_SELF_COUNTING);
+}
+
+TEST_P(ProfileUnderEachLock, TheTortureProgramWritesOneProfileWhoseCountsAddUpAndItsForkedChildrenNone) {
+    scratch_dir dir;
+    auto env = preload_env(GetParam(), dir.profile());
+    env.push_back("CONTEND_INTERPOSE_EXPECT=" + GetParam());
+    const finished f = run({CONTEND_TEST_TORTURE, CONTEND_TEST_DLOPENED}, env, dir.path());
+    ASSERT_EQ(f.status, 0) << f.out << f.err;
+    const auto profiles = profiles_in(dir.profile());
+    ASSERT_EQ(profiles.size(), 1u);
+    expect_counts_add_up(profiles.front());
+}
+
+INSTANTIATE_TEST_SUITE_P(Locks, ProfileUnderEachLock, testing::ValuesIn(std::vector<std::string>{CONTEND_TEST_LOCKS}),
+                         [](const auto& info) { return info.param; });
+
+TEST(Profile, AProgramThatNeverLocksWritesNoFile) {
+    scratch_dir dir;
+    const finished f = run({"/bin/true"}, preload_env("contend_mutex", dir.profile()), dir.path());
+    EXPECT_EQ(f.status, 0) << f.err;
+    EXPECT_TRUE(fs::is_empty(dir.profile()));
+}
+
+TEST(Profile, ADirectoryThatCannotBeWrittenIsReportedAndTheProgramsStatusKept) {
+    scratch_dir dir;
+    const fs::path missing = dir.path() / "no-such-directory";
+    const finished f = run({CONTEND_TEST_SELF_COUNTING, "0.05"}, preload_env("contend_mutex", missing), dir.path());
+    EXPECT_EQ(f.status, 0) << f.err;
+    EXPECT_NE(f.err.find("cannot write the profile " + (missing / ".").string()), std::string::npos) << f.err;
+    EXPECT_FALSE(fs::exists(missing));
+}
+
+}  // namespace
