@@ -53,8 +53,8 @@ int wait_for(pthread_mutex_t* m, const void* site, Wait&& wait) noexcept {
     const int rc = wait();
     const std::uint64_t waited = profile::ticks() - start;
     if (rc == 0) {
-        profile::contended(r, waited);
         profile::acquired(m);
+        profile::contended(m, r, waited);
     } else if (rc == ETIMEDOUT) {
         profile::timed_out(r, waited);
     }

@@ -70,7 +70,7 @@ struct lock_record {
     std::atomic<const void*> address{nullptr};  // null: a record lost to a racing creator
     std::atomic<const void*> site{nullptr};
     // Written by the mutex's holder only (relaxed load and store): acquisitions folded in from
-    // the mutex, the start of a sampled hold (0: none).
+    // the mutex, the start of the hold being timed (while the mutex says timing_hold).
     std::atomic<std::uint64_t> acquisitions{0}, hold_start{0};
     std::atomic<std::uint64_t> contended{0}, wait_ticks{0}, wait_max{0}, timeouts{0};
     std::atomic<std::uint64_t> hold_samples{0}, hold_ticks{0};
@@ -128,18 +128,40 @@ stripe& claim_stripe() noexcept {
     return *s;
 }
 
-void fold_and_sample(pthread_mutex_t* m, lock_record* r, std::uint64_t count) noexcept {
-    relaxed_add(r->acquisitions, count);
+namespace {
+// The gap to this thread's next timed hold: 33 to 96 acquisitions (xorshift; its quality
+// hardly matters, a fixed rhythm does).
+thread_local std::uint64_t sample_random __attribute__((tls_model("initial-exec"))) = 0;
+std::uint64_t next_gap() noexcept {
+    std::uint64_t x = sample_random != 0 ? sample_random : (ticks() | 1);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    sample_random = x;
+    return hold_sample_period / 2 + 1 + x % hold_sample_period;
+}
+
+// The mutex's count goes into its record; by the holder.
+void fold(pthread_mutex_t* m, lock_record* r) noexcept {
+    relaxed_add(r->acquisitions, __atomic_load_n(count_word(m), __ATOMIC_RELAXED));
     __atomic_store_n(count_word(m), 0, __ATOMIC_RELAXED);
+}
+}  // namespace
+
+void sample_hold(pthread_mutex_t* m, stripe& s) noexcept {
+    // The shared stripe's threads race on its countdown: they sample at about the same rate.
+    s.until_sample.store(next_gap(), std::memory_order_relaxed);
+    lock_record* r = record_of(m);
+    if (r == nullptr) return;  // never contended: its holds are not timed
+    fold(m, r);
     r->hold_start.store(ticks(), std::memory_order_relaxed);
+    __atomic_store_n(record_word(m), reinterpret_cast<std::uintptr_t>(r) | timing_hold, __ATOMIC_RELAXED);
 }
 
 void end_hold_sample(pthread_mutex_t* m) noexcept {
     lock_record* r = record_of(m);
-    if (r == nullptr) return;
+    __atomic_store_n(record_word(m), reinterpret_cast<std::uintptr_t>(r), __ATOMIC_RELAXED);
     const std::uint64_t start = r->hold_start.load(std::memory_order_relaxed);
-    if (start == 0) return;  // the record came after this acquisition's fold
-    r->hold_start.store(0, std::memory_order_relaxed);
     const std::uint64_t held = ticks() - start;
     relaxed_add(r->hold_samples, 1);
     relaxed_add(r->hold_ticks, held);
@@ -158,13 +180,16 @@ lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
     lock_record* r = &state.records[i];
     r->site.store(site, std::memory_order_relaxed);
     r->address.store(m, std::memory_order_release);
-    lock_record* expected = nullptr;
-    if (__atomic_compare_exchange_n(record_word(m), &expected, r, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return r;
+    std::uintptr_t expected = 0;
+    if (__atomic_compare_exchange_n(record_word(m), &expected, reinterpret_cast<std::uintptr_t>(r), false,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return r;
     r->address.store(nullptr, std::memory_order_release);  // another thread's record won
-    return expected;
+    return reinterpret_cast<lock_record*>(expected & ~timing_hold);
 }
 
-void contended(lock_record* r, std::uint64_t wait) noexcept {
+void contended(pthread_mutex_t* m, lock_record* r, std::uint64_t wait) noexcept {
+    if (r != &state.dropped) fold(m, r);
     r->contended.fetch_add(1, std::memory_order_relaxed);
     r->wait_ticks.fetch_add(wait, std::memory_order_relaxed);
     std::uint64_t max = r->wait_max.load(std::memory_order_relaxed);
@@ -179,11 +204,10 @@ void timed_out(lock_record* r, std::uint64_t wait) noexcept {
 }
 
 void retire(pthread_mutex_t* m) noexcept {
-    lock_record* r = __atomic_load_n(record_word(m), __ATOMIC_ACQUIRE);
+    lock_record* r = record_of(m);
     if (!is_ours(r) || r->address.load(std::memory_order_relaxed) != m) return;
-    relaxed_add(r->acquisitions, __atomic_load_n(count_word(m), __ATOMIC_RELAXED));
-    __atomic_store_n(count_word(m), 0, __ATOMIC_RELAXED);
-    __atomic_store_n(record_word(m), nullptr, __ATOMIC_RELEASE);
+    fold(m, r);
+    __atomic_store_n(record_word(m), 0, __ATOMIC_RELEASE);
 }
 
 bool start_from_environment() noexcept {
@@ -326,9 +350,9 @@ std::uint64_t residual(const lock_record& r, const void* mutex) {
     pthread_mutex_t copy;
     iovec local{&copy, sizeof copy}, remote{const_cast<void*>(mutex), sizeof copy};
     if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof copy)) return 0;
-    if (*record_word(&copy) != &r || mutex_kind(&copy) != 0) return 0;
-    const std::uint64_t n = *count_word(&copy);
-    return n < hold_sample_period ? n : 0;
+    if ((*record_word(&copy) & ~timing_hold) != reinterpret_cast<std::uintptr_t>(&r) || mutex_kind(&copy) != 0)
+        return 0;
+    return *count_word(&copy);
 }
 
 double quantile_ns(const histogram& h, double ns_per_tick) { return h.quantile(0.99) * ns_per_tick; }
