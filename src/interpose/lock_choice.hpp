@@ -34,9 +34,10 @@ inline int current_choice_and_flags() noexcept {
         return c;
     return static_cast<int>(detail::resolve_lock_choice()) | (detail::chosen_lock.load() & profile_flag);
 }
-inline lock_choice current_lock() noexcept {
-    return static_cast<lock_choice>(current_choice_and_flags() & ~profile_flag);
+inline lock_choice choice_of(int choice_and_flags) noexcept {
+    return static_cast<lock_choice>(choice_and_flags & ~profile_flag);
 }
+inline lock_choice current_lock() noexcept { return choice_of(current_choice_and_flags()); }
 inline bool profiling() noexcept { return (current_choice_and_flags() & profile_flag) != 0; }
 
 const char* lock_name(lock_choice c) noexcept;

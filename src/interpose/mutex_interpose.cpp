@@ -83,9 +83,9 @@ int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime, con
 }
 
 template <bool profiled>
-int lock(pthread_mutex_t* m, const void* site) noexcept {
-    return visit_mutex<profiled>(
-        m,
+int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
+    return visit_mutex_as<profiled>(
+        c, m,
         [&](auto& lock) {
             if (profiled && lock.try_lock()) {
                 profile::acquired(m);
@@ -102,9 +102,9 @@ int lock(pthread_mutex_t* m, const void* site) noexcept {
 }
 
 template <bool profiled>
-int unlock(pthread_mutex_t* m) noexcept {
-    return visit_mutex<profiled>(
-        m,
+int unlock(lock_choice c, pthread_mutex_t* m) noexcept {
+    return visit_mutex_as<profiled>(
+        c, m,
         [m](auto& lock) {
             if (profiled) profile::releasing(m);
             return no_throw(EPERM, [&] {
@@ -163,15 +163,17 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_destroy(pthread_mutex_t* m) {
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
-    if (profiling()) [[unlikely]]
-        return lock<true>(m, __builtin_return_address(0));
-    return lock<false>(m, nullptr);
+    const int c = current_choice_and_flags();
+    if (c & profile_flag) [[unlikely]]
+        return lock<true>(choice_of(c), m, __builtin_return_address(0));
+    return lock<false>(choice_of(c), m, nullptr);
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
-    if (profiling()) [[unlikely]] {
-        return visit_mutex<true>(
-            m,
+    const int c = current_choice_and_flags();
+    if (c & profile_flag) [[unlikely]] {
+        return visit_mutex_as<true>(
+            choice_of(c), m,
             [m](auto& lock) {
                 if (!lock.try_lock()) {
                     profile::trylock_busy();
@@ -182,8 +184,9 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
             },
             [m] { return glibc().mutex_trylock(m); });
     }
-    return visit_mutex(
-        m, [](auto& lock) { return lock.try_lock() ? 0 : EBUSY; }, [m] { return glibc().mutex_trylock(m); });
+    return visit_mutex_as(
+        choice_of(c), m, [](auto& lock) { return lock.try_lock() ? 0 : EBUSY; },
+        [m] { return glibc().mutex_trylock(m); });
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* abstime) {
@@ -197,9 +200,10 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
-    if (profiling()) [[unlikely]]
-        return unlock<true>(m);
-    return unlock<false>(m);
+    const int c = current_choice_and_flags();
+    if (c & profile_flag) [[unlikely]]
+        return unlock<true>(choice_of(c), m);
+    return unlock<false>(choice_of(c), m);
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
@@ -45,9 +46,9 @@ struct glibc_normal_mutex {
 
 // Calls ours(lock) with the lock a kind-0 mutex runs on; theirs() when glibc runs the mutex.
 // With_glibc: ours(glibc_normal_mutex) for a kind-0 mutex glibc runs (the profiled calls).
+// Visit_mutex_as takes the choice its caller has already loaded.
 template <bool with_glibc = false, class Ours, class Theirs>
-inline int visit_mutex(pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
-    const lock_choice c = current_lock();
+inline int visit_mutex_as(lock_choice c, pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
     if (mutex_kind(m) != 0) return theirs();
     switch (c) {
         case lock_choice::glibc:
@@ -64,6 +65,11 @@ inline int visit_mutex(pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
         default:
             return ours(as_lock<contend::mutex>(m));
     }
+}
+
+template <bool with_glibc = false, class Ours, class Theirs>
+inline int visit_mutex(pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
+    return visit_mutex_as<with_glibc>(current_lock(), m, std::forward<Ours>(ours), std::forward<Theirs>(theirs));
 }
 
 inline bool is_held(const contend::mutex& l) noexcept { return l.is_locked(); }
