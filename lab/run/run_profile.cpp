@@ -197,7 +197,7 @@ std::string run_tool(const std::vector<std::string>& args, double timeout_s) {
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         output.append(buf, static_cast<std::size_t>(n));
-        if (output.size() > (std::size_t{256} << 20)) {
+        if (output.size() > (std::size_t{16} << 20)) {
             timed_out = true;  // far more than any table of sites: stop it the same way
             break;
         }
@@ -378,14 +378,15 @@ program_profile merge_profiles(const std::vector<process_profile>& processes, st
     return m;
 }
 
-std::vector<std::string> symbolize_sites(program_profile& profile, const std::string& tool, double timeout_s) {
+std::vector<std::string> symbolize_sites(program_profile& profile, std::size_t limit, const std::string& tool,
+                                         double timeout_s) {
     std::map<std::string, std::vector<lock_profile*>> by_module;
-    for (auto& l : profile.locks)
-        if (!l.site.module.empty()) by_module[l.site.module].push_back(&l);
+    for (std::size_t i = 0; i < std::min(limit, profile.locks.size()); ++i)
+        if (auto& l = profile.locks[i]; !l.site.module.empty()) by_module[l.site.module].push_back(&l);
     std::vector<std::string> failures;
     for (auto& [module, locks] : by_module) {
         struct stat st {};
-        if (module.front() == '-' || ::stat(module.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (::stat(module.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
             failures.push_back(message_text(module) +
                                ": not a regular file here; its sites are named as the library named them");
             continue;

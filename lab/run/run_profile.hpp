@@ -110,13 +110,15 @@ struct program_profile {
 };
 program_profile merge_profiles(const std::vector<process_profile>& processes, std::int64_t main_pid = 0);
 
-// Names every lock's site with `tool -a -f -C -i -e MODULE ADDRESS...` (binutils addr2line),
-// one call per module, run without a shell, bounded by `timeout_s`. A module that is not a
+// Names the sites of the first `limit` locks (those the table shows) with `tool -a -f -C -i
+// -e MODULE ADDRESS...` (binutils addr2line), one call per module, run without a shell (MODULE
+// is one argument, whatever it holds: after -e, even a leading '-' is not an option), bounded
+// by `timeout_s` and 16 MiB of output. A module that is not a
 // regular file, a tool that is missing, fails, times out or prints what cannot be read leaves
 // those sites as the library named them (site_text falls back). Returns one line per module
 // that could not be symbolized ("" when all were, or none needed it).
-std::vector<std::string> symbolize_sites(program_profile& profile, const std::string& tool = "addr2line",
-                                         double timeout_s = 30);
+std::vector<std::string> symbolize_sites(program_profile& profile, std::size_t limit = 20,
+                                         const std::string& tool = "addr2line", double timeout_s = 30);
 
 // The table printed at exit: a header for the program, the `top` locks by contended wait,
 // and a line for the rest.

@@ -233,7 +233,7 @@ TEST_F(RunProfile, SymbolizationFallsBackWhenAddr2lineFailsOrIsMissing) {
     chmod(nonsense.c_str(), 0755);
     for (const std::string& tool : {std::string("false"), std::string("/no/such/addr2line"), nonsense}) {
         auto m = lab::merge_profiles({lab::parse_profile(profile_json(7, {l, nameless, missing}).dump())});
-        const auto failures = lab::symbolize_sites(m, tool);
+        const auto failures = lab::symbolize_sites(m, 20, tool);
         EXPECT_EQ(failures.size(), 2u) << tool;
         for (const auto& lock : m.locks) {
             EXPECT_EQ(lock.site_text(), lock.address == 0x10 ? "worker_loop" : "module+0x1234") << tool;
@@ -318,6 +318,20 @@ TEST_F(RunProfile, TheProgramParamsAreSafeAndTheArgumentsHashKeepsTheirBoundarie
     EXPECT_EQ(lab::program_params({"p", "x"})[1].second.size(), 12u);
 }
 
+// Only the locks the table shows are symbolized: a profile with thousands of modules costs at
+// most 20 addr2line calls.
+TEST_F(RunProfile, OnlyTheSitesOfTheLocksShownAreSymbolized) {
+    std::vector<json> locks;
+    for (int i = 1; i <= 25; ++i) {
+        auto l = lock_json("0x" + std::to_string(i * 1000), static_cast<std::uint64_t>(i));
+        l["site"]["module"] = "/no/such/module" + std::to_string(i);
+        locks.push_back(l);
+    }
+    auto m = lab::merge_profiles({lab::parse_profile(profile_json(7, locks).dump())});
+    EXPECT_EQ(lab::symbolize_sites(m, 20, "false").size(), 20u);
+    EXPECT_EQ(lab::symbolize_sites(m, 1, "false").size(), 1u);
+}
+
 // --- The CLI end to end ---------------------------------------------------------------------
 
 // The program writes its own profile where the library would: the CLI's reading, table, row
@@ -374,6 +388,18 @@ TEST_F(RunProfile, TheTortureProgramsRunIsRecordedReadably) {
         EXPECT_GT(c.metric("acquisitions"), 0) << o.output;
         EXPECT_NE(o.output.find("contend run --profile:"), std::string::npos) << o.output;
     }
+}
+
+// The program may replace the folder with a link to another: contend removes the link, never
+// what it points to.
+TEST_F(RunProfile, AProfileFolderReplacedByALinkLeavesTheLinkedFolderAlone) {
+    std::filesystem::create_directory(path("precious"));
+    write(path("precious/keep"), "x");
+    const auto o = run_cli("run --profile -- sh -c " +
+                           shell_quote("rm -rf \"$CONTEND_INTERPOSE_PROFILE\" && ln -s " +
+                                       shell_quote(path("precious")) + " \"$CONTEND_INTERPOSE_PROFILE\""));
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_TRUE(std::filesystem::exists(path("precious/keep"))) << o.output;
 }
 
 TEST_F(RunProfile, BadOutputsAreRefusedBeforeTheProgramRuns) {
