@@ -31,20 +31,22 @@ void apply_defaults(bench_request& r) {
     }
 }
 
-// Every output path, that no output is another output or the history, and that the history
-// can take the run.
-void check_outputs(const bench_request& r) {
-    // With --no-history the history is not written, but it is still the user's history: no
+}  // namespace
+
+void check_results_outputs(const results_outputs& r, std::vector<named_path> inputs) {
+    // With no_history the history is not written, but it is still the user's history: no
     // other output may land on it.
-    std::vector<named_path> outputs = {{"--json", r.json_path}}, inputs;
+    std::vector<named_path> outputs;
+    if (r.json_path) outputs.push_back({"--json", *r.json_path});
     if (!r.csv_path.empty()) outputs.push_back({"--csv", r.csv_path});
     if (r.db_path == "-") throw std::invalid_argument("--db: the history cannot be standard output");
     // A PostgreSQL URI is no file: no output can land on it, and nothing is created under its
     // name; check_appendable connects instead.
-    if (!history_store::is_database_uri(r.db_path)) (r.no_history ? inputs : outputs).push_back({"--db", r.db_path});
+    if (!r.db_path.empty() && !history_store::is_database_uri(r.db_path))
+        (r.no_history ? inputs : outputs).push_back({"--db", r.db_path});
     check_distinct(outputs, inputs);
     for (const auto& out : outputs) check_output_path(out.what, out.path);
-    if (r.no_history) return;
+    if (r.no_history || r.db_path.empty()) return;
     try {
         history_store::check_appendable(r.db_path);
     } catch (const std::runtime_error& e) {
@@ -52,15 +54,7 @@ void check_outputs(const bench_request& r) {
     }
 }
 
-}  // namespace
-
-bench_session::bench_session(bench_request request) : request_(std::move(request)) {
-    apply_defaults(request_);
-    plan_ = plan_suite(request_.options);
-    check_outputs(request_);
-}
-
-bench_written bench_session::write(const run_result& run) const {
+bench_written write_results(const results_outputs& r, const run_result& run) {
     bench_written w;
     const auto attempt = [&](const std::string& path, auto&& write_one) {
         try {
@@ -69,22 +63,35 @@ bench_written bench_session::write(const run_result& run) const {
             w.failed.push_back(e.what());
         }
     };
-    attempt(request_.json_path, [&] {
-        write_output_file("--json", request_.json_path, to_json(run));
-        return std::string("--json: JSON");
-    });
-    if (!request_.csv_path.empty())
-        attempt(request_.csv_path, [&] {
-            write_output_file("--csv", request_.csv_path, to_csv(run));
+    if (r.json_path)
+        attempt(*r.json_path, [&] {
+            write_output_file("--json", *r.json_path, to_json(run));
+            return std::string("--json: JSON");
+        });
+    if (!r.csv_path.empty())
+        attempt(r.csv_path, [&] {
+            write_output_file("--csv", r.csv_path, to_csv(run));
             return std::string("--csv: CSV");
         });
-    if (!request_.no_history)
-        attempt(history_store::printable(request_.db_path), [&] {
-            history_store store(request_.db_path);
+    if (!r.no_history && !r.db_path.empty())
+        attempt(history_store::printable(r.db_path), [&] {
+            history_store store(r.db_path);
             return "--db: history run " + std::to_string(store.append(run));
         });
     return w;
 }
+
+bench_session::bench_session(bench_request request) : request_(std::move(request)) {
+    apply_defaults(request_);
+    plan_ = plan_suite(request_.options);
+    check_results_outputs(outputs());
+}
+
+results_outputs bench_session::outputs() const {
+    return {request_.json_path, request_.csv_path, request_.db_path, request_.no_history};
+}
+
+bench_written bench_session::write(const run_result& run) const { return write_results(outputs(), run); }
 
 std::string bench_session::summary(const run_result& run, const bench_written& written) const {
     const auto& h = request_.options.harness;

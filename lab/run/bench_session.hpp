@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "run/runner.hpp"
+#include "store/output_file.hpp"
 
 namespace contend::lab {
 
@@ -33,6 +34,21 @@ struct bench_request {
 struct bench_written {
     std::vector<std::string> wrote, failed;
 };
+
+// Where a run's results go: what `contend bench` and `contend run` share.
+struct results_outputs {
+    std::optional<std::string> json_path;  // none: no JSON
+    std::string csv_path;  // "": none
+    std::string db_path;  // "": no history
+    bool no_history = false;  // the history is then an input: no output may land on it
+};
+
+// Every output path, that no output is another output, the history or one of `inputs`, and
+// that the history can take the run: throws std::invalid_argument (or output_error) naming the
+// option at fault, before anything runs.
+void check_results_outputs(const results_outputs& outputs, std::vector<named_path> inputs = {});
+// Writes each output on its own, so that one that fails costs none of the others.
+bench_written write_results(const results_outputs& outputs, const run_result& run);
 
 class bench_session {
 public:
@@ -57,6 +73,8 @@ public:
     std::string summary(const run_result& run, const bench_written& written) const;
 
 private:
+    results_outputs outputs() const;
+
     bench_request request_;
     bench_plan plan_;
 };

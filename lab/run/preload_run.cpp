@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,13 +184,19 @@ program_status run_preloaded(const preload_request& r) {
     close(report[0]);
     if (got == static_cast<ssize_t>(sizeof e)) status.start_error = e;
     int w = 0;
-    while (waitpid(child, &w, 0) < 0) {
+    struct rusage usage {};
+    while (wait4(child, &w, 0, &usage) < 0) {
         if (errno != EINTR) {
             running_child.store(0);
-            throw std::system_error(errno, std::generic_category(), "waitpid");
+            throw std::system_error(errno, std::generic_category(), "wait4");
         }
     }
     running_child.store(0);
+    if (status.start_error == 0) status.pid = child;
+    const auto ns = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_usec) * 1e3;
+    };
+    status.cpu_ns = ns(usage.ru_utime) + ns(usage.ru_stime);
     if (WIFSIGNALED(w)) {
         status.signalled = true;
         status.value = WTERMSIG(w);

@@ -25,6 +25,9 @@ struct program_status {
     int start_error = 0;  // errno of the exec that failed (ENOENT: no such program), or 0
     bool signalled = false;  // killed by a signal (value), else exited with status `value`
     int value = 0;
+    int pid = 0;  // the program's process id (0 when it never started)
+    // CPU time of the program and of the children it waited for, user and system, in ns.
+    double cpu_ns = 0;
 };
 
 // Where the interposition library is: $CONTEND_INTERPOSE_LIBRARY if set; else beside this
