@@ -256,6 +256,14 @@ std::string lock_profile::site_text() const {
         s = site.symbol;
         if (!site.source.empty()) s.append(" at ").append(site.source);
         if (!site.inlined_in.empty()) s.append(" (inlined in ").append(site.inlined_in).append(")");
+        // Without line information addr2line names the nearest symbol before the address,
+        // which in a stripped program may be another function: the place says where it is.
+        if (site.source.empty() && !site.module.empty())
+            s.append(" (")
+                .append(std::filesystem::path(site.module).filename().string())
+                .append("+")
+                .append(hex(site.module_address))
+                .append(")");
     } else if (!site.function.empty()) {
         s = site.function;
     } else if (!site.module.empty()) {
@@ -433,7 +441,8 @@ std::string profile_table(const program_profile& p, std::size_t top) {
         << format_fixed(contended_pct, 2) << " %), " << format_fixed(p.contentions_per_s(), 0) << " contentions/s, "
         << format_fixed(static_cast<double>(p.wait_ns) / 1e6, 3) << " ms waited in all; " << p.trylock_busy
         << " trylock busy, " << p.timeouts << " timeouts\n"
-        << "  holds timed on 1 in " << joined(p.hold_sample_periods) << " acquisitions of contended locks\n";
+        << "  holds timed on 1 in " << joined(p.hold_sample_periods)
+        << " acquisitions on average (random gaps), of locks once contended\n";
     if (p.locks.empty()) {
         out << "  no lock was contended\n";
     } else {
@@ -455,7 +464,7 @@ std::string profile_table(const program_profile& p, std::size_t top) {
                           static_cast<unsigned long long>(l.acquisitions), contended.c_str(),
                           format_fixed(static_cast<double>(l.wait_ns) / 1e6, 3).c_str(),
                           format_fixed(static_cast<double>(l.wait_p99_ns) / 1e3, 1).c_str(),
-                          l.hold_samples ? format_fixed(static_cast<double>(l.hold_p99_ns) / 1e3, 1).c_str() : "-",
+                          l.hold_samples ? format_fixed(static_cast<double>(l.hold_p99_ns) / 1e3, 3).c_str() : "-",
                           format_fixed(l.estimated_hold_ns() / 1e6, 3).c_str());
             out << line << l.site_text() << "\n";
         }
@@ -466,7 +475,7 @@ std::string profile_table(const program_profile& p, std::size_t top) {
                 << (p.locks.size() - shown == 1 ? "" : "s") << " ("
                 << format_fixed(static_cast<double>(rest_wait) / 1e6, 3) << " ms of wait)\n";
         }
-        out << "  wait: time in contended acquisitions; p99 from the library's histogram (~9 % buckets); hold p99 "
+        out << "  wait: time in contended acquisitions; p99 from the library's histogram (within ~6 %); hold p99 "
                "from the sampled holds; est. hold = sampled mean hold x acquisitions\n";
     }
     if (p.locks_dropped > 0)

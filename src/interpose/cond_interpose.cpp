@@ -77,6 +77,7 @@ struct profiled_lockable {
     void unlock() {
         profile::releasing(m);
         lock_.unlock();
+        profile::released();
     }
     void lock() {
         lock_.lock();
@@ -90,6 +91,7 @@ template <class F>
 int glibc_wait(pthread_mutex_t* m, F&& wait) noexcept {
     if (!profiling() || mutex_kind(m) != 0) return wait();
     profile::releasing(m);
+    profile::released();  // glibc releases the mutex inside; applied a moment early
     const int rc = wait();
     if (rc != EINVAL) profile::acquired(m);
     return rc;

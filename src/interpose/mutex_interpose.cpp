@@ -87,16 +87,31 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
     return visit_mutex_as<profiled>(
         c, m,
         [&](auto& lock) {
-            if (profiled && lock.try_lock()) {
-                profile::acquired(m);
+            if constexpr (profiled) {
+                // Counted after the attempt: a store before it would wait for the CAS (a locked
+                // instruction drains the store buffer), 0.5 ns a lock on the AMD EPYC VM.
+                profile::stripe& s = profile::this_stripe();
+                if (!first_try(lock)) {
+                    profile::lock_record* r = profile::record_for(m, site);
+                    const std::uint64_t start = profile::ticks();
+                    try {
+                        lock_after_first_try(lock);
+                    } catch (...) {
+                        return EAGAIN;
+                    }
+                    const std::uint64_t waited = profile::ticks() - start;
+                    profile::acquired_counted(m, s, profile::count_acquisition(s));
+                    profile::contended(m, r, waited);
+                    return 0;
+                }
+                profile::acquired_counted(m, s, profile::count_acquisition(s));
                 return 0;
-            }
-            return wait_for(m, site, [&] {
+            } else {
                 return no_throw(EAGAIN, [&] {
                     lock.lock();
                     return 0;
                 });
-            });
+            }
         },
         [m] { return glibc().mutex_lock(m); });
 }
@@ -107,10 +122,12 @@ int unlock(lock_choice c, pthread_mutex_t* m) noexcept {
         c, m,
         [m](auto& lock) {
             if (profiled) profile::releasing(m);
-            return no_throw(EPERM, [&] {
+            const int rc = no_throw(EPERM, [&] {
                 lock.unlock();
                 return 0;
             });
+            if (profiled) profile::released();
+            return rc;
         },
         [m] { return glibc().mutex_unlock(m); });
 }

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "contend/internal/prefetch.hpp"
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
 #include "interpose/glibc_functions.hpp"
@@ -70,6 +71,24 @@ inline int visit_mutex_as(lock_choice c, pthread_mutex_t* m, Ours&& ours, Theirs
 template <bool with_glibc = false, class Ours, class Theirs>
 inline int visit_mutex(pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
     return visit_mutex_as<with_glibc>(current_lock(), m, std::forward<Ours>(ours), std::forward<Theirs>(theirs));
+}
+
+// The first attempt of a profiled lock call, made as the lock's own lock() makes it: the
+// line asked for exclusive before the load (a plain try_lock would fetch it shared, then wait
+// for ownership at the CAS: a second transfer of a contended line on every acquisition).
+template <class Lock>
+bool first_try(Lock& l) noexcept {
+    contend::internal::prefetch_for_write(&l);
+    return l.try_lock();
+}
+inline bool first_try(glibc_normal_mutex& g) noexcept { return g.try_lock(); }
+
+// The wait after first_try failed: contend::mutex goes straight to its slow path; the others
+// have none apart and try again.
+template <class Lock>
+void lock_after_first_try(Lock& l) {
+    if constexpr (requires { l.lock_contended(); }) l.lock_contended();
+    else l.lock();
 }
 
 inline bool is_held(const contend::mutex& l) noexcept { return l.is_locked(); }

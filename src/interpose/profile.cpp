@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -20,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "interpose/lock_choice.hpp"
 
@@ -69,9 +72,7 @@ private:
 struct lock_record {
     std::atomic<const void*> address{nullptr};  // null: a record lost to a racing creator
     std::atomic<const void*> site{nullptr};
-    // Written by the mutex's holder only (relaxed load and store): acquisitions folded in from
-    // the mutex, the start of the hold being timed (while the mutex says timing_hold).
-    std::atomic<std::uint64_t> acquisitions{0}, hold_start{0};
+    std::atomic<std::uint64_t> acquisitions{0};
     std::atomic<std::uint64_t> contended{0}, wait_ticks{0}, wait_max{0}, timeouts{0};
     std::atomic<std::uint64_t> hold_samples{0}, hold_ticks{0};
     histogram waits, holds;
@@ -79,10 +80,11 @@ struct lock_record {
 
 namespace {
 
-constexpr std::size_t max_records = 4096, max_stripes = 16384;
+constexpr std::size_t max_records = 4096, max_stripes = 4096;
 
 struct profile_state {
     std::atomic<int> phase{0};  // 0: off, 1: starting, 2: on
+    std::uint64_t hold_sample_period = default_hold_sample_period;
     const char* directory = nullptr;
     pid_t pid = 0;
     std::uint64_t start_ticks = 0;
@@ -91,9 +93,12 @@ struct profile_state {
     std::atomic<std::size_t> records_used{0};
     lock_record dropped;  // the contentions of locks past the table
     std::atomic<std::uint64_t> locks_dropped{0};
-    stripe* stripes = nullptr;  // max_stripes
-    std::atomic<std::size_t> stripes_used{0};
-    stripe shared_stripe;
+    // The live threads' stripes, and what exited threads counted. Taken by a thread's first
+    // acquisition, its exit, and the writer: never on a lock's path.
+    std::atomic_flag stripes_lock = ATOMIC_FLAG_INIT;
+    stripe* stripes[max_stripes] = {};
+    std::uint64_t exited_acquisitions = 0, exited_trylock_busy = 0;
+    pthread_key_t exit_key{};
 };
 constinit profile_state state;
 
@@ -109,7 +114,7 @@ T* map_array(std::size_t n) noexcept {
     return p == MAP_FAILED ? nullptr : static_cast<T*>(p);
 }
 
-void relaxed_add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
+[[maybe_unused]] void relaxed_add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
     c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
 }
 
@@ -119,13 +124,51 @@ bool is_ours(const lock_record* r) noexcept {
 
 }  // namespace
 
-thread_local stripe* this_thread_stripe __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local stripe this_thread_stripe __attribute__((tls_model("initial-exec")));
 
-stripe& claim_stripe() noexcept {
-    const std::size_t i = state.stripes_used.fetch_add(1, std::memory_order_relaxed);
-    stripe* s = (state.stripes != nullptr && i < max_stripes) ? &state.stripes[i] : &state.shared_stripe;
-    this_thread_stripe = s;
-    return *s;
+namespace {
+
+class stripes_guard {
+public:
+    stripes_guard() noexcept {
+        while (state.stripes_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+    }
+    ~stripes_guard() { state.stripes_lock.clear(std::memory_order_release); }
+};
+
+// A registered thread's exit (its pthread key's destructor): its counts go to the totals.
+void stripe_exits(void* p) noexcept {
+    auto* s = static_cast<stripe*>(p);
+    apply_pending(*s);
+    stripes_guard g;
+    state.exited_acquisitions += s->acquisitions();
+    state.exited_trylock_busy += s->trylock_busy.load(std::memory_order_relaxed);
+    for (auto& slot : state.stripes)
+        if (slot == s) slot = nullptr;
+    // A later destructor of this thread may lock again: it registers anew, and counts from 0.
+    s->until_sample.store(0, std::memory_order_relaxed);
+    s->gap.store(0, std::memory_order_relaxed);
+    s->consumed.store(0, std::memory_order_relaxed);
+    s->trylock_busy.store(0, std::memory_order_relaxed);
+    s->registered = false;
+}
+
+}  // namespace
+
+void register_stripe(stripe& s) noexcept {
+    s.registered = true;
+    // Without a free slot (more live threads than the table) the thread's counts reach the
+    // totals when it exits.
+    {
+        stripes_guard g;
+        for (auto& slot : state.stripes) {
+            if (slot == nullptr) {
+                slot = &s;
+                break;
+            }
+        }
+    }
+    (void)pthread_setspecific(state.exit_key, &s);
 }
 
 namespace {
@@ -138,34 +181,82 @@ std::uint64_t next_gap() noexcept {
     x ^= x >> 7;
     x ^= x << 17;
     sample_random = x;
-    return hold_sample_period / 2 + 1 + x % hold_sample_period;
+    const std::uint64_t period = hold_sample_period();
+    return period / 2 + 1 + x % period;
 }
 
-// The mutex's count goes into its record; by the holder.
-void fold(pthread_mutex_t* m, lock_record* r) noexcept {
-    relaxed_add(r->acquisitions, __atomic_load_n(count_word(m), __ATOMIC_RELAXED));
+// What the holder takes out of the mutex: its count, which then belongs to this thread's
+// pending note until it is applied.
+std::uint64_t take_count(pthread_mutex_t* m) noexcept {
+    const std::uint64_t n = __atomic_load_n(count_word(m), __ATOMIC_RELAXED);
     __atomic_store_n(count_word(m), 0, __ATOMIC_RELAXED);
+    return n;
+}
+
+// The note a holder makes about r, applied to r after the release: whatever note the thread
+// still had about another record is applied first (a thread holding two contended mutexes).
+stripe::note& note_for(stripe& s, lock_record* r) noexcept {
+    if (s.pending.record != nullptr && s.pending.record != r) apply_pending(s);
+    s.pending.record = r;
+    return s.pending;
 }
 }  // namespace
 
+void apply_pending(stripe& s) noexcept {
+    stripe::note& n = s.pending;
+    lock_record* r = n.record;
+    if (r == nullptr) return;
+    if (n.acquisitions != 0) r->acquisitions.fetch_add(n.acquisitions, std::memory_order_relaxed);
+    if (n.contended) {
+        r->contended.fetch_add(1, std::memory_order_relaxed);
+        r->wait_ticks.fetch_add(n.wait, std::memory_order_relaxed);
+        std::uint64_t max = r->wait_max.load(std::memory_order_relaxed);
+        while (n.wait > max && !r->wait_max.compare_exchange_weak(max, n.wait, std::memory_order_relaxed)) {
+        }
+        r->waits.add(n.wait);
+    }
+    if (n.held) {
+        r->hold_samples.fetch_add(1, std::memory_order_relaxed);
+        r->hold_ticks.fetch_add(n.hold, std::memory_order_relaxed);
+        r->holds.add(n.hold);
+    }
+    n = stripe::note{};
+}
+
+std::uint64_t hold_sample_period() noexcept { return state.hold_sample_period; }
+
+bool start_next_gap(stripe& s) noexcept {
+    if (!s.registered) register_stripe(s);
+    // This acquisition ends the gap: its acquisitions, this one included, become consumed.
+    const std::uint64_t left = s.until_sample.load(std::memory_order_relaxed);
+    const std::uint64_t done = s.gap.load(std::memory_order_relaxed) - left + 1;
+    const std::uint64_t next = next_gap();
+    // A writer reading meanwhile (a thread still running at exit) may be a gap off.
+    s.consumed.store(s.consumed.load(std::memory_order_relaxed) + done, std::memory_order_relaxed);
+    s.gap.store(next, std::memory_order_relaxed);
+    s.until_sample.store(next, std::memory_order_relaxed);
+    return true;
+}
+
 void sample_hold(pthread_mutex_t* m, stripe& s) noexcept {
-    // The shared stripe's threads race on its countdown: they sample at about the same rate.
-    s.until_sample.store(next_gap(), std::memory_order_relaxed);
     lock_record* r = record_of(m);
     if (r == nullptr) return;  // never contended: its holds are not timed
-    fold(m, r);
-    r->hold_start.store(ticks(), std::memory_order_relaxed);
+    note_for(s, r).acquisitions += take_count(m);
+    s.timing = m;
     __atomic_store_n(record_word(m), reinterpret_cast<std::uintptr_t>(r) | timing_hold, __ATOMIC_RELAXED);
+    s.hold_start = ticks();
 }
 
 void end_hold_sample(pthread_mutex_t* m) noexcept {
+    const std::uint64_t now = ticks();
     lock_record* r = record_of(m);
     __atomic_store_n(record_word(m), reinterpret_cast<std::uintptr_t>(r), __ATOMIC_RELAXED);
-    const std::uint64_t start = r->hold_start.load(std::memory_order_relaxed);
-    const std::uint64_t held = ticks() - start;
-    relaxed_add(r->hold_samples, 1);
-    relaxed_add(r->hold_ticks, held);
-    r->holds.add(held);
+    stripe& s = this_stripe();
+    if (s.timing != m) return;  // released by a thread other than the one that took it
+    s.timing = nullptr;
+    stripe::note& n = note_for(s, r);
+    n.held = true;
+    n.hold = now - s.hold_start;
 }
 
 lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
@@ -189,13 +280,18 @@ lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
 }
 
 void contended(pthread_mutex_t* m, lock_record* r, std::uint64_t wait) noexcept {
-    if (r != &state.dropped) fold(m, r);
-    r->contended.fetch_add(1, std::memory_order_relaxed);
-    r->wait_ticks.fetch_add(wait, std::memory_order_relaxed);
-    std::uint64_t max = r->wait_max.load(std::memory_order_relaxed);
-    while (wait > max && !r->wait_max.compare_exchange_weak(max, wait, std::memory_order_relaxed)) {
+    stripe& s = this_stripe();
+    if (r == &state.dropped) {  // no record: counted in the totals now
+        r->contended.fetch_add(1, std::memory_order_relaxed);
+        r->wait_ticks.fetch_add(wait, std::memory_order_relaxed);
+        if (r != &state.dropped) r->acquisitions.fetch_add(take_count(m), std::memory_order_relaxed);
+        return;
     }
-    r->waits.add(wait);
+    if (s.pending.contended) apply_pending(s);  // a second contended take before a release
+    stripe::note& n = note_for(s, r);
+    n.acquisitions += take_count(m);
+    n.contended = true;
+    n.wait = wait;
 }
 
 void timed_out(lock_record* r, std::uint64_t wait) noexcept {
@@ -206,7 +302,7 @@ void timed_out(lock_record* r, std::uint64_t wait) noexcept {
 void retire(pthread_mutex_t* m) noexcept {
     lock_record* r = record_of(m);
     if (!is_ours(r) || r->address.load(std::memory_order_relaxed) != m) return;
-    fold(m, r);
+    r->acquisitions.fetch_add(take_count(m), std::memory_order_relaxed);
     __atomic_store_n(record_word(m), 0, __ATOMIC_RELEASE);
 }
 
@@ -220,11 +316,21 @@ bool start_from_environment() noexcept {
         return true;
     }
     state.directory = dir;
-    state.shared_stripe.shared = true;
+    if (const char* period = std::getenv("CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD"); period != nullptr && *period) {
+        char* end = nullptr;
+        const unsigned long long p = std::strtoull(period, &end, 10);
+        if (*end == '\0' && p >= 2 && p <= (1u << 20)) {
+            state.hold_sample_period = p;
+        } else {
+            static constexpr char msg[] =
+                "libcontend_interpose: CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD is not a whole number from 2 to 1048576; "
+                "using 1024\n";
+            (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+        }
+    }
     state.pid = ::getpid();
     state.records = map_array<lock_record>(max_records);
-    state.stripes = map_array<stripe>(max_stripes);
-    if (state.records == nullptr || state.stripes == nullptr) {
+    if (state.records == nullptr || pthread_key_create(&state.exit_key, stripe_exits) != 0) {
         static constexpr char msg[] = "libcontend_interpose: no memory for the profile; not profiling\n";
         (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
         state.phase.store(0);
@@ -386,20 +492,25 @@ void write_lock(json_out& j, const lock_record& r, double ns_per_tick, const std
     j.close('}');
 }
 
+// Acquisitions and busy trylocks: the live threads' stripes and the exited threads' totals.
+std::pair<std::uint64_t, std::uint64_t> stripe_totals() noexcept {
+    stripes_guard g;
+    std::uint64_t acquisitions = state.exited_acquisitions, busy = state.exited_trylock_busy;
+    for (const stripe* s : state.stripes) {
+        if (s == nullptr) continue;
+        acquisitions += s->acquisitions();
+        busy += s->trylock_busy.load(std::memory_order_relaxed);
+    }
+    return {acquisitions, busy};
+}
+
 std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     const double seconds = seconds_between(state.start_time, now);
     const std::uint64_t elapsed_ticks = now_ticks - state.start_ticks;
     const double ns_per_tick = elapsed_ticks > 0 ? seconds * 1e9 / static_cast<double>(elapsed_ticks) : 1.0;
     const std::string executable = executable_path();
 
-    std::uint64_t acquisitions = 0, trylock_busy = 0;
-    const std::size_t stripes = std::min(state.stripes_used.load(), max_stripes);
-    for (std::size_t i = 0; i < stripes; ++i) {
-        acquisitions += state.stripes[i].acquisitions.load(std::memory_order_relaxed);
-        trylock_busy += state.stripes[i].trylock_busy.load(std::memory_order_relaxed);
-    }
-    acquisitions += state.shared_stripe.acquisitions.load(std::memory_order_relaxed);
-    trylock_busy += state.shared_stripe.trylock_busy.load(std::memory_order_relaxed);
+    const auto [acquisitions, trylock_busy] = stripe_totals();
 
     const std::size_t records = std::min(state.records_used.load(), max_records);
     std::uint64_t contended = state.dropped.contended.load(), timeouts = state.dropped.timeouts.load(),
@@ -425,7 +536,7 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     j.key("seconds");
     j.real(seconds);
     j.key("hold_sample_period");
-    j.number(hold_sample_period);
+    j.number(hold_sample_period());
     j.key("acquisitions");
     j.number(acquisitions);
     j.key("contended");
@@ -471,14 +582,11 @@ void complain(const std::string& path) {
 // the file is a snapshot.
 [[gnu::destructor]] void write_profile_at_exit() {
     if (state.phase.load() != 2 || ::getpid() != state.pid) return;
+    apply_pending(this_thread_stripe);
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     const std::uint64_t now_ticks = ticks();
-    std::uint64_t any = 0;
-    const std::size_t stripes = std::min(state.stripes_used.load(), max_stripes);
-    for (std::size_t i = 0; i < stripes; ++i) any += state.stripes[i].acquisitions.load(std::memory_order_relaxed);
-    any += state.shared_stripe.acquisitions.load(std::memory_order_relaxed);
-    if (any == 0) return;  // a process that never locked (a shell between the program and us)
+    if (stripe_totals().first == 0) return;  // a process that never locked (a shell between the program and us)
 
     const std::string text = profile_text(now, now_ticks);
     const std::string dir = state.directory, pid = std::to_string(state.pid);

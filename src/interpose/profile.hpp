@@ -10,8 +10,9 @@
 //    an acquisition of it finds it held. From then on its contended acquisitions are timed
 //    (total, max and a log-linear histogram of the wait), and the count in the mutex is moved
 //    into the record at each of them and at each timed hold;
-//  - each thread times the hold of one of its acquisitions in hold_sample_period, on average,
-//    when that mutex has a record. The gaps are drawn at random from 33 to 96: a fixed gap
+//  - each thread times the hold of one of its acquisitions in hold_sample_period(), on
+//    average, when that mutex has a record. The gaps are drawn at random from half to one and
+//    a half periods: a fixed gap
 //    aliases with a program's own rhythm (two threads taking turns, one holding long and one
 //    short: an even gap times only one of them);
 //  - uncontended mutexes have no record: they are in the program's totals only.
@@ -33,12 +34,15 @@
 
 namespace contend::interpose::profile {
 
-// One acquisition in this many of a contended mutex has its hold timed. A power of two: the
-// check is a compare on a count already loaded. Two cycle-counter reads per sample cost about
-// 20-50 ns on the VMs we measure on (AMD EPYC, Intel Xeon): 1 in 64 keeps that under a
-// nanosecond per acquisition on either, and a lock acquired a million times still gets
-// 15,000 samples for its p99.
-inline constexpr std::uint64_t hold_sample_period = 64;
+// Each thread times one acquisition in this many, on average, by default
+// (CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD sets another, 2 to 2^20). A timed hold costs two
+// cycle-counter reads and, after the release, a note applied to the mutex's record with
+// atomic adds on lines every contending thread writes: about 140 ns in sysbench's mutex test
+// on the AMD EPYC VM. At 1 in 64 that was 2 ns an acquisition, 20 % of the test's time; at 1
+// in 1,024 it is within its noise, and a lock taken a million times still gets about 1,000
+// samples for its p99. A short program or a rare lock wants a denser period.
+inline constexpr std::uint64_t default_hold_sample_period = 1024;
+std::uint64_t hold_sample_period() noexcept;
 
 // __list (glibc's robust-mutex list links) is unused by a kind-0 mutex: glibc's lock, unlock,
 // trylock, timedlock and condvar paths touch it for robust kinds only, and init zeroes it.
@@ -74,45 +78,74 @@ inline lock_record* record_of(pthread_mutex_t* m) noexcept {
     return reinterpret_cast<lock_record*>(__atomic_load_n(record_word(m), __ATOMIC_ACQUIRE) & ~timing_hold);
 }
 
-// This thread's counters, on a cache line of their own; written by this thread only.
-struct alignas(64) stripe {
-    std::atomic<std::uint64_t> acquisitions{0};
+// This thread's counters, in its own static TLS block (initial-exec: the preloaded library's
+// TLS is allocated with the thread, and an access is one %fs-relative instruction); written
+// by this thread only. A thread registers its stripe at its first acquisition, so that the
+// profile can sum the stripes, and folds it into the profile's totals when it exits.
+struct stripe {
+    // The acquisitions this thread made are consumed + gap - until_sample: the fast path only
+    // counts down until_sample, the acquisitions until it next times a hold (of a mutex that
+    // has a record); the slow path, at the end of each gap, adds the gap to consumed and
+    // draws the next. 0 on a new thread, whose first acquisition then takes the slow path and
+    // registers the stripe. (One counter, not two: each store before the lock's CAS waits
+    // for the CAS to drain it, and a second counter cost 0.5 ns a lock and unlock.)
+    std::atomic<std::uint64_t> until_sample{0}, gap{0}, consumed{0};
     std::atomic<std::uint64_t> trylock_busy{0};
-    // Acquisitions until this thread next times a hold (of a mutex that has a record).
-    std::atomic<std::uint64_t> until_sample{0};
-    bool shared = false;  // the stripe threads share once the table is full: added to atomically
+    std::uint64_t acquisitions() const noexcept {
+        const std::uint64_t g = gap.load(std::memory_order_relaxed), u = until_sample.load(std::memory_order_relaxed);
+        return consumed.load(std::memory_order_relaxed) + (g > u ? g - u : 0);
+    }
+    bool registered = false;
+    // What a holder learned about a record (a contended wait, a timed hold, the mutex's count)
+    // is noted here and applied to the record after the release: the record's lines are
+    // written by every thread that contends for the mutex, and writing them inside the
+    // critical section would lengthen it by their cache misses.
+    struct note {
+        lock_record* record = nullptr;
+        std::uint64_t acquisitions = 0, wait = 0, hold = 0;
+        bool contended = false, held = false;
+    } pending;
+    pthread_mutex_t* timing = nullptr;  // the mutex whose hold this thread is timing
+    std::uint64_t hold_start = 0;
 };
-stripe& claim_stripe() noexcept;
-extern thread_local stripe* this_thread_stripe __attribute__((tls_model("initial-exec")));
+extern constinit thread_local stripe this_thread_stripe __attribute__((tls_model("initial-exec")));
 
-inline stripe& this_stripe() noexcept {
-    stripe* s = this_thread_stripe;
-    if (s == nullptr) [[unlikely]]
-        s = &claim_stripe();
-    return *s;
-}
+inline stripe& this_stripe() noexcept { return this_thread_stripe; }
 
-inline void add_one(stripe& s, std::atomic<std::uint64_t>& c) noexcept {
-    if (s.shared) [[unlikely]]
-        c.fetch_add(1, std::memory_order_relaxed);
-    else c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+inline void add_one(std::atomic<std::uint64_t>& c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 // The slow parts, out of line.
+bool start_next_gap(stripe& s) noexcept;
+void register_stripe(stripe& s) noexcept;
 void sample_hold(pthread_mutex_t* m, stripe& s) noexcept;
 void end_hold_sample(pthread_mutex_t* m) noexcept;
+void apply_pending(stripe& s) noexcept;
 
-// After every acquisition of a kind-0 mutex, by the thread that now holds it. The count in
-// the mutex is the holder's to write: a relaxed load and store on the lock's own line.
-inline void acquired(pthread_mutex_t* m) noexcept {
-    stripe& s = this_stripe();
-    add_one(s, s.acquisitions);
-    std::uint64_t* count = count_word(m);
-    __atomic_store_n(count, __atomic_load_n(count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+// Counts an acquisition this thread is about to make (outside the critical section: only
+// what must be written under the lock is written there). True when its hold is to be timed.
+inline bool count_acquisition(stripe& s) noexcept {
     const std::uint64_t left = s.until_sample.load(std::memory_order_relaxed);
     if (left <= 1) [[unlikely]]
-        return sample_hold(m, s);
+        return start_next_gap(s);
     s.until_sample.store(left - 1, std::memory_order_relaxed);
+    return false;
+}
+
+// Under the lock just taken: the mutex's own count (a relaxed load and store on the lock's
+// line, which the holder owns), and the start of a timed hold.
+inline void acquired_counted(pthread_mutex_t* m, stripe& s, bool time_hold) noexcept {
+    std::uint64_t* count = count_word(m);
+    __atomic_store_n(count, __atomic_load_n(count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    if (time_hold) [[unlikely]]
+        sample_hold(m, s);
+}
+
+// After an acquisition not counted beforehand (trylock, timed locks, a cond wait's retake).
+inline void acquired(pthread_mutex_t* m) noexcept {
+    stripe& s = this_stripe();
+    acquired_counted(m, s, count_acquisition(s));
 }
 
 // Before the holder releases a kind-0 mutex.
@@ -121,10 +154,18 @@ inline void releasing(pthread_mutex_t* m) noexcept {
         end_hold_sample(m);
 }
 
+// After the release: the holder's notes go to their record.
+inline void released() noexcept {
+    if (this_thread_stripe.pending.record != nullptr) [[unlikely]]
+        apply_pending(this_thread_stripe);
+}
+
 // A pthread_mutex_trylock that said EBUSY.
 inline void trylock_busy() noexcept {
     stripe& s = this_stripe();
-    add_one(s, s.trylock_busy);
+    if (!s.registered) [[unlikely]]
+        register_stripe(s);
+    add_one(s.trylock_busy);
 }
 
 // The record of a mutex found held (created at its first contention, with the caller's

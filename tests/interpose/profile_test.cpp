@@ -102,8 +102,10 @@ std::vector<json> profiles_in(const fs::path& dir) {
 }
 
 std::vector<std::string> preload_env(const std::string& lock, const fs::path& profile) {
+    // A dense hold sample: the programs here are short.
     std::vector<std::string> env = {std::string("LD_PRELOAD=") + CONTEND_TEST_PRELOAD, "CONTEND_INTERPOSE_LOCK=" + lock,
-                                    "CONTEND_INTERPOSE_PROFILE=" + profile.string()};
+                                    "CONTEND_INTERPOSE_PROFILE=" + profile.string(),
+                                    "CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD=16"};
     if (const char* tsan = CONTEND_TEST_TSAN_OPTIONS; *tsan) env.emplace_back(tsan);
     return env;
 }
@@ -161,7 +163,7 @@ TEST_P(ProfileUnderEachLock, ItsCountsAgreeWithTheProgramsOwn) {
     ASSERT_FALSE(p.is_null());
     EXPECT_EQ(p["format"], "contend-interpose-profile/1");
     EXPECT_EQ(p["lock"], GetParam());
-    EXPECT_EQ(p["hold_sample_period"], 64);
+    EXPECT_EQ(p["hold_sample_period"], 16);
     expect_counts_add_up(p);
 
     // Exact: each failed trylock, and each acquisition, the cond waits' returns included;
