@@ -363,6 +363,10 @@ public:
         comma();
         text_ += std::to_string(v);
     }
+    void field(const char* k, std::uint64_t v) {
+        key(k);
+        number(v);
+    }
     void real(double v) {
         comma();
         char buf[40];
@@ -469,24 +473,15 @@ void write_lock(json_out& j, const lock_record& r, double ns_per_tick, const std
     j.open('{');
     j.key("address");
     j.hex(address);
-    j.key("acquisitions");
-    j.number(r.acquisitions.load(std::memory_order_relaxed) + residual(r, address));
-    j.key("contended");
-    j.number(r.contended.load(std::memory_order_relaxed));
-    j.key("timeouts");
-    j.number(r.timeouts.load(std::memory_order_relaxed));
-    j.key("wait_ns");
-    j.number(ns(r.wait_ticks.load(std::memory_order_relaxed)));
-    j.key("wait_p99_ns");
-    j.number(static_cast<std::uint64_t>(quantile_ns(r.waits, ns_per_tick)));
-    j.key("wait_max_ns");
-    j.number(ns(r.wait_max.load(std::memory_order_relaxed)));
-    j.key("hold_samples");
-    j.number(r.hold_samples.load(std::memory_order_relaxed));
-    j.key("hold_sampled_ns");
-    j.number(ns(r.hold_ticks.load(std::memory_order_relaxed)));
-    j.key("hold_p99_ns");
-    j.number(static_cast<std::uint64_t>(quantile_ns(r.holds, ns_per_tick)));
+    j.field("acquisitions", r.acquisitions.load(std::memory_order_relaxed) + residual(r, address));
+    j.field("contended", r.contended.load(std::memory_order_relaxed));
+    j.field("timeouts", r.timeouts.load(std::memory_order_relaxed));
+    j.field("wait_ns", ns(r.wait_ticks.load(std::memory_order_relaxed)));
+    j.field("wait_p99_ns", static_cast<std::uint64_t>(quantile_ns(r.waits, ns_per_tick)));
+    j.field("wait_max_ns", ns(r.wait_max.load(std::memory_order_relaxed)));
+    j.field("hold_samples", r.hold_samples.load(std::memory_order_relaxed));
+    j.field("hold_sampled_ns", ns(r.hold_ticks.load(std::memory_order_relaxed)));
+    j.field("hold_p99_ns", static_cast<std::uint64_t>(quantile_ns(r.holds, ns_per_tick)));
     j.key("site");
     write_site(j, r.site.load(std::memory_order_relaxed), executable);
     j.close('}');
@@ -527,28 +522,20 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     j.open('{');
     j.key("format");
     j.string("contend-interpose-profile/1");
-    j.key("pid");
-    j.number(static_cast<std::uint64_t>(state.pid));
+    j.field("pid", static_cast<std::uint64_t>(state.pid));
     j.key("executable");
     j.string(executable.c_str());
     j.key("lock");
     j.string(lock_name(current_lock()));
     j.key("seconds");
     j.real(seconds);
-    j.key("hold_sample_period");
-    j.number(hold_sample_period());
-    j.key("acquisitions");
-    j.number(acquisitions);
-    j.key("contended");
-    j.number(contended);
-    j.key("trylock_busy");
-    j.number(trylock_busy);
-    j.key("timeouts");
-    j.number(timeouts);
-    j.key("wait_ns");
-    j.number(static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
-    j.key("locks_dropped");
-    j.number(state.locks_dropped.load());
+    j.field("hold_sample_period", hold_sample_period());
+    j.field("acquisitions", acquisitions);
+    j.field("contended", contended);
+    j.field("trylock_busy", trylock_busy);
+    j.field("timeouts", timeouts);
+    j.field("wait_ns", static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
+    j.field("locks_dropped", state.locks_dropped.load());
     j.key("locks");
     j.open('[');
     for (std::size_t i = 0; i < records; ++i) {

@@ -192,7 +192,9 @@ TEST_F(RunProfile, TheTableShowsTheTop20ByContendedWaitAndCountsTheRest) {
     const std::string table = lab::profile_table(m);
     EXPECT_NE(table.find("/usr/bin/prog, lock contend_mutex, 1 process, 1.500 s"), std::string::npos) << table;
     EXPECT_NE(table.find("200 contentions/s"), std::string::npos) << table;
-    EXPECT_NE(table.find("holds timed on 1 in 64 acquisitions on average (random gaps), of locks once contended"), std::string::npos) << table;
+    EXPECT_NE(table.find("holds timed on 1 in 64 acquisitions on average (random gaps), of locks once contended"),
+              std::string::npos)
+        << table;
     EXPECT_NE(table.find("... and 5 more contended locks (15.000 ms of wait)"), std::string::npos) << table;
     // Rank 1 is the longest wait (0x19000, 25 ms), rank 20 the 20th (0x6000); 0x5000 is not shown.
     const auto first = table.find("    1  0x19000 ");
