@@ -3,6 +3,7 @@
 // results with --json, --csv or --db.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,8 @@ namespace {
 
 struct run_args {
     preload_request request;
+    std::string locks = "contend_mutex";  // --lock: one name, or several joined by commas
+    std::string repetitions = "1";
     bool profile = false;
     std::string json_path, csv_path, db_path, label;
 };
@@ -35,6 +38,24 @@ std::string lock_help() {
     std::string list;
     for (const auto& n : interpose_lock_names()) list += (list.empty() ? "" : ", ") + n;
     return "The lock for the program's normal mutexes: " + list + " (glibc: glibc's own, for comparison)";
+}
+
+// --lock's names, each known and none twice; thrown as bad arguments before anything runs.
+std::vector<std::string> parse_locks(const std::string& text) {
+    std::vector<std::string> locks;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string name = text.substr(start, comma - start);
+        const auto& known = interpose_lock_names();
+        if (std::find(known.begin(), known.end(), name) == known.end())
+            throw std::invalid_argument("--lock " + message_text(text) + ": \"" + message_text(name) +
+                                        "\" is not a lock (" + lock_help() + ")");
+        if (std::find(locks.begin(), locks.end(), name) != locks.end())
+            throw std::invalid_argument("--lock " + message_text(text) + ": " + name + " is named twice");
+        locks.push_back(name);
+        start = comma + 1;
+    }
+    return locks;
 }
 
 // The file the program names, as execvp finds it, or "" (a name not found in PATH).
@@ -74,6 +95,26 @@ results_outputs checked_outputs(const CLI::App& run, const run_args& a) {
     return out;
 }
 
+// The profile the library left in the folder, merged and symbolized, its table printed; none
+// (and a line saying why) when no file was written.
+std::optional<program_profile> read_profile(const profile_directory& folder, const std::string& program, pid_t pid) {
+    const profile_folder read = read_profile_folder(folder.path());
+    for (const auto& e : read.errors) std::fprintf(stderr, "contend run: a profile was not read: %s\n", e.c_str());
+    if (read.processes.empty()) {
+        if (read.errors.empty())
+            std::fprintf(stderr,
+                         "contend run: no profile was written: no process of %s locked an interposed mutex, or each "
+                         "ended without exit() (killed by a signal, or through _exit)\n",
+                         program.c_str());
+        return std::nullopt;
+    }
+    program_profile profile = merge_profiles(read.processes, pid);
+    for (const auto& f : symbolize_sites(profile))
+        std::fprintf(stderr, "contend run: sites not symbolized: %s\n", f.c_str());
+    std::cerr << profile_table(profile);
+    return profile;
+}
+
 int run_program(const CLI::App& run, run_args& a) {
     preload_request& request = a.request;
     if (request.argv.empty() || request.argv.front().empty())
@@ -82,49 +123,52 @@ int run_program(const CLI::App& run, run_args& a) {
         throw std::invalid_argument("--label: the label must be printable UTF-8 (no control characters)");
     const results_outputs outputs = checked_outputs(run, a);
     const bool recording = outputs.json_path || !outputs.csv_path.empty() || !outputs.db_path.empty();
+    const std::vector<std::string> locks = parse_locks(a.locks);
+    const int repetitions = parse_small_integer("--repetitions", a.repetitions, false);
+    if (repetitions < 1 || repetitions > 1000) throw std::invalid_argument("--repetitions: from 1 to 1000");
     request.library = find_interpose_library();
     run_result record;
     if (recording) record.context = read_machine_context(a.label, format_cpu_list(allowed_cpus()));
-
-    std::optional<profile_directory> folder;
-    if (a.profile) {
-        folder.emplace();
-        request.profile_path = folder->path();
-    }
-    const auto started = std::chrono::steady_clock::now();
-    const program_status s = run_preloaded(request);
-    const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
+    const bool several = locks.size() > 1 || repetitions > 1;
     const std::string program = message_text(request.argv.front());
-    if (s.start_error != 0) {
-        std::fprintf(stderr, "contend run: cannot run %s: %s%s\n", program.c_str(), std::strerror(s.start_error),
-                     recording ? "; nothing written" : "");
-        return exit_code_of(s);
-    }
-    if (s.signalled)
-        std::fprintf(stderr, "contend run: %s was killed by signal %d (%s)\n", program.c_str(), s.value,
-                     strsignal(s.value));
 
-    std::optional<program_profile> profile;
-    if (folder) {
-        const profile_folder read = read_profile_folder(folder->path());
-        for (const auto& e : read.errors) std::fprintf(stderr, "contend run: a profile was not read: %s\n", e.c_str());
-        if (!read.processes.empty()) {
-            profile = merge_profiles(read.processes, s.pid);
-            for (const auto& f : symbolize_sites(*profile))
-                std::fprintf(stderr, "contend run: sites not symbolized: %s\n", f.c_str());
-            std::cerr << profile_table(*profile);
-        } else if (read.errors.empty()) {
-            std::fprintf(stderr,
-                         "contend run: no profile was written: no process of %s locked an interposed mutex, or each "
-                         "ended without exit() (killed by a signal, or through _exit)\n",
-                         program.c_str());
+    // Interleaved: each repetition runs every lock in turn, so that a drift of the machine
+    // reaches each lock alike. The first run that fails ends it: a comparison with a failing
+    // program means nothing.
+    std::vector<std::vector<program_run>> runs(locks.size());
+    int code = 0;
+    for (int r = 1; r <= repetitions && code == 0; ++r) {
+        for (std::size_t i = 0; i < locks.size() && code == 0; ++i) {
+            request.lock = locks[i];
+            if (several)
+                std::fprintf(stderr, "contend run: --lock %s, run %d of %d\n", locks[i].c_str(), r, repetitions);
+            std::optional<profile_directory> folder;
+            if (a.profile) {
+                folder.emplace();
+                request.profile_path = folder->path();
+            }
+            program_run run;
+            const auto started = std::chrono::steady_clock::now();
+            run.status = run_preloaded(request);
+            run.wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
+            const program_status& s = run.status;
+            code = exit_code_of(s);
+            if (s.start_error != 0) {
+                std::fprintf(stderr, "contend run: cannot run %s: %s%s\n", program.c_str(),
+                             std::strerror(s.start_error), recording ? "; nothing written" : "");
+                return code;
+            }
+            if (s.signalled)
+                std::fprintf(stderr, "contend run: %s was killed by signal %d (%s)\n", program.c_str(), s.value,
+                             strsignal(s.value));
+            if (folder) run.profile = read_profile(*folder, program, s.pid);
+            runs[i].push_back(std::move(run));
         }
     }
 
-    const int code = exit_code_of(s);
     if (!recording) return code;
-    record.cells.push_back(
-        run_cell({request.argv, request.lock, a.profile, s, wall_ns, profile ? &*profile : nullptr}));
+    for (std::size_t i = 0; i < locks.size(); ++i)
+        if (!runs[i].empty()) record.cells.push_back(run_cell({request.argv, locks[i], a.profile, std::move(runs[i])}));
     const bench_written written = write_results(outputs, record);
     for (const auto& w : written.wrote) std::fprintf(stderr, "contend run: wrote %s\n", w.c_str());
     for (const auto& f : written.failed) std::fprintf(stderr, "contend run: could not write %s\n", f.c_str());
@@ -144,7 +188,14 @@ command add_run(CLI::App& app) {
         "Exit status: the program's own; 128+N if a signal N killed it; 127 if it was not found, 126 if it could not "
         "be executed; 2 for bad arguments (nothing run); 4 when the program exited 0 but a result could not be "
         "written.\nExample: contend run --lock glibc --profile -- sysbench mutex --threads=8 run");
-    run->add_option("--lock", a->request.lock, lock_help())->capture_default_str();
+    run->add_option("--lock", a->locks,
+                    lock_help() +
+                        ". Several, joined by commas, run one after the other (an A/B), each a row of the "
+                        "results")
+        ->capture_default_str();
+    run->add_option("--repetitions", a->repetitions,
+                    "Run the program this many times under each lock, interleaved (each run a sample of the row)")
+        ->capture_default_str();
     run->add_flag("--profile", a->profile,
                   "Profile every contended mutex (counts, waits, sampled holds, the call site) and print the top 20 "
                   "on standard error at exit");

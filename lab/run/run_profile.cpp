@@ -508,6 +508,52 @@ param_list program_params(const std::vector<std::string>& argv) {
     return {{"program", name}, {"args", args}};
 }
 
+namespace {
+
+metric_list profile_metrics(const program_profile& p) {
+    const auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+    const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+    metric_list m;
+    m.emplace_back("contentions_per_s", p.contentions_per_s());
+    m.emplace_back("acquisitions", static_cast<double>(p.acquisitions));
+    m.emplace_back("contended", static_cast<double>(p.contended));
+    m.emplace_back("trylock_busy", static_cast<double>(p.trylock_busy));
+    m.emplace_back("timeouts", static_cast<double>(p.timeouts));
+    m.emplace_back("wait_ms", ms(p.wait_ns));
+    std::uint64_t worst_p99 = 0;
+    for (const auto& l : p.locks) worst_p99 = std::max(worst_p99, l.wait_p99_ns);
+    m.emplace_back("wait_p99_us", p.locks.empty() ? not_measured : us(worst_p99));
+    m.emplace_back("locks_contended", static_cast<double>(p.locks.size()));
+    m.emplace_back("locks_dropped", static_cast<double>(p.locks_dropped));
+    m.emplace_back("processes", static_cast<double>(p.processes));
+    if (!p.locks.empty()) {
+        const auto& t = p.locks.front();
+        m.emplace_back("top_lock_acquisitions", static_cast<double>(t.acquisitions));
+        m.emplace_back("top_lock_contended", static_cast<double>(t.contended));
+        m.emplace_back("top_lock_wait_ms", ms(t.wait_ns));
+        m.emplace_back("top_lock_wait_p99_us", us(t.wait_p99_ns));
+        m.emplace_back("top_lock_hold_p99_us", t.hold_samples ? us(t.hold_p99_ns) : not_measured);
+        m.emplace_back("top_lock_hold_ms", t.estimated_hold_ns() / 1e6);
+    }
+    return m;
+}
+
+void set_status(cell_result& cell, const program_status& s) {
+    if (s.start_error != 0) {
+        cell.status = "crashed";
+        cell.detail = std::string("could not start: ") + std::strerror(s.start_error);
+    } else if (s.signalled) {
+        cell.status = "crashed";
+        cell.detail = "killed by signal " + std::to_string(s.value);
+        if (const char* name = strsignal(s.value)) cell.detail.append(" (").append(name).append(")");
+    } else if (s.value != 0) {
+        cell.status = "failed";
+        cell.detail = "exit status " + std::to_string(s.value);
+    }
+}
+
+}  // namespace
+
 cell_result run_cell(const run_record_input& in) {
     cell_result cell;
     cell.suite = "run";
@@ -517,47 +563,26 @@ cell_result run_cell(const run_record_input& in) {
     cell.workers = 1;
     cell.operation = "run";
     cell.ops_per_worker = 1;
-    cell.repetitions = 1;
-    cell.ns_per_op = {in.wall_ns};
-    summarize_samples(cell);
-    cell.cpu_ns_per_op = in.status.cpu_ns;
-    if (in.status.start_error != 0) {
-        cell.status = "crashed";
-        cell.detail = std::string("could not start: ") + std::strerror(in.status.start_error);
-    } else if (in.status.signalled) {
-        cell.status = "crashed";
-        cell.detail = "killed by signal " + std::to_string(in.status.value);
-        if (const char* name = strsignal(in.status.value)) cell.detail.append(" (").append(name).append(")");
-    } else if (in.status.value != 0) {
-        cell.status = "failed";
-        cell.detail = "exit status " + std::to_string(in.status.value);
-    }
-    if (const auto* p = in.profile) {
-        const auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e6; };
-        const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
-        auto& m = cell.metrics;
-        m.emplace_back("contentions_per_s", p->contentions_per_s());
-        m.emplace_back("acquisitions", static_cast<double>(p->acquisitions));
-        m.emplace_back("contended", static_cast<double>(p->contended));
-        m.emplace_back("trylock_busy", static_cast<double>(p->trylock_busy));
-        m.emplace_back("timeouts", static_cast<double>(p->timeouts));
-        m.emplace_back("wait_ms", ms(p->wait_ns));
-        std::uint64_t worst_p99 = 0;
-        for (const auto& l : p->locks) worst_p99 = std::max(worst_p99, l.wait_p99_ns);
-        m.emplace_back("wait_p99_us", p->locks.empty() ? not_measured : us(worst_p99));
-        m.emplace_back("locks_contended", static_cast<double>(p->locks.size()));
-        m.emplace_back("locks_dropped", static_cast<double>(p->locks_dropped));
-        m.emplace_back("processes", static_cast<double>(p->processes));
-        if (!p->locks.empty()) {
-            const auto& t = p->locks.front();
-            m.emplace_back("top_lock_acquisitions", static_cast<double>(t.acquisitions));
-            m.emplace_back("top_lock_contended", static_cast<double>(t.contended));
-            m.emplace_back("top_lock_wait_ms", ms(t.wait_ns));
-            m.emplace_back("top_lock_wait_p99_us", us(t.wait_p99_ns));
-            m.emplace_back("top_lock_hold_p99_us", t.hold_samples ? us(t.hold_p99_ns) : not_measured);
-            m.emplace_back("top_lock_hold_ms", t.estimated_hold_ns() / 1e6);
+    cell.repetitions = static_cast<std::int32_t>(in.runs.size());
+    std::vector<double> cpu;
+    // Each metric's values over the runs, in the order the first run that has it named it.
+    std::vector<std::pair<std::string, std::vector<double>>> metrics;
+    for (const auto& run : in.runs) {
+        cell.ns_per_op.push_back(run.wall_ns);
+        cpu.push_back(run.status.cpu_ns);
+        if (cell.valid()) set_status(cell, run.status);
+        if (!run.profile) continue;
+        for (const auto& [name, value] : profile_metrics(*run.profile)) {
+            auto it = std::find_if(metrics.begin(), metrics.end(), [&](const auto& m) { return m.first == name; });
+            if (it == metrics.end()) it = metrics.insert(metrics.end(), {name, {}});
+            if (!std::isnan(value)) it->second.push_back(value);
         }
-        for (const auto& [name, value] : m) check_metric_name(name);
+    }
+    summarize_samples(cell);
+    cell.cpu_ns_per_op = cpu.empty() ? 0 : median(cpu);
+    for (auto& [name, values] : metrics) {
+        check_metric_name(name);
+        cell.metrics.emplace_back(name, values.empty() ? not_measured : median(values));
     }
     return cell;
 }

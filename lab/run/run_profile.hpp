@@ -124,17 +124,23 @@ std::vector<std::string> symbolize_sites(program_profile& profile, std::size_t l
 // and a line for the rest.
 std::string profile_table(const program_profile& profile, std::size_t top = 20);
 
-// A `contend run` as one cell of the lab's model (docs/lab.md, "contend run"): suite "run",
-// contender the lock, params program:<name>/args:<hash> (and profile:on when profiled),
-// 1 worker, operation "run", the program's wall time as its one sample, status "ok" when it
-// exited 0, the profile's figures as metrics.
+// One run of the program under one lock.
+struct program_run {
+    program_status status;
+    double wall_ns = 0;
+    std::optional<program_profile> profile;  // none: not profiled, or no profile was read
+};
+
+// The runs of one lock as one cell of the lab's model (docs/lab.md, "contend run"): suite
+// "run", contender the lock, params program:<name>/args:<hash> (and profile:on when
+// profiled), 1 worker, operation "run", each run's wall time a sample, status "ok" when every
+// run exited 0 (else the first failure's), the profile's figures as metrics (each the median
+// over the runs that were profiled).
 struct run_record_input {
     std::vector<std::string> argv;
     std::string lock;
     bool profiled = false;
-    program_status status;
-    double wall_ns = 0;
-    const program_profile* profile = nullptr;  // null: no profile was read
+    std::vector<program_run> runs;  // at least one
 };
 cell_result run_cell(const run_record_input& input);
 

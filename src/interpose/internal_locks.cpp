@@ -4,20 +4,37 @@
 // -Wl,--wrap=pthread_mutex_{lock,trylock,unlock} (src/interpose/CMakeLists.txt), which sends
 // the calls of its own objects here, straight to glibc; the program's calls still reach the
 // exported pthread_mutex_* of this library.
+//
+// Going straight to glibc also goes past ThreadSanitizer's interceptors: under TSan each call
+// tells it of the acquire or the release, or it would report as races the accesses these
+// mutexes order.
 #include <pthread.h>
 
 #include "interpose/glibc_functions.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#else
+#define __tsan_acquire(p) ((void)(p))
+#define __tsan_release(p) ((void)(p))
+#endif
 
 using contend::interpose::glibc;
 
 extern "C" {
 __attribute__((visibility("hidden"))) int __wrap_pthread_mutex_lock(pthread_mutex_t* m) {
-    return glibc().mutex_lock(m);
+    const int rc = glibc().mutex_lock(m);
+    if (rc == 0) __tsan_acquire(m);
+    return rc;
 }
 __attribute__((visibility("hidden"))) int __wrap_pthread_mutex_trylock(pthread_mutex_t* m) {
-    return glibc().mutex_trylock(m);
+    const int rc = glibc().mutex_trylock(m);
+    if (rc == 0) __tsan_acquire(m);
+    return rc;
 }
 __attribute__((visibility("hidden"))) int __wrap_pthread_mutex_unlock(pthread_mutex_t* m) {
+    __tsan_release(m);
     return glibc().mutex_unlock(m);
 }
 }

@@ -137,7 +137,7 @@ void expect_counts_add_up(const json& p) {
 }
 
 const bool under_tsan = *CONTEND_TEST_TSAN_OPTIONS != '\0';
-const std::vector<std::string> locks = {CONTEND_TEST_LOCKS};  // TSan: glibc's only (docs/interpose.md)
+const std::vector<std::string> locks = {CONTEND_TEST_LOCKS};
 
 class ProfileUnderEachLock : public testing::TestWithParam<std::string> {};
 
@@ -166,10 +166,9 @@ TEST_P(ProfileUnderEachLock, ItsCountsAgreeWithTheProgramsOwn) {
     EXPECT_EQ(p["hold_sample_period"], 16);
     expect_counts_add_up(p);
 
-    // Exact: each failed trylock, and each acquisition, the cond waits' returns included;
-    // except under TSan, whose interceptors call glibc's versioned pthread_cond_* directly.
+    // Exact: each failed trylock, and each acquisition, the cond waits' returns included.
     EXPECT_EQ(p["trylock_busy"].get<double>(), own["contentions"]);
-    EXPECT_EQ(p["acquisitions"].get<double>(), own["all_acquisitions"] - (under_tsan ? own["cond_returns"] : 0));
+    EXPECT_EQ(p["acquisitions"].get<double>(), own["all_acquisitions"]);
     const json* hot = nullptr;
     for (const auto& l : p["locks"])
         if (l["acquisitions"].get<double>() == own["hot_acquisitions"]) hot = &l;
@@ -191,7 +190,7 @@ TEST_P(ProfileUnderEachLock, ItsCountsAgreeWithTheProgramsOwn) {
     else EXPECT_EQ(module, CONTEND_TEST_SELF_COUNTING);
 }
 
-// Over 10,000 rounds (one to two seconds) on contend's mutex (glibc's under TSan). The spin locks are
+// Over 10,000 rounds (one to two seconds) on contend's mutex. The spin locks are
 // left out: with the machine busy, a spinning waiter keeps the holder off the CPU for whole
 // time slices, and a run long enough for the rate takes minutes.
 TEST(Profile, ItsContentionsPerSecondAreTheProgramsOwnWithinOnePercent) {

@@ -274,7 +274,7 @@ TEST_F(RunProfile, TheRowIsOneCellOfSuiteRunWithTheProfilesFiguresAndRoundTripsT
     exited.cpu_ns = 5e6;
     lab::run_result run;
     run.context.date = "2026-01-01T00:00:00Z";
-    run.cells.push_back(lab::run_cell({{"/usr/bin/prog", "--threads=8", "run"}, "ttas", true, exited, 2.5e9, &m}));
+    run.cells.push_back(lab::run_cell({{"/usr/bin/prog", "--threads=8", "run"}, "ttas", true, {{exited, 2.5e9, m}}}));
     const auto& c = run.cells[0];
     EXPECT_EQ(c.name().substr(0, 27), "run/ttas/program:prog/args:") << c.name();
     EXPECT_EQ(c.params.back(), (std::pair<std::string, std::string>{"profile", "on"}));
@@ -298,14 +298,39 @@ TEST_F(RunProfile, TheRowIsOneCellOfSuiteRunWithTheProfilesFiguresAndRoundTripsT
 
     lab::program_status failed;
     failed.value = 3;
-    EXPECT_EQ(lab::run_cell({{"prog"}, "glibc", false, failed, 1e6, nullptr}).detail, "exit status 3");
+    EXPECT_EQ(lab::run_cell({{"prog"}, "glibc", false, {{failed, 1e6, std::nullopt}}}).detail, "exit status 3");
     lab::program_status killed;
     killed.signalled = true;
     killed.value = 9;
-    const auto k = lab::run_cell({{"prog"}, "glibc", false, killed, 1e6, nullptr});
+    const auto k = lab::run_cell({{"prog"}, "glibc", false, {{killed, 1e6, std::nullopt}}});
     EXPECT_EQ(k.status, "crashed");
     EXPECT_EQ(k.detail.substr(0, 18), "killed by signal 9") << k.detail;
     EXPECT_TRUE(k.metrics.empty());
+}
+
+TEST_F(RunProfile, SeveralRunsOfALockAreTheSamplesOfOneCellItsMetricsTheirMediansItsStatusTheFirstFailure) {
+    const auto profile_of = [](std::uint64_t wait_ns) {
+        auto j = profile_json(7, {lock_json("0x10", 1000)});
+        j["wait_ns"] = wait_ns;
+        return lab::merge_profiles({lab::parse_profile(j.dump())}, 7);
+    };
+    lab::program_status ok, failed;
+    failed.value = 3;
+    const auto c = lab::run_cell({{"prog"},
+                                  "contend_mutex",
+                                  true,
+                                  {{ok, 3e6, profile_of(1'000'000)},
+                                   {ok, 1e6, profile_of(5'000'000)},
+                                   {ok, 2e6, std::nullopt},
+                                   {ok, 4e6, profile_of(2'000'000)}}});
+    EXPECT_EQ(c.repetitions, 4);
+    EXPECT_EQ(c.ns_per_op, (std::vector<double>{3e6, 1e6, 2e6, 4e6}));
+    EXPECT_DOUBLE_EQ(c.median_ns, 2.5e6);
+    EXPECT_DOUBLE_EQ(c.metric("wait_ms"), 2);  // the median of 1, 5 and 2: the unprofiled run has none
+    EXPECT_EQ(c.status, "ok");
+    const auto f = lab::run_cell({{"prog"}, "glibc", false, {{ok, 1e6, std::nullopt}, {failed, 1e6, std::nullopt}}});
+    EXPECT_EQ(f.status, "failed");
+    EXPECT_EQ(f.detail, "exit status 3");
 }
 
 TEST_F(RunProfile, TheProgramParamsAreSafeAndTheArgumentsHashKeepsTheirBoundaries) {

@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
 #include "run/preload_run.hpp"
 #include "run_cli.hpp"
+#include "store/results_io.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -70,6 +72,63 @@ TEST_F(ContendRun, AnUnknownLockOrNoProgramIsBadUsageAndRunsNothing) {
     EXPECT_NE(o.output.find("contend_mutex"), std::string::npos) << "the message lists the locks:\n" << o.output;
     EXPECT_NE(access(witness.c_str(), F_OK), 0) << "the program ran";
     EXPECT_EQ(run_cli("run").exit_code, 2);
+}
+
+// `contend run --lock glibc,contend_mutex --repetitions N --json F -- sh -c SCRIPT`, where
+// SCRIPT appends a line to a log and its status comes after ("; exit 3").
+struct ab_run {
+    contend_test::cli_outcome cli;
+    std::string log;
+    contend::lab::run_result recorded;
+};
+std::string slurp(const std::string& file) {
+    std::ifstream in(file);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+ab_run run_ab(const std::string& log, const std::string& json, int repetitions, const std::string& line,
+              const std::string& status) {
+    ab_run r;
+    r.cli = run_cli("run --lock glibc,contend_mutex --repetitions " + std::to_string(repetitions) + " --json " +
+                    shell_quote(json) + " -- sh -c 'echo " + line + " >> " + shell_quote(log) + status + "'");
+    r.log = slurp(log);
+    r.recorded = contend::lab::run_from_json(slurp(json));
+    return r;
+}
+
+// An A/B: the locks run in turn within each repetition (the program logs the lock it was
+// given), and each lock is one row of the results, a sample per repetition.
+TEST_F(ContendRun, ALockListRunsEachLockInTurnAndRecordsOneRowPerLockWithASamplePerRepetition) {
+    const auto r = run_ab(path("log"), path("run.json"), 2, "$CONTEND_INTERPOSE_LOCK", "");
+    ASSERT_EQ(r.cli.exit_code, 0) << r.cli.output;
+    EXPECT_EQ(r.log, "glibc\ncontend_mutex\nglibc\ncontend_mutex\n");
+    ASSERT_EQ(r.recorded.cells.size(), 2u);
+    EXPECT_EQ(r.recorded.cells[0].contender, "glibc");
+    EXPECT_EQ(r.recorded.cells[1].contender, "contend_mutex");
+    for (const auto& c : r.recorded.cells) {
+        EXPECT_EQ(c.suite, "run");
+        EXPECT_EQ(c.repetitions, 2);
+        EXPECT_EQ(c.ns_per_op.size(), 2u);
+        EXPECT_EQ(c.status, "ok");
+    }
+}
+
+// A failing program ends the comparison at once: the rest would compare nothing.
+TEST_F(ContendRun, TheFirstFailingRunEndsALockListWithItsStatusAndIsRecorded) {
+    const auto r = run_ab(path("log"), path("run.json"), 3, "ran", "; exit 3");
+    EXPECT_EQ(r.cli.exit_code, 3) << r.cli.output;
+    EXPECT_EQ(r.log, "ran\n");
+    ASSERT_EQ(r.recorded.cells.size(), 1u);
+    EXPECT_EQ(r.recorded.cells[0].status, "failed");
+}
+
+TEST_F(ContendRun, ALockListWithAnUnknownOrRepeatedNameOrRepetitionsOutOfRangeIsBadUsageAndRunsNothing) {
+    const std::string witness = path("ran");
+    for (const std::string args : {"--lock glibc,no_such_lock", "--lock glibc,glibc", "--lock glibc,",
+                                   "--repetitions 0", "--repetitions 1001", "--repetitions x"}) {
+        const auto o = run_cli("run " + args + " -- touch " + shell_quote(witness));
+        EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.output;
+        EXPECT_NE(access(witness.c_str(), F_OK), 0) << args << ": the program ran";
+    }
 }
 
 // The child sees the library after whatever LD_PRELOAD held (a sanitizer's runtime must stay
