@@ -97,6 +97,25 @@ int glibc_wait(pthread_mutex_t* m, F&& wait) noexcept {
     return rc;
 }
 
+// Under ThreadSanitizer a program's cond wait reaches us from TSan's interceptor, which marks
+// the call blocking (thr->ignore_interceptors) for its whole length; TSan then records no
+// synchronization for the atomics inside it, contend's parking lot's included, but still
+// checks the plain accesses they order, and reports races that are not there. The wait tells
+// TSan to ignore its accesses too; the mutex's release and retake around it TSan models
+// itself, from the interceptor.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
+struct tsan_ignored_wait {
+    tsan_ignored_wait() { __tsan_ignore_thread_begin(); }
+    ~tsan_ignored_wait() { __tsan_ignore_thread_end(); }
+    tsan_ignored_wait(const tsan_ignored_wait&) = delete;
+    tsan_ignored_wait& operator=(const tsan_ignored_wait&) = delete;
+};
+#else
+struct tsan_ignored_wait {};
+#endif
+
 // Runs wait(lock) -> std::cv_status on contend's condition variable with the right lock.
 template <class Glibc, class Wait>
 int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&& wait) noexcept {
@@ -108,6 +127,7 @@ int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&
         return mutex_kind(m) == 0 ? EINVAL : to_glibc();
     }
     auto result = [](std::cv_status s) { return s == std::cv_status::timeout ? ETIMEDOUT : 0; };
+    [[maybe_unused]] const tsan_ignored_wait ignored;
     try {
         return visit_mutex(
             m,
