@@ -227,6 +227,23 @@ TEST(Profile, AProgramThatNeverLocksWritesNoFile) {
     EXPECT_TRUE(fs::is_empty(dir.profile()));
 }
 
+TEST(Profile, AHoldSamplePeriodThatIsNotANumberFromTwoTo2To20IsSaidAndTheDefaultUsed) {
+    for (const std::string period : {"abc", "1", "16x", "2000000"}) {
+        scratch_dir dir;
+        auto env = preload_env(locks.front(), dir.profile());
+        for (auto& kv : env)
+            if (kv.starts_with("CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD="))
+                kv = "CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD=" + period;
+        const finished f = run({CONTEND_TEST_SELF_COUNTING, "50"}, env, dir.path());
+        EXPECT_EQ(f.status, 0) << f.err;
+        EXPECT_NE(f.err.find("CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD is not a whole number"), std::string::npos)
+            << period << ": " << f.err;
+        const auto profiles = profiles_in(dir.profile());
+        ASSERT_EQ(profiles.size(), 1u);
+        EXPECT_EQ(profiles.front()["hold_sample_period"], 1024) << period;
+    }
+}
+
 TEST(Profile, ADirectoryThatCannotBeWrittenIsReportedAndTheProgramsStatusKept) {
     scratch_dir dir;
     const fs::path missing = dir.path() / "no-such-directory";

@@ -144,6 +144,21 @@ TEST_F(ContendRun, TheProgramSeesTheLibraryAfterTheInheritedPreloadAndTheLock) {
     EXPECT_EQ(contend::lab::preload_value("/l.so", ""), "/l.so");
 }
 
+// CONTEND_INTERPOSE_LIBRARY must name the library by an absolute path (the program may change
+// its directory before the loader reads LD_PRELOAD); a relative one, or one that is not
+// there, is bad usage and nothing runs.
+TEST_F(ContendRun, ALibraryNamedByARelativeOrMissingPathIsRefusedAndNothingRuns) {
+    const std::string witness = path("ran");
+    for (const std::string library : {"build/libcontend_interpose.so", "/no/such/libcontend_interpose.so"}) {
+        const auto o = run_cli("env CONTEND_INTERPOSE_LIBRARY=" + shell_quote(library) + " " +
+                                   shell_quote(CONTEND_CLI_PATH) + " run -- touch " + shell_quote(witness),
+                               false);
+        EXPECT_EQ(o.exit_code, 2) << library << "\n" << o.output;
+        EXPECT_NE(o.output.find("CONTEND_INTERPOSE_LIBRARY=" + library), std::string::npos) << o.output;
+        EXPECT_NE(access(witness.c_str(), F_OK), 0) << library << ": the program ran";
+    }
+}
+
 // The program starts with the signal dispositions contend started with: SIGPIPE at its default
 // (the lab ignores it for itself), and a SIGHUP ignored by the caller (nohup) still ignored.
 TEST_F(ContendRun, TheProgramInheritsTheSignalDispositionsContendWasStartedWith) {
