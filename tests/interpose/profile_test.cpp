@@ -175,9 +175,12 @@ TEST_P(ProfileUnderEachLock, ItsCountsAgreeWithTheProgramsOwn) {
     ASSERT_NE(hot, nullptr) << "no lock with the hot mutex's " << own["hot_acquisitions"] << " acquisitions";
 
     // A lock call that follows a failed trylock and finds the mutex free is the program's
-    // contention and not the profile's: never the other way round, and rare.
+    // contention and not the profile's: never the other way round, and rare (the thread must
+    // be preempted between the two calls, which a sanitizer's slowness makes likelier: 1.5 %
+    // and 3.2 % of the ticket lock's rounds under TSan in two runs, so 10 % there; 1 % in an
+    // optimized build).
     EXPECT_LE(p["contended"].get<double>(), own["contentions"]);
-    EXPECT_GE(p["contended"].get<double>(), 0.99 * own["contentions"]);
+    EXPECT_GE(p["contended"].get<double>(), (1 - CONTEND_TEST_COUNT_TOLERANCE) * own["contentions"]);
 
     // Half the holds of the hot mutex spin 20 us, so its p99 hold is at least that (less the
     // histogram's 6 % rounding): the samples must not alias with the threads' turns.
