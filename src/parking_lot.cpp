@@ -9,6 +9,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
+#include "platform/tsan_sync.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
 
@@ -67,12 +68,22 @@ table* make_table(std::size_t size, table* retired) {
     return t;
 }
 
-table* get_table() {
+// The current table, with the acquire that orders its contents before our reads.
+table* load_table() noexcept {
     table* t = current_table.load(std::memory_order_acquire);
+    internal::tsan_acquired(&current_table);
+    return t;
+}
+
+table* get_table() {
+    table* t = load_table();
     if (t) [[likely]]
         return t;
     table* fresh = make_table(initial_buckets, nullptr);
-    if (current_table.compare_exchange_strong(t, fresh, std::memory_order_acq_rel)) return fresh;
+    internal::tsan_releasing(&current_table);
+    const bool won = current_table.compare_exchange_strong(t, fresh, std::memory_order_acq_rel);
+    internal::tsan_acquired(&current_table);
+    if (won) return fresh;
     delete[] fresh->buckets;
     delete fresh;
     return t;
@@ -90,7 +101,7 @@ bucket& lock_bucket(const void* address) {
         table* t = get_table();
         bucket& b = *t->buckets[hash_address(address, t->size)];
         b.lock.lock();
-        if (t == current_table.load(std::memory_order_acquire)) [[likely]]
+        if (t == load_table()) [[likely]]
             return b;
         b.lock.unlock();  // the table grew while we waited; our address lives elsewhere now
     }
@@ -103,7 +114,7 @@ void grow_for(std::size_t threads) {
         // Lock every bucket in index order (the only place that holds more than one, so
         // the order cannot deadlock), then check nobody else replaced the table meanwhile.
         for (std::size_t i = 0; i < old->size; ++i) old->buckets[i]->lock.lock();
-        if (old != current_table.load(std::memory_order_acquire)) {
+        if (old != load_table()) {
             for (std::size_t i = 0; i < old->size; ++i) old->buckets[i]->lock.unlock();
             continue;
         }
@@ -124,6 +135,7 @@ void grow_for(std::size_t threads) {
             }
             old->buckets[i]->head = old->buckets[i]->tail = nullptr;
         }
+        internal::tsan_releasing(&current_table);
         current_table.store(fresh, std::memory_order_release);
         growth_count.fetch_add(1, std::memory_order_relaxed);
         for (std::size_t i = 0; i < old->size; ++i) old->buckets[i]->lock.unlock();
@@ -196,6 +208,7 @@ bool withdraw(thread_data& me, const void* address) {
     if (removed) return true;
     while (me.parked.load(std::memory_order_acquire) != 0)
         internal::wait_on_address(me.parked, 1, internal::no_deadline);
+    internal::tsan_acquired(&me.parked);
     return false;
 }
 
@@ -234,6 +247,7 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
             break;
         }
     }
+    internal::tsan_acquired(&me.parked);
     return {park_status::unparked, me.token};
 }
 
@@ -272,6 +286,7 @@ unpark_result unpark_one(const void* address, internal::function_ref<std::intptr
     if (found) found->token = token;
     b.lock.unlock();
     if (found) {
+        internal::tsan_releasing(&found->parked);
         found->parked.store(0, std::memory_order_release);
         internal::wake_one(found->parked);
     }
@@ -310,6 +325,7 @@ std::size_t unpark_all(const void* address) {
     // reuse `next` for another queue.
     while (woken) {
         thread_data* next = woken->next;
+        internal::tsan_releasing(&woken->parked);
         woken->parked.store(0, std::memory_order_release);
         internal::wake_one(woken->parked);
         woken = next;

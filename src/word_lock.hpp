@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "contend/internal/atomic.hpp"
+#include "platform/tsan_sync.hpp"
 
 namespace contend::internal {
 
@@ -15,13 +16,14 @@ class word_lock {
 public:
     void lock() noexcept {
         std::uint32_t expected = 0;
-        if (state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
-            [[likely]]
-            return;
-        lock_slow();
+        if (!state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
+            [[unlikely]]
+            lock_slow();
+        tsan_acquired(&state_);
     }
 
     void unlock() noexcept {
+        tsan_releasing(&state_);
         if (state_.exchange(0, std::memory_order_release) == 2) [[unlikely]]
             unlock_slow();
     }

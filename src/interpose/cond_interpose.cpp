@@ -102,7 +102,8 @@ int glibc_wait(pthread_mutex_t* m, F&& wait) noexcept {
 // synchronization for the atomics inside it, contend's parking lot's included, but still
 // checks the plain accesses they order, and reports races that are not there. The wait tells
 // TSan to ignore its accesses too; the mutex's release and retake around it TSan models
-// itself, from the interceptor.
+// itself, from the interceptor, and the order the parking lot passes on through this thread
+// (a slot, a bucket) it learns from the parking lot's annotations (platform/tsan_sync.hpp).
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_ignore_thread_begin();
 extern "C" void __tsan_ignore_thread_end();
