@@ -88,24 +88,18 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
         c, m,
         [&](auto& lock) {
             if constexpr (profiled) {
-                // Counted after the attempt: a store before it would wait for the CAS (a locked
-                // instruction drains the store buffer), 0.5 ns a lock on the AMD EPYC VM.
-                profile::stripe& s = profile::this_stripe();
-                if (!first_try(lock)) {
-                    profile::lock_record* r = profile::record_for(m, site);
-                    const std::uint64_t start = profile::ticks();
-                    try {
-                        lock_after_first_try(lock);
-                    } catch (...) {
-                        return EAGAIN;
-                    }
-                    const std::uint64_t waited = profile::ticks() - start;
-                    profile::acquired_counted(m, s, profile::count_acquisition(s));
-                    profile::contended(m, r, waited);
+                // Counted after the attempt (profile::acquired): a store before it would wait
+                // for the CAS, a locked instruction that drains the store buffer.
+                if (first_try(lock)) {
+                    profile::acquired(m);
                     return 0;
                 }
-                profile::acquired_counted(m, s, profile::count_acquisition(s));
-                return 0;
+                return wait_for(m, site, [&] {
+                    return no_throw(EAGAIN, [&] {
+                        lock_after_first_try(lock);
+                        return 0;
+                    });
+                });
             } else {
                 return no_throw(EAGAIN, [&] {
                     lock.lock();

@@ -114,10 +114,6 @@ T* map_array(std::size_t n) noexcept {
     return p == MAP_FAILED ? nullptr : static_cast<T*>(p);
 }
 
-[[maybe_unused]] void relaxed_add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
-    c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
-}
-
 bool is_ours(const lock_record* r) noexcept {
     return r >= state.records && r < state.records + state.records_used.load(std::memory_order_acquire);
 }
@@ -243,17 +239,19 @@ void sample_hold(pthread_mutex_t* m, stripe& s) noexcept {
     if (r == nullptr) return;  // never contended: its holds are not timed
     note_for(s, r).acquisitions += take_count(m);
     s.timing = m;
-    __atomic_store_n(record_word(m), reinterpret_cast<std::uintptr_t>(r) | timing_hold, __ATOMIC_RELAXED);
     s.hold_start = ticks();
 }
 
+// The holder's release of the mutex whose hold it times. The mutex's count was taken when the
+// hold began, so it is still 0 unless the mutex was acquired since: it was then unlocked by
+// another thread (which POSIX leaves undefined for this kind, and glibc allows), and the
+// sample, which would span someone else's holds, is dropped.
 void end_hold_sample(pthread_mutex_t* m) noexcept {
     const std::uint64_t now = ticks();
-    lock_record* r = record_of(m);
-    __atomic_store_n(record_word(m), reinterpret_cast<std::uintptr_t>(r), __ATOMIC_RELAXED);
     stripe& s = this_stripe();
-    if (s.timing != m) return;  // released by a thread other than the one that took it
     s.timing = nullptr;
+    lock_record* r = record_of(m);
+    if (r == nullptr || __atomic_load_n(count_word(m), __ATOMIC_RELAXED) != 0) return;
     stripe::note& n = note_for(s, r);
     n.held = true;
     n.hold = now - s.hold_start;
@@ -276,7 +274,7 @@ lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return r;
     r->address.store(nullptr, std::memory_order_release);  // another thread's record won
-    return reinterpret_cast<lock_record*>(expected & ~timing_hold);
+    return reinterpret_cast<lock_record*>(expected);
 }
 
 void contended(pthread_mutex_t* m, lock_record* r, std::uint64_t wait) noexcept {
@@ -284,7 +282,6 @@ void contended(pthread_mutex_t* m, lock_record* r, std::uint64_t wait) noexcept 
     if (r == &state.dropped) {  // no record: counted in the totals now
         r->contended.fetch_add(1, std::memory_order_relaxed);
         r->wait_ticks.fetch_add(wait, std::memory_order_relaxed);
-        if (r != &state.dropped) r->acquisitions.fetch_add(take_count(m), std::memory_order_relaxed);
         return;
     }
     if (s.pending.contended) apply_pending(s);  // a second contended take before a release
@@ -460,8 +457,7 @@ std::uint64_t residual(const lock_record& r, const void* mutex) {
     pthread_mutex_t copy;
     iovec local{&copy, sizeof copy}, remote{const_cast<void*>(mutex), sizeof copy};
     if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof copy)) return 0;
-    if ((*record_word(&copy) & ~timing_hold) != reinterpret_cast<std::uintptr_t>(&r) || mutex_kind(&copy) != 0)
-        return 0;
+    if (*record_word(&copy) != reinterpret_cast<std::uintptr_t>(&r) || mutex_kind(&copy) != 0) return 0;
     return *count_word(&copy);
 }
 

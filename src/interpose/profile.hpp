@@ -2,19 +2,18 @@
 // to DIR/<pid>.json when the process exits (docs/interpose.md, "Profiling").
 //
 // Costs, and what is exact and what is sampled:
-//  - every acquisition of a kind-0 mutex adds one to this thread's stripe (a plain store to
-//    a thread-owned cache line) and one to a count kept in the mutex itself, in bytes glibc
-//    leaves unused for this kind (__list): the holder writes it, on the line the lock is
-//    already on, so no other cache line is touched. Both counts are exact;
+//  - every acquisition of a kind-0 mutex counts down this thread's stripe (in its static TLS;
+//    the thread's acquisitions are derived from it) and adds one to a count kept in the mutex
+//    itself, in bytes glibc leaves unused for this kind (__list): the holder writes it, on the
+//    line the lock is already on. Both are counted after the lock's CAS, and both are exact;
 //  - a mutex gets a record (a table entry, pointed to from the mutex's __list) the first time
 //    an acquisition of it finds it held. From then on its contended acquisitions are timed
 //    (total, max and a log-linear histogram of the wait), and the count in the mutex is moved
 //    into the record at each of them and at each timed hold;
 //  - each thread times the hold of one of its acquisitions in hold_sample_period(), on
 //    average, when that mutex has a record. The gaps are drawn at random from half to one and
-//    a half periods: a fixed gap
-//    aliases with a program's own rhythm (two threads taking turns, one holding long and one
-//    short: an even gap times only one of them);
+//    a half periods: a fixed gap aliases with a program's own rhythm (two threads taking
+//    turns, one holding long and one short: an even gap times only one of them);
 //  - uncontended mutexes have no record: they are in the program's totals only.
 // Times are read with the CPU's cycle counter and turned into nanoseconds against the steady
 // clock over the whole run.
@@ -46,9 +45,8 @@ std::uint64_t hold_sample_period() noexcept;
 
 // __list (glibc's robust-mutex list links) is unused by a kind-0 mutex: glibc's lock, unlock,
 // trylock, timedlock and condvar paths touch it for robust kinds only, and init zeroes it.
-// __list.__prev: the mutex's record, or null; its bit 0 is set while the holder's hold is timed.
+// __list.__prev: the mutex's record, or null.
 inline constexpr std::size_t record_word_offset = 24;
-inline constexpr std::uintptr_t timing_hold = 1;
 inline constexpr std::size_t count_word_offset = 32;  // __list.__next: acquisitions not in the record
 static_assert(offsetof(__pthread_mutex_s, __list) == record_word_offset);
 static_assert(sizeof(__pthread_mutex_s::__list) == 2 * sizeof(void*) && sizeof(void*) == 8);
@@ -75,7 +73,7 @@ inline std::uintptr_t* record_word(pthread_mutex_t* m) noexcept {
     return reinterpret_cast<std::uintptr_t*>(reinterpret_cast<char*>(m) + record_word_offset);
 }
 inline lock_record* record_of(pthread_mutex_t* m) noexcept {
-    return reinterpret_cast<lock_record*>(__atomic_load_n(record_word(m), __ATOMIC_ACQUIRE) & ~timing_hold);
+    return reinterpret_cast<lock_record*>(__atomic_load_n(record_word(m), __ATOMIC_ACQUIRE));
 }
 
 // This thread's counters, in its own static TLS block (initial-exec: the preloaded library's
@@ -105,7 +103,10 @@ struct stripe {
         std::uint64_t acquisitions = 0, wait = 0, hold = 0;
         bool contended = false, held = false;
     } pending;
-    pthread_mutex_t* timing = nullptr;  // the mutex whose hold this thread is timing
+    // The mutex whose hold this thread is timing. Kept here, not in the mutex: every release
+    // checks it, and on this thread's own line the check cannot stall as a load from the
+    // lock's line can (a waiter may have just taken that line away).
+    pthread_mutex_t* timing = nullptr;
     std::uint64_t hold_start = 0;
 };
 extern constinit thread_local stripe this_thread_stripe __attribute__((tls_model("initial-exec")));
@@ -123,8 +124,8 @@ void sample_hold(pthread_mutex_t* m, stripe& s) noexcept;
 void end_hold_sample(pthread_mutex_t* m) noexcept;
 void apply_pending(stripe& s) noexcept;
 
-// Counts an acquisition this thread is about to make (outside the critical section: only
-// what must be written under the lock is written there). True when its hold is to be timed.
+// Counts an acquisition this thread has just made, after the lock's CAS (a store before it
+// would wait for the locked instruction to drain it). True when its hold is to be timed.
 inline bool count_acquisition(stripe& s) noexcept {
     const std::uint64_t left = s.until_sample.load(std::memory_order_relaxed);
     if (left <= 1) [[unlikely]]
@@ -134,7 +135,9 @@ inline bool count_acquisition(stripe& s) noexcept {
 }
 
 // Under the lock just taken: the mutex's own count (a relaxed load and store on the lock's
-// line, which the holder owns), and the start of a timed hold.
+// line, which the holder owns right after its CAS), and the start of a timed hold. Counted
+// at the release instead, it cost more (docs/interpose.md, "Cost"): by then a spinning
+// waiter may have the line shared again.
 inline void acquired_counted(pthread_mutex_t* m, stripe& s, bool time_hold) noexcept {
     std::uint64_t* count = count_word(m);
     __atomic_store_n(count, __atomic_load_n(count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
@@ -142,15 +145,16 @@ inline void acquired_counted(pthread_mutex_t* m, stripe& s, bool time_hold) noex
         sample_hold(m, s);
 }
 
-// After an acquisition not counted beforehand (trylock, timed locks, a cond wait's retake).
+// After an acquisition of a kind-0 mutex: lock, trylock, the timed locks, a cond wait's retake.
 inline void acquired(pthread_mutex_t* m) noexcept {
     stripe& s = this_stripe();
     acquired_counted(m, s, count_acquisition(s));
 }
 
-// Before the holder releases a kind-0 mutex.
+// Before the holder releases a kind-0 mutex: the end of a timed hold, found on this thread's
+// own line.
 inline void releasing(pthread_mutex_t* m) noexcept {
-    if (__atomic_load_n(record_word(m), __ATOMIC_RELAXED) & timing_hold) [[unlikely]]
+    if (this_thread_stripe.timing == m) [[unlikely]]
         end_hold_sample(m);
 }
 
