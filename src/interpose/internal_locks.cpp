@@ -11,30 +11,25 @@
 #include <pthread.h>
 
 #include "interpose/glibc_functions.hpp"
+#include "platform/tsan_sync.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#else
-#define __tsan_acquire(p) ((void)(p))
-#define __tsan_release(p) ((void)(p))
-#endif
-
+using contend::internal::tsan_acquired;
+using contend::internal::tsan_releasing;
 using contend::interpose::glibc;
 
 extern "C" {
 __attribute__((visibility("hidden"))) int __wrap_pthread_mutex_lock(pthread_mutex_t* m) {
     const int rc = glibc().mutex_lock(m);
-    if (rc == 0) __tsan_acquire(m);
+    if (rc == 0) tsan_acquired(m);
     return rc;
 }
 __attribute__((visibility("hidden"))) int __wrap_pthread_mutex_trylock(pthread_mutex_t* m) {
     const int rc = glibc().mutex_trylock(m);
-    if (rc == 0) __tsan_acquire(m);
+    if (rc == 0) tsan_acquired(m);
     return rc;
 }
 __attribute__((visibility("hidden"))) int __wrap_pthread_mutex_unlock(pthread_mutex_t* m) {
-    __tsan_release(m);
+    tsan_releasing(m);
     return glibc().mutex_unlock(m);
 }
 }

@@ -8,7 +8,9 @@
 // synchronization, while __tsan_acquire and __tsan_release still do (they check only
 // ignore_sync). Without them a parking-lot slot or bucket handed over through such a thread
 // loses the order its atomics gave it, and TSan reports races that are not there
-// (docs/interpose.md). Outside TSan builds they are nothing.
+// (docs/interpose.md). The interposer also calls them around the glibc mutexes its own
+// objects lock past TSan's interceptors (src/interpose/internal_locks.cpp), where TSan would
+// otherwise see no edge at all. Outside TSan builds they are nothing.
 #pragma once
 
 #if defined(__SANITIZE_THREAD__)
@@ -18,7 +20,7 @@ extern "C" void __tsan_release(void* addr);
 
 namespace contend::internal {
 
-// After an acquire (load, RMW, or lock) of the atomic at `address`.
+// After an acquire (load, RMW, or lock) of the atomic or mutex at `address`.
 inline void tsan_acquired(const volatile void* address) noexcept {
 #if defined(__SANITIZE_THREAD__)
     __tsan_acquire(const_cast<void*>(address));
@@ -27,7 +29,7 @@ inline void tsan_acquired(const volatile void* address) noexcept {
 #endif
 }
 
-// Before a release (store, RMW, or unlock) of the atomic at `address`.
+// Before a release (store, RMW, or unlock) of the atomic or mutex at `address`.
 inline void tsan_releasing(const volatile void* address) noexcept {
 #if defined(__SANITIZE_THREAD__)
     __tsan_release(const_cast<void*>(address));
