@@ -151,7 +151,8 @@ self_counted run_self_counting(const std::string& lock, const char* rounds) {
     const finished f = run({CONTEND_TEST_SELF_COUNTING, rounds}, preload_env(lock, dir.profile()), dir.path());
     EXPECT_EQ(f.status, 0) << f.out << f.err;
     self_counted r{parse_line(f.out), {}};
-    EXPECT_TRUE(r.own.count("contentions") && r.own.count("hot_acquisitions")) << f.out;
+    EXPECT_TRUE(r.own.count("contentions") && r.own.count("hot_acquisitions") && r.own.count("hot_contentions"))
+        << f.out;
     const auto profiles = profiles_in(dir.profile());
     EXPECT_EQ(profiles.size(), 1u);
     if (!profiles.empty()) r.profile = profiles.front();
@@ -175,12 +176,17 @@ TEST_P(ProfileUnderEachLock, ItsCountsAgreeWithTheProgramsOwn) {
     ASSERT_NE(hot, nullptr) << "no lock with the hot mutex's " << own["hot_acquisitions"] << " acquisitions";
 
     // A lock call that follows a failed trylock and finds the mutex free is the program's
-    // contention and not the profile's: never the other way round, and rare (the thread must
-    // be preempted between the two calls, which a sanitizer's slowness makes likelier: 1.5 %
-    // and 3.2 % of the ticket lock's rounds under TSan in two runs, so 10 % there; 1 % in an
-    // optimized build).
-    EXPECT_LE(p["contended"].get<double>(), own["contentions"]);
-    EXPECT_GE(p["contended"].get<double>(), (1 - CONTEND_TEST_COUNT_TOLERANCE) * own["contentions"]);
+    // contention and not the profile's: never the other way round. On the hot mutex the
+    // holder keeps the mutex 20 us past the waiter's word, so that takes a preemption between
+    // the two calls, which a sanitizer's slowness makes likelier (1.5 % and 3.2 % of the
+    // ticket lock's rounds under TSan in two runs, so 10 % there; 1 % in an optimized build).
+    EXPECT_LE((*hot)["contended"].get<double>(), own["hot_contentions"]);
+    EXPECT_GE((*hot)["contended"].get<double>(), (1 - CONTEND_TEST_COUNT_TOLERANCE) * own["hot_contentions"]);
+    // The ping-pong's holds are a few instructions, so its lock calls often find the mutex
+    // free again: 10 to 15 % of its few dozen trylock failures under the TTAS lock (CI run 51
+    // failed on that, when the whole count was compared). Only the direction holds there.
+    EXPECT_LE(p["contended"].get<double>() - (*hot)["contended"].get<double>(),
+              own["contentions"] - own["hot_contentions"]);
 
     // Half the holds of the hot mutex spin 20 us, so its p99 hold is at least that (less the
     // histogram's 6 % rounding): the samples must not alias with the threads' turns.
