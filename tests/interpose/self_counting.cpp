@@ -140,9 +140,9 @@ int main(int argc, char** argv) {
     for (auto& t : threads) pthread_join(t, nullptr);
     const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
 
-    // Read by profile_test: the hot mutex's acquisitions, then the program's contentions and
-    // acquisitions of every mutex (cond_returns of them returns from a cond wait), over the
-    // seconds main ran.
+    // Read by profile_test: the hot mutex's acquisitions and contentions, then the program's
+    // contentions and acquisitions of every mutex (cond_returns of them returns from a cond
+    // wait), over the seconds main ran.
     std::printf(
         "hot_acquisitions=%llu hot_contentions=%llu contentions=%llu seconds=%.6f all_acquisitions=%llu "
         "cond_returns=%llu\n",
