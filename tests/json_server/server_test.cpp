@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "test_support.hpp"
@@ -284,6 +286,48 @@ int exit_status_of(std::vector<std::string> args) {
         std::this_thread::sleep_for(5ms);
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// The exit status of the server run with `args` and what it wrote to stderr (it is expected
+// to refuse them and exit at once); status -1 as for exit_status_of.
+std::pair<int, std::string> refusal_of(std::vector<std::string> args) {
+    int err[2];
+    if (::pipe2(err, O_CLOEXEC) != 0) return {-1, "pipe2 failed"};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    args.insert(args.begin(), server_path());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(err[1]);
+    if (rc != 0) {
+        ::close(err[0]);
+        return {-1, "posix_spawn failed"};
+    }
+    // Its stderr until EOF (it exited) or the deadline (it is then killed).
+    const auto deadline = steady::now() + io_budget;
+    std::string text;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+        pollfd p{err[0], POLLIN, 0};
+        if (left <= 0ms || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        char buf[4096];
+        const ssize_t n = ::read(err[0], buf, sizeof buf);
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(err[0]);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, text};
 }
 
 long rss_kib(pid_t pid) {
@@ -609,6 +653,47 @@ TEST_F(JsonServer, ANameOrAMalformedAddressIsRefused) {
         EXPECT_EQ(exit_status_of({"--address", address, "--duration", "5"}), 1) << address;
 }
 
+// An IPv4-mapped IPv6 address is the IPv4 one in disguise, which an IPv6-only socket cannot
+// bind (the kernel said only "Invalid argument"); a multicast address and a link-local IPv6
+// one without its interface cannot be listened on either. Each is refused before the bind,
+// with the address and the reason.
+TEST_F(JsonServer, AnAddressThatCannotBeListenedOnIsRefusedNamingItAndWhy) {
+    server_.reset();
+    const std::pair<const char*, const char*> cases[] = {
+        {"::ffff:127.0.0.1", "IPv4-mapped"},
+        {"224.0.0.1", "multicast"},
+        {"ff02::1", "multicast"},
+        {"fe80::1", "link-local"},
+    };
+    for (const auto& [address, reason] : cases) {
+        const auto [status, text] = refusal_of({"--address", address, "--duration", "5"});
+        EXPECT_EQ(status, 1) << address;
+        EXPECT_NE(text.find(address), std::string::npos) << address << ": " << text;
+        EXPECT_NE(text.find(reason), std::string::npos) << address << ": " << text;
+    }
+    // The mapped form's message names the IPv4 address to give instead.
+    EXPECT_NE(refusal_of({"--address", "::ffff:127.0.0.1", "--duration", "5"}).second.find("--address 127.0.0.1"),
+              std::string::npos);
+}
+
+// A bind the kernel refuses names the address and port with the kernel's reason: the port
+// of a running server (in use), an address no interface of this host has (TEST-NET-1; unless
+// the host lets any address be bound, net.ipv4.ip_nonlocal_bind).
+TEST_F(JsonServer, AFailedBindNamesTheAddressAndPort) {
+    const std::string busy = std::to_string(port());
+    auto [status, text] = refusal_of({"--port", busy, "--duration", "5"});
+    EXPECT_EQ(status, 1);
+    EXPECT_NE(text.find("127.0.0.1 port " + busy), std::string::npos) << text;
+    EXPECT_NE(text.find(std::strerror(EADDRINUSE)), std::string::npos) << text;
+    std::ifstream nonlocal_bind("/proc/sys/net/ipv4/ip_nonlocal_bind");
+    int any_address = 0;
+    nonlocal_bind >> any_address;
+    if (any_address != 0) return;
+    std::tie(status, text) = refusal_of({"--address", "192.0.2.1", "--duration", "5"});
+    EXPECT_EQ(status, 1);
+    EXPECT_NE(text.find("192.0.2.1 port 0"), std::string::npos) << text;
+}
+
 TEST_F(JsonServer, StopsByItselfAfterMaxRequests) {
     server_.reset();  // this test runs its own
     server_process s({"--max-requests", "3", "--threads", "1"});
@@ -673,6 +758,41 @@ TEST_F(JsonServer, SlowHeadersAndSilentConnectionsAreClosedAtTheHeaderTimeout) {
     EXPECT_NE(output.find("timeouts: header 40, idle 0"), std::string::npos) << output;
 }
 
+// Pipelining across reads: each read completes the request the last one began and carries
+// the first bytes of the next, which then arrives whole about 300 ms later. Every request's
+// header takes that long from its first byte, well within the 2 s header timeout (the margin
+// is for a loaded machine), so the connection is served throughout. (Each request's deadline
+// once ran from the first request's first byte: the connection was closed as a header
+// timeout after about 2 s, with requests unanswered.)
+TEST_F(JsonServer, EachPipelinedRequestGetsItsOwnHeaderDeadline) {
+    server_.reset();  // this test runs its own
+    server_process s({"--threads", "2", "--header-timeout", "2", "--idle-timeout", "0"});
+    const std::string request(json_request);
+    const std::string head = request.substr(0, 16), rest = request.substr(16);
+    client c(s.port());
+    c.send(request + head);
+    auto r = c.read_responses(1);
+    ASSERT_EQ(r.size(), 1u) << "the first request";
+    expect_json(r[0]);
+    // 12 rounds of 300 ms: 3.6 s, well past the 2 s timeout and the loop's quarter-second scan.
+    for (int round = 0; round < 12; ++round) {
+        std::this_thread::sleep_for(300ms);
+        c.send(rest + request + head);
+        r = c.read_responses(2);
+        ASSERT_EQ(r.size(), 2u) << "round " << round << ": the connection was closed";
+        expect_json(r[0]);
+        expect_json(r[1]);
+    }
+    c.send(rest);
+    r = c.read_responses(1);
+    ASSERT_EQ(r.size(), 1u) << "the last request";
+    expect_json(r[0]);
+    const auto [status, output] = s.stop();
+    EXPECT_EQ(status, std::optional<int>(0)) << output;
+    EXPECT_NE(output.find("totals: 26 requests"), std::string::npos) << output;
+    EXPECT_NE(output.find("timeouts: header 0, idle 0"), std::string::npos) << output;
+}
+
 TEST_F(JsonServer, AKeptAliveConnectionWithNoRequestBegunIsClosedAtTheIdleTimeout) {
     server_.reset();  // this test runs its own
     server_process s({"--threads", "2", "--header-timeout", "0", "--idle-timeout", "1"});
@@ -699,6 +819,41 @@ TEST_F(JsonServer, AKeptAliveConnectionWithNoRequestBegunIsClosedAtTheIdleTimeou
     const auto [status, output] = s.stop();
     EXPECT_EQ(status, std::optional<int>(0)) << output;
     EXPECT_NE(output.find("timeouts: header 0, idle 1"), std::string::npos) << output;
+}
+
+// --duration is whole seconds up to a year (0: no limit). A larger count was converted to
+// milliseconds with an overflow, so 2^64 - 1 and 2^63 - 1 stopped the server at once; they
+// are refused now, as are counts past what the flags' types hold. (Exit status 2 and a
+// message naming the flag and the bound.)
+TEST_F(JsonServer, NumericFlagsRefuseValuesTheyCannotHold) {
+    server_.reset();
+    const std::vector<std::vector<std::string>> refused = {
+        {"--duration", "18446744073709551615"},
+        {"--duration", "9223372036854775807"},
+        {"--duration", "31536001"},
+        {"--duration", "18446744073709551616"},
+        {"--threads", "32768"},
+        {"--threads", "18446744073709551615"},
+        {"--port", "65536"},
+        {"--max-requests", "18446744073709551616"},
+        {"--pause-threshold", "18446744073709551616"},
+        {"--max-header-bytes", "-1"},
+    };
+    for (const auto& args : refused) {
+        auto [status, text] = refusal_of(args);
+        EXPECT_EQ(status, 2) << args[0] << " " << args[1] << ": " << text;
+        EXPECT_NE(text.find(args[0]), std::string::npos) << text;
+    }
+    // The longest duration is served, not cut short.
+    server_process s({"--duration", "31536000", "--threads", "1"});
+    client c(s.port());
+    std::this_thread::sleep_for(200ms);  // past the loop's tick: a stop at once would be seen
+    c.send(json_request);
+    const auto r = c.read_responses(1);
+    ASSERT_EQ(r.size(), 1u);
+    expect_json(r[0]);
+    const auto [status, output] = s.stop();
+    EXPECT_EQ(status, std::optional<int>(0)) << output;
 }
 
 TEST_F(JsonServer, TimeoutFlagsRefuseWhatIsNotANumberOfSeconds) {
