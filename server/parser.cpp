@@ -73,9 +73,12 @@ static parser_next answer(const std::shared_ptr<connection>& c, const contend::r
     if (!c->close_after_flush) {
         // The idle deadline restarts with every answer; the header deadline only when a
         // request begins, so a header trickling in byte by byte keeps the one its first
-        // byte set.
+        // byte set. A request begins here when none was under way, or when this read
+        // answered one and holds the start of the next (pipelining across reads): that
+        // one's first byte came in this read, so its deadline is not its predecessor's.
         const bool partial = offset < buffer.size();
-        if (!partial || !c->in_request) c->set_deadline(partial);
+        const bool answered = offset > 0;
+        if (!partial || answered || !c->in_request) c->set_deadline(partial);
         c->in_request = partial;
         // Examined to the end: the next read waits for new bytes, and a request larger than
         // the pause threshold still flows (what is examined no longer holds the writer back).
