@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -18,39 +19,51 @@ constexpr const char* usage =
     "usage: contend_json_server [options]\n"
     "  --address A            numeric IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
     "  --port N               port (default 0: pick a free one; the port is printed)\n"
-    "  --threads N            thread pool size (default: the pool's own, with hill climbing)\n"
+    "  --threads N            thread pool size, at most 32767 (default: the pool's own, with\n"
+    "                         hill climbing)\n"
     "  --pause-threshold N    bytes buffered in a pipe that pause its writer (default 65536)\n"
     "  --resume-threshold N   bytes below which a paused writer resumes (default 32768)\n"
     "  --pipe-lock K          contend | std: the lock inside every pipe (default contend)\n"
     "  --max-header-bytes N   request-line and headers larger than this get 431 (default 8192)\n"
     "  --header-timeout S     a request's header must arrive within S seconds of its first\n"
     "                         byte (the first request's: of the accept), else the\n"
-    "                         connection is closed (default 30; 0: no limit)\n"
+    "                         connection is closed (default 30; 0: no limit; at most 86400)\n"
     "  --idle-timeout S       a kept-alive connection with no request begun is closed after\n"
-    "                         S seconds (default 75; 0: no limit)\n"
+    "                         S seconds (default 75; 0: no limit; at most 86400)\n"
     "  --max-requests N       stop after answering N requests (default 0: no limit)\n"
-    "  --duration S           stop after S seconds (default 0: no limit)\n"
+    "  --duration S           stop after S whole seconds, at most 31536000 (a year)\n"
+    "                         (default 0: no limit)\n"
     "SIGINT or SIGTERM stop it; it then prints its totals.\n";
+
+// The thread pool's own bound (contend::thread_pool refuses more).
+constexpr std::uint64_t max_threads = 32'767;
 
 [[noreturn]] void bad_usage(const std::string& what) {
     std::fprintf(stderr, "contend_json_server: %s\n%s", what.c_str(), usage);
     std::exit(2);
 }
 
-std::uint64_t parse_number(std::string_view flag, std::string_view text) {
+// A whole number in decimal from 0 to `max`.
+std::uint64_t parse_number(std::string_view flag, std::string_view text,
+                           std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size())
+    const bool digits = end == text.data() + text.size() && end != text.data() && text.front() != '-';
+    if (!digits || (ec != std::errc{} && ec != std::errc::result_out_of_range))
         bad_usage(std::string(flag) + " needs a non-negative integer, not '" + std::string(text) + "'");
+    if (ec == std::errc::result_out_of_range || value > max)
+        bad_usage(std::string(flag) + " must be at most " + std::to_string(max) + ", not '" + std::string(text) + "'");
     return value;
 }
 
-// Seconds, fractions allowed (0.5), as whole milliseconds; at most a day.
+// Seconds, fractions allowed (0.5), as whole milliseconds; at most max_timeout (a day).
 std::chrono::milliseconds parse_seconds(std::string_view flag, std::string_view text) {
+    const double most = static_cast<double>(json_server::max_timeout.count());
     double value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size() || !(value >= 0) || value > 86400)
-        bad_usage(std::string(flag) + " needs a number of seconds from 0 to 86400, not '" + std::string(text) + "'");
+    if (ec != std::errc{} || end != text.data() + text.size() || !(value >= 0) || value > most)
+        bad_usage(std::string(flag) + " needs a number of seconds from 0 to " +
+                  std::to_string(json_server::max_timeout.count()) + ", not '" + std::string(text) + "'");
     const auto ms = std::chrono::milliseconds(static_cast<std::int64_t>(value * 1000 + 0.5));
     if (value > 0 && ms.count() == 0) bad_usage(std::string(flag) + " must be 0 or at least 0.001");
     return ms;
@@ -69,11 +82,9 @@ json_server::server_options parse_flags(int argc, char** argv) {
         if (flag == "--address") {
             o.address = value;
         } else if (flag == "--port") {
-            const auto port = parse_number(flag, value);
-            if (port > 65535) bad_usage("--port must be at most 65535");
-            o.port = static_cast<std::uint16_t>(port);
+            o.port = static_cast<std::uint16_t>(parse_number(flag, value, 65535));
         } else if (flag == "--threads") {
-            o.threads = parse_number(flag, value);
+            o.threads = parse_number(flag, value, max_threads);
         } else if (flag == "--pause-threshold") {
             o.pipe.pause_writer_threshold = parse_number(flag, value);
         } else if (flag == "--resume-threshold") {
@@ -96,7 +107,9 @@ json_server::server_options parse_flags(int argc, char** argv) {
         } else if (flag == "--max-requests") {
             o.max_requests = parse_number(flag, value);
         } else if (flag == "--duration") {
-            o.duration = std::chrono::seconds(parse_number(flag, value));
+            // Whole seconds, at most a year: 2^64 - 1 once overflowed into a negative count
+            // of milliseconds, which stopped the server at once.
+            o.duration = std::chrono::seconds(parse_number(flag, value, json_server::max_duration.count()));
         } else {
             bad_usage("unknown flag: " + std::string(flag));
         }

@@ -9,17 +9,64 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 
 #include "connection.hpp"
 #include "loop.hpp"
 
 namespace json_server {
+namespace {
+
+// Why a numeric address cannot be listened on, found before the bind, whose EINVAL would
+// not say; empty if nothing is known against it. An IPv6 socket here is IPv6 only (below),
+// and the kernel refuses it a mapped IPv4 address; multicast addresses take no connections
+// (Linux lets an IPv4 one be bound all the same, to no use); a link-local IPv6 address
+// needs an interface, which --address cannot name. (Linux binds the IPv4 broadcast address
+// too, to no use either.)
+std::string unlistenable(const sockaddr_storage& addr) {
+    if (addr.ss_family == AF_INET) {
+        const auto& a = reinterpret_cast<const sockaddr_in&>(addr).sin_addr;
+        if (IN_MULTICAST(ntohl(a.s_addr))) return "a multicast address; listen on a unicast one";
+        if (a.s_addr == htonl(INADDR_BROADCAST)) return "the broadcast address; listen on a unicast one";
+        return {};
+    }
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+        char v4[INET_ADDRSTRLEN] = "";
+        ::inet_ntop(AF_INET, &a.s6_addr[12], v4, sizeof v4);
+        return std::string(
+                   "an IPv4-mapped IPv6 address, which an IPv6-only socket cannot bind; give the IPv4 "
+                   "address itself (--address ") +
+               v4 + ")";
+    }
+    if (IN6_IS_ADDR_MULTICAST(&a)) return "a multicast address; listen on a unicast one";
+    if (IN6_IS_ADDR_LINKLOCAL(&a))
+        return "a link-local IPv6 address, which needs an interface the server cannot be given";
+    return {};
+}
+
+// The failed bind or listen, naming the address, the port and the kernel's reason.
+[[noreturn]] void throw_listen_error(const std::string& address, std::uint16_t port) {
+    const int e = errno;
+    std::string what = "cannot listen on " + address + " port " + std::to_string(port);
+    if (e == EADDRNOTAVAIL) what += " (no interface of this host has that address)";
+    throw std::system_error(e, std::generic_category(), what);
+}
+
+}  // namespace
 
 server::server(server_options options) : core_(std::make_unique<core>()) {
     auto& c = *core_;
     c.options = std::move(options);
     if (c.options.max_header_bytes == 0) throw std::invalid_argument("max_header_bytes must be positive");
+    for (const auto limit : {c.options.header_timeout, c.options.idle_timeout})
+        if (limit.count() < 0 || limit > max_timeout)
+            throw std::invalid_argument("header_timeout and idle_timeout must be from 0 to a day");
+    if (c.options.duration.count() < 0 || c.options.duration > max_duration)
+        throw std::invalid_argument("duration must be from 0 to a year");
 
     // An IPv4 or an IPv6 address, numeric (no name lookup: the server binds what it is told).
     sockaddr_storage addr{};
@@ -35,16 +82,24 @@ server::server(server_options options) : core_(std::make_unique<core>()) {
         v6->sin6_port = htons(c.options.port);
         len = sizeof *v6;
     } else {
-        throw std::invalid_argument("not a numeric IPv4 or IPv6 address: " + c.options.address);
+        const auto& a = c.options.address;
+        const char* hint = a.find('%') != std::string::npos ? " (an IPv6 scope such as %eth0 is not taken)"
+                           : a.find_first_not_of("0123456789abcdefABCDEF.:") != std::string::npos
+                               ? " (names are not looked up)"
+                               : "";
+        throw std::invalid_argument("not a numeric IPv4 or IPv6 address: '" + a + "'" + hint);
     }
+    if (const auto why = unlistenable(addr); !why.empty())
+        throw std::invalid_argument("cannot listen on " + c.options.address + ": " + why);
     c.listen_fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c.listen_fd < 0) throw_errno("socket");
     const int one = 1;
     ::setsockopt(c.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     // An IPv6 address means that address alone, not the IPv4 ones mapped into it.
     if (addr.ss_family == AF_INET6) ::setsockopt(c.listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (::bind(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) throw_errno("bind");
-    if (::listen(c.listen_fd, SOMAXCONN) != 0) throw_errno("listen");
+    if (::bind(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0)
+        throw_listen_error(c.options.address, c.options.port);
+    if (::listen(c.listen_fd, SOMAXCONN) != 0) throw_listen_error(c.options.address, c.options.port);
     if (::getsockname(c.listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) throw_errno("getsockname");
     c.port = ntohs(addr.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
 

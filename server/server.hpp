@@ -18,6 +18,13 @@
 
 namespace json_server {
 
+// The longest timeout and the longest duration the server takes (std::invalid_argument past
+// them): a day and a year are well beyond any use, and the clock arithmetic on them (a
+// deadline in nanoseconds, twice over; an elapsed time compared in nanoseconds) has room
+// to spare. 0 is "no limit" for each.
+inline constexpr std::chrono::seconds max_timeout{86'400};
+inline constexpr std::chrono::seconds max_duration{365 * 86'400};
+
 struct server_options {
     std::string address = "127.0.0.1";
     std::uint16_t port = 0;  // 0: the kernel picks a free one (server::port() tells)
@@ -29,11 +36,11 @@ struct server_options {
     // begun for idle_timeout after its last answer; past either it is shut down and closed,
     // without a response (what slow-header attacks and forgotten keep-alive connections
     // get from nginx, whose defaults are 60 s and 75 s; Kestrel's are 30 s and 130 s).
-    // Zero: no limit. Checked about every quarter second.
+    // Zero: no limit; at most max_timeout. Checked about every quarter second.
     std::chrono::milliseconds header_timeout{30'000};
     std::chrono::milliseconds idle_timeout{75'000};
     std::uint64_t max_requests = 0;  // stop once this many were answered; 0: no limit
-    std::chrono::milliseconds duration{0};  // stop after this long; 0: no limit
+    std::chrono::milliseconds duration{0};  // stop after this long (at most max_duration); 0: no limit
 };
 
 struct server_totals {

@@ -655,8 +655,8 @@ TEST_F(JsonServer, ANameOrAMalformedAddressIsRefused) {
 
 // An IPv4-mapped IPv6 address is the IPv4 one in disguise, which an IPv6-only socket cannot
 // bind (the kernel said only "Invalid argument"); a multicast address and a link-local IPv6
-// one without its interface cannot be listened on either. Each is refused before the bind,
-// with the address and the reason.
+// one without its interface, or the broadcast address, cannot be listened on either; a scope
+// or a name is not taken. Each is refused before the bind, with the address and the reason.
 TEST_F(JsonServer, AnAddressThatCannotBeListenedOnIsRefusedNamingItAndWhy) {
     server_.reset();
     const std::pair<const char*, const char*> cases[] = {
@@ -664,6 +664,9 @@ TEST_F(JsonServer, AnAddressThatCannotBeListenedOnIsRefusedNamingItAndWhy) {
         {"224.0.0.1", "multicast"},
         {"ff02::1", "multicast"},
         {"fe80::1", "link-local"},
+        {"255.255.255.255", "broadcast"},
+        {"fe80::1%lo", "scope"},
+        {"localhost", "names are not looked up"},
     };
     for (const auto& [address, reason] : cases) {
         const auto [status, text] = refusal_of({"--address", address, "--duration", "5"});
