@@ -84,7 +84,7 @@ server::server(server_options options) : core_(std::make_unique<core>()) {
     } else {
         const auto& a = c.options.address;
         const char* hint = a.find('%') != std::string::npos ? " (an IPv6 scope such as %eth0 is not taken)"
-                           : a.find_first_not_of("0123456789abcdefABCDEF.:") != std::string::npos
+                           : a.find_first_of("ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ") != std::string::npos
                                ? " (names are not looked up)"
                                : "";
         throw std::invalid_argument("not a numeric IPv4 or IPv6 address: '" + a + "'" + hint);

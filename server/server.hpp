@@ -59,9 +59,11 @@ struct server_totals {
 
 class server {
 public:
-    // Binds and listens (throws std::system_error). SIGINT and SIGTERM must already be
-    // blocked in every thread (main does it before anything starts threads): run() takes
-    // them from a signalfd.
+    // Binds and listens. Throws std::invalid_argument for options it cannot take (for an
+    // address that is not numeric or cannot be listened on, it says which and why) and
+    // std::system_error when the kernel refuses (naming the address and port). SIGINT and
+    // SIGTERM must already be blocked in every thread (main does it before anything starts
+    // threads): run() takes them from a signalfd.
     explicit server(server_options options);
     ~server();
     server(const server&) = delete;
