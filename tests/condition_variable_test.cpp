@@ -182,3 +182,88 @@ TEST(ConditionVariable, WaitingWithoutHoldingTheLockThrows) {
     EXPECT_THROW(cv.wait_for(lk, 1ms), contend::synchronization_error);
     EXPECT_FALSE(m.is_locked());
 }
+
+namespace {
+// A lock that records how a waiter retakes it once `counting` is set.
+struct retake_recording_lock {
+    contend::mutex m;
+    std::atomic<bool> counting{false};
+    std::atomic<int> try_locks{0};
+    std::atomic<int> locks{0};
+    std::atomic<int> first{0};  // 1: a try_lock came first, 2: a lock()
+    void note(int which, std::atomic<int>& count) {
+        if (!counting.load()) return;
+        ++count;
+        int none = 0;
+        first.compare_exchange_strong(none, which);
+    }
+    void lock() {
+        note(2, locks);
+        m.lock();
+    }
+    bool try_lock() {
+        note(1, try_locks);
+        return m.try_lock();
+    }
+    void unlock() { m.unlock(); }
+};
+}  // namespace
+
+// The notifier holds the lock when it notifies and releases it a moment later: a waiter that
+// called lock() right after its wake-up found it held, parked on the mutex and needed a second
+// wake-up from the notifier's unlock (a two-thread ping-pong ran 3x glibc's time). The woken
+// waiter polls try_lock first. Whether the poll wins depends on the timing, so only the order
+// of the calls is asserted.
+TEST(ConditionVariable, AWokenWaiterRetakesTheLockWithTryLockBeforeQueueingForIt) {
+    watchdog dog(60s);
+    retake_recording_lock lock;
+    contend::condition_variable cv;
+    bool waiting = false, ready = false;
+    std::thread waiter([&] {
+        std::unique_lock lk(lock);
+        waiting = true;
+        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
+    });
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard g(lock.m);
+        return waiting;  // the waiter holds the lock until it waits, so it is waiting now
+    }));
+    {
+        std::lock_guard g(lock.m);
+        lock.counting = true;
+        ready = true;
+        cv.notify_one();
+    }
+    waiter.join();
+    EXPECT_GE(lock.try_locks.load(), 1);
+    EXPECT_EQ(lock.first.load(), 1) << "the woken waiter went to lock() first";
+}
+
+// A BasicLockable without try_lock is retaken with lock(), as before.
+TEST(ConditionVariable, ALockWithoutTryLockIsRetakenWithLock) {
+    watchdog dog(60s);
+    struct basic_lock {
+        contend::mutex m;
+        void lock() { m.lock(); }
+        void unlock() { m.unlock(); }
+    } lock;
+    contend::condition_variable cv;
+    bool waiting = false, ready = false;
+    std::thread waiter([&] {
+        std::unique_lock lk(lock);
+        waiting = true;
+        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
+        EXPECT_TRUE(lock.m.is_locked());
+    });
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard g(lock.m);
+        return waiting;
+    }));
+    {
+        std::lock_guard g(lock.m);
+        ready = true;
+        cv.notify_one();
+    }
+    waiter.join();
+    EXPECT_FALSE(lock.m.is_locked());
+}

@@ -7,22 +7,36 @@
 // the notifier took the lock cannot miss it: no lost wake-ups, whether or not the
 // notifier holds the lock while it notifies.
 //
+// Costs: a woken waiter retakes the lock with try_lock; if that fails, it yields its CPU
+// once (to a notifier it may have preempted) and polls try_lock for up to 8 us before it
+// queues for the lock with lock(). A lock without try_lock is retaken with lock().
+//
 // Spurious wake-ups are allowed, as for std::condition_variable: use the predicate forms.
 // wait on a std::unique_lock that does not own its mutex throws synchronization_error.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
+#include "contend/internal/function_ref.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 
 namespace contend {
+
+namespace internal {
+template <class Lock>
+concept try_lockable = requires(Lock& l) {
+    { l.try_lock() } -> std::convertible_to<bool>;
+};
+}  // namespace internal
 
 class condition_variable {
 public:
@@ -83,7 +97,7 @@ private:
                 return true;
             },
             [&lock] { release_to_wait(lock); }, until);
-        lock.lock();
+        relock(lock);
         return result.status == parking_lot::park_status::timed_out ? std::cv_status::timeout
                                                                     : std::cv_status::no_timeout;
     }
@@ -108,6 +122,30 @@ private:
             lock.unlock();
         }
     }
+
+    // Retakes the lock after the park. A notifier usually holds the lock when it notifies
+    // and releases it a moment later, while this thread is waking: yielding once and polling
+    // try_lock for a few microseconds (relock_poll, src/condition_variable.cpp) takes it
+    // then, where lock() would park again and need a second wake-up from the notifier's
+    // unlock. In a two-thread wait/notify ping-pong that second wake-up was most of the gap
+    // to glibc's condition variable (docs/design/condition_variable.md).
+    template <class Lock>
+    static void relock(Lock& lock) {
+        // A std::unique_lock has try_lock whatever its mutex has: its mutex must have it too.
+        if constexpr (requires { lock.mutex(); }) {
+            if constexpr (internal::try_lockable<std::remove_pointer_t<decltype(lock.mutex())>>) {
+                if (try_relock(lock)) return;
+            }
+        } else if constexpr (internal::try_lockable<Lock>) {
+            if (try_relock(lock)) return;
+        }
+        lock.lock();
+    }
+    template <class Lock>
+    static bool try_relock(Lock& lock) {
+        return lock.try_lock() || relock_poll([&lock] { return static_cast<bool>(lock.try_lock()); });
+    }
+    static bool relock_poll(internal::function_ref<bool()> try_lock);
 
     template <class Lock>
     static void check_owned(Lock& lock) {

@@ -26,6 +26,8 @@ suite make_tax_suite();
 // monitor.cpp: the Monitor scenarios of the dotnet/runtime thin-lock PR for thin_lock, monitor:: and the mutexes.
 suite make_monitor_suite();
 
+// cond.cpp: condition-variable handoffs, workers taking turns under one mutex and condition variable.
+suite make_cond_suite();
 // selftest.cpp: the harness's failure modes, for its tests (hidden from --list).
 suite make_selftest_suite();
 

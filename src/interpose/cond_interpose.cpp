@@ -83,6 +83,12 @@ struct profiled_lockable {
         lock_.lock();
         profile::acquired(m);
     }
+    // The condition variable's retake polls with this first, as it does unprofiled.
+    bool try_lock() {
+        if (!lock_.try_lock()) return false;
+        profile::acquired(m);
+        return true;
+    }
 };
 
 // A wait glibc runs with a kind-0 mutex (CONTEND_INTERPOSE_LOCK=glibc), with the same notes.
