@@ -215,4 +215,26 @@ welch_result welch_t_test(std::span<const double> a, std::span<const double> b) 
     return {t, df, student_t_two_sided_p(t, df)};
 }
 
+t_test_result student_t_test(std::span<const double> a, std::span<const double> b) {
+    if (a.empty() || b.empty() || a.size() + b.size() < 3)
+        throw std::invalid_argument("student_t_test: each side needs a value, and both at least 3 in all");
+    require_finite(a, "student_t_test");
+    require_finite(b, "student_t_test");
+    const double na = static_cast<double>(a.size());
+    const double nb = static_cast<double>(b.size());
+    const sample_moments ma = moments(a);
+    const sample_moments mb = moments(b);
+    const double df = na + nb - 2;
+    // moments() gives the n - 1 variance; a one-value side has no deviation to add.
+    const double squares = (na > 1 ? ma.variance * (na - 1) : 0.0) + (nb > 1 ? mb.variance * (nb - 1) : 0.0);
+    const double se2 = squares / df * (1 / na + 1 / nb);
+    if (!(se2 > 0)) {
+        if (ma.mean == mb.mean) return {0.0, df, 1.0};
+        const double inf = std::numeric_limits<double>::infinity();
+        return {ma.mean > mb.mean ? inf : -inf, df, 0.0};
+    }
+    const double t = (ma.mean - mb.mean) / std::sqrt(se2);
+    return {t, df, student_t_two_sided_p(t, df)};
+}
+
 }  // namespace contend::lab

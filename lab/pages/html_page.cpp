@@ -280,7 +280,8 @@ std::string render_history_page(const std::vector<stored_run>& runs, const std::
            ") over " + plural(runs.size(), "run", "runs") + ".</p>\n";
     out +=
         "<p class=\"note\">A change point is a run after which a benchmark's median moved to a new level and stayed "
-        "there (E-divisive means, then Welch's t-test between the neighbouring segments): p &lt; " +
+        "there (E-divisive means, then Student's t-test between the neighbouring segments, corrected for the choice of "
+        "the split): p &lt; " +
         general(request.options.p) + ", at least " + std::to_string(request.options.min_segment) +
         " runs on each side, a change of means of at least " + format_percent(request.options.min_magnitude) +
         ". A run without a valid cell of a benchmark is left out of its series.</p>\n";
