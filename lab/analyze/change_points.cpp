@@ -32,8 +32,7 @@ change_point measure(std::span<const double> before, std::span<const double> aft
     if (before.size() >= 2 && after.size() >= 2) {
         const double raw = student_t_test(before, after).p_value;
         const std::size_t length = before.size() + after.size();
-        const double candidates =
-            length >= 2 * min_segment ? static_cast<double>(length - 2 * min_segment + 1) : 1.0;
+        const double candidates = length >= 2 * min_segment ? static_cast<double>(length - 2 * min_segment + 1) : 1.0;
         // -expm1(k log1p(-p)) keeps the precision of a tiny p, where 1 - (1 - p)^k loses it.
         p = raw >= 1 ? 1.0 : -std::expm1(candidates * std::log1p(-raw));
     }

@@ -20,9 +20,9 @@
 //      p < options.p and a relative change of means |after - before| / before >=
 //      options.min_magnitude, where p is Student's pooled t-test between the two sides,
 //      corrected for the choice of the split among the k = L - 2 min_segment + 1 splits of
-//      that window of L points (Sidak: 1 - (1 - p_t)^k). The last two sections say why. While one fails, drop the candidate with the largest p if that p
-//      is not below options.p, else the one with the smallest relative change, and judge the
-//      rest again.
+//      that window of L points (Sidak: 1 - (1 - p_t)^k). The last two sections say why. While one fails, drop the
+//      candidate with the largest p if that p is not below options.p, else the one with the smallest relative change,
+//      and judge the rest again.
 // Why two thresholds: a split judged against a whole segment mixes the levels on its far side.
 // In 100 -> 120 -> 100 (8 points each), the first split at 8 compares 100 with the mean of
 // 120s and 100s, p ~ 0.0015, and a strict first pass would stop there and find nothing; the

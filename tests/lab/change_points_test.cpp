@@ -157,8 +157,8 @@ TEST(ChangePoints, NoisyFlatSeriesHasNone) {
 // from its own generator state, with no change in any of them. At the default p = 0.001 a
 // series should show a change about once in a thousand. Before the correction for the choice
 // of the split (and with Welch's t-test, which trusts a 3-point side's small spread) 99 of the
-// uniform series and 103 of the skewed ones had a change "at p < 0.001"; now 0 and 2 do (over
-// 10,000 series: 13 uniform, 40 skewed, docs/lab.md). The bound leaves room for a platform's
+// uniform series and 103 of the skewed ones had a change "at p < 0.001"; now none do (over
+// 10,000 series: 13 uniform, 11 skewed, docs/lab.md). The bound leaves room for a platform's
 // last bit of log() without letting a miscalibration through.
 TEST(ChangePoints, IidNoiseGivesAChangeInAtMostFiveSeriesOfAThousand) {
     constexpr std::uint32_t series_count = 1000;
