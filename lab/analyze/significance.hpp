@@ -56,6 +56,15 @@ struct u_test_result {
 u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> b,
                              u_method method = u_method::automatic);
 
+// The smallest two-sided p the exact U test can give samples of n1 and n2 values: that of two
+// samples that do not overlap at all, 2 / C(n1 + n2, n1), clipped to 1 (0.1 for 3 against 3,
+// 0.0079 for 5 against 5). When it is not below a significance level, no samples of these
+// sizes can be significant, however far apart. 1 when a side is empty.
+double u_test_smallest_p(std::size_t n1, std::size_t n2);
+// The fewest repetitions a side (n against n) whose smallest p is below alpha: 4 for 0.05, 5
+// for 0.01, 7 for 0.001. alpha must lie in (0, 1).
+std::size_t u_test_min_repetitions(double alpha);
+
 // The two-sided sign test: of n = above + below signs (ties left out before), is either kind
 // more frequent than a fair coin would make it? p_value = min(1, 2 P(X >= max(above, below)))
 // for X ~ Binomial(n, 1/2), exact for any n (summed in logarithms). n = 0 gives 1.
