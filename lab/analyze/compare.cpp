@@ -406,7 +406,14 @@ std::string gate_reasons(const comparison& c) {
 
 std::string gate_sentence(const comparison& c) {
     const std::string reasons = gate_reasons(c);
-    return reasons.empty() ? "Gate: passes." : "Gate: fails: " + reasons + ".";
+    if (!reasons.empty()) return "Gate: fails: " + reasons + ".";
+    // The flag lets them pass; the sentence still warns of them.
+    if (c.undecided_slower > 0)
+        return "Gate: passes, with a warning: " + std::to_string(c.undecided_slower) + " benchmark" +
+               (c.undecided_slower == 1 ? " is" : "s are") +
+               " undecided and slower (too few repetitions for the U test), not a failure with "
+               "--no-fail-on-undecided.";
+    return "Gate: passes.";
 }
 
 std::string undecided_note(const comparison& c) {
@@ -484,7 +491,7 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
           count(c.improvements, "improvement", "improvements") + "**, " + std::to_string(c.same) + " same, " +
           std::to_string(c.noisy) + " noisy, " + std::to_string(c.undecided) +
           " undecided. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) + ".\n\n" +
-          (gate_reasons(c).empty() ? std::string("Gate: passes.")
+          (gate_reasons(c).empty() ? escape_markdown(gate_sentence(c))
                                    : "**Gate: fails**: " + escape_markdown(gate_reasons(c)) + ".") +
           "\n\n" +
           (c.suite.verdict == compare_verdict::regression || c.suite.verdict == compare_verdict::improvement

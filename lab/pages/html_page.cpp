@@ -346,7 +346,7 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
            std::to_string(c.noisy) + " noisy, " + std::to_string(c.undecided) +
            " undecided. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) + ".</p>\n";
     out += gate_failures(c).empty()
-               ? "<p class=\"lead\">Gate: passes.</p>\n"
+               ? "<p class=\"lead\">" + escape_html(gate_sentence(c)) + "</p>\n"
                : "<p class=\"lead\"><strong class=\"bad\">Gate: fails</strong>: " + escape_html(gate_reasons(c)) +
                      ".</p>\n";
     out += c.suite.verdict == compare_verdict::regression

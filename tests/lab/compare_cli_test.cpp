@@ -311,6 +311,8 @@ TEST_F(CompareCli, APartialDoublingAtThreeRepetitionsFailsTheGateUnlessNoFailOnU
     const auto warned = compare("part_base.json", "part_test.json", "--no-fail-on-undecided");
     EXPECT_EQ(warned.exit_code, 0) << warned.output.substr(0, 4000);
     EXPECT_NE(warned.output.find("8 undecided"), std::string::npos);
+    EXPECT_NE(warned.output.find("Gate: passes, with a warning: 8 benchmarks are undecided and slower"),
+              std::string::npos);
     EXPECT_NE(warned.output.find("compare --threshold 5 --noise 0.5 --alpha 0.05 --no-fail-on-undecided"),
               std::string::npos)
         << "the repro keeps the flag";

@@ -452,6 +452,10 @@ TEST(CompareGate, APartialDoublingAtThreeRepetitionsIsUndecidedAndFailsTheGate) 
     const auto warned = partial_doubling(warn);
     EXPECT_EQ(warned.undecided, 8u);
     EXPECT_TRUE(lab::gate_failures(warned).empty());
+    EXPECT_NE(lab::gate_sentence(warned).find("passes, with a warning: 8 benchmarks are undecided and slower"),
+              std::string::npos)
+        << lab::gate_sentence(warned);
+    EXPECT_NE(lab::comparison_to_markdown(warned, "").find("Gate: passes, with a warning"), std::string::npos);
 }
 
 TEST(CompareGate, UndecidedNeedsSamplesThatDoNotOverlapAndTooFewRepetitionsToDecide) {
