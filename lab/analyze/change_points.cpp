@@ -21,12 +21,29 @@ double relative_change(double before, double after) {
     return std::fabs(after - before) / std::fabs(before);
 }
 
-// The split between `before` and `after`, measured. Welch's test needs two points a side for
-// a variance; a one-point side (possible only with min_segment 1) cannot be told from noise,
-// so its p is 1.
-change_point measure(std::span<const double> before, std::span<const double> after, std::size_t index) {
-    const double p = before.size() >= 2 && after.size() >= 2 ? welch_t_test(before, after).p_value : 1.0;
+// The split between `before` and `after`, measured: Student's pooled t-test between the two
+// sides, its p corrected for the choice of the split among the `candidates` a window of this
+// length offers (Sidak: 1 - (1 - p)^k, the chance that the best of k independent tests of
+// pure noise scores as well; the header says why). A one-point side (possible only with
+// min_segment 1) is no level and cannot be told from noise, so its p is 1.
+change_point measure(std::span<const double> before, std::span<const double> after, std::size_t index,
+                     std::size_t min_segment) {
+    double p = 1.0;
+    if (before.size() >= 2 && after.size() >= 2) {
+        const double raw = student_t_test(before, after).p_value;
+        const std::size_t length = before.size() + after.size();
+        const double candidates = length >= 2 * min_segment ? static_cast<double>(length - 2 * min_segment + 1) : 1.0;
+        // -expm1(k log1p(-p)) keeps the precision of a tiny p, where 1 - (1 - p)^k loses it.
+        p = raw >= 1 ? 1.0 : -std::expm1(candidates * std::log1p(-raw));
+    }
     return {index, mean_of(before), mean_of(after), p};
+}
+
+// The first pass's looser test of a split against the whole segment: Welch's t-test, whose
+// trust in a small side's spread finds the split at 8 of 100 -> 120 -> 100 (the header), and
+// no correction, because the merge judges every candidate again, corrected.
+double candidate_p(std::span<const double> before, std::span<const double> after) {
+    return before.size() >= 2 && after.size() >= 2 ? welch_t_test(before, after).p_value : 1.0;
 }
 
 double magnitude(const change_point& change) { return relative_change(change.before_mean, change.after_mean); }
@@ -95,7 +112,7 @@ std::vector<change_point> find_change_points(std::span<const double> series, con
         if (hi - lo < 2 * min_segment) continue;
         const std::span<const double> segment = series.subspan(lo, hi - lo);
         const std::size_t tau = best_split(segment, min_segment);
-        if (!(measure(segment.first(tau), segment.subspan(tau), lo + tau).p_value < first_pass_p)) continue;
+        if (!(candidate_p(segment.first(tau), segment.subspan(tau)) < first_pass_p)) continue;
         accepted.push_back(lo + tau);
         pending.emplace_back(lo, lo + tau);
         pending.emplace_back(lo + tau, hi);
@@ -114,7 +131,7 @@ std::vector<change_point> find_change_points(std::span<const double> series, con
             const std::size_t end = i + 1 == accepted.size() ? series.size() : accepted[i + 1];
             const std::span<const double> before = series.subspan(start, accepted[i] - start);
             const std::span<const double> after = series.subspan(accepted[i], end - accepted[i]);
-            result.push_back(measure(before, after, accepted[i]));
+            result.push_back(measure(before, after, accepted[i], min_segment));
             if (result[i].p_value > result[largest_p].p_value) largest_p = i;
             if (magnitude(result[i]) < magnitude(result[smallest_change])) smallest_change = i;
         }

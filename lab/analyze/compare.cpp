@@ -42,6 +42,24 @@ void check_options(const compare_options& o) {
     if (!(o.alpha > 0 && o.alpha < 1)) throw std::invalid_argument("--alpha must be between 0 and 1");
 }
 
+// A change the row claims: significant, or undecided (the eye sees it, the test cannot).
+bool moved(compare_verdict v) {
+    return v == compare_verdict::regression || v == compare_verdict::improvement || v == compare_verdict::undecided;
+}
+
+// Whether the two samples overlap: `slower` when every test value is above every baseline
+// value, `faster` when below, `none` otherwise (a tie across the sides is an overlap). None
+// below 2 values a side: one repetition shows no spread to lie apart from.
+enum class separation { none, slower, faster };
+separation separated(const std::vector<double>& base, const std::vector<double>& test) {
+    if (base.size() < 2 || test.size() < 2) return separation::none;
+    const auto [base_low, base_high] = std::minmax_element(base.begin(), base.end());
+    const auto [test_low, test_high] = std::minmax_element(test.begin(), test.end());
+    if (*test_low > *base_high) return separation::slower;
+    if (*test_high < *base_low) return separation::faster;
+    return separation::none;
+}
+
 compare_row compare_one(const benchmark_series& b, const benchmark_series& t, const compare_options& o,
                         const edge_check* edge) {
     compare_row r;
@@ -57,7 +75,13 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
     if (r.base_samples >= 2 && r.test_samples >= 2) r.p_value = mann_whitney_u(b.samples_ns, t.samples_ns).p_value;
 
     const double diff = r.test_ns - r.base_ns;
-    if (std::fabs(diff) < o.noise_floor_ns) {
+    const separation apart = separated(b.samples_ns, t.samples_ns);
+    if (diff == 0) {
+        // Equal medians are no change whatever the thresholds, 0 included: "past a threshold
+        // of 0" must not read as a move.
+        r.verdict = compare_verdict::same;
+        r.reason = "the medians are equal";
+    } else if (std::fabs(diff) < o.noise_floor_ns) {
         r.verdict = compare_verdict::same;
         r.reason = "the medians differ by less than the noise floor (" + format_fixed(o.noise_floor_ns, 2) + " ns)";
     } else if (std::fabs(r.ratio - 1) < o.threshold) {
@@ -66,6 +90,16 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
     } else if (std::isnan(r.p_value)) {
         r.verdict = compare_verdict::noisy;
         r.reason = "past the threshold, but a side has fewer than 2 repetitions: nothing to test";
+    } else if (r.p_value >= o.alpha && apart != separation::none && (apart == separation::slower) == (diff > 0) &&
+               !(u_test_smallest_p(r.base_samples, r.test_samples) < o.alpha)) {
+        // The samples lie as far apart as samples can, so p is already the smallest these
+        // counts allow: no result of this many repetitions could have been significant.
+        r.verdict = compare_verdict::undecided;
+        r.reason = "undecided at " + std::to_string(r.base_samples) + " / " + std::to_string(r.test_samples) +
+                   " repetitions: every test repetition is " + (diff > 0 ? "slower" : "faster") +
+                   " than every baseline one, but with so few the U test's smallest p is " + format_p(r.p_value) +
+                   " >= " + format_p(o.alpha) + "; it needs at least " +
+                   std::to_string(u_test_min_repetitions(o.alpha)) + " repetitions a side";
     } else if (r.p_value >= o.alpha) {
         r.verdict = compare_verdict::noisy;
         r.reason = "past the threshold, but the U test does not tell the samples apart (p " + format_p(r.p_value) +
@@ -74,34 +108,41 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
         r.verdict = diff > 0 ? compare_verdict::regression : compare_verdict::improvement;
         r.reason = "past the threshold and significant (p " + format_p(r.p_value) + ")";
     }
-    if (!std::isnan(r.p_value) && (r.base_samples < few_samples || r.test_samples < few_samples))
+    if (r.verdict != compare_verdict::undecided && !std::isnan(r.p_value) &&
+        (r.base_samples < few_samples || r.test_samples < few_samples))
         r.reason += "; fewer than 9 repetitions a side: the test is weak";
     const modes base_modes = find_modes(b.samples_ns), test_modes = find_modes(t.samples_ns);
     r.base_modal = b.flagged_modal || base_modes.modal;
     r.test_modal = t.flagged_modal || test_modes.modal;
-    if ((r.verdict == compare_verdict::regression || r.verdict == compare_verdict::improvement) &&
-        (r.base_modal || r.test_modal)) {
-        const auto side = [](const char* which, const modes& m) {
-            const std::string groups = describe_modes(m);
-            return std::string(which) + (groups.empty() ? " was flagged modal when measured" : ": " + groups);
-        };
-        std::string sides;
-        if (r.base_modal) sides = side("the baseline", base_modes);
-        if (r.test_modal) sides += (sides.empty() ? "" : "; ") + side("the test", test_modes);
+    std::string sides;  // each modal side and its groups
+    const auto side = [](const char* which, const modes& m) {
+        const std::string groups = describe_modes(m);
+        return std::string(which) + (groups.empty() ? " was flagged modal when measured" : ": " + groups);
+    };
+    if (r.base_modal) sides = side("the baseline", base_modes);
+    if (r.test_modal) sides += (sides.empty() ? "" : "; ") + side("the test", test_modes);
+    if (moved(r.verdict) && (r.base_modal || r.test_modal)) {
         r.verdict = compare_verdict::noisy;
         r.reason = "past the threshold (p " + format_p(r.p_value) +
                    "), but the repetitions fall into separate modes, so a median is not one figure (" + sides + ")";
+    } else if (r.base_modal || r.test_modal) {
+        // Named on every row, not only where they flip a verdict: a median of a modal side is
+        // one mode's, whatever the verdict says.
+        r.reason += "; the repetitions fall into separate modes (" + sides + ")";
     }
     if (edge) {
         r.edge_checked = true;
         r.edge = edge->state;
         r.edge_detail = edge->detail;
-        const bool changed = r.verdict == compare_verdict::regression || r.verdict == compare_verdict::improvement;
+        const bool changed = moved(r.verdict);
         if (changed && edge->state == edge_state::no_change) {
-            r.verdict = compare_verdict::noisy;
-            r.reason = "past the threshold and significant within these two runs (p " + format_p(r.p_value) +
+            r.reason = std::string(r.verdict == compare_verdict::undecided ? "past the threshold, every repetition "
+                                                                             "of one side beyond the other's"
+                                                                           : "past the threshold and significant") +
+                       " within these two runs (p " + format_p(r.p_value) +
                        "), but the history shows no change point between them (" + edge->detail +
                        "): this benchmark moves this much from run to run";
+            r.verdict = compare_verdict::noisy;
         } else if (changed && edge->state == edge_state::change) {
             r.reason += "; the history agrees: a change point between them (" + edge->detail + ")";
         } else if (changed) {
@@ -118,6 +159,13 @@ void judge_suite(comparison& c) {
     s.geomean_ratio = c.geomean_ratio;
     if (c.rows.empty()) {
         s.reason = "nothing compared";
+        return;
+    }
+    if (s.slower == 0 && s.faster == 0) {
+        // Every median equal (or within the noise floor): no move, even at a threshold of 0.
+        s.p_value = 1;
+        s.reason = "no benchmark moved: " + std::to_string(s.unchanged) +
+                   " with equal medians or medians apart by less than the noise floor";
         return;
     }
     s.p_value = sign_test(s.slower, s.faster).p_value;
@@ -152,6 +200,37 @@ std::string suite_sentence(const comparison& c) {
 
 bool has_regression(const comparison& c) { return c.regressions > 0 || c.suite.verdict == compare_verdict::regression; }
 
+std::vector<std::string> gate_failures(const comparison& c) {
+    const auto count = [](std::size_t n, const char* one, const char* many) {
+        return std::to_string(n) + " " + (n == 1 ? one : many);
+    };
+    std::vector<std::string> out;
+    if (c.regressions > 0) out.push_back(count(c.regressions, "regression", "regressions"));
+    if (c.suite.verdict == compare_verdict::regression) out.push_back("the suite regressed as a whole");
+    if (c.undecided_slower > 0 && c.options.fail_on_undecided)
+        out.push_back(count(c.undecided_slower, "benchmark", "benchmarks") +
+                      " undecided and slower: every test repetition slower than every baseline one, too few "
+                      "repetitions for the U test to decide (at least " +
+                      std::to_string(u_test_min_repetitions(c.options.alpha)) + " a side; --no-fail-on-undecided " +
+                      "lets it pass)");
+    std::size_t lost = 0;
+    for (const auto& u : c.unmeasured_in_test) lost += u.fails_gate;
+    if (lost > 0)
+        out.push_back(count(lost, "cell", "cells") + " the baseline measured " + (lost == 1 ? "was" : "were") +
+                      " not measured by the test (timed out, crashed or failed a check)");
+    if (c.rows.empty()) {
+        std::string why;
+        if (c.measured_in_test == 0)
+            why = c.unmeasured_in_test.empty()
+                      ? "the test holds no benchmark"
+                      : "the test measured none of its " + count(c.unmeasured_in_test.size(), "cell", "cells");
+        else if (c.measured_in_base == 0) why = "the baseline holds no measured benchmark";
+        else why = "no benchmark is measured on both sides";
+        out.push_back("nothing was compared: " + why);
+    }
+    return out;
+}
+
 const char* to_string(compare_verdict v) noexcept {
     switch (v) {
         case compare_verdict::regression:
@@ -162,6 +241,8 @@ const char* to_string(compare_verdict v) noexcept {
             return "same";
         case compare_verdict::noisy:
             return "noisy";
+        case compare_verdict::undecided:
+            return "undecided";
     }
     return "?";
 }
@@ -177,6 +258,10 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
     c.base_info.benchmarks.clear();
     c.test_info = test;
     c.test_info.benchmarks.clear();
+    c.test_info.skipped.clear();
+    c.base_info.skipped.clear();
+    c.measured_in_base = base.benchmarks.size();
+    c.measured_in_test = test.benchmarks.size();
 
     std::unordered_map<std::string, const benchmark_series*> in_base;
     for (const auto& b : base.benchmarks) in_base.emplace(b.name, &b);
@@ -221,11 +306,29 @@ comparison compare_inputs(const comparison_input& base, const comparison_input& 
             case compare_verdict::noisy:
                 ++c.noisy;
                 break;
+            case compare_verdict::undecided:
+                ++c.undecided;
+                c.undecided_slower += r.ratio > 1;
+                break;
         }
         c.rows.push_back(std::move(r));
     }
+    // The cells a side could not measure, each with its reason; a valid cell of the other side
+    // of the same name is then not "on one side only" but one the other failed.
+    std::unordered_map<std::string, const skipped_benchmark*> skipped_in_base, skipped_in_test;
+    for (const auto& u : base.skipped) skipped_in_base.emplace(u.name, &u);
+    for (const auto& u : test.skipped) skipped_in_test.emplace(u.name, &u);
+    std::set<std::string> valid_in_test;
+    for (const auto& t : test.benchmarks) valid_in_test.insert(t.name);
+    for (const auto& u : base.skipped)
+        c.unmeasured_in_base.push_back({u.name, u.reason, valid_in_test.count(u.name) > 0});
+    for (const auto& u : test.skipped) {
+        const bool measured = in_base.count(u.name) > 0;
+        c.unmeasured_in_test.push_back({u.name, u.reason, measured, measured && u.status != "skipped"});
+    }
+    std::erase_if(c.only_in_test, [&](const std::string& n) { return skipped_in_base.count(n) > 0; });
     for (const auto& b : base.benchmarks)
-        if (!seen.count(b.name)) c.only_in_base.push_back(b.name);
+        if (!seen.count(b.name) && !skipped_in_test.count(b.name)) c.only_in_base.push_back(b.name);
     if (!c.rows.empty()) c.geomean_ratio = std::exp(log_ratio_sum / static_cast<double>(c.rows.size()));
     judge_suite(c);
     return c;
@@ -242,11 +345,13 @@ void run_info_row(std::string& md, const char* what, const std::string& base, co
           escape_markdown(test.empty() ? "-" : test) + " |\n";
 }
 
-void verdict_tables(std::string& md, const comparison& c, compare_verdict which, const char* title) {
+void verdict_tables(std::string& md, const comparison& c, compare_verdict which, const char* title,
+                    const std::string& note = "") {
     std::map<std::string, std::vector<const compare_row*>> by_suite;
     for (const auto& r : c.rows)
         if (r.verdict == which) by_suite[r.suite].push_back(&r);
     md += "## " + std::string(title) + "\n\n";
+    if (!note.empty() && !by_suite.empty()) md += escape_markdown(note) + "\n\n";
     if (by_suite.empty()) {
         md += "None.\n\n";
         return;
@@ -293,6 +398,33 @@ std::string format_p(double p) {
     return buf;
 }
 
+std::string gate_reasons(const comparison& c) {
+    std::string s;
+    for (const auto& f : gate_failures(c)) s += (s.empty() ? "" : "; ") + f;
+    return s;
+}
+
+std::string gate_sentence(const comparison& c) {
+    const std::string reasons = gate_reasons(c);
+    if (!reasons.empty()) return "Gate: fails: " + reasons + ".";
+    // The flag lets them pass; the sentence still warns of them.
+    if (c.undecided_slower > 0)
+        return "Gate: passes, with a warning: " + std::to_string(c.undecided_slower) + " benchmark" +
+               (c.undecided_slower == 1 ? " is" : "s are") +
+               " undecided and slower (too few repetitions for the U test), not a failure with "
+               "--no-fail-on-undecided.";
+    return "Gate: passes.";
+}
+
+std::string undecided_note(const comparison& c) {
+    return "Past the thresholds, every repetition of one side beyond every repetition of the other, but too few "
+           "repetitions for the U test ever to give p < " +
+           format_p(c.options.alpha) + " (3 against 3 give 0.1 at best). Run at least " +
+           std::to_string(u_test_min_repetitions(c.options.alpha)) +
+           " repetitions a side (contend bench --full, or more --reps) to decide. A slower one fails the gate" +
+           (c.options.fail_on_undecided ? "" : ", except with --no-fail-on-undecided, as here") + ".";
+}
+
 std::string comparison_rules(const comparison& c) {
     std::string s = "Rules: a change counts when Test/Base is past " + format_percent(c.options.threshold) +
                     ", the medians differ by at least " + format_fixed(c.options.noise_floor_ns, 2) +
@@ -301,7 +433,15 @@ std::string comparison_rules(const comparison& c) {
                     "suite as a whole regressed (or improved) when the geometric mean of Test/Base is past " +
                     format_percent(c.options.threshold) +
                     " and a two-sided sign test over the benchmarks (slower against faster) gives p < " +
-                    format_p(c.options.alpha) + "; that fails the gate as a regression row does.";
+                    format_p(c.options.alpha) +
+                    "; that fails the gate as a regression row does. A row past the thresholds whose samples do not "
+                    "overlap at all, with too few repetitions for the U test ever to reach p < " +
+                    format_p(c.options.alpha) + " (at least " +
+                    std::to_string(u_test_min_repetitions(c.options.alpha)) +
+                    " a side), is undecided; a slower one fails the gate" +
+                    (c.options.fail_on_undecided ? "" : " (not with --no-fail-on-undecided)") +
+                    ". The gate also fails when nothing was compared, or when the test could not measure a cell the "
+                    "baseline measured.";
     if (c.edges_checked)
         s += " From a history, also: a change point of the benchmark's series over the runs falls between the two "
              "(E-divisive means, p < " +
@@ -349,8 +489,11 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
     md += count(c.rows.size(), "benchmark", "benchmarks") + " compared: **" +
           count(c.regressions, "regression", "regressions") + "**, **" +
           count(c.improvements, "improvement", "improvements") + "**, " + std::to_string(c.same) + " same, " +
-          std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) +
-          ".\n\n" +
+          std::to_string(c.noisy) + " noisy, " + std::to_string(c.undecided) +
+          " undecided. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) + ".\n\n" +
+          (gate_reasons(c).empty() ? escape_markdown(gate_sentence(c))
+                                   : "**Gate: fails**: " + escape_markdown(gate_reasons(c)) + ".") +
+          "\n\n" +
           (c.suite.verdict == compare_verdict::regression || c.suite.verdict == compare_verdict::improvement
                ? "**" + escape_markdown(suite_sentence(c)) + "**"
                : escape_markdown(suite_sentence(c))) +
@@ -358,6 +501,7 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
     md += "\n\n";
     verdict_tables(md, c, compare_verdict::regression, "Regressions");
     verdict_tables(md, c, compare_verdict::improvement, "Improvements");
+    verdict_tables(md, c, compare_verdict::undecided, "Undecided", undecided_note(c));
     md += c.edges_checked
               ? "## Noisy\n\nPast the thresholds but not shown to differ (too few repetitions, samples that "
                 "overlap, a side whose repetitions fall into separate modes, or no change point in the history "
@@ -376,6 +520,17 @@ std::string comparison_to_markdown(const comparison& c, const std::string& repro
     if (c.only_in_base.empty() && c.only_in_test.empty()) md += "None.\n";
     for (const auto& n : c.only_in_base) md += "- only in the baseline: " + escape_markdown(n) + "\n";
     for (const auto& n : c.only_in_test) md += "- only in the test: " + escape_markdown(n) + "\n";
+    md += "\n## Not measured\n\n";
+    if (c.unmeasured_in_base.empty() && c.unmeasured_in_test.empty()) md += "None.\n";
+    for (const auto& u : c.unmeasured_in_base)
+        md += "- in the baseline: " + escape_markdown(u.name + ": " + u.reason) +
+              (u.measured_on_other_side ? " (measured in the test)" : "") + "\n";
+    for (const auto& u : c.unmeasured_in_test)
+        md += "- in the test: " + escape_markdown(u.name + ": " + u.reason) +
+              (u.fails_gate               ? " (**measured in the baseline: fails the gate**)"
+               : u.measured_on_other_side ? " (measured in the baseline)"
+                                          : "") +
+              "\n";
     md += "\n## What the columns mean\n\n";
     for (const auto& [name, meaning] : column_meanings(c))
         md += "- **" + escape_markdown(name) + "**: " + escape_markdown(meaning) + "\n";
@@ -390,6 +545,15 @@ std::string comparison_to_json(const comparison& c) {
     const auto side = [](const comparison_input& in) {
         return json{{"source", in.source}, {"format", in.format},       {"label", in.label},
                     {"date", in.date},     {"cpu_model", in.cpu_model}, {"version", in.version}};
+    };
+    const auto unmeasured = [](const std::vector<unmeasured_row>& list, bool test_side) {
+        json out = json::array();
+        for (const auto& u : list) {
+            out.push_back(
+                {{"name", u.name}, {"reason", u.reason}, {"measured_on_other_side", u.measured_on_other_side}});
+            if (test_side) out.back()["fails_gate"] = u.fails_gate;
+        }
+        return out;
     };
     json rows = json::array();
     for (const auto& r : c.rows) {
@@ -417,13 +581,16 @@ std::string comparison_to_json(const comparison& c) {
            {"options",
             {{"threshold", c.options.threshold},
              {"noise_floor_ns", c.options.noise_floor_ns},
-             {"alpha", c.options.alpha}}},
+             {"alpha", c.options.alpha},
+             {"fail_on_undecided", c.options.fail_on_undecided}}},
            {"summary",
             {{"compared", c.rows.size()},
              {"regressions", c.regressions},
              {"improvements", c.improvements},
              {"same", c.same},
              {"noisy", c.noisy},
+             {"undecided", c.undecided},
+             {"gate", {{"passes", gate_failures(c).empty()}, {"failures", gate_failures(c)}}},
              {"geomean_ratio", num(c.geomean_ratio)},
              {"suite",
               {{"verdict", to_string(c.suite.verdict)},
@@ -435,7 +602,9 @@ std::string comparison_to_json(const comparison& c) {
                {"reason", c.suite.reason}}}}},
            {"rows", rows},
            {"only_in_baseline", c.only_in_base},
-           {"only_in_test", c.only_in_test}};
+           {"only_in_test", c.only_in_test},
+           {"not_measured_in_baseline", unmeasured(c.unmeasured_in_base, false)},
+           {"not_measured_in_test", unmeasured(c.unmeasured_in_test, true)}};
     if (c.edges_checked)
         j["edge_detector"] = {{"p", c.edge_options.p},
                               {"min_segment", c.edge_options.min_segment},

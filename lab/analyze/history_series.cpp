@@ -49,7 +49,8 @@ comparison_input comparison_input_from_runs(const std::vector<stored_run>& runs,
         // with nothing to tell which one to compare.
         if (!seen.insert(name).second) throw input_error(input_error_kind::duplicate, source, name, "appears twice");
         if (!cell.valid()) {
-            in.skipped.push_back({name, cell.detail.empty() ? cell.status : cell.status + ": " + cell.detail});
+            in.skipped.push_back(
+                {name, cell.detail.empty() ? cell.status : cell.status + ": " + cell.detail, cell.status});
             continue;
         }
         for (const double v : cell.ns_per_op)

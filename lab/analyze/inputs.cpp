@@ -194,7 +194,8 @@ void read_lab_rows(const json& rows, comparison_input& in) {
         if (!seen.insert(name).second) at.fail(kind::duplicate, "appears twice");
 
         if (!cell.valid()) {
-            in.skipped.push_back({name, cell.detail.empty() ? cell.status : cell.status + ": " + cell.detail});
+            in.skipped.push_back(
+                {name, cell.detail.empty() ? cell.status : cell.status + ": " + cell.detail, cell.status});
             continue;
         }
         benchmark_series s;

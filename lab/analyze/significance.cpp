@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <numeric>
@@ -163,6 +164,29 @@ u_test_result mann_whitney_u(std::span<const double> a, std::span<const double> 
     return {u1, std::min(1.0, std::erfc(z / std::sqrt(2.0))), false};
 }
 
+double u_test_smallest_p(std::size_t n1, std::size_t n2) {
+    if (n1 == 0 || n2 == 0) return 1.0;
+    const std::size_t n = n1 + n2, k = std::min(n1, n2);
+    if (n <= 60) {
+        // C(n, k) in whole numbers, so that 3 against 3 give exactly 0.1 (a p compared with an
+        // alpha of 0.1 must not be 0.0999...): c * (n - k + i) stays below 2^64 up to C(60, 30).
+        std::uint64_t c = 1;
+        for (std::size_t i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+        return std::min(1.0, 2 / static_cast<double>(c));
+    }
+    // Beyond, by lgamma: C(100, 50) ~ 1e29 is past any integer type, and p is below 1e-16.
+    const double a = static_cast<double>(n1), b = static_cast<double>(n2);
+    const double log_choose = std::lgamma(a + b + 1) - std::lgamma(a + 1) - std::lgamma(b + 1);
+    return std::min(1.0, 2 * std::exp(-log_choose));
+}
+
+std::size_t u_test_min_repetitions(double alpha) {
+    if (!(alpha > 0 && alpha < 1)) throw std::invalid_argument("u_test_min_repetitions: alpha must lie in (0, 1)");
+    std::size_t n = 1;
+    while (!(u_test_smallest_p(n, n) < alpha)) ++n;  // 2 / C(2n, n) falls about 4x a step
+    return n;
+}
+
 sign_test_result sign_test(std::size_t above, std::size_t below) {
     const std::size_t n = above + below;
     if (n == 0) return {above, below, 1.0};
@@ -212,6 +236,28 @@ welch_result welch_t_test(std::span<const double> a, std::span<const double> b) 
     }
     const double t = (ma.mean - mb.mean) / std::sqrt(se2);
     const double df = se2 * se2 / (sa * sa / (na - 1) + sb * sb / (nb - 1));
+    return {t, df, student_t_two_sided_p(t, df)};
+}
+
+t_test_result student_t_test(std::span<const double> a, std::span<const double> b) {
+    if (a.empty() || b.empty() || a.size() + b.size() < 3)
+        throw std::invalid_argument("student_t_test: each side needs a value, and both at least 3 in all");
+    require_finite(a, "student_t_test");
+    require_finite(b, "student_t_test");
+    const double na = static_cast<double>(a.size());
+    const double nb = static_cast<double>(b.size());
+    const sample_moments ma = moments(a);
+    const sample_moments mb = moments(b);
+    const double df = na + nb - 2;
+    // moments() gives the n - 1 variance; a one-value side has no deviation to add.
+    const double squares = (na > 1 ? ma.variance * (na - 1) : 0.0) + (nb > 1 ? mb.variance * (nb - 1) : 0.0);
+    const double se2 = squares / df * (1 / na + 1 / nb);
+    if (!(se2 > 0)) {
+        if (ma.mean == mb.mean) return {0.0, df, 1.0};
+        const double inf = std::numeric_limits<double>::infinity();
+        return {ma.mean > mb.mean ? inf : -inf, df, 0.0};
+    }
+    const double t = (ma.mean - mb.mean) / std::sqrt(se2);
     return {t, df, student_t_two_sided_p(t, df)};
 }
 

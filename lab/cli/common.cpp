@@ -22,8 +22,9 @@ namespace contend::lab::cli {
 const char* const exit_status_table =
     "Exit status (the same table for every command; docs/lab.md, \"Exit codes\"):\n"
     "  0      done; compare: no regression\n"
-    "  1      compare: a regression (unless --no-fail-on-regression); history import: the history could not be "
-    "written (nothing stored)\n"
+    "  1      compare: a regression, or another failure of its gate (a benchmark undecided and slower, nothing "
+    "compared, a cell the test could not measure; unless --no-fail-on-regression); history import: the history "
+    "could not be written (nothing stored)\n"
     "  2      bad arguments or bad input (a file or a history that cannot be read: missing, corrupt, truncated, "
     "foreign): nothing written\n"
     "  3      bench: no valid cell\n"

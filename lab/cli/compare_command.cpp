@@ -21,6 +21,7 @@ struct compare_args {
     double noise_ns = 0.5;
     double alpha = 0.05;
     bool no_fail_on_regression = false;
+    bool no_fail_on_undecided = false;
 };
 
 int run_compare(const compare_args& a) {
@@ -39,6 +40,7 @@ int run_compare(const compare_args& a) {
     options.threshold = a.threshold_percent / 100;
     options.noise_floor_ns = a.noise_ns;
     options.alpha = a.alpha;
+    options.fail_on_undecided = !a.no_fail_on_undecided;
     // From a history: read once, so both labels, the edges and the page come from one snapshot.
     std::vector<stored_run> runs;
     if (from_history) runs = read_history(a.db_path);
@@ -67,6 +69,7 @@ int run_compare(const compare_args& a) {
     if (from_history) repro += " --db " + shell_word(history_store::printable(a.db_path));
     repro += " --threshold " + number(a.threshold_percent) + " --noise " + number(a.noise_ns) + " --alpha " +
              number(a.alpha);
+    if (a.no_fail_on_undecided) repro += " --no-fail-on-undecided";
     const bool dash_input = a.baseline.starts_with("-") || a.test.starts_with("-");
     repro += std::string(dash_input ? " --" : "") + " " + shell_word(a.baseline) + " " + shell_word(a.test);
     const std::string markdown = comparison_to_markdown(c, repro);
@@ -94,9 +97,12 @@ int run_compare(const compare_args& a) {
         std::cout << markdown;
     }
     std::cerr << "contend compare: " << c.rows.size() << " compared, " << c.regressions << " regressions, "
-              << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy; "
-              << suite_sentence(c) << "\n";
-    return has_regression(c) && !a.no_fail_on_regression ? exit_regression : 0;
+              << c.improvements << " improvements, " << c.same << " same, " << c.noisy << " noisy, " << c.undecided
+              << " undecided; " << suite_sentence(c) << "\n"
+              << "contend compare: " << gate_sentence(c)
+              << (gate_failures(c).empty() || !a.no_fail_on_regression ? "" : " (--no-fail-on-regression: exit 0)")
+              << "\n";
+    return !gate_failures(c).empty() && !a.no_fail_on_regression ? exit_regression : 0;
 }
 
 }  // namespace
@@ -107,8 +113,10 @@ command add_compare(CLI::App& app) {
     auto* compare = app.add_subcommand("compare", "Compare a baseline run with a test run: regressions, improvements");
     compare->footer(
         "Inputs: `contend bench --json` files or Google Benchmark JSON (with repetitions or aggregates only). "
-        "The Markdown report goes to standard output. A regression (exit 1) is at least one regressed benchmark, or "
-        "the whole suite regressed (geometric mean past the threshold, sign test across benchmarks).\n\n" +
+        "The Markdown report goes to standard output. The gate fails (exit 1) on at least one regressed benchmark, "
+        "the whole suite regressed (geometric mean past the threshold, sign test across benchmarks), a benchmark "
+        "undecided and slower (every repetition slower, too few repetitions for the U test to decide), nothing "
+        "compared, or a cell the baseline measured that the test could not (timed out, crashed).\n\n" +
         std::string(exit_status_table));
     compare->add_option("baseline", cmp.baseline, "The baseline results file (with --db: a label)")->required();
     compare->add_option("test", cmp.test, "The results file to judge against it (with --db: a label)")->required();
@@ -123,7 +131,11 @@ command add_compare(CLI::App& app) {
     compare->add_option("--html", cmp.html_path,
                         "Also write the report as one self-contained HTML page here, with a chart of the evidence for "
                         "each regression and improvement ('-': standard output)");
-    compare->add_flag("--no-fail-on-regression", cmp.no_fail_on_regression, "Exit 0 even when a regression is found");
+    compare->add_flag("--no-fail-on-regression", cmp.no_fail_on_regression,
+                      "Exit 0 whatever the gate finds (it is still reported)");
+    compare->add_flag("--no-fail-on-undecided", cmp.no_fail_on_undecided,
+                      "A benchmark undecided and slower (too few repetitions for the U test) is reported but does not "
+                      "fail the gate");
     return {compare, [compare, a] {
                 if (compare->count("--db")) check_db_option(a->db_path);
                 return run_compare(*a);

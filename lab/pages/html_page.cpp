@@ -214,7 +214,8 @@ struct compare_builder {
                "</figcaption></figure>\n";
     }
 
-    void verdict_section(std::string& out, compare_verdict which, const char* title, const char* prefix) {
+    void verdict_section(std::string& out, compare_verdict which, const char* title, const char* prefix,
+                         const std::string& note = "") {
         std::map<std::string, std::vector<const compare_row*>> by_suite;
         for (const auto& r : c.rows)
             if (r.verdict == which) by_suite[r.suite].push_back(&r);
@@ -223,6 +224,7 @@ struct compare_builder {
             out += "<p>None.</p>\n";
             return;
         }
+        if (!note.empty()) out += "<p class=\"note\">" + escape_html(note) + "</p>\n";
         std::size_t n = 0;
         for (auto& [suite, rows] : by_suite) {
             // Worst first, as in the Markdown report: the largest move away from 1.
@@ -280,7 +282,8 @@ std::string render_history_page(const std::vector<stored_run>& runs, const std::
            ") over " + plural(runs.size(), "run", "runs") + ".</p>\n";
     out +=
         "<p class=\"note\">A change point is a run after which a benchmark's median moved to a new level and stayed "
-        "there (E-divisive means, then Welch's t-test between the neighbouring segments): p &lt; " +
+        "there (E-divisive means, then Student's t-test between the neighbouring segments, corrected for the choice of "
+        "the split): p &lt; " +
         general(request.options.p) + ", at least " + std::to_string(request.options.min_segment) +
         " runs on each side, a change of means of at least " + format_percent(request.options.min_magnitude) +
         ". A run without a valid cell of a benchmark is left out of its series.</p>\n";
@@ -340,8 +343,12 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
            " compared: " + (c.regressions ? "<strong class=\"bad\">" : "<strong>") +
            plural(c.regressions, "regression", "regressions") + "</strong>, <strong>" +
            plural(c.improvements, "improvement", "improvements") + "</strong>, " + std::to_string(c.same) + " same, " +
-           std::to_string(c.noisy) + " noisy. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) +
-           ".</p>\n";
+           std::to_string(c.noisy) + " noisy, " + std::to_string(c.undecided) +
+           " undecided. Geometric mean of Test/Base: " + format_fixed(c.geomean_ratio, 4) + ".</p>\n";
+    out += gate_failures(c).empty()
+               ? "<p class=\"lead\">" + escape_html(gate_sentence(c)) + "</p>\n"
+               : "<p class=\"lead\"><strong class=\"bad\">Gate: fails</strong>: " + escape_html(gate_reasons(c)) +
+                     ".</p>\n";
     out += c.suite.verdict == compare_verdict::regression
                ? "<p class=\"lead\"><strong class=\"bad\">" + escape_html(suite_sentence(c)) + "</strong></p>\n"
                : "<p class=\"lead\">" + escape_html(suite_sentence(c)) + "</p>\n";
@@ -351,6 +358,7 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
     compare_builder builder{c, evidence, json::array(), {}};
     builder.verdict_section(out, compare_verdict::regression, "Regressions", "regression");
     builder.verdict_section(out, compare_verdict::improvement, "Improvements", "improvement");
+    builder.verdict_section(out, compare_verdict::undecided, "Undecided", "undecided", undecided_note(c));
 
     out += c.edges_checked ? "<h2>Noisy</h2>\n<p class=\"note\">Past the thresholds but not shown to differ (too few "
                              "repetitions, samples that overlap, a side whose repetitions fall into separate modes, "
@@ -371,6 +379,21 @@ std::string render_compare_page(const comparison& c, const std::string& repro_co
         out += "<ul>\n";
         for (const auto& n : c.only_in_base) out += "<li>only in the baseline: " + html(n) + "</li>\n";
         for (const auto& n : c.only_in_test) out += "<li>only in the test: " + html(n) + "</li>\n";
+        out += "</ul>\n";
+    }
+    out += "<h2>Not measured</h2>\n";
+    if (c.unmeasured_in_base.empty() && c.unmeasured_in_test.empty()) out += "<p>None.</p>\n";
+    else {
+        out += "<ul>\n";
+        for (const auto& u : c.unmeasured_in_base)
+            out += "<li>in the baseline: " + html(u.name) + ": " + html(u.reason) +
+                   (u.measured_on_other_side ? " (measured in the test)" : "") + "</li>\n";
+        for (const auto& u : c.unmeasured_in_test)
+            out += "<li>in the test: " + html(u.name) + ": " + html(u.reason) +
+                   (u.fails_gate ? " <strong class=\"bad\">(measured in the baseline: fails the gate)</strong>"
+                    : u.measured_on_other_side ? " (measured in the baseline)"
+                                               : "") +
+                   "</li>\n";
         out += "</ul>\n";
     }
     out += "<h2>What the columns mean</h2>\n<ul>\n";

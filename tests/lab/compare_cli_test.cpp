@@ -215,3 +215,119 @@ TEST_F(CompareCli, AnInputTooLargeForTheMemoryLimitExitsFiveWithAMessage) {
     EXPECT_NE(o.output.find("contend compare: out of memory"), std::string::npos) << o.output;
     EXPECT_FALSE(std::filesystem::exists(dir_ / "out.json"));
 }
+
+namespace {
+
+// The lab fixture with every valid cell turned into one that timed out: a test run that
+// deadlocked. The cell keeps its figures (a timed-out cell's are partial), as the lab writes it.
+std::string lab_file_all_timed_out(const std::string& lab_file) {
+    auto j = nlohmann::json::parse(lab_file);
+    for (auto& row : j["benchmarks"]) {
+        if (row["status"] != "ok") continue;
+        row["status"] = "timed_out";
+        row["valid"] = false;
+        row["detail"] = "no repetition finished within 3 s";
+    }
+    return j.dump(2);
+}
+
+}  // namespace
+
+TEST_F(CompareCli, ATestRunThatTimedOutEverywhereFailsTheGateAndListsEachCellWithItsReason) {
+    const std::string fixture = read(CONTEND_LAB_GOLDEN_DIR "/compare/lab_counter.json");
+    write(dir_ / "lab_base.json", fixture);
+    write(dir_ / "lab_dead.json", lab_file_all_timed_out(fixture));
+    const auto o = compare("lab_base.json", "lab_dead.json", "--json " + shell_quote(path("dead.json")));
+    EXPECT_EQ(o.exit_code, 1) << o.output;
+    EXPECT_NE(o.output.find("nothing was compared: the test measured none of its 3 cells"), std::string::npos)
+        << o.output;
+    EXPECT_NE(
+        o.output.find("- in the test: counter/std\\_mutex/workers:1: timed\\_out: no repetition finished within 3 s "
+                      "(**measured in the baseline: fails the gate**)"),
+        std::string::npos)
+        << o.output;
+    EXPECT_NE(o.output.find("- in the test: counter/contend\\_mutex/workers:1: timed\\_out"), std::string::npos)
+        << o.output;
+    // The ticket lock timed out in both: listed, no failure of its own.
+    EXPECT_NE(o.output.find("- in the baseline: counter/ticket\\_lock/workers:1: timed\\_out"), std::string::npos)
+        << o.output;
+    const auto j = nlohmann::json::parse(read(dir_ / "dead.json"));
+    EXPECT_EQ(j["summary"]["gate"]["passes"], false);
+    EXPECT_EQ(j["not_measured_in_test"].size(), 3u);
+    EXPECT_EQ(compare("lab_base.json", "lab_dead.json", "--no-fail-on-regression").exit_code, 0);
+    // The fixture against itself: the ticket lock timed out on both sides, the rest compared.
+    EXPECT_EQ(compare("lab_base.json", "lab_base.json").exit_code, 0);
+}
+
+TEST_F(CompareCli, ATestRunThatTimedOutEverywhereFailsTheGateFromTheHistoryToo) {
+    const std::string fixture = read(CONTEND_LAB_GOLDEN_DIR "/compare/lab_counter.json");
+    write(dir_ / "lab_base.json", fixture);
+    write(dir_ / "lab_dead.json", lab_file_all_timed_out(fixture));
+    const std::string db = shell_quote(path("h.db"));
+    for (const auto& [file, label] : {std::pair{"lab_base.json", "good"}, std::pair{"lab_dead.json", "dead"}}) {
+        const auto imported =
+            contend_test::run_cli("history import " + shell_quote(path(file)) + " --label " + label + " --db " + db);
+        ASSERT_EQ(imported.exit_code, 0) << imported.output;
+    }
+    const auto o = contend_test::run_cli("compare --db " + db + " good dead");
+    EXPECT_EQ(o.exit_code, 1) << o.output;
+    EXPECT_NE(o.output.find("nothing was compared"), std::string::npos) << o.output;
+    EXPECT_NE(
+        o.output.find("- in the test: counter/std\\_mutex/workers:1: timed\\_out: no repetition finished within 3 s"),
+        std::string::npos)
+        << o.output;
+    EXPECT_EQ(contend_test::run_cli("compare --db " + db + " good good").exit_code, 0);
+}
+
+TEST_F(CompareCli, AnEmptyTestOrOneSharingNoBenchmarkFailsTheGate) {
+    write(dir_ / "empty.json", R"({"context": {}, "benchmarks": []})");
+    write(dir_ / "other.json", gb_file({{"BM_other", 10}}));
+    for (const char* test : {"empty.json", "other.json"}) {
+        const auto o = compare("base.json", test);
+        EXPECT_EQ(o.exit_code, 1) << test << "\n" << o.output;
+        EXPECT_NE(o.output.find("nothing was compared"), std::string::npos) << o.output;
+    }
+}
+
+// 40 benchmarks at 3 repetitions, 8 of them from 1,000 to 2,000 ns, the rest +-1 %: no row can
+// be significant (3 against 3: p >= 0.1), the sign test sees 24 against 16. Undecided, and the
+// gate fails, unless --no-fail-on-undecided.
+TEST_F(CompareCli, APartialDoublingAtThreeRepetitionsFailsTheGateUnlessNoFailOnUndecided) {
+    std::vector<std::pair<std::string, double>> base, test;
+    for (int i = 0; i < 40; ++i) {
+        const std::string name = "BM_part/" + std::to_string(i);
+        base.emplace_back(name, 1000);
+        test.emplace_back(name, i < 8 ? 2000 : (i % 2 ? 1010 : 990));
+    }
+    write(dir_ / "part_base.json", gb_file(base, 3));
+    write(dir_ / "part_test.json", gb_file(test, 3));
+    const auto o = compare("part_base.json", "part_test.json", "--json " + shell_quote(path("p.json")));
+    EXPECT_EQ(o.exit_code, 1) << o.output.substr(0, 4000);
+    EXPECT_NE(o.output.find("8 benchmarks undecided and slower"), std::string::npos) << o.output.substr(0, 4000);
+    EXPECT_NE(o.output.find("## Undecided"), std::string::npos);
+    const auto j = nlohmann::json::parse(read(dir_ / "p.json"));
+    EXPECT_EQ(j["summary"]["undecided"], 8);
+    EXPECT_EQ(j["summary"]["regressions"], 0);
+    const auto warned = compare("part_base.json", "part_test.json", "--no-fail-on-undecided");
+    EXPECT_EQ(warned.exit_code, 0) << warned.output.substr(0, 4000);
+    EXPECT_NE(warned.output.find("8 undecided"), std::string::npos);
+    EXPECT_NE(warned.output.find("Gate: passes, with a warning: 8 benchmarks are undecided and slower"),
+              std::string::npos);
+    EXPECT_NE(warned.output.find("compare --threshold 5 --noise 0.5 --alpha 0.05 --no-fail-on-undecided"),
+              std::string::npos)
+        << "the repro keeps the flag";
+}
+
+TEST_F(CompareCli, IdenticalInputsAtAZeroThresholdAndNoiseFloorAreAllTheSame) {
+    const auto o = compare("base.json", "base.json", "--threshold 0 --noise 0 --json " + shell_quote(path("z.json")));
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find("3 compared, 0 regressions, 0 improvements, 3 same, 0 noisy, 0 undecided"),
+              std::string::npos)
+        << o.output;
+    const auto j = nlohmann::json::parse(read(dir_ / "z.json"));
+    for (const auto& r : j["rows"]) {
+        EXPECT_EQ(r["verdict"], "same") << r.dump();
+        EXPECT_EQ(r["reason"].get<std::string>().find("past the threshold"), std::string::npos) << r.dump();
+    }
+    EXPECT_EQ(j["summary"]["suite"]["verdict"], "same");
+}

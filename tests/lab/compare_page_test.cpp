@@ -175,7 +175,8 @@ TEST_F(ComparePage, ComparePageFromFilesHoldsTheReportAndAStripChartPerChange) {
     const std::string page = file_compare_page();
     for (const char* heading :
          {"<h2>Run information</h2>", "<h2>Summary</h2>", "<h2>Regressions</h2>", "<h2>Improvements</h2>",
-          "<h2>Noisy</h2>", "<h2>On one side only</h2>", "<h2>What the columns mean</h2>", "<h2>Repro</h2>"})
+          "<h2>Undecided</h2>", "<h2>Noisy</h2>", "<h2>On one side only</h2>", "<h2>Not measured</h2>",
+          "<h2>What the columns mean</h2>", "<h2>Repro</h2>"})
         EXPECT_NE(page.find(heading), std::string::npos) << heading;
     EXPECT_LT(page.find("<h2>Regressions</h2>"), page.find("&lt;/script&gt;&lt;img"));
     EXPECT_LT(page.find("<h2>Improvements</h2>"), page.find("<a href=\"#improvement-0\">BM_fast</a>"));
@@ -183,8 +184,9 @@ TEST_F(ComparePage, ComparePageFromFilesHoldsTheReportAndAStripChartPerChange) {
     EXPECT_NE(page.find("<li>only in the baseline: BM_gone &lt;/script&gt;"), std::string::npos);
     EXPECT_NE(page.find("<li>only in the test: BM_new</li>"), std::string::npos);
     EXPECT_NE(page.find("3 benchmarks compared: <strong class=\"bad\">1 regression</strong>, <strong>1 "
-                        "improvement</strong>, 1 same, 0 noisy."),
+                        "improvement</strong>, 1 same, 0 noisy, 0 undecided."),
               std::string::npos);
+    EXPECT_NE(page.find("<strong class=\"bad\">Gate: fails</strong>: 1 regression."), std::string::npos);
     EXPECT_NE(page.find("<pre><code>contend compare base.json test.json</code></pre>"), std::string::npos);
     EXPECT_EQ(page.find("<th>History</th>"), std::string::npos);  // no history, no edge detector
     EXPECT_EQ(body_attribute(page, "data-charts-expected"), "2");
@@ -194,6 +196,32 @@ TEST_F(ComparePage, ComparePageFromFilesHoldsTheReportAndAStripChartPerChange) {
         EXPECT_EQ(chart["base"].size(), 5u);
         EXPECT_EQ(chart["test"].size(), 5u);
     }
+}
+
+// An undecided row gets its table and strip chart as a regression does; each cell a side
+// could not measure is listed with its reason, the one that fails the gate marked.
+TEST_F(ComparePage, ComparePageShowsUndecidedRowsWithChartsAndEachCellNotMeasured) {
+    lab::comparison_input base, test;
+    base.source = "base.json";
+    test.source = "test.json";
+    lab::benchmark_series b{"counter/short/workers:2", {100, 101, 99}, 100, "", false};
+    lab::benchmark_series t{"counter/short/workers:2", {200, 202, 198}, 200, "", false};
+    base.benchmarks = {b, {"counter/dead/workers:2", {10, 10.1, 9.9}, 10, "", false}};
+    test.benchmarks = {t};
+    test.skipped = {{"counter/dead/workers:2", "timed_out: no repetition finished within 3 s", "timed_out"},
+                    {"counter/" + hostile_name, "crashed: " + hostile_name, "crashed"}};
+    const auto c = lab::compare_inputs(base, test, {});
+    const std::string page =
+        lab::render_compare_page(c, "contend compare base.json test.json", {&base, &test, nullptr, 0, 0}, fake_library);
+    EXPECT_NE(page.find("<h2>Undecided</h2>\n<p class=\"note\">Past the thresholds, every repetition"),
+              std::string::npos);
+    EXPECT_NE(page.find("<a href=\"#undecided-0\">counter/short/workers:2</a>"), std::string::npos);
+    EXPECT_NE(page.find("<li>in the test: counter/dead/workers:2: timed_out: no repetition finished within 3 s "
+                        "<strong class=\"bad\">(measured in the baseline: fails the gate)</strong></li>"),
+              std::string::npos);
+    EXPECT_NE(page.find("Gate: fails</strong>: 1 benchmark undecided and slower"), std::string::npos);
+    expect_no_markup_from_data(page);
+    EXPECT_EQ(page_data(page)["charts"].size(), 1u);
 }
 
 TEST_F(ComparePage, ComparePageFromTheHistoryMarksTheBaselineAndTestRunsOnEachChartAndShowsTheEdgeDetector) {

@@ -69,19 +69,21 @@ std::string golden(const std::string& file) {
     return ss.str();
 }
 
-// Base and test of the golden report: one of each verdict, one benchmark on each side only.
+// Base and test of the golden report: one of each verdict, one benchmark on each side only,
+// one cell that timed out on both sides.
 lab::comparison golden_comparison() {
-    const auto base = input("base.json", {series("counter/contend_mutex/workers:2", {10, 10.1, 9.9, 10.05, 9.95}),
-                                          series("counter/std_mutex/workers:2", {20, 20.2, 19.8, 20.1, 19.9}),
-                                          series("hold/contend_mutex/cs_us:1/workers:4", {1000, 1001, 999, 1002, 998}),
-                                          series("counter/tas_lock/workers:2", {30, 20, 40, 25, 35}),
-                                          series("counter/retired/workers:2", {5, 5, 5, 5, 5})});
-    const auto test =
-        input("test.json", {series("counter/contend_mutex/workers:2", {12, 12.1, 11.9, 12.05, 11.95}),
-                            series("counter/std_mutex/workers:2", {16, 16.2, 15.8, 16.1, 15.9}),
-                            series("hold/contend_mutex/cs_us:1/workers:4", {1010, 1011, 1009, 1012, 1008}),
-                            series("counter/tas_lock/workers:2", {36, 24, 45, 30, 40}),
-                            series("counter/new_lock/workers:2", {7, 7, 7, 7, 7})});
+    auto base = input("base.json", {series("counter/contend_mutex/workers:2", {10, 10.1, 9.9, 10.05, 9.95}),
+                                    series("counter/std_mutex/workers:2", {20, 20.2, 19.8, 20.1, 19.9}),
+                                    series("hold/contend_mutex/cs_us:1/workers:4", {1000, 1001, 999, 1002, 998}),
+                                    series("counter/tas_lock/workers:2", {30, 20, 40, 25, 35}),
+                                    series("counter/retired/workers:2", {5, 5, 5, 5, 5})});
+    auto test = input("test.json", {series("counter/contend_mutex/workers:2", {12, 12.1, 11.9, 12.05, 11.95}),
+                                    series("counter/std_mutex/workers:2", {16, 16.2, 15.8, 16.1, 15.9}),
+                                    series("hold/contend_mutex/cs_us:1/workers:4", {1010, 1011, 1009, 1012, 1008}),
+                                    series("counter/tas_lock/workers:2", {36, 24, 45, 30, 40}),
+                                    series("counter/new_lock/workers:2", {7, 7, 7, 7, 7})});
+    base.skipped = {{"counter/ticket_lock/workers:2", "timed_out: no repetition finished within 3 s", "timed_out"}};
+    test.skipped = base.skipped;
     return lab::compare_inputs(base, test, {});
 }
 
@@ -253,12 +255,15 @@ lab::comparison whole_suite_moved(std::size_t n, double factor, double noise = 0
 
 }  // namespace
 
-TEST(Compare, ThreeTiedRepetitionsAgainstThreeAreNotARegressionAlone) {
+TEST(Compare, ThreeTiedRepetitionsAgainstThreeAreNotARegressionAloneButUndecidedAndFailTheGate) {
     const auto c = lab::compare_inputs(input("base.json", {series("tied", {10, 10, 10})}),
                                        input("test.json", {series("tied", {20, 20, 20})}), {});
     EXPECT_NEAR(c.rows.at(0).p_value, 0.1, 1e-12);  // exact; the normal approximation said 0.047
-    EXPECT_EQ(c.rows.at(0).verdict, lab::compare_verdict::noisy);
+    // Not significant, so no regression; but no 3 against 3 could be: a doubling the eye sees
+    // is undecided, and fails the gate.
+    EXPECT_EQ(c.rows.at(0).verdict, lab::compare_verdict::undecided);
     EXPECT_FALSE(lab::has_regression(c));  // one benchmark: the suite cannot tell either
+    EXPECT_FALSE(lab::gate_failures(c).empty());
 }
 
 TEST(Compare, AWholeSuiteTwiceAsSlowIsASuiteRegressionThoughEveryRowIsNoisy) {
@@ -317,4 +322,207 @@ TEST(Compare, AMedianThatIsNotPositiveIsRefusedNamingTheFileAndTheBenchmark) {
         EXPECT_NE(std::string(e.what()).find("base.json"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("zero_median"), std::string::npos) << e.what();
     }
+}
+
+// --- A test side that measured nothing (issue item 8) ---------------------------------------
+
+namespace {
+
+lab::skipped_benchmark failed_cell(std::string name, std::string status, std::string detail) {
+    return {std::move(name), status + ": " + detail, status};
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+    for (const auto& l : lines)
+        if (l.find(text) != std::string::npos) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST(CompareGate, ATestWhoseEveryCellTimedOutFailsTheGateAndListsEachCellWithItsReason) {
+    const auto base = input("base.json", {series("counter/contend_mutex/workers:2", {10, 10.1, 9.9, 10.05, 9.95}),
+                                          series("counter/std_mutex/workers:2", {20, 20.2, 19.8, 20.1, 19.9})});
+    auto test = input("test.json", {});
+    test.skipped = {failed_cell("counter/contend_mutex/workers:2", "timed_out", "no repetition finished within 3 s"),
+                    failed_cell("counter/std_mutex/workers:2", "crashed", "killed by signal 11")};
+    const auto c = lab::compare_inputs(base, test, {});
+    EXPECT_TRUE(c.rows.empty());
+    const auto failures = lab::gate_failures(c);
+    EXPECT_FALSE(failures.empty());
+    EXPECT_TRUE(mentions(failures, "nothing was compared")) << testing::PrintToString(failures);
+    EXPECT_TRUE(mentions(failures, "2 cells the baseline measured")) << testing::PrintToString(failures);
+    // Each skipped cell with its reason, not as "only in the baseline".
+    ASSERT_EQ(c.unmeasured_in_test.size(), 2u);
+    EXPECT_TRUE(c.unmeasured_in_test[0].fails_gate);
+    EXPECT_TRUE(c.only_in_base.empty());
+    const std::string md = lab::comparison_to_markdown(c, "contend compare base.json test.json");
+    EXPECT_NE(md.find("counter/contend\\_mutex/workers:2: timed\\_out: no repetition finished within 3 s"),
+              std::string::npos)
+        << md;
+    EXPECT_NE(md.find("counter/std\\_mutex/workers:2: crashed: killed by signal 11"), std::string::npos) << md;
+    EXPECT_NE(md.find("**Gate: fails**"), std::string::npos) << md;
+    const auto j = nlohmann::json::parse(lab::comparison_to_json(c));
+    EXPECT_EQ(j["not_measured_in_test"][0]["reason"], "timed_out: no repetition finished within 3 s");
+    EXPECT_EQ(j["not_measured_in_test"][0]["fails_gate"], true);
+    EXPECT_EQ(j["summary"]["gate"]["passes"], false);
+}
+
+TEST(CompareGate, NothingComparedFailsTheGateWhateverTheReason) {
+    const auto some = input("base.json", {series("a", {10, 10, 10})});
+    const auto none = input("test.json", {});
+    const auto other = input("test.json", {series("b", {10, 10, 10})});
+    for (const auto& [b, t] :
+         {std::pair{some, none}, std::pair{none, some}, std::pair{none, none}, std::pair{some, other}}) {
+        const auto c = lab::compare_inputs(b, t, {});
+        EXPECT_TRUE(mentions(lab::gate_failures(c), "nothing was compared")) << lab::comparison_to_markdown(c, "");
+    }
+    // One benchmark compared and unchanged: the gate passes.
+    EXPECT_TRUE(lab::gate_failures(lab::compare_inputs(some, some, {})).empty());
+}
+
+TEST(CompareGate, ATestCellThatFailedFailsTheGateOnlyWhereTheBaselineMeasuredIt) {
+    auto base = input("base.json",
+                      {series("a", {10, 10.1, 9.9}), series("b", {20, 20.1, 19.9}), series("c", {30, 30.1, 29.9})});
+    base.skipped = {failed_cell("d", "timed_out", "ran past 3 s")};
+    auto test = input("test.json", {series("a", {10, 10.1, 9.9})});
+    // b: measured before, timed out now: fails. c: not run because its contender timed out at
+    // fewer workers ("skipped"): listed, no failure of its own. d: failed on both sides.
+    // e: new, and failed: nothing to compare it with.
+    test.skipped = {failed_cell("b", "timed_out", "ran past 3 s"), failed_cell("c", "skipped", "timed out at 2"),
+                    failed_cell("d", "timed_out", "ran past 3 s"), failed_cell("e", "crashed", "signal 6")};
+    const auto c = lab::compare_inputs(base, test, {});
+    ASSERT_EQ(c.unmeasured_in_test.size(), 4u);
+    EXPECT_TRUE(c.unmeasured_in_test[0].fails_gate);
+    EXPECT_FALSE(c.unmeasured_in_test[1].fails_gate);
+    EXPECT_FALSE(c.unmeasured_in_test[2].fails_gate);
+    EXPECT_FALSE(c.unmeasured_in_test[3].fails_gate);
+    ASSERT_EQ(c.unmeasured_in_base.size(), 1u);
+    EXPECT_TRUE(c.only_in_base.empty()) << "b and c are listed as not measured, with their reasons";
+    const auto failures = lab::gate_failures(c);
+    ASSERT_EQ(failures.size(), 1u);
+    EXPECT_NE(failures[0].find("1 cell the baseline measured"), std::string::npos) << failures[0];
+
+    // Failed on both sides: the gate passes.
+    test.skipped.erase(test.skipped.begin());
+    test.benchmarks.push_back(series("b", {20, 20.1, 19.9}));
+    EXPECT_TRUE(lab::gate_failures(lab::compare_inputs(base, test, {})).empty());
+}
+
+// --- Too few repetitions for the U test (issue item 9) --------------------------------------
+
+namespace {
+
+// 40 benchmarks of 3 repetitions a side (+-1 %), 8 of them from 1,000 to 2,000 ns.
+lab::comparison partial_doubling(const lab::compare_options& o = {}) {
+    std::vector<lab::benchmark_series> b, t;
+    for (int i = 0; i < 40; ++i) {
+        const std::string name = "suite/bench_" + std::to_string(i);
+        const double ns = 1000;
+        const double factor = i < 8 ? 2.0 : (i % 2 ? 1.01 : 0.99);
+        b.push_back(series(name, {ns * 0.99, ns, ns * 1.01}));
+        t.push_back(series(name, {ns * factor * 0.99, ns * factor, ns * factor * 1.01}));
+    }
+    return lab::compare_inputs(input("base.json", std::move(b)), input("test.json", std::move(t)), o);
+}
+
+}  // namespace
+
+TEST(CompareGate, APartialDoublingAtThreeRepetitionsIsUndecidedAndFailsTheGate) {
+    const auto c = partial_doubling();
+    EXPECT_EQ(c.regressions, 0u);  // 3 against 3 can never reach p < 0.05
+    EXPECT_EQ(c.undecided, 8u);
+    const auto& r = row(c, "suite/bench_0");
+    EXPECT_EQ(r.verdict, lab::compare_verdict::undecided);
+    EXPECT_NEAR(r.p_value, 0.1, 1e-12);
+    EXPECT_NE(r.reason.find("every test repetition is slower than every baseline one"), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("at least 4 repetitions a side"), std::string::npos) << r.reason;
+    const auto failures = lab::gate_failures(c);
+    EXPECT_TRUE(mentions(failures, "8 benchmarks undecided and slower")) << testing::PrintToString(failures);
+    const std::string md = lab::comparison_to_markdown(c, "contend compare base.json test.json");
+    EXPECT_NE(md.find("## Undecided"), std::string::npos) << md;
+    EXPECT_NE(md.find("**Gate: fails**"), std::string::npos) << md;
+    const auto j = nlohmann::json::parse(lab::comparison_to_json(c));
+    EXPECT_EQ(j["summary"]["undecided"], 8);
+    EXPECT_EQ(j["rows"][0]["verdict"], "undecided");
+
+    // --no-fail-on-undecided: still reported, the gate passes.
+    lab::compare_options warn;
+    warn.fail_on_undecided = false;
+    const auto warned = partial_doubling(warn);
+    EXPECT_EQ(warned.undecided, 8u);
+    EXPECT_TRUE(lab::gate_failures(warned).empty());
+    EXPECT_NE(lab::gate_sentence(warned).find("passes, with a warning: 8 benchmarks are undecided and slower"),
+              std::string::npos)
+        << lab::gate_sentence(warned);
+    EXPECT_NE(lab::comparison_to_markdown(warned, "").find("Gate: passes, with a warning"), std::string::npos);
+}
+
+TEST(CompareGate, UndecidedNeedsSamplesThatDoNotOverlapAndTooFewRepetitionsToDecide) {
+    // Overlapping samples stay noisy: the eye cannot tell them apart either.
+    const auto overlap = lab::compare_inputs(input("base.json", {series("a", {10, 20, 30})}),
+                                             input("test.json", {series("a", {15, 25, 35})}), {});
+    EXPECT_EQ(overlap.rows.at(0).verdict, lab::compare_verdict::noisy);
+    // Separated, with enough repetitions: the U test decides, a regression.
+    const auto enough = lab::compare_inputs(input("base.json", {series("a", {10, 10.1, 9.9, 10.05})}),
+                                            input("test.json", {series("a", {20, 20.1, 19.9, 20.05})}), {});
+    EXPECT_EQ(enough.rows.at(0).verdict, lab::compare_verdict::regression);
+    // Faster beyond doubt at 3 a side: undecided too, and no failure.
+    const auto faster = lab::compare_inputs(input("base.json", {series("a", {20, 20.1, 19.9})}),
+                                            input("test.json", {series("a", {10, 10.1, 9.9})}), {});
+    EXPECT_EQ(faster.rows.at(0).verdict, lab::compare_verdict::undecided);
+    EXPECT_NE(faster.rows.at(0).reason.find("faster"), std::string::npos) << faster.rows.at(0).reason;
+    EXPECT_TRUE(lab::gate_failures(faster).empty());
+    // One repetition a side: nothing to test, noisy as before.
+    const auto single =
+        lab::compare_inputs(input("base.json", {series("a", {10})}), input("test.json", {series("a", {20})}), {});
+    EXPECT_EQ(single.rows.at(0).verdict, lab::compare_verdict::noisy);
+    // A modal side: noisy, as a significant change would be.
+    const auto modal = lab::compare_inputs(input("base.json", {series("a", {100, 101, 800, 801})}),
+                                           input("test.json", {series("a", {2000, 2010, 2020})}), {});
+    EXPECT_EQ(modal.rows.at(0).verdict, lab::compare_verdict::noisy);
+}
+
+// --- Modes named on every row (issue item 21) -----------------------------------------------
+
+TEST(CompareModes, ABimodalSideIsNamedOnARowItDoesNotFlip) {
+    // The test side: 5 repetitions near 100 ns, 4 near 802. Its median (the fifth) is 103 ns,
+    // +3 % against 100: within the threshold, or past a tighter one and noisy because the
+    // samples overlap (the U test cannot tell them apart); either way the modes are named.
+    const std::string name = "pipe/mutex_ring/chunk:4096/workers:2";
+    const auto base = input("base.json", {series(name, {95, 96, 97, 98, 100, 102, 103, 104, 105})});
+    const auto test = input("test.json", {series(name, {96, 98, 100, 102, 103, 800, 801, 803, 804})});
+    const auto same = lab::compare_inputs(base, test, {});
+    EXPECT_EQ(same.rows.at(0).verdict, lab::compare_verdict::same);
+    EXPECT_TRUE(same.rows.at(0).test_modal);
+    EXPECT_NE(same.rows.at(0).reason.find("the test: 5 repetitions near 100 ns, 4 near 802 ns"), std::string::npos)
+        << same.rows.at(0).reason;
+    lab::compare_options tight;
+    tight.threshold = 0.01;
+    const auto noisy = lab::compare_inputs(base, test, tight);
+    const auto& r = noisy.rows.at(0);
+    EXPECT_EQ(r.verdict, lab::compare_verdict::noisy);
+    EXPECT_NE(r.reason.find("U test does not tell the samples apart"), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("the test: 5 repetitions near 100 ns, 4 near 802 ns"), std::string::npos) << r.reason;
+    const std::string md = lab::comparison_to_markdown(noisy, "contend compare base.json test.json");
+    EXPECT_NE(md.find("5 repetitions near 100 ns, 4 near 802 ns"), std::string::npos) << md;
+}
+
+// --- A zero threshold on identical inputs (issue item 20) -----------------------------------
+
+TEST(Compare, IdenticalInputsWithZeroThresholdAndNoiseFloorAreTheSame) {
+    lab::compare_options zero;
+    zero.threshold = 0;
+    zero.noise_floor_ns = 0;
+    const auto base = input("base.json", {series("a", {10, 10.1, 9.9}), series("b", {20, 20.2, 19.8, 20.1, 19.9}),
+                                          series("c", {5, 5, 5}), series("d", {1000})});
+    const auto c = lab::compare_inputs(base, base, zero);
+    EXPECT_EQ(c.same, 4u);
+    EXPECT_EQ(c.noisy, 0u);
+    for (const auto& r : c.rows) EXPECT_EQ(r.reason.find("past the threshold"), std::string::npos) << r.reason;
+    EXPECT_EQ(c.suite.verdict, lab::compare_verdict::same);
+    EXPECT_EQ(c.suite.reason.find("past the threshold"), std::string::npos) << c.suite.reason;
+    // A real change still counts at a zero threshold.
+    const auto moved = lab::compare_inputs(base, input("test.json", {series("a", {10.2, 10.3, 10.25})}), zero);
+    EXPECT_EQ(moved.rows.at(0).verdict, lab::compare_verdict::undecided);
 }

@@ -294,6 +294,72 @@ TEST(WelchTTest, RejectsFewerThanTwoValuesASideAndNonFiniteValues) {
                  std::invalid_argument);
 }
 
+// The pooled (equal-variance) t-test, against values computed from its formula in 30-digit
+// arithmetic (mpmath: t from the pooled variance, p = I_{df/(df+t^2)}(df/2, 1/2)). By hand,
+// 1:10 against 7:20: means 5.5 and 13.5, squared deviations 82.5 and 227.5, s2 = 310/22,
+// t = -8 / sqrt(310/22 * (1/10 + 1/14)) = -5.1473, df = 22.
+TEST(StudentTTest, MatchesThePooledFormula) {
+    std::vector<double> ten, fourteen;
+    for (int i = 1; i <= 10; ++i) ten.push_back(i);
+    for (int i = 7; i <= 20; ++i) fourteen.push_back(i);
+    const lab::t_test_result r = lab::student_t_test(ten, fourteen);
+    EXPECT_NEAR(r.t, -5.147292847304686, 1e-12);
+    EXPECT_DOUBLE_EQ(r.df, 22);
+    EXPECT_NEAR(r.p_value, 3.690577215911942e-05, 1e-15);
+
+    const sample_pair samples = reference_samples("seven_vs_nine");
+    const lab::t_test_result seven = lab::student_t_test(samples.a, samples.b);
+    EXPECT_NEAR(seven.t, -2.381707844218076, 1e-12);
+    EXPECT_DOUBLE_EQ(seven.df, 14);
+    EXPECT_NEAR(seven.p_value, 0.03196860134703705, 1e-12);
+    // Welch's form on the same samples differs (its df is 13.09): the two are not one test.
+    EXPECT_GT(std::fabs(lab::welch_t_test(samples.a, samples.b).p_value - seven.p_value), 5e-4);
+
+    // One value on a side: its mean is tested against the other side's spread alone.
+    const lab::t_test_result one = lab::student_t_test(std::vector<double>{7}, std::vector<double>{1, 2, 3});
+    EXPECT_NEAR(one.t, 4.330127018922193, 1e-12);
+    EXPECT_DOUBLE_EQ(one.df, 2);
+    EXPECT_NEAR(one.p_value, 0.04941362421328313, 1e-12);
+}
+
+TEST(StudentTTest, NoiselessSidesAreCertainWhenTheyDifferAndNothingWhenEqual) {
+    const std::vector<double> low = {10, 10, 10};
+    const std::vector<double> high = {12, 12, 12, 12};
+    const lab::t_test_result step = lab::student_t_test(low, high);
+    EXPECT_TRUE(std::isinf(step.t) && step.t < 0);
+    EXPECT_DOUBLE_EQ(step.p_value, 0.0);
+    EXPECT_DOUBLE_EQ(step.df, 5.0);
+    EXPECT_DOUBLE_EQ(lab::student_t_test(low, low).p_value, 1.0);
+}
+
+TEST(StudentTTest, RejectsAnEmptySideTooFewValuesAndNonFiniteValues) {
+    const std::vector<double> two = {1, 2};
+    EXPECT_THROW(lab::student_t_test(std::vector<double>{}, two), std::invalid_argument);
+    EXPECT_THROW(lab::student_t_test(std::vector<double>{1}, std::vector<double>{2}), std::invalid_argument);
+    EXPECT_THROW(lab::student_t_test(two, std::vector<double>{1, std::numeric_limits<double>::infinity()}),
+                 std::invalid_argument);
+}
+
+TEST(MannWhitneyU, TheSmallestPIsThatOfSamplesThatDoNotOverlapAndSetsTheFewestRepetitions) {
+    EXPECT_EQ(lab::u_test_smallest_p(3, 3), 0.1);  // exactly: an alpha of 0.1 is not reached
+    EXPECT_NEAR(lab::u_test_smallest_p(30, 31), 2 / 2.3271417662763054e17, 1e-28);  // C(61, 30), by lgamma
+    EXPECT_NEAR(lab::u_test_smallest_p(4, 4), 2.0 / 70, 1e-12);
+    EXPECT_NEAR(lab::u_test_smallest_p(5, 5), 2.0 / 252, 1e-12);
+    EXPECT_NEAR(lab::u_test_smallest_p(3, 4), 2.0 / 35, 1e-12);
+    EXPECT_DOUBLE_EQ(lab::u_test_smallest_p(1, 1), 1.0);
+    EXPECT_DOUBLE_EQ(lab::u_test_smallest_p(0, 5), 1.0);
+    // The exact test agrees on samples that do not overlap.
+    EXPECT_NEAR(lab::mann_whitney_u(std::vector<double>{1, 2, 3}, std::vector<double>{4, 5, 6}).p_value,
+                lab::u_test_smallest_p(3, 3), 1e-12);
+    EXPECT_NEAR(lab::mann_whitney_u(std::vector<double>{1, 2, 3, 4, 5}, std::vector<double>{6, 7, 8, 9, 10}).p_value,
+                lab::u_test_smallest_p(5, 5), 1e-12);
+    EXPECT_EQ(lab::u_test_min_repetitions(0.05), 4u);
+    EXPECT_EQ(lab::u_test_min_repetitions(0.01), 5u);
+    EXPECT_EQ(lab::u_test_min_repetitions(0.001), 7u);
+    EXPECT_EQ(lab::u_test_min_repetitions(0.1), 4u);  // 3 a side give exactly 0.1, not below it
+    EXPECT_THROW(lab::u_test_min_repetitions(0), std::invalid_argument);
+}
+
 TEST(StudentT, KnownTailsAndLimits) {
     // With one degree of freedom Student's t is Cauchy: P(|T| >= 1) = 1/2 exactly.
     EXPECT_NEAR(lab::student_t_two_sided_p(1.0, 1.0), 0.5, 1e-14);
