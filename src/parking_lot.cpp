@@ -9,6 +9,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
+#include "parking_lot_cancellation.hpp"
 #include "platform/tsan_sync.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
@@ -212,9 +213,27 @@ bool withdraw(thread_data& me, const void* address) {
     return false;
 }
 
+// The address whose parks are cancellation points on this thread (cancellable_parks).
+thread_local const void* cancellable_address = nullptr;
+
+// The sleep of a cancellable park: on the unwind of a cancellation, off the queue first.
+internal::wait_status sleep_cancellably(thread_data& me, const void* address, clock::time_point deadline) {
+    try {
+        return internal::wait_on_address_cancellable(me.parked, 1, deadline);
+    } catch (...) {  // abi::__forced_unwind: may be caught, must be rethrown
+        withdraw(me, address);
+        throw;
+    }
+}
+
 }  // namespace
 
 namespace detail {
+
+cancellable_parks::cancellable_parks(const void* address) noexcept : previous_(cancellable_address) {
+    cancellable_address = address;
+}
+cancellable_parks::~cancellable_parks() { cancellable_address = previous_; }
 
 park_result park(const void* address, internal::function_ref<bool()> validate,
                  internal::function_ref<void()> before_sleep, clock::time_point deadline) {
@@ -239,8 +258,11 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
         throw;
     }
 
+    const bool cancellable = address == cancellable_address;
     while (me.parked.load(std::memory_order_acquire) != 0) {
-        if (internal::wait_on_address(me.parked, 1, deadline) == internal::wait_status::timed_out ||
+        const internal::wait_status slept =
+            cancellable ? sleep_cancellably(me, address, deadline) : internal::wait_on_address(me.parked, 1, deadline);
+        if (slept == internal::wait_status::timed_out ||
             (deadline != internal::no_deadline && clock::now() >= deadline)) {
             if (me.parked.load(std::memory_order_acquire) == 0) break;
             if (withdraw(me, address)) return {park_status::timed_out, 0};
