@@ -2,6 +2,8 @@
 // the contract; this file is about how it survives growth and timeouts.
 #include "contend/parking_lot.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -177,6 +179,29 @@ thread_data& this_thread() {
     thread_local thread_slot slot;
     return *slot.data;
 }
+
+#if !CONTEND_MODEL_CHECK
+// fork(): the child has one thread, the one that called fork, which was not parked (it was
+// calling fork). Every thread queued in a bucket, every thread holding or waiting for a
+// bucket lock or the slot pool's lock, is one that does not exist in the child: an unpark
+// would hand a mutex to nobody, and a held bucket lock would never be released. So the
+// child empties every queue and frees every lock, without looking at what they were doing:
+// whatever a thread left half-done under a bucket lock belonged to queues that are dropped
+// whole. The slots of those threads are leaked (never returned to the pool); a slot pool
+// list a thread left half-updated loses at most one entry. Registered when the library
+// loads, so it runs before the program's own child handlers, which may unlock mutexes.
+void reset_in_fork_child() noexcept {
+    if (table* t = current_table.load(std::memory_order_relaxed)) {
+        for (std::size_t i = 0; i < t->size; ++i) {
+            bucket& b = *t->buckets[i];
+            b.lock.reset_after_fork();
+            b.head = b.tail = nullptr;
+        }
+    }
+    new (&pool().lock) std::mutex;  // its holder, if any, is not in the child
+}
+[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_in_fork_child) == 0;
+#endif
 
 void enqueue(bucket& b, thread_data* td) noexcept {
     td->next = nullptr;

@@ -1,10 +1,15 @@
 // pthread_mutex_*: a mutex whose kind is 0 runs on the lock CONTEND_INTERPOSE_LOCK chose
 // (contend::mutex by default), kept in its first bytes; every other mutex, and every mutex
 // under CONTEND_INTERPOSE_LOCK=glibc, goes to glibc.
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "interpose/exports.hpp"
 #include "interpose/glibc_functions.hpp"
@@ -110,11 +115,50 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
         [m] { return glibc().mutex_lock(m); });
 }
 
+// fork(): a ticket lock the forking thread held while others waited (the pthread_atfork
+// pattern: the prepare handler locks, the child's handler unlocks) carries in the child the
+// tickets of waiters that do not exist there; a plain unlock would serve the next of them,
+// and the mutex would stay locked for good. In a child that still has one thread, every
+// ticket but the holder's is such a ghost, so the unlock serves them all. Whether the child
+// still has one thread is read from /proc once an unlock finds tickets waiting; once it has
+// more, the question is never asked again (a ticket then may be a live thread's).
+std::atomic<bool> fork_child_may_be_alone{false};
+[[maybe_unused]] const bool fork_handler_registered =
+    pthread_atfork(nullptr, nullptr, [] { fork_child_may_be_alone.store(true, std::memory_order_relaxed); }) == 0;
+
+// The "Threads:" line of /proc/self/status, read without allocating; 0 if unreadable.
+long threads_in_process() noexcept {
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[4096];
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    const char* line = std::strstr(text, "\nThreads:");
+    return line ? std::strtol(line + 9, nullptr, 10) : 0;
+}
+
+bool alone_in_fork_child() noexcept {
+    if (!fork_child_may_be_alone.load(std::memory_order_relaxed)) return false;
+    if (threads_in_process() == 1) return true;
+    fork_child_may_be_alone.store(false, std::memory_order_relaxed);
+    return false;
+}
+
 template <bool profiled>
 int unlock(lock_choice c, pthread_mutex_t* m) noexcept {
     return visit_mutex_as<profiled>(
         c, m,
         [m](auto& lock) {
+            if constexpr (std::is_same_v<std::remove_reference_t<decltype(lock)>, contend::ticket_lock>) {
+                if (lock.queue_length() > 1 && alone_in_fork_child()) [[unlikely]] {
+                    if (profiled) profile::releasing(m);
+                    lock.unlock_abandoning_waiters();
+                    if (profiled) profile::released();
+                    return 0;
+                }
+            }
             if (profiled) profile::releasing(m);
             const int rc = no_throw(EPERM, [&] {
                 lock.unlock();
