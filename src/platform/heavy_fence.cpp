@@ -3,6 +3,7 @@
 
 #if defined(__linux__) && !defined(CONTEND_PORTABLE_WAIT) && !CONTEND_MODEL_CHECK
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -81,6 +82,12 @@ bool tlb_shootdown_init() noexcept {
     return false;
 #endif
 }
+
+// Memory locks are not inherited by a fork child: the child locks the page again.
+void relock_page_in_fork_child() noexcept {
+    if (shootdown.page != nullptr) (void)mlock(shootdown.page, static_cast<std::size_t>(shootdown.size));
+}
+[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, relock_page_in_fork_child) == 0;
 
 bool tlb_shootdown() noexcept {
     while (shootdown.busy.test_and_set(std::memory_order_acquire)) sched_yield();
