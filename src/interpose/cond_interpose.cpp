@@ -17,17 +17,18 @@
 //
 // Cancellation (docs/interpose.md): a wait is a cancellation point, glibc's and ours alike.
 // glibc cancels by a forced unwind (abi::__forced_unwind), which must pass through every frame
-// here: nothing on a wait's path is noexcept, and a catch (...) rethrows it. Our own waits act
+// here: nothing on a wait's path is noexcept, and nothing catches it without rethrowing (it
+// is no std::exception; catching abi::__forced_unwind& by name binds a reference to no
+// object, which UBSan reports). Our own waits act
 // on a pending cancellation on entry, with the mutex held, and sleep as a cancellation point
 // (parking_lot_cancellation.hpp); on the unwind the mutex is retaken before the program's
 // cleanup handlers run, and the cond is notified once in case this waiter consumed a signal.
 #include <pthread.h>
 
-#include <cxxabi.h>
-
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <type_traits>
 
 #include "contend/synchronization_error.hpp"
@@ -129,8 +130,8 @@ std::cv_status wait_cancellably(pthread_cond_t* c, Lock& lock, Wait&& wait) {
     const contend::parking_lot::detail::cancellable_parks cancellable(&as_contend_cond(c));
     try {
         return wait(tracked);
-    } catch (abi::__forced_unwind&) {
-        if (tracked.released) tracked.lock();
+    } catch (...) {  // a cancellation's forced unwind, or an error: rethrown either way
+        if (tracked.released) tracked.lock();  // an error is returned with the mutex held too
         as_contend_cond(c).notify_one();
         throw;
     }
@@ -199,15 +200,15 @@ int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&
                 const int rc = result(wait_cancellably(c, lock, wait));
                 return lock.relock_error != 0 ? lock.relock_error : rc;
             });
-    } catch (abi::__forced_unwind&) {
-        throw;  // a cancellation (glibc's wait or ours): it must go on unwinding
     } catch (const unlock_failed& e) {
         return e.error;
     } catch (const contend::synchronization_error&) {
         return EPERM;  // our mutex was not held
-    } catch (...) {
+    } catch (const std::exception&) {
         return EAGAIN;  // no memory for this thread's first park
     }
+    // No catch (...): a cancellation's forced unwind (glibc's wait or ours) is no
+    // std::exception and must go on unwinding.
 }
 
 int timed_wait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* abstime) {

@@ -70,7 +70,7 @@ void* hammer(void* which) {
 void contend_in_child(pthread_mutex_t* m, long* n) {
     if (pthread_mutex_lock(m) != 0) _exit(3);
     constexpr int threads = 3;
-    constexpr long rounds = 2000;
+    constexpr long rounds = 1000;
     struct job {
         pthread_mutex_t* m;
         long* n;
@@ -85,7 +85,9 @@ void contend_in_child(pthread_mutex_t* m, long* n) {
             [](void* p) -> void* {
                 const job& j = *static_cast<job*>(p);
                 for (long i = 0; i < rounds; ++i) {
-                    const timespec deadline = after_s(10);
+                    // Past the alarm: the spin locks' timed lock polls, and may wait for the
+                    // other threads' rounds to end; the alarm is the bound.
+                    const timespec deadline = after_s(120);
                     if (j.timed ? pthread_mutex_timedlock(j.m, &deadline) != 0 : pthread_mutex_lock(j.m) != 0) _exit(3);
                     ++*j.n;
                     pthread_mutex_unlock(j.m);
@@ -103,7 +105,7 @@ void contend_in_child(pthread_mutex_t* m, long* n) {
 // The child's part. Exit codes: 0 right; 2 trylock after the unlock failed; 3 a thread of
 // the child could not take the mutex in time; 4 the count is off; 10+ the unlock failed.
 void child() {
-    alarm(20);
+    alarm(40);
     if (pthread_mutex_trylock(&shared) != 0) _exit(2);
     pthread_mutex_unlock(&shared);
     contend_in_child(&shared, &counter);
@@ -114,7 +116,7 @@ void child() {
     _exit(0);
 }
 
-// Forks and checks the child: it must exit 0 within 30 s.
+// Forks and checks the child: it must exit 0 within 60 s (its own alarm fires at 40 s).
 void run_child(int i, void (*body)()) {
     const pid_t pid = fork();
     if (pid < 0) fail("fork", errno);
@@ -124,20 +126,20 @@ void run_child(int i, void (*body)()) {
     }
     int status = 0;
     pid_t done = 0;
-    for (int waited_ms = 0; (done = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < 30'000; waited_ms += 5)
+    for (int waited_ms = 0; (done = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < 60'000; waited_ms += 5)
         usleep(5000);
     if (done == 0) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
-        std::printf("FAIL child %d did not finish in 30 s (it hangs on the mutex)\n", i);
+        std::printf("FAIL child %d did not finish in 60 s (it hangs on the mutex)\n", i);
         std::fflush(stdout);
         std::_Exit(1);
     }
     if (!WIFEXITED(status)) fail("a child died of a signal (SIGALRM: it hung)", WTERMSIG(status));
     if (WEXITSTATUS(status) != 0) {
         std::printf(
-            "FAIL child %d exited with %d (2: trylock after the unlock failed; 3: its threads could not "
-            "take the mutex; 4: count; 10+: the unlock failed)\n",
+            "FAIL child %d exited with %d (2: trylock after the unlock failed; 3: a lock call failed; "
+            "4: count; 10+: the unlock failed)\n",
             i, WEXITSTATUS(status));
         std::fflush(stdout);
         std::_Exit(1);
@@ -189,7 +191,7 @@ void free_mutex_left_by_a_designee() {
     }
     pthread_mutex_unlock(m);  // free, the designee's mark still on it
     run_child(-1, [] {
-        alarm(20);
+        alarm(40);
         // Under the ticket lock the waiter's ticket is served by the release: it holds the
         // mutex at the fork, and in the child it stays locked, as glibc's would.
         if (pthread_mutex_trylock(&other) != 0) return;
@@ -205,7 +207,7 @@ void free_mutex_left_by_a_designee() {
 }  // namespace
 
 int main() {
-    alarm(240);
+    alarm(280);
     free_mutex_left_by_a_designee();
     if (pthread_atfork(prepare, parent_after, child_after) != 0) fail("pthread_atfork");
     constexpr int waiters = 6;
