@@ -36,6 +36,7 @@
 // Why a release store cannot slip past a thread about to park: see waiter_registry.cpp.
 #include "contend/mutex.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <thread>
@@ -113,6 +114,25 @@ constexpr std::uint32_t crowd_per_cpu = 2;
 constexpr auto crowd_yield_budget = std::chrono::milliseconds(20);
 // Threads inside yield_while_crowded, per waiter slot (a mutex hashes to one).
 cache_padded<internal::atomic<std::uint32_t>> yielding[internal::waiter_slot_count];  // written by every crowded waiter
+
+// fork(): the child has one thread, the forking one, which was not waiting for any mutex
+// (the parking lot and the waiter registry reset their own state for the child). What the
+// parent's waiters left in mutexes themselves the child cannot find: a mutex can carry
+// WAKING (and HANDOFF_REQUEST) for a designee that does not exist there, and then nobody
+// wakes the child's parked waiters, since an unlock leaves them to the designee. So in a
+// child an untimed waiter that queues behind WAKING parks at most fork_child_designee_check
+// and then becomes a designee itself (two at a time is allowed: a designee only ever takes
+// the mutex), which clears the stale bits once it acquires. Set by the child handler while
+// the child has one thread; its later threads see it through pthread_create.
+bool in_fork_child = false;
+constexpr auto fork_child_designee_check = std::chrono::milliseconds(10);
+#if !CONTEND_MODEL_CHECK
+void reset_in_fork_child() noexcept {
+    in_fork_child = true;
+    for (auto& y : yielding) y->store(0, std::memory_order_relaxed);  // those threads are not in the child
+}
+[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_in_fork_child) == 0;
+#endif
 
 std::uint32_t crowd_threshold() noexcept {
     // The CPUs this process may run on (taskset, cgroups' cpusets), read once.
@@ -258,9 +278,17 @@ bool mutex::lock_after_spin(internal::deadline until) {
             }
             continue;
         }
+        const bool maybe_stale_designee = in_fork_child && !timed && (s & waking_bit);
         const auto result = parking_lot::park(
             timed ? mutex_timed_key(this) : mutex_untimed_key(this),
-            [this] { return (state_.load(std::memory_order_seq_cst) & held_bit) != 0; }, until);
+            [this] { return (state_.load(std::memory_order_seq_cst) & held_bit) != 0; },
+            maybe_stale_designee ? internal::clock::now() + fork_child_designee_check : until);
+        if (maybe_stale_designee && result.status == parking_lot::park_status::timed_out) {
+            // A fork child's waiter that no designee served (see in_fork_child): one now.
+            state_.fetch_or(waking_bit, std::memory_order_relaxed);  // a set: never unsafe
+            wait_as_designee(false);
+            return true;
+        }
         if (!result.was_unparked()) continue;  // invalid (released meanwhile) or timed out: retry once
         if (result.token == handoff_token) return true;  // the unlocker left it held for us
         if (result.token == designee_token) {

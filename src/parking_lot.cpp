@@ -2,6 +2,8 @@
 // the contract; this file is about how it survives growth and timeouts.
 #include "contend/parking_lot.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -9,6 +11,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
+#include "parking_lot_cancellation.hpp"
 #include "platform/tsan_sync.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
@@ -177,6 +180,29 @@ thread_data& this_thread() {
     return *slot.data;
 }
 
+#if !CONTEND_MODEL_CHECK
+// fork(): the child has one thread, the one that called fork, which was not parked (it was
+// calling fork). Every thread queued in a bucket, every thread holding or waiting for a
+// bucket lock or the slot pool's lock, is one that does not exist in the child: an unpark
+// would hand a mutex to nobody, and a held bucket lock would never be released. So the
+// child empties every queue and frees every lock, without looking at what they were doing:
+// whatever a thread left half-done under a bucket lock belonged to queues that are dropped
+// whole. The slots of those threads are leaked (never returned to the pool); a slot pool
+// list a thread left half-updated loses at most one entry. Registered when the library
+// loads, so it runs before the program's own child handlers, which may unlock mutexes.
+void reset_in_fork_child() noexcept {
+    if (table* t = current_table.load(std::memory_order_relaxed)) {
+        for (std::size_t i = 0; i < t->size; ++i) {
+            bucket& b = *t->buckets[i];
+            b.lock.reset_after_fork();
+            b.head = b.tail = nullptr;
+        }
+    }
+    new (&pool().lock) std::mutex;  // its holder, if any, is not in the child
+}
+[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_in_fork_child) == 0;
+#endif
+
 void enqueue(bucket& b, thread_data* td) noexcept {
     td->next = nullptr;
     if (b.tail) b.tail->next = td;
@@ -212,9 +238,27 @@ bool withdraw(thread_data& me, const void* address) {
     return false;
 }
 
+// The address whose parks are cancellation points on this thread (cancellable_parks).
+thread_local const void* cancellable_address = nullptr;
+
+// The sleep of a cancellable park: on the unwind of a cancellation, off the queue first.
+internal::wait_status sleep_cancellably(thread_data& me, const void* address, clock::time_point deadline) {
+    try {
+        return internal::wait_on_address_cancellable(me.parked, 1, deadline);
+    } catch (...) {  // abi::__forced_unwind: may be caught, must be rethrown
+        withdraw(me, address);
+        throw;
+    }
+}
+
 }  // namespace
 
 namespace detail {
+
+cancellable_parks::cancellable_parks(const void* address) noexcept : previous_(cancellable_address) {
+    cancellable_address = address;
+}
+cancellable_parks::~cancellable_parks() { cancellable_address = previous_; }
 
 park_result park(const void* address, internal::function_ref<bool()> validate,
                  internal::function_ref<void()> before_sleep, clock::time_point deadline) {
@@ -239,8 +283,11 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
         throw;
     }
 
+    const bool cancellable = address == cancellable_address;
     while (me.parked.load(std::memory_order_acquire) != 0) {
-        if (internal::wait_on_address(me.parked, 1, deadline) == internal::wait_status::timed_out ||
+        const internal::wait_status slept =
+            cancellable ? sleep_cancellably(me, address, deadline) : internal::wait_on_address(me.parked, 1, deadline);
+        if (slept == internal::wait_status::timed_out ||
             (deadline != internal::no_deadline && clock::now() >= deadline)) {
             if (me.parked.load(std::memory_order_acquire) == 0) break;
             if (withdraw(me, address)) return {park_status::timed_out, 0};

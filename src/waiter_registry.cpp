@@ -20,6 +20,8 @@
 // registration. Under contention, and for a while after it, waiters pay no barrier at all.
 #include "waiter_registry.hpp"
 
+#include <pthread.h>
+
 #include <mutex>
 
 #include "contend/internal/atomic.hpp"
@@ -49,6 +51,19 @@ void init_registry() noexcept {
             waiter_slot_writer::slot(i).fetch_or(waiter_slot_light, std::memory_order_seq_cst);
     });
 }
+
+#if !CONTEND_MODEL_CHECK
+// fork(): the child's only thread (the forking one) is not waiting for any lock, so every
+// registration counted in a slot belongs to a thread that does not exist there. Left as it
+// was, an unlock in the child would look for those waiters (and a held mutex's unlock, the
+// pthread_atfork pattern, would hand it to one). Every slot goes back to rest.
+void reset_slots_in_fork_child() noexcept {
+    const std::uint32_t rest = light_mode ? waiter_slot_light : 0;
+    for (std::size_t i = 0; i < waiter_slot_count; ++i)
+        waiter_slot_writer::slot(i).store(rest, std::memory_order_relaxed);
+}
+[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_slots_in_fork_child) == 0;
+#endif
 
 // Decide the mode at load time, before main, so uncontended unlocks are fast from the
 // first one; the call_once in every registration covers use from other static initializers.

@@ -28,6 +28,9 @@ public:
             unlock_slow();
     }
 
+    // In a fork() child, where whoever held or waited for the lock does not exist: free.
+    void reset_after_fork() noexcept { state_.store(0, std::memory_order_relaxed); }
+
 private:
     void lock_slow() noexcept;
     void unlock_slow() noexcept;

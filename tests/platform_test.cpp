@@ -1,8 +1,13 @@
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +29,9 @@
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/prefetch.hpp"
 #include "contend/internal/thread_id.hpp"
+#include "contend/mutex.hpp"
 #include "contend/wait_backend.hpp"
+#include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/wait.hpp"
 #include "test_support.hpp"
@@ -333,3 +340,116 @@ TEST(SpinWait, APartnerOnTheSameCpuRunsWhileThePollGoesOn) {
 }
 
 }  // namespace contend_test
+
+// A sandbox's seccomp filter may refuse membarrier, before the library loads or at any time
+// after (a program that locks itself down once started). heavy_fence() then used to trap
+// (SIGILL): any sandboxed program that contended a mutex died. These run this program again,
+// with CONTEND_TEST_MEMBARRIER_REFUSED saying when the filter goes in, this test alone; the
+// process contends a contend::mutex (a waiter's first registration on a slot pays the
+// process-wide barrier), calls heavy_fence() itself, and exits 0 with the counts right.
+namespace {
+
+// -1: the filter could not be installed (no seccomp here).
+int refuse_membarrier(int error) {
+#if defined(__x86_64__)
+    constexpr std::uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+    constexpr std::uint32_t arch = AUDIT_ARCH_AARCH64;
+#endif
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(error) & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    // Every thread of the process (TSYNC), and those it starts later.
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0) return -1;
+    return 0;
+}
+
+// The child's part: contention on a fresh mutex (its waiter slot at rest, so the waiter's
+// registration issues the barrier), then the barrier called directly. Exit 0 when right.
+[[noreturn]] void contend_under_the_filter(bool filter_now, int error) {
+    if (filter_now && refuse_membarrier(error) != 0) std::_Exit(4);
+    if (syscall(__NR_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0) != -1) std::_Exit(5);  // not refused
+    static contend::mutex m;
+    static long count = 0;
+    constexpr int threads = 4;
+    constexpr int rounds = 2000;
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([] {
+            for (int i = 0; i < rounds; ++i) {
+                m.lock();
+                ++count;
+                if (i % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));  // waiters park
+                m.unlock();
+            }
+        });
+    }
+    for (auto& w : workers) w.join();
+    if (ci::heavy_fence_init()) ci::heavy_fence();
+    std::_Exit(count == long{threads} * rounds ? 0 : 6);
+}
+
+// Runs this test again in a child: the filter installed there at run time (`now`), or before
+// the child's exec, so that the library starts under it.
+void run_refused(const char* test, const char* when, int error) {
+    if (const char* mode = std::getenv("CONTEND_TEST_MEMBARRIER_REFUSED")) {
+        contend_under_the_filter(std::strcmp(mode, "now") == 0,
+                                 std::atoi(std::getenv("CONTEND_TEST_MEMBARRIER_ERROR")));
+    }
+    watchdog dog(120s);
+    std::string exe = "/proc/self/exe";
+    std::string filter = std::string("--gtest_filter=") + test;
+    std::string mode = std::string("CONTEND_TEST_MEMBARRIER_REFUSED=") + when;
+    std::string error_text = "CONTEND_TEST_MEMBARRIER_ERROR=" + std::to_string(error);
+    std::vector<std::string> env_text{mode, error_text};
+    for (char** e = environ; *e != nullptr; ++e) env_text.emplace_back(*e);
+    std::vector<char*> env;
+    for (auto& e : env_text) env.push_back(e.data());
+    env.push_back(nullptr);
+    char* argv[] = {exe.data(), filter.data(), nullptr};
+    // fork, then (for "before") the filter, then exec: the child's threads are the new image's.
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        const int quiet = open("/dev/null", O_WRONLY);
+        dup2(quiet, STDOUT_FILENO);
+        if (std::strcmp(when, "before") == 0 && refuse_membarrier(error) != 0) _exit(4);
+        execve(exe.c_str(), argv, env.data());
+        _exit(7);
+    }
+    int status = -1;
+    const auto until = steady::now() + 60s;
+    pid_t done = 0;
+    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && steady::now() < until) std::this_thread::sleep_for(10ms);
+    if (done == 0) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+    }
+    ASSERT_EQ(done, child) << "the child did not finish in 60 s";
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 4) GTEST_SKIP() << "seccomp filters cannot be installed here";
+    ASSERT_FALSE(WIFSIGNALED(status)) << "the child died of signal " << WTERMSIG(status)
+                                      << (WTERMSIG(status) == SIGILL ? " (heavy_fence trapped)" : "");
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "5: membarrier not refused; 6: wrong count; 7: exec failed";
+}
+
+}  // namespace
+
+TEST(HeavyFence, SurvivesMembarrierRefusedAfterTheLibraryStarted) {
+    run_refused("HeavyFence.SurvivesMembarrierRefusedAfterTheLibraryStarted", "now", EPERM);
+}
+
+TEST(HeavyFence, SurvivesMembarrierRefusedWithEnosysAfterTheLibraryStarted) {
+    run_refused("HeavyFence.SurvivesMembarrierRefusedWithEnosysAfterTheLibraryStarted", "now", ENOSYS);
+}
+
+TEST(HeavyFence, SurvivesMembarrierRefusedBeforeTheLibraryStarted) {
+    run_refused("HeavyFence.SurvivesMembarrierRefusedBeforeTheLibraryStarted", "before", EPERM);
+}

@@ -175,6 +175,15 @@ public:
         serving_.store(serving + 1, std::memory_order_release);
     }
 
+    // For the holder when it is the only thread left with a ticket: in a fork() child, the
+    // tickets the parent's waiters took belong to threads that do not exist there, and a
+    // plain unlock would serve the next of them, leaving the lock held for good. Releases the
+    // lock and serves every ticket taken so far. Precondition: held by the caller, and no
+    // other live thread holds a ticket.
+    void unlock_abandoning_waiters() noexcept {
+        serving_.store(next_.load(std::memory_order_relaxed), std::memory_order_release);
+    }
+
     // Tickets taken and not yet served: the holder plus its waiters (a snapshot).
     std::uint32_t queue_length() const noexcept {
         return next_.load(std::memory_order_relaxed) - serving_.load(std::memory_order_relaxed);

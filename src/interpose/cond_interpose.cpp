@@ -14,11 +14,21 @@
 //    predicate under the mutex sees the marker, which the waiter wrote under that mutex;
 //  - process-shared conds: glibc's, with a mutex glibc runs; a wait with one of ours fails
 //    with EINVAL (see dispatch_wait). CONTEND_INTERPOSE_LOCK=glibc: glibc always.
+//
+// Cancellation (docs/interpose.md): a wait is a cancellation point, glibc's and ours alike.
+// glibc cancels by a forced unwind (abi::__forced_unwind), which must pass through every frame
+// here: nothing on a wait's path is noexcept, and nothing catches it without rethrowing (it
+// is no std::exception; catching abi::__forced_unwind& by name binds a reference to no
+// object, which UBSan reports). Our own waits act
+// on a pending cancellation on entry, with the mutex held, and sleep as a cancellation point
+// (parking_lot_cancellation.hpp); on the unwind the mutex is retaken before the program's
+// cleanup handlers run, and the cond is notified once in case this waiter consumed a signal.
 #include <pthread.h>
 
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <type_traits>
 
 #include "contend/synchronization_error.hpp"
@@ -29,6 +39,7 @@
 #include "interpose/our_locks.hpp"
 #include "interpose/profile.hpp"
 #include "interpose/timespec.hpp"
+#include "parking_lot_cancellation.hpp"
 
 using namespace contend::interpose;
 
@@ -91,10 +102,52 @@ struct profiled_lockable {
     }
 };
 
+// The lock a cancellable wait of ours is given: it knows whether the wait has released the
+// lock, so that a cancellation's unwind (wherever the condition variable was when it came)
+// retakes it before the program's cleanup handlers run, and only then.
+template <class Lock>
+struct cancellable_lockable {
+    Lock& inner;
+    bool released = false;
+    void unlock() {
+        inner.unlock();
+        released = true;
+    }
+    void unlock_before_blocking() requires requires(Lock& l) { l.unlock_before_blocking(); }
+    {
+        inner.unlock_before_blocking();
+        released = true;
+    }
+    void lock() {
+        inner.lock();
+        released = false;
+    }
+};
+
+// Runs wait(lock) as a cancellation point: a cancellation pending on entry acts at once, with
+// the mutex still held; one during the sleep unwinds out of the parking lot; on its way out
+// the mutex is retaken and the cond notified once, since this waiter may have been woken by a
+// signal it will not consume (POSIX: a cancelled waiter must not swallow a signal that another
+// waiter could have taken; a spurious wake-up is allowed).
+template <class Lock, class Wait>
+std::cv_status wait_cancellably(pthread_cond_t* c, Lock& lock, Wait&& wait) {
+    pthread_testcancel();
+    cancellable_lockable<Lock> tracked{lock};
+    const contend::parking_lot::detail::cancellable_parks cancellable(&as_contend_cond(c));
+    try {
+        return wait(tracked);
+    } catch (...) {  // a cancellation's forced unwind, or an error: rethrown either way
+        if (tracked.released) tracked.lock();  // an error is returned with the mutex held too
+        as_contend_cond(c).notify_one();
+        throw;
+    }
+}
+
 // A wait glibc runs with a kind-0 mutex (CONTEND_INTERPOSE_LOCK=glibc), with the same notes.
-// glibc checks its arguments (EINVAL) before it releases the mutex.
+// glibc checks its arguments (EINVAL) before it releases the mutex. Not noexcept: glibc's
+// wait is a cancellation point, and its forced unwind passes through here.
 template <class F>
-int glibc_wait(pthread_mutex_t* m, F&& wait) noexcept {
+int glibc_wait(pthread_mutex_t* m, F&& wait) {
     if (!profiling() || mutex_kind(m) != 0) return wait();
     profile::releasing(m);
     profile::released();  // glibc releases the mutex inside; applied a moment early
@@ -124,8 +177,9 @@ struct tsan_ignored_wait {};
 #endif
 
 // Runs wait(lock) -> std::cv_status on contend's condition variable with the right lock.
+// Not noexcept: a cancellation unwinds through it (see the top of this file).
 template <class Glibc, class Wait>
-int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&& wait) noexcept {
+int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&& wait) {
     if (current_lock() == lock_choice::glibc) return glibc_wait(m, to_glibc);
     if (pshared(c)) {
         // glibc's wait cannot release our lock, and contend's parking lot cannot hear a signal
@@ -142,26 +196,28 @@ int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&
                 if (const int rc = claim(c)) return rc;
                 if (profiling()) {
                     profiled_lockable<std::remove_reference_t<decltype(lock)>> noted{lock, m};
-                    return result(wait(noted));
+                    return result(wait_cancellably(c, noted, wait));
                 }
-                return result(wait(lock));
+                return result(wait_cancellably(c, lock, wait));
             },
             [&] {
                 if (!marked(c)) return to_glibc();
                 glibc_lockable lock{m};
-                const int rc = result(wait(lock));
+                const int rc = result(wait_cancellably(c, lock, wait));
                 return lock.relock_error != 0 ? lock.relock_error : rc;
             });
     } catch (const unlock_failed& e) {
         return e.error;
     } catch (const contend::synchronization_error&) {
         return EPERM;  // our mutex was not held
-    } catch (...) {
+    } catch (const std::exception&) {
         return EAGAIN;  // no memory for this thread's first park
     }
+    // No catch (...): a cancellation's forced unwind (glibc's wait or ours) is no
+    // std::exception and must go on unwinding.
 }
 
-int timed_wait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* abstime) noexcept {
+int timed_wait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* abstime) {
     return with_deadline(clock, abstime, [&](auto t) {
         return dispatch_wait(
             c, m, [&] { return glibc().cond_clockwait(c, m, clock, abstime); },

@@ -85,6 +85,14 @@ inline std::uint32_t* u32_at(void* object, std::size_t offset) noexcept {
 
 inline int mutex_kind(const pthread_mutex_t* m) noexcept { return static_cast<int>(load_u32(m, mutex_kind_offset)); }
 
+// __owner: glibc's lock writes the holder's thread id there and its unlock clears it; none of
+// our locks ever writes it. So a kind-0 mutex with an owner, under our locks, is held by
+// glibc's own pthread_mutex_lock, called from code that did not bind to the interposer (a
+// library loaded with dlopen(RTLD_DEEPBIND)): see refuse_glibc_held in mutex_interpose.cpp.
+inline constexpr std::size_t mutex_owner_offset = 8;
+static_assert(offsetof(__pthread_mutex_s, __owner) == mutex_owner_offset);
+inline std::uint32_t glibc_owner(const pthread_mutex_t* m) noexcept { return load_u32(m, mutex_owner_offset); }
+
 // The contend::mutex in a mutex whose kind is 0. No constructor ever ran there: the
 // object's state is its one byte, all-zero is its constructed state, and it is only ever
 // used through atomics, so reading the byte as the object is what a constructor would give.

@@ -1,10 +1,17 @@
 // pthread_mutex_*: a mutex whose kind is 0 runs on the lock CONTEND_INTERPOSE_LOCK chose
 // (contend::mutex by default), kept in its first bytes; every other mutex, and every mutex
 // under CONTEND_INTERPOSE_LOCK=glibc, goes to glibc.
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "interpose/exports.hpp"
 #include "interpose/glibc_functions.hpp"
@@ -27,6 +34,38 @@ int no_throw(int error, F&& f) noexcept {
         return f();
     } catch (...) {
         return error;
+    }
+}
+
+// A kind-0 mutex under our locks that glibc's own pthread_mutex_lock holds (it recorded an
+// owner, which our locks never do): code bound to glibc, not to us, shares it with the
+// program, typically a library loaded with dlopen(RTLD_DEEPBIND), whose own scope (libc
+// among its dependencies) comes before the preloaded interposer. One mutex cannot run on
+// two locks: glibc's waiters sleep on a futex that our unlock never wakes, and each side may
+// think it holds the mutex. Stopping with the reason beats running on into a hang or a broken
+// critical section. Checked where our side finds the mutex held (a lock that must wait, a
+// trylock that fails): the fast paths read nothing more.
+[[noreturn]] void refuse_glibc_held(const pthread_mutex_t* m, std::uint32_t owner) noexcept {
+    char msg[512];
+    const int n = std::snprintf(
+        msg, sizeof msg,
+        "libcontend_interpose: mutex %p is held by glibc's pthread_mutex_lock (owner thread %u), not by the "
+        "interposer's lock: code bound to glibc's pthread functions shares it with the program (a library "
+        "loaded with dlopen(..., RTLD_DEEPBIND)?). One mutex cannot run on two locks; stopping. Run such a "
+        "program with CONTEND_INTERPOSE_LOCK=glibc (contend run --lock glibc)\n",
+        static_cast<const void*>(m), owner);
+    if (n > 0) (void)!::write(STDERR_FILENO, msg, std::min(static_cast<std::size_t>(n), sizeof msg - 1));
+    std::abort();
+}
+
+// Our side found `m` held, on `lock`: refuse if glibc holds it (see refuse_glibc_held). A
+// kind-0 mutex that glibc runs (the profiled calls under CONTEND_INTERPOSE_LOCK=glibc) has an
+// owner by right.
+template <class Lock>
+void check_not_glibc_held(const Lock&, const pthread_mutex_t* m) noexcept {
+    if constexpr (!std::is_same_v<Lock, glibc_normal_mutex>) {
+        if (const std::uint32_t owner = glibc_owner(m)) [[unlikely]]
+            refuse_glibc_held(m, owner);
     }
 }
 
@@ -72,6 +111,7 @@ int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime, con
                 if (profiled) profile::acquired(m);
                 return 0;
             }
+            check_not_glibc_held(lock, m);
             if (!valid_nanoseconds(abstime)) return EINVAL;
             return wait_for(m, site, [&] { return lock_until_deadline(lock, clock, abstime); });
         },
@@ -94,6 +134,7 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
                     profile::acquired(m);
                     return 0;
                 }
+                check_not_glibc_held(lock, m);
                 return wait_for(m, site, [&] {
                     return no_throw(EAGAIN, [&] {
                         lock_after_first_try(lock);
@@ -101,8 +142,11 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
                     });
                 });
             } else {
+                // As lock(): the first attempt, then the wait, with the check between.
+                if (first_try(lock)) return 0;
+                check_not_glibc_held(lock, m);
                 return no_throw(EAGAIN, [&] {
-                    lock.lock();
+                    lock_after_first_try(lock);
                     return 0;
                 });
             }
@@ -110,11 +154,50 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
         [m] { return glibc().mutex_lock(m); });
 }
 
+// fork(): a ticket lock the forking thread held while others waited (the pthread_atfork
+// pattern: the prepare handler locks, the child's handler unlocks) carries in the child the
+// tickets of waiters that do not exist there; a plain unlock would serve the next of them,
+// and the mutex would stay locked for good. In a child that still has one thread, every
+// ticket but the holder's is such a ghost, so the unlock serves them all. Whether the child
+// still has one thread is read from /proc once an unlock finds tickets waiting; once it has
+// more, the question is never asked again (a ticket then may be a live thread's).
+std::atomic<bool> fork_child_may_be_alone{false};
+[[maybe_unused]] const bool fork_handler_registered =
+    pthread_atfork(nullptr, nullptr, [] { fork_child_may_be_alone.store(true, std::memory_order_relaxed); }) == 0;
+
+// The "Threads:" line of /proc/self/status, read without allocating; 0 if unreadable.
+long threads_in_process() noexcept {
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[4096];
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    const char* line = std::strstr(text, "\nThreads:");
+    return line ? std::strtol(line + 9, nullptr, 10) : 0;
+}
+
+bool alone_in_fork_child() noexcept {
+    if (!fork_child_may_be_alone.load(std::memory_order_relaxed)) return false;
+    if (threads_in_process() == 1) return true;
+    fork_child_may_be_alone.store(false, std::memory_order_relaxed);
+    return false;
+}
+
 template <bool profiled>
 int unlock(lock_choice c, pthread_mutex_t* m) noexcept {
     return visit_mutex_as<profiled>(
         c, m,
         [m](auto& lock) {
+            if constexpr (std::is_same_v<std::remove_reference_t<decltype(lock)>, contend::ticket_lock>) {
+                if (lock.queue_length() > 1 && alone_in_fork_child()) [[unlikely]] {
+                    if (profiled) profile::releasing(m);
+                    lock.unlock_abandoning_waiters();
+                    if (profiled) profile::released();
+                    return 0;
+                }
+            }
             if (profiled) profile::releasing(m);
             const int rc = no_throw(EPERM, [&] {
                 lock.unlock();
@@ -187,6 +270,7 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
             choice_of(c), m,
             [m](auto& lock) {
                 if (!lock.try_lock()) {
+                    check_not_glibc_held(lock, m);
                     profile::trylock_busy();
                     return EBUSY;
                 }
@@ -196,7 +280,12 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
             [m] { return glibc().mutex_trylock(m); });
     }
     return visit_mutex_as(
-        choice_of(c), m, [](auto& lock) { return lock.try_lock() ? 0 : EBUSY; },
+        choice_of(c), m,
+        [m](auto& lock) {
+            if (lock.try_lock()) return 0;
+            check_not_glibc_held(lock, m);
+            return EBUSY;
+        },
         [m] { return glibc().mutex_trylock(m); });
 }
 

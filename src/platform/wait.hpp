@@ -22,6 +22,14 @@ enum class wait_status { woken_or_changed, timed_out };
 
 wait_status wait_on_address(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
                             deadline until) noexcept;
+// As wait_on_address, and a POSIX cancellation point (for the interposer's pthread_cond_wait,
+// docs/interpose.md, "Cancellation"): a pthread_cancel pending at the call, or arriving while
+// the thread sleeps, unwinds the thread from inside this call (glibc's forced unwind,
+// abi::__forced_unwind), so it is not noexcept and its caller must undo what it set up. The
+// futex backend sleeps with the asynchronous cancel type for the syscall alone, as glibc's
+// own cancellable syscalls did; the other backends sleep without cancellation.
+wait_status wait_on_address_cancellable(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
+                                        deadline until);
 void wake_one(const internal::atomic<std::uint32_t>& word) noexcept;
 void wake_all(const internal::atomic<std::uint32_t>& word) noexcept;
 

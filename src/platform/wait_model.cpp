@@ -28,6 +28,12 @@ wait_status wait_on_address(const internal::atomic<std::uint32_t>& word, std::ui
                                                                     : wait_status::woken_or_changed;
 }
 
+// The models know no thread cancellation.
+wait_status wait_on_address_cancellable(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
+                                        deadline until) {
+    return wait_on_address(word, expected, until);
+}
+
 void wake_one(const internal::atomic<std::uint32_t>& word) noexcept {
     if (model::hooks::in_execution()) model::hooks::wake(&word, false);
 }

@@ -57,6 +57,12 @@ wait_status wait_on_address(const internal::atomic<std::uint32_t>& word, std::ui
                                                                          : wait_status::woken_or_changed;
 }
 
+// No cancellable sleep here: a waiter is cancelled at its next cancellation point instead.
+wait_status wait_on_address_cancellable(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
+                                        deadline until) {
+    return wait_on_address(word, expected, until);
+}
+
 void wake_one(const internal::atomic<std::uint32_t>& word) noexcept {
     // A stripe is shared by many addresses, so waking "one" could wake the wrong thread:
     // wake them all and let the others re-check their own words.
