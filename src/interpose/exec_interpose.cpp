@@ -3,9 +3,9 @@
 // An exec replaces the process's image, and with it the counts of the profile, which the
 // image writes at exit(): every exec function writes them first (profile.hpp), and the exec'd
 // image, preloaded again, profiles itself. _exit and _Exit leave without the library's
-// destructor: they write the profile first, as exit() would. glibc's exec functions call its
-// internal execve, not ours, so each one a program can call is defined here; each passes
-// straight to glibc's own, resolved at load, when there is no profile.
+// destructor: in a forked child they write the profile first, as exit() would (profile.hpp). glibc's exec functions
+// call its internal execve, not ours, so each one a program can call is defined here; each passes straight to glibc's
+// own, resolved at load, when there is no profile.
 //
 // At load, with CONTEND_INTERPOSE_RUN_DIR set (contend run sets it), the library leaves the
 // empty file DIR/<pid>.loaded.<lock>: contend run checks after the run that the program

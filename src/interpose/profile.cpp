@@ -115,6 +115,7 @@ struct profile_state {
     // contend run reports.
     std::atomic<bool> marker_due{false};
     bool marker_made = false;
+    bool forked_child = false;  // a child of fork() that profiles itself (start_again_in_child)
 };
 constinit profile_state state;
 
@@ -238,6 +239,7 @@ void start_again_in_child() noexcept {
     s.timing = nullptr;
     state.marker_made = false;
     state.marker_due.store(true);
+    state.forked_child = true;
 }
 
 }  // namespace
@@ -772,7 +774,11 @@ void exec_failed() noexcept {
 }
 
 void write_before_exit() noexcept {
-    if (!owns_profile() || final_written) return;
+    // A forked child only: there _exit is how a program leaves (POSIX asks it of the child of a
+    // threaded process). A process that did not fork may call _exit from a signal handler,
+    // which may have interrupted malloc or the loader, which writing the file needs: its profile
+    // is lost, and said so, rather than the process hung.
+    if (!state.forked_child || !owns_profile() || final_written) return;
     final_written = true;
     try {
         (void)write_profile(false);

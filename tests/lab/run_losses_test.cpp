@@ -248,8 +248,10 @@ TEST_F(RunLosses, SignalsSentToContendArePassedToTheProgram) {
 // Item 31: `contend run -- yes | head -1`: yes dies of SIGPIPE, which a shell does not report;
 // nor does contend, and its status is the shell's 141.
 TEST_F(RunLosses, AProgramCutOffByAClosedPipeEndsQuietlyWithStatus141) {
-    const auto o =
-        run_cli(shell_quote(CONTEND_CLI_PATH) + " run -- yes | head -1; echo \"status=${PIPESTATUS[0]}\"", false);
+    const std::string err = shell_quote(path("stderr"));
+    const auto o = run_cli(shell_quote(CONTEND_CLI_PATH) + " run -- yes 2> " + err +
+                               " | head -1; echo \"status=${PIPESTATUS[0]}\"; cat " + err,
+                           false);
     EXPECT_NE(o.output.find("status=141"), std::string::npos) << o.output;
     EXPECT_EQ(o.output.find("killed by signal"), std::string::npos) << o.output;
 }
