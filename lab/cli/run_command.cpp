@@ -1,6 +1,7 @@
 // contend run: a program with its pthread mutexes on contend's locks (run/preload_run.hpp),
 // profiled per lock with --profile (run/run_profile.hpp), recorded as one row of the lab's
 // results with --json, --csv or --db.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,20 +96,50 @@ results_outputs checked_outputs(const CLI::App& run, const run_args& a) {
     return out;
 }
 
+// Why the run did not run on `lock`, from the library's markers, or "".
+std::string interposition_problem(const run_markers& markers, const std::string& lock, const std::string& program,
+                                  const std::string& library) {
+    if (markers.loaded.empty())
+        return "no process of " + program + " loaded the interposition library " + message_text(library) +
+               ": its mutexes were glibc's, unprofiled (a statically linked or set-user-ID program that it started, "
+               "one whose LD_PRELOAD was cleared, or a CONTEND_INTERPOSE_LIBRARY that is not contend's library)";
+    for (const auto& [pid, taken] : markers.loaded)
+        if (taken != lock)
+            return "process " + std::to_string(pid) + " of " + program + " ran its mutexes on " +
+                   message_text(taken, 40) + ", not " + lock +
+                   " (the library at CONTEND_INTERPOSE_LIBRARY does not know the lock, or the program changed "
+                   "CONTEND_INTERPOSE_LOCK)";
+    return "";
+}
+
 // The profile the library left in the folder, merged and symbolized, its table printed; none
-// (and a line saying why) when no file was written.
-std::optional<program_profile> read_profile(const profile_directory& folder, const std::string& program, pid_t pid) {
+// (and a line saying why) when no file was written. `lost` counts the processes that locked
+// and left no profile, and the files that could not be read; each is said.
+std::optional<program_profile> read_profile(const profile_directory& folder, const run_markers& markers,
+                                            const std::string& program, pid_t pid, std::size_t& lost) {
     const profile_folder read = read_profile_folder(folder.path());
     for (const auto& e : read.errors) std::fprintf(stderr, "contend run: a profile was not read: %s\n", e.c_str());
+    lost = read.errors.size() + markers.unfinished.size();
+    if (!markers.unfinished.empty()) {
+        std::string pids;
+        for (std::size_t i = 0; i < markers.unfinished.size() && i < 10; ++i)
+            pids += (i ? ", " : "") + std::to_string(markers.unfinished[i]);
+        if (markers.unfinished.size() > 10) pids += ", ...";
+        std::fprintf(stderr,
+                     "contend run: the profile is incomplete: %zu process%s of %s locked and left no profile (pid%s "
+                     "%s): killed by a signal, still running when the program ended, or the write failed (the "
+                     "library said why above)\n",
+                     markers.unfinished.size(), markers.unfinished.size() == 1 ? "" : "es", program.c_str(),
+                     markers.unfinished.size() == 1 ? "" : "s", pids.c_str());
+    }
     if (read.processes.empty()) {
-        if (read.errors.empty())
-            std::fprintf(stderr,
-                         "contend run: no profile was written: no process of %s locked an interposed mutex, or each "
-                         "ended without exit() (killed by a signal, or through _exit)\n",
+        if (lost == 0)
+            std::fprintf(stderr, "contend run: no profile was written: no process of %s locked an interposed mutex\n",
                          program.c_str());
         return std::nullopt;
     }
     program_profile profile = merge_profiles(read.processes, pid);
+    profile.processes_lost = lost;
     for (const auto& f : symbolize_sites(profile))
         std::fprintf(stderr, "contend run: sites not symbolized: %s\n", f.c_str());
     std::cerr << profile_table(profile);
@@ -127,6 +158,19 @@ int run_program(const CLI::App& run, run_args& a) {
     const int repetitions = parse_small_integer("--repetitions", a.repetitions, false);
     if (repetitions < 1 || repetitions > 1000) throw std::invalid_argument("--repetitions: from 1 to 1000");
     request.library = find_interpose_library();
+    if (const std::string file = program_file(request.argv.front()); !file.empty()) {
+        const program_file_check check = check_program_file(file);
+        if (!check.refusal.empty())
+            throw std::invalid_argument(message_text(file) + ": " + check.refusal + "; nothing run");
+        if (!check.c11_locks.empty()) {
+            std::string names;
+            for (const auto& n : check.c11_locks) names += (names.empty() ? "" : ", ") + n;
+            std::fprintf(stderr,
+                         "contend run: warning: %s calls the C11 %s: glibc runs those on its own mutex through "
+                         "internal calls, which no preloaded library can replace: they stay glibc's, unprofiled\n",
+                         message_text(file).c_str(), names.c_str());
+        }
+    }
     run_result record;
     if (recording) record.context = read_machine_context(a.label, format_cpu_list(allowed_cpus()));
     const bool several = locks.size() > 1 || repetitions > 1;
@@ -137,16 +181,18 @@ int run_program(const CLI::App& run, run_args& a) {
     // program means nothing.
     std::vector<std::vector<program_run>> runs(locks.size());
     int code = 0;
+    bool incomplete = false;
     for (int r = 1; r <= repetitions && code == 0; ++r) {
         for (std::size_t i = 0; i < locks.size() && code == 0; ++i) {
             request.lock = locks[i];
             if (several)
                 std::fprintf(stderr, "contend run: --lock %s, run %d of %d\n", locks[i].c_str(), r, repetitions);
-            std::optional<profile_directory> folder;
-            if (a.profile) {
-                folder.emplace();
-                request.profile_path = folder->path();
-            }
+            // The library's markers, and the profile, go here. Run as root, the program may
+            // drop its privileges before it writes its profile: the folder is then open to
+            // every user (not listable).
+            const profile_directory folder(geteuid() == 0);
+            request.run_dir = folder.path();
+            if (a.profile) request.profile_path = folder.path();
             program_run run;
             const auto started = std::chrono::steady_clock::now();
             run.status = run_preloaded(request);
@@ -158,14 +204,26 @@ int run_program(const CLI::App& run, run_args& a) {
                              std::strerror(s.start_error), recording ? "; nothing written" : "");
                 return code;
             }
-            if (s.signalled)
+            // A program killed by SIGPIPE (a closed pipe downstream: `contend run -- yes | head -1`)
+            // is not news, as a shell does not print it either.
+            if (s.signalled && s.value != SIGPIPE)
                 std::fprintf(stderr, "contend run: %s was killed by signal %d (%s)\n", program.c_str(), s.value,
                              strsignal(s.value));
-            if (folder) run.profile = read_profile(*folder, program, s.pid);
+            const run_markers markers = read_run_markers(folder.path());
+            run.not_interposed = interposition_problem(markers, locks[i], program, request.library);
+            if (!run.not_interposed.empty()) {
+                std::fprintf(stderr, "contend run: %s\n", run.not_interposed.c_str());
+                if (code == 0) code = exit_no_valid_cell;
+            }
+            if (a.profile) run.profile = read_profile(folder, markers, program, s.pid, run.processes_lost);
+            incomplete = incomplete || run.processes_lost > 0;
             runs[i].push_back(std::move(run));
         }
     }
 
+    // The program's failure comes first and decides, then a run that was not on the lock (3),
+    // then a profile that misses processes (4, as a result that could not be written).
+    if (code == 0 && incomplete) code = exit_output_failed;
     if (!recording) return code;
     for (std::size_t i = 0; i < locks.size(); ++i)
         if (!runs[i].empty()) record.cells.push_back(run_cell({request.argv, locks[i], a.profile, std::move(runs[i])}));
@@ -186,8 +244,10 @@ command add_run(CLI::App& app) {
         "run", "Run a program with contend's locks in place of its pthread mutexes (preloaded; no recompiling)");
     run->footer(
         "Exit status: the program's own; 128+N if a signal N killed it; 127 if it was not found, 126 if it could not "
-        "be executed; 2 for bad arguments (nothing run); 4 when the program exited 0 but a result could not be "
-        "written.\nExample: contend run --lock glibc --profile -- sysbench mutex --threads=8 run");
+        "be executed; 2 for bad arguments and programs the library cannot be loaded into (static, set-user-ID: "
+        "nothing run); when the program exited 0: 3 if it did not run on the lock asked for (no process loaded the "
+        "library), 4 if a result could not be written or the profile misses processes.\nExample: contend run --lock "
+        "glibc --profile -- sysbench mutex --threads=8 run");
     run->add_option("--lock", a->locks,
                     lock_help() +
                         ". Several, joined by commas, run one after the other (an A/B), each a row of the "

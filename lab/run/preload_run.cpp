@@ -1,17 +1,22 @@
 // `contend run`'s process handling: fork, exec with LD_PRELOAD, pass signals on, wait.
 #include "run/preload_run.hpp"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
@@ -30,15 +35,35 @@ namespace {
 
 constexpr const char* library_file = "libcontend_interpose.so";
 
-// The signals whose disposition a program inherits across exec, as contend itself inherited
-// them (read before main, so before the lab's own handlers and its SIGPIPE/SIGXFSZ ignores):
-// an ignored one (nohup's SIGHUP) stays ignored for the program, any other is the default.
-constexpr int inherited_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
+// The signals passed on to the program while it runs: every one a process can catch, but
+// SIGCHLD (ours, about the program) and the ones a fault raises (SIGSEGV, SIGBUS, SIGFPE,
+// SIGILL, SIGTRAP, SIGSYS: a fault of contend's own must not be sent to the program and
+// ignored here). glibc keeps the first realtime signals for itself: from SIGRTMIN on.
+bool is_forwarded(int sig) {
+    switch (sig) {
+        case SIGKILL:
+        case SIGSTOP:
+        case SIGCHLD:
+        case SIGSEGV:
+        case SIGBUS:
+        case SIGFPE:
+        case SIGILL:
+        case SIGTRAP:
+        case SIGSYS:
+            return false;
+        default:
+            return sig < 32 || (sig >= SIGRTMIN && sig <= SIGRTMAX);
+    }
+}
+
+// Which signals contend was started with ignored, read before main (so before the lab's own
+// handlers and its SIGPIPE/SIGXFSZ ignores): the program inherits those ignored (nohup's
+// SIGHUP, a background job's SIGINT), and every other one at its default.
 const auto ignored_at_start = [] {
-    std::array<bool, std::size(inherited_signals)> ignored{};
-    for (std::size_t i = 0; i < ignored.size(); ++i) {
+    std::array<bool, NSIG> ignored{};
+    for (int sig = 1; sig < NSIG; ++sig) {
         struct sigaction sa {};
-        ignored[i] = sigaction(inherited_signals[i], nullptr, &sa) == 0 && sa.sa_handler == SIG_IGN;
+        ignored[static_cast<std::size_t>(sig)] = sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler == SIG_IGN;
     }
     return ignored;
 }();
@@ -46,37 +71,45 @@ const auto ignored_at_start = [] {
 // The child being waited for, for the forwarding handler (one run at a time per process).
 std::atomic<pid_t> running_child{0};
 
-extern "C" void forward_signal(int sig) {
+// Sent by a process (kill, sigqueue, a timer of contend's): passed on. Sent by the kernel
+// (SI_KERNEL: the terminal's ^C, ^\, ^Z, its hangup and resize), it reached the program too,
+// as a member of the foreground group: sending it again would make one ^C two (and many
+// programs stop at once on a second ^C). A stop signal, from either, stops contend too (after
+// the program, when it is passed on), as the shell that waits for its job to stop expects;
+// SIGCONT then reaches contend and is passed on.
+extern "C" void forward_signal(int sig, siginfo_t* info, void*) {
+    const int saved = errno;
     const pid_t child = running_child.load();
-    if (child > 0) kill(child, sig);
+    if (child > 0 && info->si_code != SI_KERNEL) kill(child, sig);
+    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) raise(SIGSTOP);
+    errno = saved;
 }
 
-// Signal dispositions while the child runs, put back as they were by the destructor.
+// Signal dispositions while the child runs, put back as they were by the destructor. A
+// signal contend was started with ignored stays ignored (the program inherits it ignored).
 class signals_while_waiting {
 public:
     signals_while_waiting() {
-        struct sigaction ignore {};
-        ignore.sa_handler = SIG_IGN;
-        sigemptyset(&ignore.sa_mask);
         struct sigaction forward {};
-        forward.sa_handler = forward_signal;
+        forward.sa_sigaction = forward_signal;
+        forward.sa_flags = SA_SIGINFO | SA_RESTART;
         sigemptyset(&forward.sa_mask);
-        sigaction(SIGINT, &ignore, &old_[0]);
-        sigaction(SIGQUIT, &ignore, &old_[1]);
-        sigaction(SIGTERM, &forward, &old_[2]);
-        sigaction(SIGHUP, &forward, &old_[3]);
+        for (int sig = 1; sig < NSIG; ++sig)
+            if (is_forwarded(sig) && !ignored_at_start[static_cast<std::size_t>(sig)])
+                installed_[static_cast<std::size_t>(sig)] =
+                    sigaction(sig, &forward, &old_[static_cast<std::size_t>(sig)]) == 0;
     }
     ~signals_while_waiting() {
-        sigaction(SIGINT, &old_[0], nullptr);
-        sigaction(SIGQUIT, &old_[1], nullptr);
-        sigaction(SIGTERM, &old_[2], nullptr);
-        sigaction(SIGHUP, &old_[3], nullptr);
+        for (int sig = 1; sig < NSIG; ++sig)
+            if (installed_[static_cast<std::size_t>(sig)])
+                sigaction(sig, &old_[static_cast<std::size_t>(sig)], nullptr);
     }
     signals_while_waiting(const signals_while_waiting&) = delete;
     signals_while_waiting& operator=(const signals_while_waiting&) = delete;
 
 private:
-    struct sigaction old_[4]{};
+    std::array<struct sigaction, NSIG> old_{};
+    std::array<bool, NSIG> installed_{};
 };
 
 // The child's environment: ours, with LD_PRELOAD and the library's settings replaced.
@@ -85,13 +118,14 @@ std::vector<std::string> child_environment(const preload_request& r) {
     for (char** e = environ; *e; ++e) {
         const std::string_view v(*e);
         if (v.starts_with("LD_PRELOAD=") || v.starts_with("CONTEND_INTERPOSE_LOCK=") ||
-            v.starts_with("CONTEND_INTERPOSE_PROFILE="))
+            v.starts_with("CONTEND_INTERPOSE_PROFILE=") || v.starts_with("CONTEND_INTERPOSE_RUN_DIR="))
             continue;
         env.emplace_back(v);
     }
     env.push_back("LD_PRELOAD=" + preload_value(r.library, std::getenv("LD_PRELOAD")));
     env.push_back("CONTEND_INTERPOSE_LOCK=" + r.lock);
     if (!r.profile_path.empty()) env.push_back("CONTEND_INTERPOSE_PROFILE=" + r.profile_path);
+    if (!r.run_dir.empty()) env.push_back("CONTEND_INTERPOSE_RUN_DIR=" + r.run_dir);
     return env;
 }
 
@@ -131,6 +165,75 @@ std::string find_interpose_library() {
                              "; set CONTEND_INTERPOSE_LIBRARY to its absolute path)");
 }
 
+program_file_check check_program_file(const std::string& path) {
+    program_file_check check;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return check;  // the exec will say why
+    struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_it{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return check;
+    const auto read_at = [fd](void* to, std::size_t size, std::uint64_t offset) {
+        return ::pread(fd, to, size, static_cast<off_t>(offset)) == static_cast<ssize_t>(size);
+    };
+    Elf64_Ehdr eh{};
+    if (!read_at(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 4096)
+        return check;
+    if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) return check;
+    bool interpreted = false, pie = false;
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph{};
+        if (!read_at(&ph, sizeof ph, eh.e_phoff + std::uint64_t{i} * sizeof ph)) return check;
+        if (ph.p_type == PT_INTERP) interpreted = true;
+        if (ph.p_type != PT_DYNAMIC || ph.p_filesz > (1u << 20)) continue;
+        std::vector<Elf64_Dyn> dynamic(ph.p_filesz / sizeof(Elf64_Dyn));
+        if (!read_at(dynamic.data(), dynamic.size() * sizeof(Elf64_Dyn), ph.p_offset)) return check;
+        for (const auto& d : dynamic)
+            if (d.d_tag == DT_FLAGS_1 && (d.d_un.d_val & DF_1_PIE)) pie = true;
+    }
+    // No interpreter: a static executable, or a static PIE (ET_DYN, flagged PIE); an ET_DYN
+    // that is not (the loader itself, run as `ld.so PROGRAM`) reads LD_PRELOAD.
+    if (!interpreted && (eh.e_type == ET_EXEC || pie)) {
+        check.refusal =
+            "it is statically linked (no program interpreter): the loader that reads LD_PRELOAD never "
+            "runs, so its mutexes cannot be interposed";
+        return check;
+    }
+    if (((st.st_mode & S_ISUID) && st.st_uid != ::getuid()) || ((st.st_mode & S_ISGID) && st.st_gid != ::getgid()))
+        check.refusal = std::string("it is set-") +
+                        ((st.st_mode & S_ISUID) && st.st_uid != ::getuid() ? "user" : "group") +
+                        "-ID: the loader runs it in secure mode, which ignores a preloaded library given by its path";
+    else if (::fgetxattr(fd, "security.capability", nullptr, 0) > 0)
+        check.refusal =
+            "it has file capabilities: the loader runs it in secure mode, which ignores a preloaded "
+            "library given by its path";
+    if (!check.refusal.empty()) return check;
+    // The dynamic symbols it imports, for the C11 locks.
+    if (eh.e_shentsize != sizeof(Elf64_Shdr)) return check;
+    for (unsigned i = 0; i < eh.e_shnum; ++i) {
+        Elf64_Shdr sh{}, strings{};
+        if (!read_at(&sh, sizeof sh, eh.e_shoff + std::uint64_t{i} * sizeof sh)) return check;
+        if (sh.sh_type != SHT_DYNSYM || sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_link >= eh.e_shnum) continue;
+        if (!read_at(&strings, sizeof strings, eh.e_shoff + std::uint64_t{sh.sh_link} * sizeof strings)) return check;
+        if (sh.sh_size > (std::uint64_t{64} << 20) || strings.sh_size > (std::uint64_t{64} << 20)) return check;
+        std::vector<Elf64_Sym> symbols(sh.sh_size / sizeof(Elf64_Sym));
+        std::string names(strings.sh_size, '\0');
+        if (!read_at(symbols.data(), symbols.size() * sizeof(Elf64_Sym), sh.sh_offset) ||
+            !read_at(names.data(), names.size(), strings.sh_offset))
+            return check;
+        for (const auto& sym : symbols) {
+            if (sym.st_shndx != SHN_UNDEF || sym.st_name >= names.size()) continue;
+            const std::string name = names.c_str() + sym.st_name;
+            for (const char* c11 : {"mtx_lock", "mtx_timedlock", "mtx_trylock", "cnd_wait", "cnd_timedwait"})
+                if (name == c11) check.c11_locks.push_back(name);
+        }
+    }
+    return check;
+}
+
 std::string preload_value(std::string_view library, const char* inherited) {
     if (!inherited || !*inherited) return std::string(library);
     return std::string(inherited) + ' ' + std::string(library);
@@ -166,8 +269,9 @@ program_status run_preloaded(const preload_request& r) {
     if (child == 0) {
         // The program gets the dispositions contend was started with, not the ones set for
         // waiting nor the lab's ignores (a program that writes to a closed pipe dies of SIGPIPE).
-        for (std::size_t i = 0; i < ignored_at_start.size(); ++i)
-            signal(inherited_signals[i], ignored_at_start[i] ? SIG_IGN : SIG_DFL);
+        for (int sig = 1; sig < NSIG; ++sig)
+            if (sig != SIGKILL && sig != SIGSTOP && (is_forwarded(sig) || sig == SIGCHLD))
+                signal(sig, ignored_at_start[static_cast<std::size_t>(sig)] ? SIG_IGN : SIG_DFL);
         execvpe(argv[0], argv.data(), envp.data());
         const int e = errno;
         (void)!write(report[1], &e, sizeof e);

@@ -18,6 +18,9 @@ struct preload_request {
     std::string lock = "contend_mutex";
     std::string library;  // the interposition library, an absolute path
     std::string profile_path;  // empty: no profile; else where the library writes it at exit
+    // empty: none; else where the library leaves its marker at load (read_run_markers in
+    // run/run_profile.hpp)
+    std::string run_dir;
 };
 
 // How the program ended, or why it never started.
@@ -42,12 +45,26 @@ std::string find_interpose_library();
 // is all that interposing needs.
 std::string preload_value(std::string_view library, const char* inherited);
 
+// What the loader will make of a program file, read from its ELF headers before it runs.
+// refusal: why the library would never be loaded into it, or "": a static executable (no
+// PT_INTERP: the loader that reads LD_PRELOAD never runs), a set-user-ID or set-group-ID
+// file that changes our IDs, or a file with capabilities (the loader's secure mode ignores
+// LD_PRELOAD paths). c11_locks: the C11 mtx_* and cnd_* functions its dynamic symbols import
+// (glibc runs them on its internal mutex functions, which nothing can interpose). A file that
+// is not a 64-bit ELF (a script) is neither.
+struct program_file_check {
+    std::string refusal;
+    std::vector<std::string> c11_locks;
+};
+program_file_check check_program_file(const std::string& path);
+
 // Runs the program with the library preloaded and waits for it. Its standard streams are
-// ours. SIGINT and SIGQUIT reach it from the terminal, as they reach every process of the
-// foreground group, and are ignored here while it runs (as system() does); SIGTERM and SIGHUP
-// sent to us are passed on to it. Throws std::invalid_argument for a bad request (an unknown
-// lock, no program, a library path that is not absolute) and std::system_error when the
-// child could not be made; a program that cannot be executed comes back as start_error.
+// ours. Every catchable signal sent to us while it runs (SIGCHLD and the fault signals but)
+// is passed on to it; one the kernel sent (the terminal's ^C, ^Z, hangup) reached it already,
+// as a member of the foreground group, and is not sent twice. A stop signal stops it, then
+// us. A signal we were started with ignored stays ignored, for it and here. Throws std::invalid_argument for a bad
+// request (an unknown lock, no program, a library path that is not absolute) and std::system_error when the child could
+// not be made; a program that cannot be executed comes back as start_error.
 program_status run_preloaded(const preload_request& request);
 
 // The shell's convention, which `contend run` follows (as env and timeout do): the status a

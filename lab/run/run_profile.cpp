@@ -91,11 +91,22 @@ lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     return l;
 }
 
-bool is_profile_name(const std::string& name) {
-    const std::size_t digits = name.size() - std::min<std::size_t>(name.size(), 5);
-    return digits > 0 && digits <= 10 && name.ends_with(".json") &&
-           std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(digits),
-                       [](char c) { return c >= '0' && c <= '9'; });
+// 1 to 10 digits at `from`, read as a number; false when there are none or more.
+bool digits_at(std::string_view name, std::size_t& from, std::uint64_t& value) {
+    const std::size_t start = from;
+    while (from < name.size() && name[from] >= '0' && name[from] <= '9') ++from;
+    if (from == start || from - start > 10) return false;
+    value = std::stoull(std::string(name.substr(start, from - start)));
+    return true;
+}
+
+// `<pid>.json` or `<pid>-<n>.json`: the pid, or 0 for any other name.
+std::uint64_t profile_name_pid(std::string_view name) {
+    std::size_t at = 0;
+    std::uint64_t pid = 0, n = 0;
+    if (!digits_at(name, at, pid)) return 0;
+    if (at < name.size() && name[at] == '-' && !digits_at(name, ++at, n)) return 0;
+    return name.substr(at) == ".json" ? pid : 0;
 }
 
 // The whole file, refused when it is not a regular file or too large.
@@ -168,8 +179,15 @@ std::string run_tool(const std::vector<std::string>& args, double timeout_s) {
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
+    // In a process group of its own, so that a tool stopped for taking too long is stopped
+    // with whatever it started (a wrapper script's children would keep running).
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
     pid_t pid = 0;
-    const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    const int spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     ::close(out[1]);
     if (spawned != 0) {
@@ -203,7 +221,7 @@ std::string run_tool(const std::vector<std::string>& args, double timeout_s) {
         }
     }
     ::close(out[0]);
-    if (timed_out) ::kill(pid, SIGKILL);
+    if (timed_out) ::kill(-pid, SIGKILL);  // before the wait: the group's id is not free while the tool is a zombie
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -321,7 +339,7 @@ profile_folder read_profile_folder(const std::string& folder) {
     std::error_code ec;
     std::vector<std::string> names;
     for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
-        if (const std::string name = it->path().filename().string(); is_profile_name(name)) names.push_back(name);
+        if (const std::string name = it->path().filename().string(); profile_name_pid(name) != 0) names.push_back(name);
     if (ec) result.errors.push_back(folder + ": cannot list the folder: " + ec.message());
     std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
         return a.size() != b.size() ? a.size() < b.size() : a < b;  // by pid
@@ -329,7 +347,7 @@ profile_folder read_profile_folder(const std::string& folder) {
     for (const auto& name : names) {
         try {
             process_profile p = parse_profile(read_regular_file(folder + "/" + name));
-            if (std::to_string(p.pid) + ".json" != name)
+            if (static_cast<std::uint64_t>(p.pid) != profile_name_pid(name))
                 refuse("its \"pid\" is " + std::to_string(p.pid) + ", not the one in its name");
             result.processes.push_back(std::move(p));
         } catch (const profile_error& e) {
@@ -339,7 +357,25 @@ profile_folder read_profile_folder(const std::string& folder) {
     return result;
 }
 
-profile_directory::profile_directory() {
+run_markers read_run_markers(const std::string& folder) {
+    run_markers markers;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        std::size_t at = 0;
+        std::uint64_t pid = 0;
+        if (!digits_at(name, at, pid) || pid == 0) continue;
+        const std::string_view rest = std::string_view(name).substr(at);
+        if (rest == ".running") markers.unfinished.push_back(static_cast<std::int64_t>(pid));
+        else if (rest.starts_with(".loaded."))
+            markers.loaded.emplace_back(static_cast<std::int64_t>(pid), std::string(rest.substr(8)));
+    }
+    std::sort(markers.loaded.begin(), markers.loaded.end());
+    std::sort(markers.unfinished.begin(), markers.unfinished.end());
+    return markers;
+}
+
+profile_directory::profile_directory(bool writable_by_all) {
     std::string base = "/tmp";
     if (const char* t = std::getenv("TMPDIR"); t && *t == '/') base = t;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
@@ -347,6 +383,13 @@ profile_directory::profile_directory() {
     if (!::mkdtemp(pattern.data()))
         throw std::system_error(errno, std::generic_category(), "cannot create a profile folder in " + base);
     path_ = pattern;
+    if (writable_by_all && ::chmod(path_.c_str(), 0733) != 0) {
+        const int e = errno;
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+        throw std::system_error(e, std::generic_category(),
+                                "cannot open the profile folder " + path_ + " to all users");
+    }
 }
 
 profile_directory::~profile_directory() {
@@ -436,6 +479,8 @@ std::string profile_table(const program_profile& p, std::size_t top) {
         p.acquisitions ? 100.0 * static_cast<double>(p.contended) / static_cast<double>(p.acquisitions) : 0;
     out << "\ncontend run --profile: " << message_text(p.executable.empty() ? "(unknown executable)" : p.executable)
         << ", lock " << joined(p.locks_named) << ", " << p.processes << (p.processes == 1 ? " process" : " processes")
+        << (p.processes_lost ? " (" + std::to_string(p.processes_lost) + " more lost: the figures are theirs only)"
+                             : std::string())
         << ", " << format_fixed(p.seconds, 3) << " s\n"
         << "  " << p.acquisitions << " acquisitions, " << p.contended << " contended ("
         << format_fixed(contended_pct, 2) << " %), " << format_fixed(p.contentions_per_s(), 0) << " contentions/s, "
@@ -538,8 +583,12 @@ metric_list profile_metrics(const program_profile& p) {
     return m;
 }
 
-void set_status(cell_result& cell, const program_status& s) {
-    if (s.start_error != 0) {
+void set_status(cell_result& cell, const program_run& run) {
+    const program_status& s = run.status;
+    if (!run.not_interposed.empty() && s.start_error == 0 && !s.signalled && s.value == 0) {
+        cell.status = "not_interposed";
+        cell.detail = run.not_interposed;
+    } else if (s.start_error != 0) {
         cell.status = "crashed";
         cell.detail = std::string("could not start: ") + std::strerror(s.start_error);
     } else if (s.signalled) {
@@ -567,10 +616,12 @@ cell_result run_cell(const run_record_input& in) {
     std::vector<double> cpu;
     // Each metric's values over the runs, in the order the first run that has it named it.
     std::vector<std::pair<std::string, std::vector<double>>> metrics;
+    double lost = 0;
     for (const auto& run : in.runs) {
         cell.ns_per_op.push_back(run.wall_ns);
         cpu.push_back(run.status.cpu_ns);
-        if (cell.valid()) set_status(cell, run.status);
+        if (cell.valid()) set_status(cell, run);
+        if (in.profiled) lost = std::max(lost, static_cast<double>(run.processes_lost));
         if (!run.profile) continue;
         for (const auto& [name, value] : profile_metrics(*run.profile)) {
             auto it = std::find_if(metrics.begin(), metrics.end(), [&](const auto& m) { return m.first == name; });
@@ -584,6 +635,8 @@ cell_result run_cell(const run_record_input& in) {
         check_metric_name(name);
         cell.metrics.emplace_back(name, values.empty() ? not_measured : median(values));
     }
+    // Not a median: one run's loss is the row's.
+    if (in.profiled) cell.metrics.emplace_back("processes_lost", lost);
     return cell;
 }
 

@@ -69,8 +69,9 @@ struct process_profile {
 process_profile parse_profile(std::string_view text);
 
 // What a profile folder held: the processes read (by pid), and one line per file that could
-// not be read ("1234.json: why"). Only names `<digits>.json` are read; the library's
-// temporary files (`.<pid>.json.tmp`) and anything else are skipped. A file is read only when
+// not be read ("1234.json: why"). Only names `<pid>.json` and `<pid>-<n>.json` (the profile
+// of an image that then exec'd) are read; the library's temporary files
+// (`.<pid>.json.tmp`), its markers and anything else are skipped. A file is read only when
 // it is a regular file (not a FIFO, which would block, nor a symbolic link) of at most
 // max_profile_bytes, and its "pid" must be the one in its name.
 struct profile_folder {
@@ -80,11 +81,24 @@ struct profile_folder {
 inline constexpr std::size_t max_profile_bytes = 64 << 20;
 profile_folder read_profile_folder(const std::string& folder);
 
-// A fresh private folder (mkdtemp, mode 0700) under $TMPDIR when it is an absolute path, else
-// /tmp, removed with everything in it by the destructor.
+// What the library told contend run through the run folder (CONTEND_INTERPOSE_RUN_DIR and
+// CONTEND_INTERPOSE_PROFILE): each process image that loaded it, with the lock it took
+// (`<pid>.loaded.<lock>`), and each process that locked with the profile on and left no
+// profile (`<pid>.running`: killed by a signal, still running when the program ended, or its
+// write failed), sorted by pid.
+struct run_markers {
+    std::vector<std::pair<std::int64_t, std::string>> loaded;
+    std::vector<std::int64_t> unfinished;
+};
+run_markers read_run_markers(const std::string& folder);
+
+// A fresh folder for one run (mkdtemp) under $TMPDIR when it is an absolute path, else /tmp,
+// removed with everything in it by the destructor. Private (mode 0700); with
+// `writable_by_all`, 0733, so that a program that drops its privileges (a daemon started as
+// root that becomes `nobody`) can still write its profile there (others cannot list it).
 class profile_directory {
 public:
-    profile_directory();
+    explicit profile_directory(bool writable_by_all = false);
     ~profile_directory();
     profile_directory(const profile_directory&) = delete;
     profile_directory& operator=(const profile_directory&) = delete;
@@ -99,6 +113,9 @@ private:
 struct program_profile {
     std::int64_t main_pid = 0;  // the program contend started (0: unknown)
     std::size_t processes = 0;
+    // Processes whose profile is missing (a `.running` marker left) or could not be read; set
+    // by the caller, printed in the table's header.
+    std::size_t processes_lost = 0;
     std::string executable;  // the main process's, else the first file's
     std::vector<std::string> locks_named;  // each distinct "lock" of the files
     std::vector<std::uint64_t> hold_sample_periods;  // each distinct period
@@ -129,13 +146,18 @@ struct program_run {
     program_status status;
     double wall_ns = 0;
     std::optional<program_profile> profile;  // none: not profiled, or no profile was read
+    std::size_t processes_lost = 0;  // with --profile: processes whose profile is missing
+    // Why the run did not run on the lock asked for ("" when it did): no process loaded the
+    // library, or one took another lock.
+    std::string not_interposed;
 };
 
 // The runs of one lock as one cell of the lab's model (docs/lab.md, "contend run"): suite
 // "run", contender the lock, params program:<name>/args:<hash> (and profile:on when
 // profiled), 1 worker, operation "run", each run's wall time a sample, status "ok" when every
-// run exited 0 (else the first failure's), the profile's figures as metrics (each the median
-// over the runs that were profiled).
+// run exited 0 (else the first failure's; "not_interposed" for a run that did not run on the
+// lock), the profile's figures as metrics (each the median over the runs that were profiled;
+// processes_lost the largest).
 struct run_record_input {
     std::vector<std::string> argv;
     std::string lock;

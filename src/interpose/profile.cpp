@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "interpose/lock_choice.hpp"
 
@@ -35,19 +36,28 @@ public:
     static constexpr unsigned sub_bits = 3, sub = 1u << sub_bits, max_exponent = 47;
     static constexpr unsigned buckets = (max_exponent - sub_bits + 2) * sub;
 
-    void add(std::uint64_t v) noexcept { counts_[index(v)].fetch_add(1, std::memory_order_relaxed); }
+    using counts = std::array<std::uint64_t, buckets>;
 
-    // The value below which a share q of the recorded values lie (the midpoint of its bucket).
-    double quantile(double q) const noexcept {
+    void add(std::uint64_t v) noexcept { counts_[index(v)].fetch_add(1, std::memory_order_relaxed); }
+    // Adds this histogram's counts to `to` (the records of one address are one lock).
+    void add_to(counts& to) const noexcept {
+        for (unsigned i = 0; i < buckets; ++i) to[i] += counts_[i].load(std::memory_order_relaxed);
+    }
+    void clear() noexcept {
+        for (auto& c : counts_) c.store(0, std::memory_order_relaxed);
+    }
+
+    // The value below which a share q of the values counted lie (the midpoint of its bucket).
+    static double quantile(const counts& counts_, double q) noexcept {
         std::uint64_t total = 0;
-        for (const auto& c : counts_) total += c.load(std::memory_order_relaxed);
+        for (const auto c : counts_) total += c;
         if (total == 0) return 0;
         // The nearest rank: the smallest value with at least a share q of the values at or below it.
         const auto rank =
             std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total))));
         std::uint64_t seen = 0;
         for (unsigned i = 0; i < buckets; ++i) {
-            seen += counts_[i].load(std::memory_order_relaxed);
+            seen += counts_[i];
             if (seen >= rank) return midpoint(i);
         }
         return midpoint(buckets - 1);
@@ -99,6 +109,13 @@ struct profile_state {
     stripe* stripes[max_stripes] = {};
     std::uint64_t exited_acquisitions = 0, exited_trylock_busy = 0;
     pthread_key_t exit_key{};
+    // `<pid>.running` is made in the profile's folder at the process's first acquisition and
+    // removed when its profile is written (or it had none to write): one left at the end is a
+    // process whose profile was lost (killed, still running, a write that failed), which
+    // contend run reports.
+    std::atomic<bool> marker_due{false};
+    bool marker_made = false;
+    bool forked_child = false;  // a child of fork() that profiles itself (start_again_in_child)
 };
 constinit profile_state state;
 
@@ -116,6 +133,25 @@ T* map_array(std::size_t n) noexcept {
 
 bool is_ours(const lock_record* r) noexcept {
     return r >= state.records && r < state.records + state.records_used.load(std::memory_order_acquire);
+}
+
+// What a mutex still counts for its record, read without trusting that the mutex is still
+// alive: process_vm_readv fails on an unmapped page instead of faulting, and the bytes count
+// only if they still point back to this record from a mutex of kind 0.
+std::uint64_t residual(const lock_record& r, const void* mutex) {
+    pthread_mutex_t copy;
+    iovec local{&copy, sizeof copy}, remote{const_cast<void*>(mutex), sizeof copy};
+    if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof copy)) return 0;
+    if (*record_word(&copy) != reinterpret_cast<std::uintptr_t>(&r) || mutex_kind(&copy) != 0) return 0;
+    return *count_word(&copy);
+}
+
+void clear_record(lock_record& r) noexcept {
+    for (auto* c :
+         {&r.acquisitions, &r.contended, &r.wait_ticks, &r.wait_max, &r.timeouts, &r.hold_samples, &r.hold_ticks})
+        c->store(0, std::memory_order_relaxed);
+    r.waits.clear();
+    r.holds.clear();
 }
 
 }  // namespace
@@ -149,9 +185,68 @@ void stripe_exits(void* p) noexcept {
     s->registered = false;
 }
 
+// DIR/<pid><suffix>.
+std::string file_in_directory(const char* suffix) {
+    return std::string(state.directory) + "/" + std::to_string(state.pid) + suffix;
+}
+
+void make_running_marker() noexcept {
+    char path[4096];
+    const int n = std::snprintf(path, sizeof path, "%s/%d.running", state.directory, static_cast<int>(state.pid));
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof path) return;
+    const int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) ::close(fd);
+    state.marker_made = fd >= 0;
+}
+
+void remove_running_marker() noexcept {
+    if (!state.marker_made) return;
+    char path[4096];
+    const int n = std::snprintf(path, sizeof path, "%s/%d.running", state.directory, static_cast<int>(state.pid));
+    if (n > 0 && static_cast<std::size_t>(n) < sizeof path) ::unlink(path);
+    state.marker_made = false;
+}
+
+// A forked child (pthread_atfork; not after vfork or posix_spawn, whose children only exec)
+// profiles itself from the fork on: it has a copy of its parent's counts, which are the
+// parent's to write, and its one thread. Each record starts again from zero, less what its
+// mutex still counts (that count is the parent's too: at the child's exit the record and its
+// mutex add up to the child's own acquisitions). A mutex first contended in the child still
+// brings the parent's uncounted acquisitions of it into its new record.
+void start_again_in_child() noexcept {
+    if (state.phase.load() != 2) return;
+    state.stripes_lock.clear();  // another thread may have held it at the fork
+    state.pid = ::getpid();
+    ::clock_gettime(CLOCK_MONOTONIC, &state.start_time);
+    state.start_ticks = ticks();
+    const std::size_t records = std::min(state.records_used.load(), max_records);
+    for (lock_record* r = state.records; r < state.records + records; ++r) {
+        if (r->address.load(std::memory_order_relaxed) == nullptr) continue;
+        clear_record(*r);
+        r->acquisitions.store(0 - residual(*r, r->address.load(std::memory_order_relaxed)), std::memory_order_relaxed);
+    }
+    clear_record(state.dropped);
+    state.locks_dropped.store(0);
+    for (auto& slot : state.stripes) slot = nullptr;
+    state.exited_acquisitions = state.exited_trylock_busy = 0;
+    stripe& s = this_thread_stripe;
+    s.until_sample.store(0, std::memory_order_relaxed);
+    s.gap.store(0, std::memory_order_relaxed);
+    s.consumed.store(0, std::memory_order_relaxed);
+    s.trylock_busy.store(0, std::memory_order_relaxed);
+    s.registered = false;
+    s.pending = stripe::note{};
+    s.timing = nullptr;
+    state.marker_made = false;
+    state.marker_due.store(true);
+    state.forked_child = true;
+}
+
 }  // namespace
 
 void register_stripe(stripe& s) noexcept {
+    // The process's first acquisition (after its start, a fork or a failed exec).
+    if (state.marker_due.exchange(false, std::memory_order_relaxed)) make_running_marker();
     s.registered = true;
     // Without a free slot (more live threads than the table) the thread's counts reach the
     // totals when it exits.
@@ -335,6 +430,8 @@ bool start_from_environment() noexcept {
     }
     ::clock_gettime(CLOCK_MONOTONIC, &state.start_time);
     state.start_ticks = ticks();
+    state.marker_due.store(true);
+    (void)::pthread_atfork(nullptr, nullptr, start_again_in_child);
     state.phase.store(2);
     return true;
 }
@@ -450,36 +547,76 @@ void write_site(json_out& j, const void* site, const std::string& executable) {
     j.close('}');
 }
 
-// What a mutex still counts for its record, read without trusting that the mutex is still
-// alive: process_vm_readv fails on an unmapped page instead of faulting, and the bytes count
-// only if they still point back to this record from a mutex of kind 0.
-std::uint64_t residual(const lock_record& r, const void* mutex) {
-    pthread_mutex_t copy;
-    iovec local{&copy, sizeof copy}, remote{const_cast<void*>(mutex), sizeof copy};
-    if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof copy)) return 0;
-    if (*record_word(&copy) != reinterpret_cast<std::uintptr_t>(&r) || mutex_kind(&copy) != 0) return 0;
-    return *count_word(&copy);
+// One lock of the file: every record of one address, summed. A mutex destroyed and another
+// made at its address, or one reset with PTHREAD_MUTEX_INITIALIZER, gets a record of its own
+// at its next contention; the file has one lock per address (contend run reads a lock as an
+// address in a process), whose site is the first record's.
+struct lock_total {
+    const void* address = nullptr;
+    const void* site = nullptr;
+    std::uint64_t acquisitions = 0, contended = 0, timeouts = 0, wait_ticks = 0, wait_max = 0;
+    std::uint64_t hold_samples = 0, hold_ticks = 0;
+    histogram::counts waits{}, holds{};
+
+    void add(const lock_record& r) {
+        if (site == nullptr) site = r.site.load(std::memory_order_relaxed);
+        acquisitions += r.acquisitions.load(std::memory_order_relaxed) + residual(r, address);
+        contended += r.contended.load(std::memory_order_relaxed);
+        timeouts += r.timeouts.load(std::memory_order_relaxed);
+        wait_ticks += r.wait_ticks.load(std::memory_order_relaxed);
+        wait_max = std::max(wait_max, r.wait_max.load(std::memory_order_relaxed));
+        hold_samples += r.hold_samples.load(std::memory_order_relaxed);
+        hold_ticks += r.hold_ticks.load(std::memory_order_relaxed);
+        r.waits.add_to(waits);
+        r.holds.add_to(holds);
+    }
+    // A record of a forked child's parent that the child never used adds up to nothing.
+    bool empty() const { return acquisitions == 0 && contended == 0 && timeouts == 0; }
+};
+
+// The records in use, one lock_total per address, in the order of each address's first record.
+std::vector<lock_total> lock_totals(std::size_t records) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < records; ++i)
+        if (state.records[i].address.load(std::memory_order_acquire) != nullptr) order.push_back(i);
+    const auto address = [](std::size_t i) {
+        return reinterpret_cast<std::uintptr_t>(state.records[i].address.load(std::memory_order_relaxed));
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return address(a) < address(b); });
+    std::vector<std::pair<std::size_t, lock_total>> totals;  // (first record, total)
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        if (k == 0 || address(order[k]) != address(order[k - 1])) {
+            totals.emplace_back(order[k], lock_total{});
+            totals.back().second.address = state.records[order[k]].address.load(std::memory_order_relaxed);
+        }
+        totals.back().second.add(state.records[order[k]]);
+    }
+    std::sort(totals.begin(), totals.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<lock_total> out;
+    for (auto& [first, t] : totals)
+        if (!t.empty()) out.push_back(std::move(t));
+    return out;
 }
 
-double quantile_ns(const histogram& h, double ns_per_tick) { return h.quantile(0.99) * ns_per_tick; }
-
-void write_lock(json_out& j, const lock_record& r, double ns_per_tick, const std::string& executable) {
-    const void* address = r.address.load(std::memory_order_acquire);
-    const auto ns = [&](std::uint64_t t) { return static_cast<std::uint64_t>(static_cast<double>(t) * ns_per_tick); };
+void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std::string& executable) {
+    const auto ns = [&](std::uint64_t v) { return static_cast<std::uint64_t>(static_cast<double>(v) * ns_per_tick); };
+    const auto p99_ns = [&](const histogram::counts& h) {
+        return static_cast<std::uint64_t>(histogram::quantile(h, 0.99) * ns_per_tick);
+    };
     j.open('{');
     j.key("address");
-    j.hex(address);
-    j.field("acquisitions", r.acquisitions.load(std::memory_order_relaxed) + residual(r, address));
-    j.field("contended", r.contended.load(std::memory_order_relaxed));
-    j.field("timeouts", r.timeouts.load(std::memory_order_relaxed));
-    j.field("wait_ns", ns(r.wait_ticks.load(std::memory_order_relaxed)));
-    j.field("wait_p99_ns", static_cast<std::uint64_t>(quantile_ns(r.waits, ns_per_tick)));
-    j.field("wait_max_ns", ns(r.wait_max.load(std::memory_order_relaxed)));
-    j.field("hold_samples", r.hold_samples.load(std::memory_order_relaxed));
-    j.field("hold_sampled_ns", ns(r.hold_ticks.load(std::memory_order_relaxed)));
-    j.field("hold_p99_ns", static_cast<std::uint64_t>(quantile_ns(r.holds, ns_per_tick)));
+    j.hex(t.address);
+    j.field("acquisitions", t.acquisitions);
+    j.field("contended", t.contended);
+    j.field("timeouts", t.timeouts);
+    j.field("wait_ns", ns(t.wait_ticks));
+    j.field("wait_p99_ns", p99_ns(t.waits));
+    j.field("wait_max_ns", ns(t.wait_max));
+    j.field("hold_samples", t.hold_samples);
+    j.field("hold_sampled_ns", ns(t.hold_ticks));
+    j.field("hold_p99_ns", p99_ns(t.holds));
     j.key("site");
-    write_site(j, r.site.load(std::memory_order_relaxed), executable);
+    write_site(j, t.site, executable);
     j.close('}');
 }
 
@@ -534,10 +671,7 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     j.field("locks_dropped", state.locks_dropped.load());
     j.key("locks");
     j.open('[');
-    for (std::size_t i = 0; i < records; ++i) {
-        const lock_record& r = state.records[i];
-        if (r.address.load(std::memory_order_acquire) != nullptr) write_lock(j, r, ns_per_tick, executable);
-    }
+    for (const auto& t : lock_totals(records)) write_lock(j, t, ns_per_tick, executable);
     j.close(']');
     j.close('}');
     return j.text() + "\n";
@@ -559,35 +693,97 @@ void complain(const std::string& path) {
     (void)!::write(STDERR_FILENO, msg.data(), msg.size());
 }
 
-// At exit (the library's destructor runs after the program's own atexit handlers and static
-// destructors): the process that started the profile writes it; a forked child that never
-// exec'd holds its parent's counts and writes nothing. Threads still running keep counting:
-// the file is a snapshot.
-[[gnu::destructor]] void write_profile_at_exit() {
-    if (state.phase.load() != 2 || ::getpid() != state.pid) return;
+// The profile as it stands, written to DIR/<pid>.json, or with `snapshot` to the first free
+// DIR/<pid>-<n>.json (an exec's: the next image of this pid writes DIR/<pid>.json), through
+// DIR/.<pid>.json.tmp and a rename (a link for a snapshot, which must not replace another).
+// Returns the path, or "" when nothing was written: the process never locked, or the write
+// failed (said on standard error, and the process's `.running` marker stays for contend run
+// to report). Threads still running keep counting: the file is a snapshot.
+std::string write_profile(bool snapshot) {
     apply_pending(this_thread_stripe);
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     const std::uint64_t now_ticks = ticks();
-    if (stripe_totals().first == 0) return;  // a process that never locked (a shell between the program and us)
+    if (stripe_totals().first == 0) return "";  // a process that never locked (a shell between the program and us)
 
     const std::string text = profile_text(now, now_ticks);
     const std::string dir = state.directory, pid = std::to_string(state.pid);
-    const std::string temporary = dir + "/." + pid + ".json.tmp", final_path = dir + "/" + pid + ".json";
+    const std::string temporary = dir + "/." + pid + ".json.tmp";
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return complain(temporary);
+    if (fd < 0) {
+        complain(temporary);
+        return "";
+    }
     const bool ok = write_all(fd, text);
     if (::close(fd) != 0 || !ok) {
         complain(temporary);
         ::unlink(temporary.c_str());
-        return;
+        return "";
     }
-    if (::rename(temporary.c_str(), final_path.c_str()) != 0) {
+    std::string final_path = file_in_directory(".json");
+    if (snapshot) {
+        for (int n = 1;; ++n) {
+            final_path = dir + "/" + pid + "-" + std::to_string(n) + ".json";
+            if (::link(temporary.c_str(), final_path.c_str()) == 0) break;
+            if (errno != EEXIST || n == 100000) {
+                complain(final_path);
+                ::unlink(temporary.c_str());
+                return "";
+            }
+        }
+        ::unlink(temporary.c_str());
+    } else if (::rename(temporary.c_str(), final_path.c_str()) != 0) {
         complain(final_path);
         ::unlink(temporary.c_str());
+        return "";
     }
+    remove_running_marker();
+    return final_path;
+}
+
+bool owns_profile() noexcept { return state.phase.load() == 2 && ::getpid() == state.pid; }
+
+bool final_written = false;
+std::string exec_snapshot;  // the file written before an exec that may still fail
+
+// At exit (the library's destructor runs after the program's own atexit handlers and static
+// destructors): the process that started the profile, or a forked child that profiles itself
+// since the fork, writes it.
+[[gnu::destructor]] void write_profile_at_exit() {
+    if (!owns_profile() || final_written) return;
+    final_written = true;
+    (void)write_profile(false);
 }
 
 }  // namespace
+
+bool snapshot_before_exec() noexcept {
+    if (!owns_profile()) return false;  // a vfork child: its parent's profile is not its own
+    try {
+        exec_snapshot = write_profile(true);
+    } catch (...) {
+        exec_snapshot.clear();
+    }
+    return !exec_snapshot.empty();
+}
+
+void exec_failed() noexcept {
+    ::unlink(exec_snapshot.c_str());  // the counts go on, into the file written at exit
+    exec_snapshot.clear();
+    make_running_marker();
+}
+
+void write_before_exit() noexcept {
+    // A forked child only: there _exit is how a program leaves (POSIX asks it of the child of a
+    // threaded process). A process that did not fork may call _exit from a signal handler,
+    // which may have interrupted malloc or the loader, which writing the file needs: its profile
+    // is lost, and said so, rather than the process hung.
+    if (!state.forked_child || !owns_profile() || final_written) return;
+    final_written = true;
+    try {
+        (void)write_profile(false);
+    } catch (...) {
+    }
+}
 
 }  // namespace contend::interpose::profile

@@ -191,7 +191,19 @@ void timed_out(lock_record* r, std::uint64_t wait_ticks) noexcept;
 void retire(pthread_mutex_t* m) noexcept;
 
 // Starts profiling if CONTEND_INTERPOSE_PROFILE is set; false otherwise. Called once, before
-// the lock choice is published.
+// the lock choice is published. A forked child (pthread_atfork) profiles itself from the fork
+// on and writes its own file.
 bool start_from_environment() noexcept;
+
+// The process's profile is written at exit(), and also (exec_interpose.cpp) before an exec,
+// as DIR/<pid>-<n>.json (the exec'd image, preloaded again, profiles itself and writes
+// DIR/<pid>.json at its exit), and, in a forked child, before _exit or _Exit, as at exit()
+// (elsewhere _exit may come from a signal handler, where writing could hang). A process that has
+// locked keeps DIR/<pid>.running until its profile is written: contend run reports one left
+// at the end as a process whose profile was lost. snapshot_before_exec is true when it wrote
+// a file, which exec_failed removes again (the counts go on, into the file written at exit).
+bool snapshot_before_exec() noexcept;
+void exec_failed() noexcept;
+void write_before_exit() noexcept;
 
 }  // namespace contend::interpose::profile
