@@ -22,10 +22,12 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "pool/hill_climbing.hpp"
+#include "pool/os_thread.hpp"
 #include "pool/outbox.hpp"
 #include "test_support.hpp"
 
@@ -927,6 +929,35 @@ TEST(ThreadPool, InvalidOptionsThrowInvalidArgument) {
     thread_pool_options huge;
     huge.min_threads = 40'000;
     EXPECT_THROW(thread_pool{huge}, std::invalid_argument);
+}
+
+// A thread the constructor cannot start (the first worker, the second, the gate thread:
+// its first three starts) fails it with pthread_create's error, and the threads it had
+// started are stopped and joined. A worker thread destroyed still joinable while the
+// exception unwound ended the process (std::terminate) instead.
+TEST(ThreadPool, AThreadTheConstructorCannotStartFailsItWithTheErrorAndStopsTheOthers) {
+    struct restore_starts {
+        ~restore_starts() { contend::internal::fail_thread_starts_after(-1); }
+    } restore;
+    thread_pool_options o;
+    o.name = "nostart";
+    o.min_threads = 2;
+    o.max_threads = 2;
+    for (int starts = 0; starts <= 2; ++starts) {
+        contend::internal::fail_thread_starts_after(starts);
+        try {
+            thread_pool pool(o);
+            ADD_FAILURE() << "the pool started with start " << starts + 1 << " refused";
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(e.code(), std::errc::resource_unavailable_try_again) << e.what();
+            EXPECT_NE(std::string(e.what()).find("nostart"), std::string::npos) << e.what();
+        }
+        contend::internal::fail_thread_starts_after(-1);
+        EXPECT_TRUE(threads_named("nostart-").empty()) << "start " << starts + 1 << " refused";
+    }
+    contend::internal::fail_thread_starts_after(3);  // the workers and the gate, no more
+    thread_pool pool(o);
+    EXPECT_EQ(pool.submit([] { return 7; }).get(), 7);
 }
 
 TEST(ThreadPool, EnvironmentOverridesApplyToDefaultOptionsAndRejectGarbage) {

@@ -45,6 +45,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/thread_id.hpp"
@@ -160,12 +161,24 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     timers = std::make_unique<timer_queue>(options.name, [this](task_node* n) { post_urgent(n); });
     waits = std::make_unique<wait_thread>(options.name, [this](task_node* n) { post_urgent(n); });
 
-    for (std::size_t i = 0; i < min_n; ++i) spawn_worker();
+    // A thread that cannot start fails the constructor, and the threads started before it
+    // are stopped first: a thread object destroyed still joinable as the exception unwinds
+    // would end the process (std::terminate).
+    try {
+        for (std::size_t i = 0; i < min_n; ++i) spawn_worker(start_failure::rethrow);
 #if !CONTEND_MODEL_CHECK
-    // Not in the model-checking build: the gate's hill climbing and starvation checks read
-    // real time and CPU use, outside the model. A model pool runs its minimum of workers.
-    gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
+        // Not in the model-checking build: the gate's hill climbing and starvation checks read
+        // real time and CPU use, outside the model. A model pool runs its minimum of workers.
+        gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
 #endif
+    } catch (const std::system_error& e) {
+        shutdown();
+        // what(): "contend::thread_pool 'NAME': a thread could not start: " and the reason.
+        throw std::system_error(e.code(), "contend::thread_pool '" + options.name + "': a thread could not start");
+    } catch (...) {
+        shutdown();
+        throw;
+    }
 }
 
 pool_core::~pool_core() { shutdown(); }
@@ -210,7 +223,7 @@ std::size_t pool_core::target_threads() const noexcept {
     return std::min(g + blocked.load(std::memory_order_relaxed), max_threads.load(std::memory_order_relaxed));
 }
 
-bool pool_core::spawn_worker() {
+bool pool_core::spawn_worker(start_failure on_failure) {
     std::lock_guard guard(workers_lock);
     if (stopping.load(std::memory_order_relaxed)) return false;
     if (alive.load(std::memory_order_relaxed) >= max_threads.load(std::memory_order_relaxed)) return false;
@@ -237,10 +250,11 @@ bool pool_core::spawn_worker() {
     w->alive.store(true, std::memory_order_release);
     alive.fetch_add(1, std::memory_order_relaxed);
     try {
-        w->thread = worker_thread([this, w] { worker_main(w); });
+        w->thread = worker_thread(worker_name(options.name, w->index), 0, [this, w] { worker_main(w); });
     } catch (...) {
         w->alive.store(false, std::memory_order_release);
         alive.fetch_sub(1, std::memory_order_relaxed);
+        if (on_failure == start_failure::rethrow) throw;
         return false;
     }
     return true;
@@ -481,7 +495,6 @@ void pool_core::worker_main(worker* self) {
 #ifdef __linux__
     self->os_tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
 #endif
-    set_current_thread_name(worker_name(options.name, self->index));
     if (options.on_thread_start) options.on_thread_start(self->index);
     for (;;) {
         if (task_node* n = find_work(self)) {
