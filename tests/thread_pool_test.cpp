@@ -984,6 +984,59 @@ TEST(ThreadPool, EnvironmentOverridesApplyToDefaultOptionsAndRejectGarbage) {
     ::unsetenv("CONTEND_POOL_MAX_THREADS");
 }
 
+// A maximum below the CPU count, by the override or the option, lowers the default minimum
+// with it: the default minimum (the CPU count) was kept, and every default pool threw
+// "max_threads (1) is below min_threads (2)". A minimum the caller set still must not
+// exceed the maximum.
+TEST(ThreadPool, AMaximumBelowTheCpuCountLowersTheDefaultMinimumWithIt) {
+    struct unset_on_exit {
+        ~unset_on_exit() { ::unsetenv("CONTEND_POOL_MAX_THREADS"); }
+    } unset;
+    ::setenv("CONTEND_POOL_MAX_THREADS", "1", 1);
+    {
+        thread_pool pool;
+        EXPECT_EQ(pool.stats().min_threads, 1u);
+        EXPECT_EQ(pool.stats().max_threads, 1u);
+        EXPECT_EQ(pool.submit([] { return 5; }).get(), 5);
+    }
+    ::unsetenv("CONTEND_POOL_MAX_THREADS");
+    thread_pool_options o;
+    o.max_threads = 1;
+    {
+        thread_pool pool(o);
+        EXPECT_EQ(pool.stats().min_threads, 1u);
+        EXPECT_EQ(pool.stats().max_threads, 1u);
+    }
+    o.min_threads = 2;
+    EXPECT_THROW(thread_pool{o}, std::invalid_argument);
+}
+
+// The thread-count overrides take decimal digits only, a count of 1 or more: anything else,
+// with a space or a sign anywhere, is refused with a message that names the variable and the
+// value. ' 4' and '+3' were taken (strtoull skips spaces and a sign) and '4 ' refused.
+TEST(ThreadPool, ThreadCountOverridesTakeDecimalDigitsOnly) {
+    for (const char* name : {"CONTEND_POOL_MIN_THREADS", "CONTEND_POOL_MAX_THREADS"}) {
+        for (const char* bad :
+             {" 4", "+3", "4 ", "-1", "", "0", "00", "0x4", "4.0", "1e3", "four", "99999999999999999999999"}) {
+            ::setenv(name, bad, 1);
+            try {
+                thread_pool pool;
+                ADD_FAILURE() << name << "='" << bad << "' was taken: min " << pool.stats().min_threads << ", max "
+                              << pool.stats().max_threads;
+            } catch (const std::invalid_argument& e) {
+                const std::string what = e.what();
+                EXPECT_NE(what.find(name), std::string::npos) << what;
+                EXPECT_NE(what.find("'" + std::string(bad) + "'"), std::string::npos) << what;
+            }
+        }
+        ::setenv(name, "2", 1);
+        EXPECT_NO_THROW(thread_pool{}) << name << "=2";
+        ::setenv(name, "002", 1);
+        EXPECT_NO_THROW(thread_pool{}) << name << "=002";
+        ::unsetenv(name);
+    }
+}
+
 TEST(ThreadPool, WaitIdleFromAWorkerOfTheSamePoolThrows) {
     watchdog dog(30s);
     thread_pool pool(fixed(1));

@@ -65,7 +65,8 @@ struct hill_climbing_adjustment {
 };
 
 struct thread_pool_options {
-    std::size_t min_threads = 0;  // 0: std::thread::hardware_concurrency()
+    // 0: std::thread::hardware_concurrency(), or max_threads if that was given and is lower.
+    std::size_t min_threads = 0;
     std::size_t max_threads = 0;  // 0: max(min_threads, 4 * hardware threads, 64), at most 32,767
     std::string name = "contend";  // workers are "<name>-worker-N" at OS level (truncated to 15 bytes)
     bool hill_climbing = true;
@@ -127,8 +128,13 @@ public:
     using timer_id = std::uint64_t;
     static constexpr std::chrono::steady_clock::duration no_timeout = std::chrono::steady_clock::duration::max();
 
+    // Options left at their defaults take the environment's overrides, if set:
+    // CONTEND_POOL_MIN_THREADS and CONTEND_POOL_MAX_THREADS (a count of 1 or more in decimal
+    // digits only: no space, no sign) and CONTEND_POOL_HILL_CLIMBING (0/1/true/false/on/off).
     // Throws std::invalid_argument for max_threads < min_threads, counts above 32,767, or
-    // an environment override that is not a number.
+    // an override that is not as above (the message names it). Starts min_threads workers
+    // and the gate thread; if one cannot start, stops those it started and throws the
+    // std::system_error ("contend::thread_pool 'NAME': a thread could not start: ...").
     explicit thread_pool(thread_pool_options options = {});
     // Throws std::logic_error on a worker of this pool (see the top of this header).
     ~thread_pool() noexcept(false);

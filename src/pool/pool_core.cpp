@@ -96,16 +96,31 @@ std::size_t hardware_threads() noexcept {
     return n == 0 ? 1 : n;
 }
 
-// Reads an environment override: unset, the default; set, a number or std::invalid_argument.
+// Reads a thread-count override: unset, the default; set, a count of 1 or more in decimal
+// digits and nothing else (no space, no sign: strtoull would skip a leading space and take a
+// sign, so ' 4' and '+3' passed where '4 ' did not), else std::invalid_argument.
 bool env_size(const char* name, std::size_t& out) {
     const char* v = std::getenv(name);
     if (v == nullptr) return false;
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0 || v[0] == '-')
-        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is not a count: '" + v + "'");
-    out = static_cast<std::size_t>(n);
+    const std::string s(v);
+    std::size_t n = 0;
+    bool valid = !s.empty();
+    for (const char c : s) {
+        if (c < '0' || c > '9') {
+            valid = false;
+            break;
+        }
+        // Held just past the most threads a pool may have, which the caller then refuses.
+        n = std::min(n * 10 + static_cast<std::size_t>(c - '0'), max_pool_threads + 1);
+    }
+    if (!valid || n == 0)
+        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is not a count of threads (1 or " +
+                                    "more, in decimal digits only): '" + s + "'");
+    if (n > max_pool_threads)
+        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is above " +
+                                    std::to_string(max_pool_threads) + ", the most threads a pool may have: '" + s +
+                                    "'");
+    out = n;
     return true;
 }
 
@@ -144,7 +159,13 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     if (options.max_threads == 0) env_size("CONTEND_POOL_MAX_THREADS", options.max_threads);
     if (options.hill_climbing) env_bool("CONTEND_POOL_HILL_CLIMBING", options.hill_climbing);
 
-    std::size_t min_n = options.min_threads == 0 ? hardware_threads() : options.min_threads;
+    // The default minimum is the CPU count, but never above a maximum that was given (by the
+    // option or the override): CONTEND_POOL_MAX_THREADS=1 makes a one-thread pool.
+    std::size_t min_n = options.min_threads;
+    if (min_n == 0) {
+        min_n = hardware_threads();
+        if (options.max_threads != 0) min_n = std::min(min_n, options.max_threads);
+    }
     std::size_t max_n = options.max_threads;
     if (max_n == 0) max_n = std::max({min_n, 4 * hardware_threads(), std::size_t{64}});
     max_n = std::min(max_n, max_pool_threads);
