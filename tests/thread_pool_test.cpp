@@ -771,6 +771,46 @@ TEST(ThreadPool, PostAfterNoTimeoutOrTheLongestDurationNeverFires) {
     EXPECT_EQ(ran.load(), 0);
 }
 
+// Timers and registered waits take any duration and any steady time point: one too far off
+// for nanoseconds (hours::max(), a coarse time point's max()) means never, as no_timeout
+// does. hours::max() converted to nanoseconds on the way in overflowed, and the timer fired
+// at once.
+TEST(ThreadPool, TimersAndWaitsTooFarForNanosecondsNeverFire) {
+    watchdog dog(60s);
+    using namespace std::chrono;
+    std::atomic<int> ran{0};
+    std::atomic<int> timed_out{0};
+    std::atomic<int> set_seen{0};
+    contend::manual_reset_event ev;
+    {
+        thread_pool pool(fixed(1));
+        std::vector<thread_pool::timer_id> timers;
+        timers.push_back(pool.post_after(hours::max(), [&] { ran.fetch_add(1); }));
+        timers.push_back(pool.post_after(duration<double>(1e30), [&] { ran.fetch_add(1); }));
+        timers.push_back(
+            pool.post_after(duration<double>(std::numeric_limits<double>::infinity()), [&] { ran.fetch_add(1); }));
+        timers.push_back(pool.post_at(time_point<steady_clock, hours>::max(), [&] { ran.fetch_add(1); }));
+        timers.push_back(pool.post_at(time_point<steady_clock, duration<double>>(duration<double>(1e30)),
+                                      [&] { ran.fetch_add(1); }));
+        auto reg = pool.register_wait(
+            ev, [&](bool timeout) { (timeout ? timed_out : set_seen).fetch_add(1); }, hours::max(), true);
+        std::atomic<int> soon_count{0};
+        pool.post_after(hours::min(), [&] { soon_count.fetch_add(1); });
+        pool.post_after(duration<double>(std::numeric_limits<double>::quiet_NaN()), [&] { soon_count.fetch_add(1); });
+        pool.post_at(time_point<steady_clock, hours>::min(), [&] { soon_count.fetch_add(1); });
+        ASSERT_TRUE(eventually([&] { return soon_count.load() == 3; }, 10s))
+            << "a negative or NaN delay, or a time long past, must fire at once";
+        std::this_thread::sleep_for(50ms);
+        EXPECT_EQ(ran.load(), 0) << "a timer for never fired";
+        EXPECT_EQ(timed_out.load(), 0) << "a wait with no timeout timed out";
+        for (const auto id : timers) EXPECT_TRUE(pool.cancel_timer(id));
+        ev.set();
+        EXPECT_TRUE(eventually([&] { return set_seen.load() == 1; }, 10s)) << "the set did not fire the wait";
+    }
+    EXPECT_EQ(ran.load(), 0);
+    EXPECT_EQ(timed_out.load(), 0);
+}
+
 TEST(ThreadPool, AThrowingItemGoesToTheHandlerAndThePoolKeepsWorking) {
     watchdog dog(60s);
     std::atomic<int> handled{0};

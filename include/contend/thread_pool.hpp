@@ -52,6 +52,7 @@
 #include <utility>
 
 #include "contend/event.hpp"
+#include "contend/internal/deadline.hpp"
 #include "contend/internal/task.hpp"
 
 namespace contend {
@@ -173,15 +174,18 @@ public:
 
     // Runs f on the pool once the time has come (never earlier). Ids are never reused and
     // are unique across every pool of the process (another pool's id cancels nothing). A
-    // delay too long to represent (no_timeout, duration::max()) means never. Once the
-    // pool's destructor has begun, f is destroyed without running and the result is 0.
-    template <class F>
-    timer_id post_after(std::chrono::steady_clock::duration delay, F&& f) {
-        return add_timer(internal::steady_after(delay), internal::make_task(std::forward<F>(f)));
+    // delay or time too far off to represent in the steady clock's nanoseconds (no_timeout,
+    // duration::max(), hours::max(), a steady time_point of hours' max()) means never; a
+    // delay not positive (NaN too), now. Once the pool's destructor has begun, f is destroyed
+    // without running and the result is 0.
+    template <class Rep, class Period, class F>
+    timer_id post_after(const std::chrono::duration<Rep, Period>& delay, F&& f) {
+        return add_timer(internal::steady_after(internal::saturated_duration(delay)),
+                         internal::make_task(std::forward<F>(f)));
     }
-    template <class F>
-    timer_id post_at(std::chrono::steady_clock::time_point when, F&& f) {
-        return add_timer(when, internal::make_task(std::forward<F>(f)));
+    template <class Duration, class F>
+    timer_id post_at(const std::chrono::time_point<std::chrono::steady_clock, Duration>& when, F&& f) {
+        return add_timer(internal::steady_deadline(when.time_since_epoch()), internal::make_task(std::forward<F>(f)));
     }
     // True only if the timer had not been dispatched yet (its callback will never run).
     // False for an id of another pool, and for every id once the destructor has begun
@@ -189,20 +193,20 @@ public:
     bool cancel_timer(timer_id id);
 
     // Calls f(false) on the pool when the event is set, f(true) when `timeout` passes
-    // first (no_timeout: never). once: at most one call; otherwise the wait re-arms after
-    // each call and the timeout restarts. On an auto_reset_event a firing consumes the set.
-    // Firings of one registration never overlap: the wait re-arms when the callback returns
-    // (or throws), so a manual event left set fires again after each call, one call at a
-    // time; reset it in the callback, or use `once` or an auto_reset_event, for one call per
-    // set. A set while the wait is disarmed is not lost (it fires on re-arm). When a set and
-    // the timeout coincide, the set wins. The event must outlive the registration (or the
-    // pool): unregistering clears a bit in the event's state word. Once the pool's
-    // destructor has begun, the registration returned is inactive and f never runs.
-    template <class Event, class F>
+    // first (no_timeout, or any duration too long for the steady clock's nanoseconds: never). once: at most one call;
+    // otherwise the wait re-arms after each call and the timeout restarts. On an auto_reset_event a firing consumes the
+    // set. Firings of one registration never overlap: the wait re-arms when the callback returns (or throws), so a
+    // manual event left set fires again after each call, one call at a time; reset it in the callback, or use `once` or
+    // an auto_reset_event, for one call per set. A set while the wait is disarmed is not lost (it fires on re-arm).
+    // When a set and the timeout coincide, the set wins. The event must outlive the registration (or the pool):
+    // unregistering clears a bit in the event's state word. Once the pool's destructor has begun, the registration
+    // returned is inactive and f never runs.
+    template <class Event, class F, class Rep, class Period>
     requires(std::is_same_v<Event, manual_reset_event> || std::is_same_v<Event, auto_reset_event>) wait_registration
-        register_wait(Event& event, F&& f, std::chrono::steady_clock::duration timeout, bool once) {
+        register_wait(Event& event, F&& f, const std::chrono::duration<Rep, Period>& timeout, bool once) {
         return register_wait_impl(&event, std::is_same_v<Event, auto_reset_event>,
-                                  std::function<void(bool)>(std::forward<F>(f)), timeout, once);
+                                  std::function<void(bool)>(std::forward<F>(f)), internal::saturated_duration(timeout),
+                                  once);
     }
 
     bool set_min_threads(std::size_t n);  // false, nothing changed, if 0 or > max

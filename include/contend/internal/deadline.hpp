@@ -87,6 +87,20 @@ deadline to_deadline(const std::chrono::time_point<Clock, Duration>& t) {
     }
 }
 
+// d as the clock's duration, saturated: "not positive" (NaN included) is zero, too long to
+// represent (hours::max(), 1e30 s, +inf) is duration::max(), which the pool reads as never.
+template <class Rep, class Period>
+clock::duration saturated_duration(const std::chrono::duration<Rep, Period>& d) {
+    if constexpr (std::is_same_v<std::chrono::duration<Rep, Period>, clock::duration>) {
+        return d;
+    } else {
+        if (!(d > d.zero())) return clock::duration::zero();
+        constexpr double range_seconds = 9.2e9;  // inside the nanoseconds' 9.22e9 s, as steady_deadline
+        if (std::chrono::duration<double>(d).count() >= range_seconds) return clock::duration::max();
+        return std::chrono::ceil<clock::duration>(d);
+    }
+}
+
 // now + d on the steady clock, saturated at time_point::max() (a far-future timer never
 // fires) and at now for a negative d.
 inline deadline steady_after(clock::duration d) noexcept {
