@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <vector>
 
 #include "contend/cache_padded.hpp"
@@ -30,8 +31,10 @@ using internal::monitor_pulse_key;
 
 struct entry {
     const void* address;
+    // Extra enters by the owner. 64 bits, which no program reaches: a 32-bit count wrapped at
+    // 2^32 enters, and the next exit let the address go.
+    std::uint64_t recursion;
     std::uint32_t owner;  // compact thread id, 0 when nobody holds the address
-    std::uint32_t recursion;  // extra enters by the owner
     std::uint32_t entering;  // threads parked (or about to park) waiting to enter
     std::uint32_t waiting;  // threads in wait(), parked until a pulse or their deadline
 };
@@ -75,7 +78,7 @@ stripe& stripe_for(const void* address) noexcept {
 
 entry& add(stripe& s, const void* address, std::uint32_t owner) {
     if (s.entries.size() >= idle_kept) s.drop_idle();
-    s.entries.push_back({address, owner, 0, 0, 0});
+    s.entries.push_back({address, 0, owner, 0, 0});
     return s.entries.back();
 }
 
@@ -199,7 +202,7 @@ bool monitor::wait_until(const void* address, internal::deadline until) {
     const std::uint32_t me = internal::compact_thread_id();
     stripe& s = stripe_for(address);
     entry* e = &lock_owned(s, address, me, "wait");
-    const std::uint32_t depth = e->recursion;
+    const std::uint64_t depth = e->recursion;
     e->owner = 0;
     e->recursion = 0;
     e->waiting++;
@@ -224,6 +227,16 @@ bool monitor::wait_until(const void* address, internal::deadline until) {
     e->recursion = depth;
     s.lock.unlock();
     return result.was_unparked();
+}
+
+bool internal::set_monitor_reentries_for_testing(const void* address, std::uint64_t extra) {
+    const std::uint32_t me = internal::compact_thread_id();
+    stripe& s = stripe_for(address);
+    std::lock_guard guard(s.lock);
+    entry* e = s.find(address);
+    if (e == nullptr || e->owner != me) return false;
+    e->recursion = extra;
+    return true;
 }
 
 namespace {

@@ -89,6 +89,15 @@ entry fat_enter(const internal::atomic<std::uint32_t>& word, std::uint32_t w, st
 
 }  // namespace
 
+bool internal::set_thin_lock_reentries_for_testing(thin_lock& l, std::uint64_t extra) {
+    const std::uint32_t w = l.word_.load(std::memory_order_relaxed);
+    if (!is_fat(w)) return false;
+    fat_lock& f = internal::sync_table_at(index_of(w));
+    if (f.owner.load(std::memory_order_relaxed) != internal::compact_thread_id()) return false;
+    f.recursion = extra;
+    return true;
+}
+
 thin_lock::~thin_lock() {
     // A lock destroyed while this thread still remembers taking it free (destroyed held, a
     // misuse) must not let a lock built later at this address be released without a check.
@@ -291,7 +300,7 @@ bool thin_lock::wait_until_internal(internal::deadline until) {
     if (!is_held_by_current_thread()) not_held("wait");
     const std::uint32_t w = word_.load(std::memory_order_relaxed);
     fat_lock& f = internal::sync_table_at(is_fat(w) ? index_of(w) : inflate_held(me));
-    const std::uint32_t depth = f.recursion;
+    const std::uint64_t depth = f.recursion;
     f.recursion = 0;
     f.owner.store(0, std::memory_order_relaxed);
     ++f.waiters;  // under f.m: no sweep deflates a lock with a thread in wait()

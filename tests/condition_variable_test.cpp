@@ -104,6 +104,64 @@ TEST(ConditionVariable, AFarPastDeadlineOrANanDurationTimesOutAtOnce) {
     EXPECT_TRUE(lk.owns_lock());
 }
 
+// A steady deadline or a duration too far off for nanoseconds (hours::max(), 1e30 s, +inf)
+// means "no deadline": the wait lasts until a notify. The cast of such a steady time point to
+// nanoseconds overflowed, and the wait timed out at once.
+TEST(ConditionVariable, AWaitWithADeadlineTooFarForNanosecondsLastsUntilNotified) {
+    watchdog dog(120s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    bool ready = false;
+    const auto check = [&](auto wait_once, const char* what) {
+        ready = false;
+        EXPECT_TRUE(wait_outlasts_until_released(
+            [&] {
+                std::unique_lock lk(m);
+                while (!ready)
+                    if (wait_once(lk) == std::cv_status::timeout) return ready;
+                return true;
+            },
+            [&] {
+                std::lock_guard g(m);
+                ready = true;
+                cv.notify_all();
+            }))
+            << what;
+    };
+    for_each_far_future_time_point([&](auto t, const char* what) {
+        check([&](std::unique_lock<contend::mutex>& lk) { return cv.wait_until(lk, t); }, what);
+        ready = false;
+        EXPECT_TRUE(wait_outlasts_until_released(
+            [&] {
+                std::unique_lock lk(m);
+                return cv.wait_until(lk, t, [&] { return ready; });
+            },
+            [&] {
+                std::lock_guard g(m);
+                ready = true;
+                cv.notify_all();
+            }))
+            << what << ", with a predicate";
+    });
+    for_each_far_future_duration([&](auto d, const char* what) {
+        check([&](std::unique_lock<contend::mutex>& lk) { return cv.wait_for(lk, d); }, what);
+    });
+}
+
+// A steady deadline or a duration below what nanoseconds hold, negative, -inf or NaN has
+// passed: the wait times out without waiting (the watchdog bounds it).
+TEST(ConditionVariable, AWaitWithAPassedDeadlineOfAnyRepresentationTimesOut) {
+    watchdog dog(60s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    std::unique_lock lk(m);
+    for_each_passed_time_point(
+        [&](auto t, const char* what) { EXPECT_EQ(cv.wait_until(lk, t), std::cv_status::timeout) << what; });
+    for_each_passed_duration(
+        [&](auto d, const char* what) { EXPECT_EQ(cv.wait_for(lk, d), std::cv_status::timeout) << what; });
+    EXPECT_TRUE(lk.owns_lock());
+}
+
 // Waiting with a mutex that is not held is refused, and the message names the wait, not
 // the mutex's unlock (which the caller never called).
 TEST(ConditionVariable, WaitingWithAnUnheldMutexIsRefusedAndTheMessageNamesTheWait) {

@@ -53,6 +53,43 @@ TEST(ManualResetEvent, AFarPastDeadlineOrANanDurationTimesOutAtOnce) {
     EXPECT_LT(steady::now() - start, 5s);
 }
 
+// A steady deadline or a duration too far off for nanoseconds (hours::max(), 1e30 s, +inf)
+// means "no deadline": the wait lasts until the event is set. The cast of such a steady time
+// point to nanoseconds overflowed, and the wait timed out at once.
+TEST(ManualResetEvent, AWaitWithADeadlineTooFarForNanosecondsLastsUntilSet) {
+    watchdog dog(120s);
+    for_each_far_future_time_point([&](auto t, const char* what) {
+        contend::manual_reset_event e;
+        EXPECT_TRUE(wait_outlasts_until_released([&] { return e.wait_until(t); }, [&] { e.set(); })) << what;
+        contend::auto_reset_event a;
+        EXPECT_TRUE(wait_outlasts_until_released([&] { return a.wait_until(t); }, [&] { a.set(); }))
+            << what << ", auto_reset_event";
+    });
+    for_each_far_future_duration([&](auto d, const char* what) {
+        contend::manual_reset_event e;
+        EXPECT_TRUE(wait_outlasts_until_released([&] { return e.wait_for(d); }, [&] { e.set(); })) << what;
+        contend::auto_reset_event a;
+        EXPECT_TRUE(wait_outlasts_until_released([&] { return a.wait_for(d); }, [&] { a.set(); }))
+            << what << ", auto_reset_event";
+    });
+}
+
+// A steady deadline or a duration below what nanoseconds hold, negative, -inf or NaN has
+// passed: the wait on an unset event times out without waiting (the watchdog bounds it).
+TEST(ManualResetEvent, AWaitWithAPassedDeadlineOfAnyRepresentationTimesOut) {
+    watchdog dog(60s);
+    contend::manual_reset_event e;
+    contend::auto_reset_event a;
+    for_each_passed_time_point([&](auto t, const char* what) {
+        EXPECT_FALSE(e.wait_until(t)) << what;
+        EXPECT_FALSE(a.wait_until(t)) << what << ", auto_reset_event";
+    });
+    for_each_passed_duration([&](auto d, const char* what) {
+        EXPECT_FALSE(e.wait_for(d)) << what;
+        EXPECT_FALSE(a.wait_for(d)) << what << ", auto_reset_event";
+    });
+}
+
 TEST(ManualResetEvent, InitiallySetDoesNotBlock) {
     contend::manual_reset_event ev(true);
     ev.wait();

@@ -76,6 +76,30 @@ TEST(Monitor, RecursionToDepthThousandUnwindsExactly) {
     EXPECT_EQ(monitor::stats().live_address_entries, 0u);
 }
 
+// The depth counts past 2^32 entries: at 2^32 + 1 enters one exit leaves the address
+// entered, and another thread cannot enter it. A 32-bit count wrapped to 0 there, and that
+// exit let the address go while its owner still held it 2^32 times. The test hook sets the
+// depth of 2^32 entries instead of making them.
+TEST(Monitor, PastTwoToTheThirtyTwoEntersOneExitLeavesTheAddressEntered) {
+    watchdog dog(60s);
+    int object = 0;
+    monitor::enter(&object);
+    ASSERT_TRUE(contend::internal::set_monitor_reentries_for_testing(&object, 0xFFFF'FFFFull));  // 2^32 enters
+    monitor::enter(&object);  // 2^32 + 1
+    monitor::exit(&object);
+    bool entered = true;
+    std::thread([&] {
+        entered = monitor::try_enter(&object);
+        if (entered) monitor::exit(&object);
+    }).join();
+    EXPECT_FALSE(entered) << "another thread entered an address held 2^32 times";
+    EXPECT_TRUE(monitor::is_entered(&object));
+    // Back to the one enter this thread made, and out of it.
+    ASSERT_TRUE(contend::internal::set_monitor_reentries_for_testing(&object, 0));
+    monitor::exit(&object);
+    EXPECT_FALSE(monitor::is_entered(&object));
+}
+
 TEST(Monitor, OneShotTryEnterOnAnAddressHeldElsewhereFailsAndChangesNoCounter) {
     watchdog dog(60s);
     int object = 0;

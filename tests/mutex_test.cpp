@@ -81,6 +81,40 @@ TEST(Mutex, TimedLockWithAFarPastDeadlineOrANanDurationFailsAtOnce) {
     m.unlock();
 }
 
+// A steady deadline or a duration too far off for nanoseconds (hours::max(), 1e30 s, +inf)
+// means "no deadline": the timed lock waits, and gets the mutex when it is released. The cast
+// of such a steady time point to nanoseconds overflowed, and the lock failed at once.
+TEST(Mutex, TimedLockWithADeadlineTooFarForNanosecondsWaitsUntilReleased) {
+    watchdog dog(120s);
+    contend::mutex m;
+    const auto check = [&](auto try_lock, const char* what) {
+        m.lock();
+        EXPECT_TRUE(wait_outlasts_until_released(
+            [&] {
+                const bool got = try_lock();
+                if (got) m.unlock();
+                return got;
+            },
+            [&] { m.unlock(); }))
+            << what;
+    };
+    for_each_far_future_time_point([&](auto t, const char* what) { check([&] { return m.try_lock_until(t); }, what); });
+    for_each_far_future_duration([&](auto d, const char* what) { check([&] { return m.try_lock_for(d); }, what); });
+}
+
+// A steady deadline or a duration below what nanoseconds hold, negative, -inf or NaN has
+// passed: the timed lock of a held mutex fails without waiting (the watchdog bounds it).
+TEST(Mutex, TimedLockWithAPassedDeadlineOfAnyRepresentationFails) {
+    watchdog dog(60s);
+    contend::mutex m;
+    m.lock();
+    std::thread([&] {
+        for_each_passed_time_point([&](auto t, const char* what) { EXPECT_FALSE(m.try_lock_until(t)) << what; });
+        for_each_passed_duration([&](auto d, const char* what) { EXPECT_FALSE(m.try_lock_for(d)) << what; });
+    }).join();
+    m.unlock();
+}
+
 TEST(Mutex, TimedLockSucceedsWhenReleasedBeforeTheDeadline) {
     watchdog dog(60s);
     contend::mutex m;

@@ -479,6 +479,31 @@ TEST(PipeFd, AWritersErrorIsRethrownBySinkStepEvenWhileAReadWasPending) {
     } catch (const std::runtime_error& e) {
         EXPECT_STREQ(e.what(), "producer failed");
     }
-    EXPECT_EQ(sink.step().stop, fd_stop::error) << "the transfer is over";
+    // The transfer is over, and a later call says why again: the writer's error, not an
+    // fd_stop::error with errno 0 (no fd failed).
+    try {
+        (void)sink.step();
+        ADD_FAILURE() << "a second step() forgot the writer's error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "producer failed");
+    }
     EXPECT_THROW((void)p.reader().read(), pipe_error) << "the reader was completed";
+}
+
+// run() after the writer's error: each call rethrows it. A second call returned
+// fd_stop::error with error 0, as if the fd had failed with no errno.
+TEST(PipeFd, AWritersErrorIsRethrownByEveryLaterSinkRun) {
+    watchdog dog(30s);
+    socket_pair s;
+    byte_pipe p;
+    pipe_to_fd sink(p.reader(), s.a.fd);
+    p.writer().complete(std::make_exception_ptr(std::runtime_error("producer failed")));
+    for (int call = 1; call <= 3; ++call) {
+        try {
+            const fd_transfer t = sink.run();
+            ADD_FAILURE() << "call " << call << " returned stop " << static_cast<int>(t.stop) << ", error " << t.error;
+        } catch (const std::runtime_error& e) {
+            EXPECT_STREQ(e.what(), "producer failed") << "call " << call;
+        }
+    }
 }

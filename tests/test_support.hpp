@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <string>
@@ -240,5 +241,71 @@ struct fire_and_forget {
         void unhandled_exception() noexcept { std::abort(); }
     };
 };
+
+// Deadlines that mean "no deadline" although they are not steady_clock::time_point::max():
+// steady time points and durations beyond what nanoseconds hold (coarse units, floating
+// point, infinity). f(deadline, name) is called with each.
+template <class F>
+void for_each_far_future_time_point(F f) {
+    using namespace std::chrono;
+    using seconds_f = duration<double>;
+    f(time_point<steady_clock, hours>::max(), "time_point<steady_clock, hours>::max()");
+    f(time_point<steady_clock, minutes>::max(), "time_point<steady_clock, minutes>::max()");
+    f(time_point<steady_clock, seconds_f>(seconds_f(1e30)), "time_point<steady_clock, duration<double>>(1e30 s)");
+    f(time_point<steady_clock, seconds_f>(seconds_f(std::numeric_limits<double>::infinity())),
+      "time_point<steady_clock, duration<double>>(+inf)");
+}
+template <class F>
+void for_each_far_future_duration(F f) {
+    using namespace std::chrono;
+    f(hours::max(), "hours::max()");
+    f(duration<double>(1e30), "duration<double>(1e30)");
+    f(duration<double>(std::numeric_limits<double>::infinity()), "duration<double>(+inf)");
+}
+
+// Deadlines passed already, however they are written: steady time points and durations
+// below what nanoseconds hold, negative, minus infinity, NaN. f(deadline, name) with each.
+template <class F>
+void for_each_passed_time_point(F f) {
+    using namespace std::chrono;
+    using seconds_f = duration<double>;
+    f(time_point<steady_clock, hours>::min(), "time_point<steady_clock, hours>::min()");
+    f(steady_clock::time_point::min(), "steady_clock::time_point::min()");
+    f(time_point<steady_clock, seconds_f>(seconds_f(-1e30)), "time_point<steady_clock, duration<double>>(-1e30 s)");
+    f(time_point<steady_clock, seconds_f>(seconds_f(-std::numeric_limits<double>::infinity())),
+      "time_point<steady_clock, duration<double>>(-inf)");
+    f(time_point<steady_clock, seconds_f>(seconds_f(std::numeric_limits<double>::quiet_NaN())),
+      "time_point<steady_clock, duration<double>>(NaN)");
+    f(system_clock::time_point::min(), "system_clock::time_point::min()");
+}
+template <class F>
+void for_each_passed_duration(F f) {
+    using namespace std::chrono;
+    f(hours::min(), "hours::min()");
+    f(-1ns, "-1 ns");
+    f(duration<double>(-1e30), "duration<double>(-1e30)");
+    f(duration<double>(-std::numeric_limits<double>::infinity()), "duration<double>(-inf)");
+    f(duration<double>(std::numeric_limits<double>::quiet_NaN()), "duration<double>(NaN)");
+}
+
+// Runs `wait` on a thread of its own (a wait whose deadline means "none"; it returns whether
+// what it waited for came), calls `release` once that thread is blocked or has returned, and
+// returns what the wait returned: false if it timed out at once, before the release.
+template <class Wait, class Release>
+bool wait_outlasts_until_released(Wait wait, Release release) {
+    std::atomic<bool> returned{false};
+    bool result = false;
+    tid_box tid;
+    std::thread waiter([&] {
+        tid.publish();
+        result = wait();
+        returned.store(true);
+    });
+    const int id = tid.get();
+    eventually([&] { return returned.load() || thread_blocked(id); });
+    release();
+    waiter.join();
+    return result;
+}
 
 }  // namespace contend_test

@@ -97,6 +97,46 @@ TEST(ThinLock, RecursionToDepthThousandInflatesAndUnwindsExactly) {
     EXPECT_THROW(l.unlock(), contend::synchronization_error);
 }
 
+// The depth counts past 2^32 entries: at 2^32 + 1 entries one unlock leaves the lock held,
+// and another thread cannot take it. A 32-bit count wrapped to 0 there, and that unlock
+// released the lock its owner still held 2^32 times. The test hook sets the depth of 2^32
+// entries instead of making them.
+TEST(ThinLock, PastTwoToTheThirtyTwoEntriesOneUnlockLeavesTheLockHeld) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    for (int i = 0; i < 65; ++i) l.lock();  // past 63 re-entries the lock inflates
+    ASSERT_TRUE(l.is_inflated());
+    ASSERT_TRUE(contend::internal::set_thin_lock_reentries_for_testing(l, 0xFFFF'FFFFull));  // 2^32 entries
+    l.lock();  // 2^32 + 1
+    l.unlock();
+    bool taken = true;
+    std::thread([&] {
+        taken = l.try_lock();
+        if (taken) l.unlock();
+    }).join();
+    EXPECT_FALSE(taken) << "another thread took a lock held 2^32 times";
+    EXPECT_TRUE(l.is_held_by_current_thread());
+    // Back to the 65 entries this thread made, and out of them.
+    ASSERT_TRUE(contend::internal::set_thin_lock_reentries_for_testing(l, 64));
+    for (int i = 0; i < 65; ++i) l.unlock();
+    EXPECT_FALSE(l.is_held_by_current_thread());
+}
+
+// A thread's count of locks held counts past 2^32: a thread that holds 2^32 entries and
+// exits has abandoned a lock, and its id is retired. A 32-bit count wrapped to 0 there, and
+// the id went back to the pool, to a later thread that would then pass for the lock's
+// owner. The count is set to 2^32 - 1 rather than made.
+TEST(ThinLock, AThreadThatExitsHoldingTwoToTheThirtyTwoEntriesHasItsIdRetired) {
+    watchdog dog(60s);
+    contend::thin_lock l;
+    const auto retired = contend::internal::retired_compact_thread_ids();
+    std::thread([&] {
+        contend::internal::locks_held = 0xFFFF'FFFFu;
+        l.lock();  // the 2^32nd entry, held as the thread exits
+    }).join();
+    EXPECT_EQ(contend::internal::retired_compact_thread_ids(), retired + 1);
+}
+
 TEST(ThinLock, OneShotTryLockOnALockHeldElsewhereFailsWithoutInflating) {
     watchdog dog(60s);
     contend::thin_lock l;

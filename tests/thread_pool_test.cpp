@@ -22,10 +22,12 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "pool/hill_climbing.hpp"
+#include "pool/os_thread.hpp"
 #include "pool/outbox.hpp"
 #include "test_support.hpp"
 
@@ -769,6 +771,46 @@ TEST(ThreadPool, PostAfterNoTimeoutOrTheLongestDurationNeverFires) {
     EXPECT_EQ(ran.load(), 0);
 }
 
+// Timers and registered waits take any duration and any steady time point: one too far off
+// for nanoseconds (hours::max(), a coarse time point's max()) means never, as no_timeout
+// does. hours::max() converted to nanoseconds on the way in overflowed, and the timer fired
+// at once.
+TEST(ThreadPool, TimersAndWaitsTooFarForNanosecondsNeverFire) {
+    watchdog dog(60s);
+    using namespace std::chrono;
+    std::atomic<int> ran{0};
+    std::atomic<int> timed_out{0};
+    std::atomic<int> set_seen{0};
+    contend::manual_reset_event ev;
+    {
+        thread_pool pool(fixed(1));
+        std::vector<thread_pool::timer_id> timers;
+        timers.push_back(pool.post_after(hours::max(), [&] { ran.fetch_add(1); }));
+        timers.push_back(pool.post_after(duration<double>(1e30), [&] { ran.fetch_add(1); }));
+        timers.push_back(
+            pool.post_after(duration<double>(std::numeric_limits<double>::infinity()), [&] { ran.fetch_add(1); }));
+        timers.push_back(pool.post_at(time_point<steady_clock, hours>::max(), [&] { ran.fetch_add(1); }));
+        timers.push_back(pool.post_at(time_point<steady_clock, duration<double>>(duration<double>(1e30)),
+                                      [&] { ran.fetch_add(1); }));
+        auto reg = pool.register_wait(
+            ev, [&](bool timeout) { (timeout ? timed_out : set_seen).fetch_add(1); }, hours::max(), true);
+        std::atomic<int> soon_count{0};
+        pool.post_after(hours::min(), [&] { soon_count.fetch_add(1); });
+        pool.post_after(duration<double>(std::numeric_limits<double>::quiet_NaN()), [&] { soon_count.fetch_add(1); });
+        pool.post_at(time_point<steady_clock, hours>::min(), [&] { soon_count.fetch_add(1); });
+        ASSERT_TRUE(eventually([&] { return soon_count.load() == 3; }, 10s))
+            << "a negative or NaN delay, or a time long past, must fire at once";
+        std::this_thread::sleep_for(50ms);
+        EXPECT_EQ(ran.load(), 0) << "a timer for never fired";
+        EXPECT_EQ(timed_out.load(), 0) << "a wait with no timeout timed out";
+        for (const auto id : timers) EXPECT_TRUE(pool.cancel_timer(id));
+        ev.set();
+        EXPECT_TRUE(eventually([&] { return set_seen.load() == 1; }, 10s)) << "the set did not fire the wait";
+    }
+    EXPECT_EQ(ran.load(), 0);
+    EXPECT_EQ(timed_out.load(), 0);
+}
+
 TEST(ThreadPool, AThrowingItemGoesToTheHandlerAndThePoolKeepsWorking) {
     watchdog dog(60s);
     std::atomic<int> handled{0};
@@ -860,46 +902,97 @@ TEST(ThreadPool, HillClimbingAddsThreadsForBlockingItems) {
     EXPECT_GT(done.load(), 0u);
 }
 
+namespace {
+
+// Threads of the whole machine that are running or waiting for a CPU now (Linux's
+// /proc/stat, procs_running), this one included; -1 where that cannot be read.
+int machine_runnable_threads() {
+#if defined(__linux__)
+    std::ifstream stat("/proc/stat");
+    std::string line;
+    while (std::getline(stat, line))
+        if (line.rfind("procs_running ", 0) == 0) return std::atoi(line.c_str() + 14);
+#endif
+    return -1;
+}
+
+}  // namespace
+
 // CPU-bound items at the CPU count: the climber sees that no worker blocks, so it does not
 // probe a thread up (it used to, and a noisy sample could keep it; docs/design/pool.md).
-// That rule, on made-up samples, is HillClimber's tests. End to end the gate thread's CPU
-// view comes from the scheduler's statistics, which a loaded machine makes noisy: one probe
-// past the cores was seen in 20 runs beside two sanitizer builds. So this end-to-end test
-// is loose: never two threads past the cores, which a climber that kept probes up would pass.
-TEST(ThreadPool, HillClimbingNeverTakesCpuWorkTwoThreadsPastTheCores) {
+// That rule, on made-up samples, is HillClimber's tests, noisy ones included. End to end the
+// gate thread's CPU view comes from the scheduler's statistics, and they hold only while a
+// worker that wants a CPU gets one soon: Linux adds a thread's wait for a CPU to its
+// statistics when it next runs, so where many other threads want the CPUs too (a load
+// average in the hundreds in a TSan stage; here 60 busy loops beside the test on 2 CPUs
+// failed it 2 runs in 2) a worker that waited most of a sample reads as blocked, the climber
+// probes up, and a noisy sample keeps the probe (2->3->4 seen). So the bound is asserted
+// only over a run during which the rest of the machine had fewer than 4 threads per CPU
+// running or waiting for one, on average (/proc/stat's procs_running, less the test's own):
+// a worker then waits a few time slices for a CPU, some 10 ms, and the unaccounted part of
+// the wait at a sample's end stays well below the half worker that reads as blocked. Measured
+// on 2 CPUs: beside about 3 per CPU (other compilers) the goal stayed at 2, 2 runs in 2; as
+// 60 busy loops ended, runs at 15, 11 and 8 per CPU reached 4, 4 and 5, at 5.9 and 4.2 per
+// CPU 2 and 3. A busy machine gets up to 5 runs to find a quiet one. Under load the pool guarantees only
+// its limits, which every run checks; with no quiet run the test says so and skips.
+TEST(ThreadPool, HillClimbingKeepsCpuWorkWithinACoreOfTheCoresOnAnOtherwiseIdleMachine) {
     watchdog dog(120s);
     const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    thread_pool_options o;
-    o.min_threads = cores;
-    o.max_threads = 64;
-    std::mutex m;
-    std::string moves;  // for the failure message
-    o.on_adjustment = [&](const contend::hill_climbing_adjustment& a) {
-        std::lock_guard g(m);
-        moves += " " + std::to_string(a.from_threads) + "->" + std::to_string(a.to_threads) + " (" + a.reason + ")";
-    };
-    thread_pool pool(o);
-    std::atomic<bool> stop{false};
-    struct stream {
-        static void step(thread_pool& p, std::atomic<bool>& s) {
-            const auto until = steady::now() + 200us;
-            while (steady::now() < until) {
+    std::string busy_runs;
+    for (int run = 1; run <= 5; ++run) {
+        thread_pool_options o;
+        o.min_threads = cores;
+        o.max_threads = 64;
+        std::mutex m;
+        std::string moves;  // for the failure message
+        o.on_adjustment = [&](const contend::hill_climbing_adjustment& a) {
+            std::lock_guard g(m);
+            moves += " " + std::to_string(a.from_threads) + "->" + std::to_string(a.to_threads) + " (" + a.reason + ")";
+        };
+        thread_pool pool(o);
+        std::atomic<bool> stop{false};
+        struct stream {
+            static void step(thread_pool& p, std::atomic<bool>& s) {
+                const auto until = steady::now() + 200us;
+                while (steady::now() < until) {
+                }
+                if (!s.load()) p.post([&p, &s] { step(p, s); });
             }
-            if (!s.load()) p.post([&p, &s] { step(p, s); });
+        };
+        for (int i = 0; i < 64; ++i) pool.post([&] { stream::step(pool, stop); });
+        // 2 s is some 20 samples, time for several probes.
+        std::size_t most = 0, least = 64;
+        double others = 0;  // other threads running or runnable, summed over the readings
+        int readings = 0;
+        const auto until = steady::now() + 2s;
+        while (steady::now() < until) {
+            const auto stats = pool.stats();
+            most = std::max(most, stats.thread_goal);
+            least = std::min(least, stats.thread_goal);
+            if (const int runnable = machine_runnable_threads(); runnable >= 0) {
+                // This thread and the workers running an item are the test's own.
+                others += std::max(0.0, static_cast<double>(runnable) - 1 - static_cast<double>(stats.active));
+                ++readings;
+            }
+            std::this_thread::sleep_for(20ms);
         }
-    };
-    for (int i = 0; i < 64; ++i) pool.post([&] { stream::step(pool, stop); });
-    // 2 s is some 20 samples, time for several probes.
-    std::size_t most = 0;
-    const auto until = steady::now() + 2s;
-    while (steady::now() < until) {
-        most = std::max(most, pool.stats().thread_goal);
-        std::this_thread::sleep_for(20ms);
+        stop.store(true);
+        pool.wait_idle();
+        std::lock_guard g(m);
+        EXPECT_GE(least, cores) << "run " << run << ", moves:" << moves;
+        EXPECT_LE(most, 64u) << "run " << run << ", moves:" << moves;
+        const double others_per_cpu = readings > 0 ? others / readings / static_cast<double>(cores) : 0;
+        if (others_per_cpu < 4) {
+            EXPECT_LE(most, cores + 1) << "run " << run << " (" << others_per_cpu
+                                       << " other threads per CPU wanted one), moves:" << moves;
+            return;
+        }
+        busy_runs += "\n  run " + std::to_string(run) + ": " + std::to_string(others_per_cpu) +
+                     " other threads per CPU wanted one; the goal reached " + std::to_string(most) + ", moves:" + moves;
     }
-    stop.store(true);
-    pool.wait_idle();
-    std::lock_guard g(m);
-    EXPECT_LE(most, cores + 1) << "moves:" << moves;
+    GTEST_SKIP() << "the machine was busy with other work in every run, so the CPU view the bound rests on did not "
+                    "hold; only the pool's limits were checked:"
+                 << busy_runs;
 }
 
 TEST(ThreadPool, InvalidThreadLimitsChangeNothing) {
@@ -929,6 +1022,35 @@ TEST(ThreadPool, InvalidOptionsThrowInvalidArgument) {
     EXPECT_THROW(thread_pool{huge}, std::invalid_argument);
 }
 
+// A thread the constructor cannot start (the first worker, the second, the gate thread:
+// its first three starts) fails it with pthread_create's error, and the threads it had
+// started are stopped and joined. A worker thread destroyed still joinable while the
+// exception unwound ended the process (std::terminate) instead.
+TEST(ThreadPool, AThreadTheConstructorCannotStartFailsItWithTheErrorAndStopsTheOthers) {
+    struct restore_starts {
+        ~restore_starts() { contend::internal::fail_thread_starts_after(-1); }
+    } restore;
+    thread_pool_options o;
+    o.name = "nostart";
+    o.min_threads = 2;
+    o.max_threads = 2;
+    for (int starts = 0; starts <= 2; ++starts) {
+        contend::internal::fail_thread_starts_after(starts);
+        try {
+            thread_pool pool(o);
+            ADD_FAILURE() << "the pool started with start " << starts + 1 << " refused";
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(e.code(), std::errc::resource_unavailable_try_again) << e.what();
+            EXPECT_NE(std::string(e.what()).find("nostart"), std::string::npos) << e.what();
+        }
+        contend::internal::fail_thread_starts_after(-1);
+        EXPECT_TRUE(threads_named("nostart-").empty()) << "start " << starts + 1 << " refused";
+    }
+    contend::internal::fail_thread_starts_after(3);  // the workers and the gate, no more
+    thread_pool pool(o);
+    EXPECT_EQ(pool.submit([] { return 7; }).get(), 7);
+}
+
 TEST(ThreadPool, EnvironmentOverridesApplyToDefaultOptionsAndRejectGarbage) {
     ::setenv("CONTEND_POOL_MIN_THREADS", "3", 1);
     ::setenv("CONTEND_POOL_MAX_THREADS", "5", 1);
@@ -951,6 +1073,59 @@ TEST(ThreadPool, EnvironmentOverridesApplyToDefaultOptionsAndRejectGarbage) {
     EXPECT_THROW(thread_pool{}, std::invalid_argument);
     ::unsetenv("CONTEND_POOL_HILL_CLIMBING");
     ::unsetenv("CONTEND_POOL_MAX_THREADS");
+}
+
+// A maximum below the CPU count, by the override or the option, lowers the default minimum
+// with it: the default minimum (the CPU count) was kept, and every default pool threw
+// "max_threads (1) is below min_threads (2)". A minimum the caller set still must not
+// exceed the maximum.
+TEST(ThreadPool, AMaximumBelowTheCpuCountLowersTheDefaultMinimumWithIt) {
+    struct unset_on_exit {
+        ~unset_on_exit() { ::unsetenv("CONTEND_POOL_MAX_THREADS"); }
+    } unset;
+    ::setenv("CONTEND_POOL_MAX_THREADS", "1", 1);
+    {
+        thread_pool pool;
+        EXPECT_EQ(pool.stats().min_threads, 1u);
+        EXPECT_EQ(pool.stats().max_threads, 1u);
+        EXPECT_EQ(pool.submit([] { return 5; }).get(), 5);
+    }
+    ::unsetenv("CONTEND_POOL_MAX_THREADS");
+    thread_pool_options o;
+    o.max_threads = 1;
+    {
+        thread_pool pool(o);
+        EXPECT_EQ(pool.stats().min_threads, 1u);
+        EXPECT_EQ(pool.stats().max_threads, 1u);
+    }
+    o.min_threads = 2;
+    EXPECT_THROW(thread_pool{o}, std::invalid_argument);
+}
+
+// The thread-count overrides take decimal digits only, a count of 1 or more: anything else,
+// with a space or a sign anywhere, is refused with a message that names the variable and the
+// value. ' 4' and '+3' were taken (strtoull skips spaces and a sign) and '4 ' refused.
+TEST(ThreadPool, ThreadCountOverridesTakeDecimalDigitsOnly) {
+    for (const char* name : {"CONTEND_POOL_MIN_THREADS", "CONTEND_POOL_MAX_THREADS"}) {
+        for (const char* bad :
+             {" 4", "+3", "4 ", "-1", "", "0", "00", "0x4", "4.0", "1e3", "four", "99999999999999999999999"}) {
+            ::setenv(name, bad, 1);
+            try {
+                thread_pool pool;
+                ADD_FAILURE() << name << "='" << bad << "' was taken: min " << pool.stats().min_threads << ", max "
+                              << pool.stats().max_threads;
+            } catch (const std::invalid_argument& e) {
+                const std::string what = e.what();
+                EXPECT_NE(what.find(name), std::string::npos) << what;
+                EXPECT_NE(what.find("'" + std::string(bad) + "'"), std::string::npos) << what;
+            }
+        }
+        ::setenv(name, "2", 1);
+        EXPECT_NO_THROW(thread_pool{}) << name << "=2";
+        ::setenv(name, "002", 1);
+        EXPECT_NO_THROW(thread_pool{}) << name << "=002";
+        ::unsetenv(name);
+    }
 }
 
 TEST(ThreadPool, WaitIdleFromAWorkerOfTheSamePoolThrows) {
@@ -1233,6 +1408,33 @@ TEST(HillClimber, AProbeDownThatCostsThroughputIsRevertedThenRetriedLessOften) {
     EXPECT_GE(reverts, 2);
     EXPECT_EQ(reverts, c.downs);
     EXPECT_LE(c.downs, 8);  // rests of 4, 8, 16, 32, 32... samples between the probes
+}
+
+// What the climber guarantees for CPU-bound work, whatever the throughput samples say: fed
+// CPU-bound readings (fewer than half a worker blocked) with noisy throughput (each sample
+// anywhere from half to one and a half times the rate) and work always waiting, it never
+// takes the goal past the CPU count, and from above it never raises it. This is what the
+// end-to-end test above can check only on a quiet machine, where the gate thread's CPU view
+// is true.
+TEST(HillClimber, NoisyCpuBoundSamplesNeverRaiseTheGoalPastTheCpuCount) {
+    const std::uint32_t seed = test_seed();
+    SCOPED_TRACE(seed_trace(seed));
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> rate(50'000, 150'000), blocked(0.0, 0.49);
+    for (std::size_t cpus : {1u, 2u, 4u, 16u}) {
+        for (std::size_t start : {cpus, cpus + 3}) {
+            climbing c{{}, start, 1};
+            std::size_t most = start;
+            for (int i = 0; i < 2'000; ++i) {
+                c.sample(rate(rng), true, cpus_blocked(cpus, blocked(rng)));
+                most = std::max(most, c.goal);
+            }
+            EXPECT_EQ(most, start) << cpus << " CPUs, from " << start;
+            if (start == cpus) {
+                EXPECT_EQ(c.ups, 0) << cpus << " CPUs";
+            }
+        }
+    }
 }
 
 // A probe up is kept only if throughput rose by more than min_gain.

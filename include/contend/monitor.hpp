@@ -71,4 +71,12 @@ private:
     static bool wait_until(const void* address, internal::deadline until);
 };
 
+namespace internal {
+// Tests only: sets the calling thread's extra entries (re-entries) of `address` to `extra`,
+// so that a test reaches a depth of billions without as many calls. The thread must have
+// entered `address`; false, changing nothing, otherwise. The count of locks held
+// (thread_id.hpp) is not changed: the test unwinds to its own depth before it exits.
+bool set_monitor_reentries_for_testing(const void* address, std::uint64_t extra);
+}  // namespace internal
+
 }  // namespace contend

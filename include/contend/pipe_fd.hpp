@@ -29,7 +29,8 @@
 //     neither the process's disposition nor other threads are touched. Other fds (files,
 //     terminals) do not raise SIGPIPE.
 //   - A writer that completed with an error: pipe_to_fd completes the reader and rethrows
-//     the writer's exception from step()/run(), as pipe_reader::read() does.
+//     the writer's exception from step()/run(), as pipe_reader::read() does, and from
+//     every later call.
 #pragma once
 
 #include <cstddef>
@@ -113,8 +114,8 @@ private:
 };
 
 // Writes what a pipe_reader reads to an fd. After end_of_stream or error, step() and run()
-// return that stop again with 0 bytes. A pending read left by step() (pipe_empty) stays
-// outstanding if the object is destroyed: cancel_pending_read() first to end it.
+// return that stop again with 0 bytes; after the writer's error they rethrow it again. A pending read left by step()
+// (pipe_empty) stays outstanding if the object is destroyed: cancel_pending_read() first to end it.
 class pipe_to_fd {
 public:
     explicit pipe_to_fd(pipe_reader& reader, int fd, std::function<void()> wake = {});

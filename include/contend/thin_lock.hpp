@@ -72,6 +72,16 @@
 
 namespace contend {
 
+class thin_lock;
+
+namespace internal {
+// Tests only: sets the calling thread's extra entries (re-entries) of `l` to `extra`, so that
+// a test reaches a depth of billions without as many calls. The thread must hold `l`
+// inflated (past 63 re-entries it is); false, changing nothing, otherwise. The count of locks
+// held (thread_id.hpp) is not changed: the test unwinds to its own depth before it unlocks.
+bool set_thin_lock_reentries_for_testing(thin_lock& l, std::uint64_t extra);
+}  // namespace internal
+
 struct thin_lock_stats {
     std::uint64_t inflations = 0;  // thin_locks inflated to fat locks, ever
     std::uint64_t deflations = 0;  // idle fat locks turned back into thin ones, ever (not destructions)
@@ -213,6 +223,7 @@ public:
     static_assert(wide_owner == internal::max_compact_thread_id + 1, "ids below wide_owner fit the owner field");
 
 private:
+    friend bool internal::set_thin_lock_reentries_for_testing(thin_lock& l, std::uint64_t extra);
     // The calling thread's compact id if it fits the owner field, else 0: not asked for yet,
     // or too wide. The inline paths test it for 0 and send both cases to the slow paths,
     // which take the id with compact_thread_id(); a wide id is never stored here, so such a

@@ -52,6 +52,7 @@
 #include <utility>
 
 #include "contend/event.hpp"
+#include "contend/internal/deadline.hpp"
 #include "contend/internal/task.hpp"
 
 namespace contend {
@@ -65,7 +66,8 @@ struct hill_climbing_adjustment {
 };
 
 struct thread_pool_options {
-    std::size_t min_threads = 0;  // 0: std::thread::hardware_concurrency()
+    // 0: std::thread::hardware_concurrency(), or max_threads if that was given and is lower.
+    std::size_t min_threads = 0;
     std::size_t max_threads = 0;  // 0: max(min_threads, 4 * hardware threads, 64), at most 32,767
     std::string name = "contend";  // workers are "<name>-worker-N" at OS level (truncated to 15 bytes)
     bool hill_climbing = true;
@@ -127,8 +129,13 @@ public:
     using timer_id = std::uint64_t;
     static constexpr std::chrono::steady_clock::duration no_timeout = std::chrono::steady_clock::duration::max();
 
+    // Options left at their defaults take the environment's overrides, if set:
+    // CONTEND_POOL_MIN_THREADS and CONTEND_POOL_MAX_THREADS (a count of 1 or more in decimal
+    // digits only: no space, no sign) and CONTEND_POOL_HILL_CLIMBING (0/1/true/false/on/off).
     // Throws std::invalid_argument for max_threads < min_threads, counts above 32,767, or
-    // an environment override that is not a number.
+    // an override that is not as above (the message names it). Starts min_threads workers
+    // and the gate thread; if one cannot start, stops those it started and throws the
+    // std::system_error ("contend::thread_pool 'NAME': a thread could not start: ...").
     explicit thread_pool(thread_pool_options options = {});
     // Throws std::logic_error on a worker of this pool (see the top of this header).
     ~thread_pool() noexcept(false);
@@ -167,15 +174,18 @@ public:
 
     // Runs f on the pool once the time has come (never earlier). Ids are never reused and
     // are unique across every pool of the process (another pool's id cancels nothing). A
-    // delay too long to represent (no_timeout, duration::max()) means never. Once the
-    // pool's destructor has begun, f is destroyed without running and the result is 0.
-    template <class F>
-    timer_id post_after(std::chrono::steady_clock::duration delay, F&& f) {
-        return add_timer(internal::steady_after(delay), internal::make_task(std::forward<F>(f)));
+    // delay or time too far off to represent in the steady clock's nanoseconds (no_timeout,
+    // duration::max(), hours::max(), a steady time_point of hours' max()) means never; a
+    // delay not positive (NaN too), now. Once the pool's destructor has begun, f is destroyed
+    // without running and the result is 0.
+    template <class Rep, class Period, class F>
+    timer_id post_after(const std::chrono::duration<Rep, Period>& delay, F&& f) {
+        return add_timer(internal::steady_after(internal::saturated_duration(delay)),
+                         internal::make_task(std::forward<F>(f)));
     }
-    template <class F>
-    timer_id post_at(std::chrono::steady_clock::time_point when, F&& f) {
-        return add_timer(when, internal::make_task(std::forward<F>(f)));
+    template <class Duration, class F>
+    timer_id post_at(const std::chrono::time_point<std::chrono::steady_clock, Duration>& when, F&& f) {
+        return add_timer(internal::steady_deadline(when.time_since_epoch()), internal::make_task(std::forward<F>(f)));
     }
     // True only if the timer had not been dispatched yet (its callback will never run).
     // False for an id of another pool, and for every id once the destructor has begun
@@ -183,20 +193,20 @@ public:
     bool cancel_timer(timer_id id);
 
     // Calls f(false) on the pool when the event is set, f(true) when `timeout` passes
-    // first (no_timeout: never). once: at most one call; otherwise the wait re-arms after
-    // each call and the timeout restarts. On an auto_reset_event a firing consumes the set.
-    // Firings of one registration never overlap: the wait re-arms when the callback returns
-    // (or throws), so a manual event left set fires again after each call, one call at a
-    // time; reset it in the callback, or use `once` or an auto_reset_event, for one call per
-    // set. A set while the wait is disarmed is not lost (it fires on re-arm). When a set and
-    // the timeout coincide, the set wins. The event must outlive the registration (or the
-    // pool): unregistering clears a bit in the event's state word. Once the pool's
-    // destructor has begun, the registration returned is inactive and f never runs.
-    template <class Event, class F>
+    // first (no_timeout, or any duration too long for the steady clock's nanoseconds: never). once: at most one call;
+    // otherwise the wait re-arms after each call and the timeout restarts. On an auto_reset_event a firing consumes the
+    // set. Firings of one registration never overlap: the wait re-arms when the callback returns (or throws), so a
+    // manual event left set fires again after each call, one call at a time; reset it in the callback, or use `once` or
+    // an auto_reset_event, for one call per set. A set while the wait is disarmed is not lost (it fires on re-arm).
+    // When a set and the timeout coincide, the set wins. The event must outlive the registration (or the pool):
+    // unregistering clears a bit in the event's state word. Once the pool's destructor has begun, the registration
+    // returned is inactive and f never runs.
+    template <class Event, class F, class Rep, class Period>
     requires(std::is_same_v<Event, manual_reset_event> || std::is_same_v<Event, auto_reset_event>) wait_registration
-        register_wait(Event& event, F&& f, std::chrono::steady_clock::duration timeout, bool once) {
+        register_wait(Event& event, F&& f, const std::chrono::duration<Rep, Period>& timeout, bool once) {
         return register_wait_impl(&event, std::is_same_v<Event, auto_reset_event>,
-                                  std::function<void(bool)>(std::forward<F>(f)), timeout, once);
+                                  std::function<void(bool)>(std::forward<F>(f)), internal::saturated_duration(timeout),
+                                  once);
     }
 
     bool set_min_threads(std::size_t n);  // false, nothing changed, if 0 or > max

@@ -46,6 +46,7 @@ struct fd_pump_state {
     bool finished = false;  // a terminal stop was reported; only the caller's thread touches it
     fd_stop final_stop = fd_stop::end_of_stream;
     int final_error = 0;
+    std::exception_ptr writer_error;  // pipe_to_fd: the writer's error that ended the transfer
 
     // The callback's half of the hand-off above: its result is stored before the swap.
     void settle() {
@@ -78,7 +79,12 @@ struct fd_pump_state {
         final_error = t.error = error;
         return t;
     }
-    fd_transfer final_result() const { return {0, final_stop, final_error}; }
+    // The terminal stop again; the writer's error is rethrown again (it was no fd's error,
+    // so no stop with an errno could say it).
+    fd_transfer final_result() const {
+        if (writer_error) std::rethrow_exception(writer_error);
+        return {0, final_stop, final_error};
+    }
 };
 
 namespace {
@@ -346,6 +352,7 @@ read_result pipe_to_fd::read_rethrowing(bool blocking, bool& got) {
         // The writer's error: nothing more will come, so the reader is done too.
         reader_->complete();
         state_->finish({}, fd_stop::error);
+        state_->writer_error = std::current_exception();
         throw;
     }
     return r;

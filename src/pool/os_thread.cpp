@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <atomic>
+#include <cerrno>
 #include <memory>
 #include <system_error>
 #include <utility>
@@ -12,6 +14,17 @@
 
 namespace contend::internal {
 namespace {
+
+// fail_thread_starts_after's budget: starts left before they fail, or < 0 for no limit.
+std::atomic<int> starts_left{-1};
+
+// Whether this start must fail, by fail_thread_starts_after.
+bool start_refused() noexcept {
+    int n = starts_left.load(std::memory_order_relaxed);
+    while (n > 0 && !starts_left.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+    }
+    return n == 0;
+}
 
 #if !CONTEND_MODEL_CHECK
 struct start_args {
@@ -29,6 +42,8 @@ void* thread_main(void* p) {
 
 }  // namespace
 
+void fail_thread_starts_after(int starts) noexcept { starts_left.store(starts, std::memory_order_relaxed); }
+
 void set_current_thread_name(const std::string& name) noexcept {
 #if defined(__linux__)
     const std::string short_name = name.substr(0, 15);  // the kernel's limit, 16 with the NUL
@@ -43,6 +58,7 @@ void set_current_thread_name(const std::string& name) noexcept {
 // (docs/design/model-checking.md): a pthread's start and join are outside the model. Name and
 // stack size do not matter there.
 os_thread::os_thread(const std::string&, std::size_t, std::function<void()> body) {
+    if (start_refused()) throw std::system_error(EAGAIN, std::generic_category(), "pthread_create");
     handle_ = reinterpret_cast<unsigned long>(new model::thread(std::move(body)));
     started_ = true;
 }
@@ -54,7 +70,7 @@ os_thread::os_thread(const std::string& name, std::size_t stack_size, std::funct
     if (stack_size != 0) pthread_attr_setstacksize(&attr, stack_size);
     auto args = std::make_unique<start_args>(start_args{name, std::move(body)});
     pthread_t t{};
-    const int e = pthread_create(&t, &attr, &thread_main, args.get());
+    const int e = start_refused() ? EAGAIN : pthread_create(&t, &attr, &thread_main, args.get());
     pthread_attr_destroy(&attr);
     if (e != 0) throw std::system_error(e, std::generic_category(), "pthread_create");
     args.release();  // the thread owns it now

@@ -1,8 +1,10 @@
-// A named OS thread with a chosen stack size. Internal to the pool.
+// A named OS thread with a chosen stack size. Internal to the pool: its workers and its
+// service threads all start here.
 //
 // std::thread cannot choose a stack size; the pool's own threads (gate, timer, wait) run no
 // user code and need little stack, so they take 256 KiB instead of the default 8 MiB of
-// address space (.NET gives its service threads a small stack for the same reason).
+// address space (.NET gives its service threads a small stack for the same reason). Workers
+// run user code and take the platform's default.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +35,12 @@ private:
     unsigned long handle_ = 0;  // pthread_t
     bool started_ = false;
 };
+
+// For tests: the next `starts` threads start as usual and every start after them fails as
+// pthread_create does when the system is out of threads or memory (std::system_error,
+// EAGAIN); a negative `starts` (the default) fails none. Each of the pool's threads, the
+// workers too, starts here, so a test can make any one of them fail.
+void fail_thread_starts_after(int starts) noexcept;
 
 // Names the calling thread (truncated to 15 bytes); best effort.
 void set_current_thread_name(const std::string& name) noexcept;

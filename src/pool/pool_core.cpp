@@ -45,6 +45,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/thread_id.hpp"
@@ -95,16 +96,31 @@ std::size_t hardware_threads() noexcept {
     return n == 0 ? 1 : n;
 }
 
-// Reads an environment override: unset, the default; set, a number or std::invalid_argument.
+// Reads a thread-count override: unset, the default; set, a count of 1 or more in decimal
+// digits and nothing else (no space, no sign: strtoull would skip a leading space and take a
+// sign, so ' 4' and '+3' passed where '4 ' did not), else std::invalid_argument.
 bool env_size(const char* name, std::size_t& out) {
     const char* v = std::getenv(name);
     if (v == nullptr) return false;
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0 || v[0] == '-')
-        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is not a count: '" + v + "'");
-    out = static_cast<std::size_t>(n);
+    const std::string s(v);
+    std::size_t n = 0;
+    bool valid = !s.empty();
+    for (const char c : s) {
+        if (c < '0' || c > '9') {
+            valid = false;
+            break;
+        }
+        // Held just past the most threads a pool may have, which the caller then refuses.
+        n = std::min(n * 10 + static_cast<std::size_t>(c - '0'), max_pool_threads + 1);
+    }
+    if (!valid || n == 0)
+        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is not a count of threads (1 or " +
+                                    "more, in decimal digits only): '" + s + "'");
+    if (n > max_pool_threads)
+        throw std::invalid_argument(std::string("contend::thread_pool: ") + name + " is above " +
+                                    std::to_string(max_pool_threads) + ", the most threads a pool may have: '" + s +
+                                    "'");
+    out = n;
     return true;
 }
 
@@ -143,7 +159,13 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     if (options.max_threads == 0) env_size("CONTEND_POOL_MAX_THREADS", options.max_threads);
     if (options.hill_climbing) env_bool("CONTEND_POOL_HILL_CLIMBING", options.hill_climbing);
 
-    std::size_t min_n = options.min_threads == 0 ? hardware_threads() : options.min_threads;
+    // The default minimum is the CPU count, but never above a maximum that was given (by the
+    // option or the override): CONTEND_POOL_MAX_THREADS=1 makes a one-thread pool.
+    std::size_t min_n = options.min_threads;
+    if (min_n == 0) {
+        min_n = hardware_threads();
+        if (options.max_threads != 0) min_n = std::min(min_n, options.max_threads);
+    }
     std::size_t max_n = options.max_threads;
     if (max_n == 0) max_n = std::max({min_n, 4 * hardware_threads(), std::size_t{64}});
     max_n = std::min(max_n, max_pool_threads);
@@ -160,12 +182,24 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     timers = std::make_unique<timer_queue>(options.name, [this](task_node* n) { post_urgent(n); });
     waits = std::make_unique<wait_thread>(options.name, [this](task_node* n) { post_urgent(n); });
 
-    for (std::size_t i = 0; i < min_n; ++i) spawn_worker();
+    // A thread that cannot start fails the constructor, and the threads started before it
+    // are stopped first: a thread object destroyed still joinable as the exception unwinds
+    // would end the process (std::terminate).
+    try {
+        for (std::size_t i = 0; i < min_n; ++i) spawn_worker(start_failure::rethrow);
 #if !CONTEND_MODEL_CHECK
-    // Not in the model-checking build: the gate's hill climbing and starvation checks read
-    // real time and CPU use, outside the model. A model pool runs its minimum of workers.
-    gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
+        // Not in the model-checking build: the gate's hill climbing and starvation checks read
+        // real time and CPU use, outside the model. A model pool runs its minimum of workers.
+        gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
 #endif
+    } catch (const std::system_error& e) {
+        shutdown();
+        // what(): "contend::thread_pool 'NAME': a thread could not start: " and the reason.
+        throw std::system_error(e.code(), "contend::thread_pool '" + options.name + "': a thread could not start");
+    } catch (...) {
+        shutdown();
+        throw;
+    }
 }
 
 pool_core::~pool_core() { shutdown(); }
@@ -210,7 +244,7 @@ std::size_t pool_core::target_threads() const noexcept {
     return std::min(g + blocked.load(std::memory_order_relaxed), max_threads.load(std::memory_order_relaxed));
 }
 
-bool pool_core::spawn_worker() {
+bool pool_core::spawn_worker(start_failure on_failure) {
     std::lock_guard guard(workers_lock);
     if (stopping.load(std::memory_order_relaxed)) return false;
     if (alive.load(std::memory_order_relaxed) >= max_threads.load(std::memory_order_relaxed)) return false;
@@ -237,10 +271,11 @@ bool pool_core::spawn_worker() {
     w->alive.store(true, std::memory_order_release);
     alive.fetch_add(1, std::memory_order_relaxed);
     try {
-        w->thread = worker_thread([this, w] { worker_main(w); });
+        w->thread = worker_thread(worker_name(options.name, w->index), 0, [this, w] { worker_main(w); });
     } catch (...) {
         w->alive.store(false, std::memory_order_release);
         alive.fetch_sub(1, std::memory_order_relaxed);
+        if (on_failure == start_failure::rethrow) throw;
         return false;
     }
     return true;
@@ -481,7 +516,6 @@ void pool_core::worker_main(worker* self) {
 #ifdef __linux__
     self->os_tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
 #endif
-    set_current_thread_name(worker_name(options.name, self->index));
     if (options.on_thread_start) options.on_thread_start(self->index);
     for (;;) {
         if (task_node* n = find_work(self)) {

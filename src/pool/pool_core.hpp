@@ -28,12 +28,6 @@
 #include "pool/wait_thread.hpp"
 #include "pool/work_stealing_deque.hpp"
 
-#if CONTEND_MODEL_CHECK
-#include <functional>
-
-#include "model/model.hpp"
-#endif
-
 namespace contend::internal {
 
 // No pool has more workers than this (the slot table is sized once).
@@ -46,26 +40,9 @@ inline constexpr std::size_t outbox_capacity = 32;
 struct pool_core;
 struct worker;
 
-#if CONTEND_MODEL_CHECK
-// The model-checking build runs the workers as model threads (docs/design/model-checking.md):
-// a std::thread's start and join are outside the model, a model thread's are scheduling
-// points. The same face as the std::thread the other builds use.
-class worker_thread {
-public:
-    worker_thread() noexcept = default;
-    explicit worker_thread(std::function<void()> body) : thread_(std::make_unique<model::thread>(std::move(body))) {}
-    bool joinable() const noexcept { return thread_ != nullptr; }
-    void join() {
-        thread_->join();
-        thread_.reset();
-    }
-
-private:
-    std::unique_ptr<model::thread> thread_;
-};
-#else
-using worker_thread = std::thread;
-#endif
+// A worker's thread: an os_thread (a model thread in the model-checking build, whose start
+// and join are scheduling points; docs/design/model-checking.md).
+using worker_thread = os_thread;
 
 // The worker the calling thread is, of whichever pool, or nullptr.
 extern thread_local worker* current_worker;
@@ -120,7 +97,11 @@ struct pool_core {
     void wake_one();
     std::size_t target_threads() const noexcept;
     void ensure_workers();  // start workers up to the target while work is queued
-    bool spawn_worker();
+    // What spawn_worker does when the thread cannot start: return false (the pool carries
+    // on with the workers it has, and tries again when work calls for one), or throw the
+    // thread's std::system_error (the constructor, which must start min_threads).
+    enum class start_failure { give_up, rethrow };
+    bool spawn_worker(start_failure on_failure = start_failure::give_up);
     bool quiescent() const noexcept;
     std::uint64_t completed_sum() const noexcept;
     std::uint64_t sleeps_sum() const noexcept;

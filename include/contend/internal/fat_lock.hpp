@@ -24,8 +24,10 @@ struct alignas(cache_line_size) fat_lock {
     // The owner's compact thread id, 0 when free, or idle_mark: a sweep found it free and no
     // thread has acquired it since.
     internal::atomic<std::uint32_t> owner{0};
-    std::uint32_t recursion = 0;  // extra entries by the owner; 0 whenever the lock is free
     std::uint32_t waiters = 0;  // threads inside wait() (under m): such a lock is never deflated
+    // Extra entries by the owner; 0 whenever the lock is free. 64 bits, which no program
+    // reaches: a 32-bit count wrapped at 2^32 entries, and the next unlock released the lock.
+    std::uint64_t recursion = 0;
     internal::atomic<std::uint32_t>* word = nullptr;  // the thin word that names this entry (table's lock)
     // m's waiter slot (internal/waiter_slots.hpp), found once when the entry is first used:
     // the inline unlock then loads it instead of hashing m's address.

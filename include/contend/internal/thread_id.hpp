@@ -23,8 +23,10 @@ std::uint32_t acquire_compact_thread_id() noexcept;
 // exit takes one away. A thread that exits with this above zero has abandoned a lock; its id
 // is then never handed out again, so that no later thread finds itself the owner of a lock
 // it never took (it gets synchronization_error there, as any non-owner does, and the lock
-// stays held, as any lock whose owner vanished). One plain add per entry and exit.
-inline thread_local std::uint32_t locks_held = 0;
+// stays held, as any lock whose owner vanished). One plain add per entry and exit. 64 bits:
+// a 32-bit count wrapped at 2^32 entries, and a thread holding that many passed for one
+// holding none.
+inline thread_local std::uint64_t locks_held = 0;
 
 // The calling thread's id, >= 1. Zero is never an id, so a header word can use it for "no owner".
 inline std::uint32_t compact_thread_id() noexcept {
