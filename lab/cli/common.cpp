@@ -31,7 +31,8 @@ const char* const exit_status_table =
     "  4      an output could not be written (a full disk, a file size limit, a closed pipe; standard output "
     "included): bench still writes its other outputs; compare writes all its files or none\n"
     "  5      out of memory\n"
-    "  128+N  stopped by signal N (bench writes the cells done; the other commands store and replace nothing)\n"
+    "  128+N  stopped by signal N (bench writes the cells done, and a signal while it writes stops the writing; the "
+    "other commands store and replace nothing)\n"
     "  run exits with the status of the program it ran (contend run --help)";
 
 std::atomic<int> stop_signal{0};

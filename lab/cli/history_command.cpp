@@ -110,6 +110,7 @@ int run_history_changes(history_args& a) {
     const change_options options{a.p, a.min_segment, a.min_magnitude_percent / 100};
     // One computation for the page and the text: the page charts the change points printed.
     const auto series = history_series(runs, a.name_glob, options);
+    throw_if_stopped(&stop_signal, "nothing was printed or written");
     // Standard output may carry the page; the text then goes to standard error.
     FILE* text = a.html_path == "-" ? stderr : stdout;
     if (!a.html_path.empty()) {

@@ -77,7 +77,9 @@ public:
     // refused before SQLite opens it (its open would block on a FIFO). `stop` (may be null:
     // never), once it holds a signal's number, ends any wait for a lock and any read or check
     // under way, which then throws interrupted (interrupted.hpp), having stored nothing;
-    // append's own `stop` defaults to it.
+    // append's own `stop` defaults to it. A file this open created is removed again when the
+    // schema could not be written to it (a full disk), rather than left empty. PostgreSQL:
+    // `stop` is not looked at; append's is.
     explicit history_store(const std::string& path, history_access access = history_access::read_write,
                            const std::atomic<int>* stop = nullptr);
 

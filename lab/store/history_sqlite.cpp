@@ -7,6 +7,7 @@
 // ends any wait for a lock and any long statement.
 #include "store/history_backend.hpp"
 #include "store/interrupted.hpp"
+#include "text/utf8.hpp"
 
 #include <sqlite3.h>
 
@@ -528,7 +529,7 @@ void insert_cell(const database& db, statement& insert, statement& insert_metric
         try {
             check_metric_name(name);
         } catch (const std::invalid_argument& e) {
-            db.reject(std::string("cannot append cell ") + cell.name() + ": " + e.what());
+            db.reject(std::string("cannot append cell ") + message_text(cell.name()) + ": " + e.what());
         }
         insert_metric.rewind();
         insert_metric.bind_int(cell_id).bind_text(name).bind_real(value);
@@ -539,17 +540,26 @@ void insert_cell(const database& db, statement& insert, statement& insert_metric
 class sqlite_history final : public backend {
 public:
     sqlite_history(const std::string& path, history_access access, const std::atomic<int>* stop)
-        : db_(path, access == history_access::read_only, stop) {
+        : created_(access == history_access::read_write && !std::filesystem::exists(path)),
+          db_(path, access == history_access::read_only, stop) {
         if (access == history_access::read_only) {
             version_ = history_version_snapshot(db_);
             if (version_ == 0) db_.reject("holds no contend history (run `contend bench` first)");
             return;
         }
-        // Read first: this is where a file that is not a database, or one of another schema,
-        // fails, before anything writes; an up-to-date file needs no write lock at all.
-        if (history_version_snapshot(db_) != schema_version) migrate(db_);
-        // Per connection, and outside any transaction, where SQLite would ignore it.
-        db_.exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+        try {
+            // Read first: this is where a file that is not a database, or one of another
+            // schema, fails, before anything writes; an up-to-date file needs no write lock.
+            if (history_version_snapshot(db_) != schema_version) migrate(db_);
+            // Per connection, and outside any transaction, where SQLite would ignore it.
+            db_.exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+        } catch (...) {
+            // The open created the file and the schema could not be written (a full disk): an
+            // empty file named like a history would only mislead. Removed; anything else stays.
+            std::error_code ec;
+            if (created_ && std::filesystem::file_size(path, ec) == 0 && !ec) std::filesystem::remove(path, ec);
+            throw;
+        }
     }
 
     int version() const override { return version_; }
@@ -673,6 +683,7 @@ private:
         }
     }
 
+    bool created_;  // the open created the file
     database db_;
     int version_ = schema_version;  // of the file, as opened
 };
