@@ -10,7 +10,6 @@
 #include "text/utf8.hpp"
 
 #include <sqlite3.h>
-
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
