@@ -448,7 +448,8 @@ void migrate(const database& db) {
 // every page (a 100 MB history takes a fraction of a second); a stop signal cuts it short.
 void check_intact(const database& db) {
     statement check(db, "cannot check the file", "PRAGMA quick_check(1)");
-    const std::string verdict = check.step() ? check.read_text() : std::string("no verdict");
+    std::string verdict = check.step() ? check.read_text() : std::string("no verdict");
+    std::replace(verdict.begin(), verdict.end(), '\n', ' ');  // one line, as every message
     if (verdict != "ok")
         db.reject("the file is damaged (SQLite's quick_check: " + verdict +
                   "): nothing was stored in it. Keep a copy; `sqlite3 " + db.path() +
