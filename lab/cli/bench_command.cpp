@@ -39,6 +39,7 @@ int run_bench(const CLI::App& bench, bench_args& a) {
     if (!a.workers.empty()) r.workers = parse_workers(a.workers);
     if (bench.count("--busy-loops")) r.busy_loops = parse_small_integer("--busy-loops", a.busy_loops, false);
     if (bench.count("--busy-nice")) r.busy_nice = parse_small_integer("--busy-nice", a.busy_nice, true);
+    r.stop = &stop_signal;
     const bench_session session(r);
 
     std::ostream& text = session.standard_output_taken() ? std::cerr : std::cout;
@@ -64,12 +65,16 @@ int run_bench(const CLI::App& bench, bench_args& a) {
          << ", co-tenant: " << describe_cotenant(c.busy_loops, c.busy_nice, c.one_cpu) << "\n";
     if (!run.cells.empty()) text << to_table(run);
 
-    const int stopped_by = stop_signal.load();
+    const int stopped_in_run = stop_signal.load();
     if (run.cells.empty()) {
         text << "\ncontend bench: " << c.run_status << "; no cell finished, nothing written\n";
-        return stopped_by ? 128 + stopped_by : exit_no_valid_cell;
+        return stopped_in_run ? 128 + stopped_in_run : exit_no_valid_cell;
     }
-    const bench_written written = session.write(run);
+    // A signal during the run asked for the cells done to be written: the writing then goes
+    // on (a second signal ends the process). A first signal while they are written stops the
+    // writing: what is left is not written (a wait for the history's lock ends), exit 128 + N.
+    const bench_written written = session.write(run, stopped_in_run ? nullptr : &stop_signal);
+    const int stopped_by = stop_signal.load();
     text << session.summary(run, written);
     for (const auto& f : written.failed) std::cerr << "contend bench: could not write " << f << "\n";
     if (stopped_by) return 128 + stopped_by;

@@ -14,6 +14,7 @@
 
 #include "cli/cli.hpp"
 #include "pages/report.hpp"
+#include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "text/utf8.hpp"
 
@@ -31,7 +32,8 @@ const char* const exit_status_table =
     "  4      an output could not be written (a full disk, a file size limit, a closed pipe; standard output "
     "included): bench still writes its other outputs; compare writes all its files or none\n"
     "  5      out of memory\n"
-    "  128+N  stopped by signal N (bench writes the cells done; the other commands store and replace nothing)\n"
+    "  128+N  stopped by signal N (bench writes the cells done, and a signal while it writes stops the writing; the "
+    "other commands store and replace nothing)\n"
     "  run exits with the status of the program it ran (contend run --help)";
 
 std::atomic<int> stop_signal{0};
@@ -179,10 +181,13 @@ std::string shell_word(const std::string& word) {
 // Every run of the history, opened read-only. A history that cannot be opened or read (not a
 // history, corrupt pages, cut short) is bad input (exit 2), as a results file that cannot be
 // read is: the message names the path. Never exit 1, which is compare's "regression".
+// A stop signal ends the read (exit 128 + N), wherever it is.
 std::vector<lab::stored_run> read_history(const std::string& db_path) {
     try {
-        const lab::history_store store(db_path, lab::history_access::read_only);
+        const lab::history_store store(db_path, lab::history_access::read_only, &stop_signal);
         return store.stored_runs();
+    } catch (const lab::interrupted&) {
+        throw;
     } catch (const std::runtime_error& e) {
         throw std::invalid_argument("--db " + lab::history_store::printable(db_path) + ": " + e.what());
     }

@@ -28,7 +28,8 @@ int run_compare(const compare_args& a) {
     const bool from_history = !a.db_path.empty();
     std::vector<named_path> inputs;
     if (!from_history) inputs = {{"baseline", a.baseline}, {"test", a.test}};
-    else if (!history_store::is_database_uri(a.db_path)) inputs.push_back({"--db", a.db_path});
+    else
+        for (const std::string& file : history_store::files_of(a.db_path)) inputs.push_back({"--db", file});
     std::vector<named_path> outputs;
     if (!a.markdown_path.empty()) outputs.push_back({"--markdown", a.markdown_path});
     if (!a.json_path.empty()) outputs.push_back({"--json", a.json_path});

@@ -31,14 +31,20 @@ struct history_args {
     double min_magnitude_percent = 5;
 };
 
-// `contend history list`: one line per run, oldest first.
+// A field of the history as one piece of a line: escaped (message_text), so that what an
+// imported file put there (ESC, U+202E, a newline, a NUL) cannot drive the terminal, reverse
+// or cut the line, or fake another; "-" when empty.
+std::string list_field(const std::string& text) { return text.empty() ? "-" : message_text(text, std::string::npos); }
+
+// `contend history list`: one line per run, oldest first. A stop signal ends it between two.
 int run_history_list(const history_args& a) {
     const auto runs = read_history(a.db_path);
     for (const auto& r : runs) {
+        throw_if_stopped(&stop_signal, "the list was cut short");
         const auto& c = r.run.context;
-        std::printf("%lld  %s  %s  %s  %zu cells (%zu valid)  %s\n", static_cast<long long>(r.id), c.date.c_str(),
-                    c.label.empty() ? "-" : c.label.c_str(), c.cpu_model.empty() ? "-" : c.cpu_model.c_str(),
-                    r.run.cells.size(), r.run.valid_cells(), c.run_status.c_str());
+        std::printf("%lld  %s  %s  %s  %zu cells (%zu valid)  %s\n", static_cast<long long>(r.id),
+                    list_field(c.date).c_str(), list_field(c.label).c_str(), list_field(c.cpu_model).c_str(),
+                    r.run.cells.size(), r.run.valid_cells(), list_field(c.run_status).c_str());
     }
     std::printf("%zu %s in %s\n", runs.size(), runs.size() == 1 ? "run" : "runs",
                 history_store::printable(a.db_path).c_str());
@@ -59,13 +65,15 @@ int run_history_import(const import_args& a) {
         throw std::invalid_argument("--label: give printable UTF-8 text, without control characters");
     if (!history_store::is_database_uri(a.db_path)) check_distinct({{"--db", a.db_path}}, {{"FILE", a.file}});
     try {
-        history_store::check_appendable(a.db_path);
+        history_store::check_appendable(a.db_path, &stop_signal);
+    } catch (const interrupted&) {
+        throw;
     } catch (const std::runtime_error& e) {
         throw std::invalid_argument("--db " + history_store::printable(a.db_path) + ": " + e.what());
     }
     const imported_run imported = import_run_file(a.file, a.label);
     throw_if_stopped(&stop_signal, "nothing was stored");
-    history_store store(a.db_path);
+    history_store store(a.db_path, history_access::read_write, &stop_signal);
     const std::int64_t id = store.append(imported.run, &stop_signal);
     const std::string invalid =
         imported.skipped ? ", " + std::to_string(imported.skipped) + " invalid cells kept," : std::string();
@@ -93,7 +101,7 @@ int run_history_changes(history_args& a) {
     if (!a.html_path.empty()) {
         // A PostgreSQL URI is no file the page could overwrite.
         std::vector<named_path> inputs;
-        if (!history_store::is_database_uri(a.db_path)) inputs.push_back({"--db", a.db_path});
+        for (const std::string& file : history_store::files_of(a.db_path)) inputs.push_back({"--db", file});
         check_distinct({{"--html", a.html_path}}, inputs);
         check_output_path("--html", a.html_path);
         library = page_chart_library();
@@ -102,6 +110,7 @@ int run_history_changes(history_args& a) {
     const change_options options{a.p, a.min_segment, a.min_magnitude_percent / 100};
     // One computation for the page and the text: the page charts the change points printed.
     const auto series = history_series(runs, a.name_glob, options);
+    throw_if_stopped(&stop_signal, "nothing was printed or written");
     // Standard output may carry the page; the text then goes to standard error.
     FILE* text = a.html_path == "-" ? stderr : stdout;
     if (!a.html_path.empty()) {

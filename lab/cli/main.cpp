@@ -2,6 +2,7 @@
 // and calls the lab library (run_suite and bench_session, the results model and its writers,
 // the history, the comparisons, the pages), which the tests call directly; this file picks
 // the subcommand and turns what it throws into the exit status of the one table.
+#include <csignal>
 #include <cstdio>
 #include <new>
 #include <stdexcept>
@@ -72,9 +73,12 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        // --help and --version exit 0; any other parse error is bad usage, exit 2 for
-        // every subcommand (CLI11's own codes, 105-110, would mean nothing to a script).
-        return app.exit(e) == 0 ? 0 : cli::exit_usage;
+        // --help and --version exit 0 (4 when what they printed could not be written: a
+        // full disk, a closed pipe); any other parse error is bad usage, exit 2 for every
+        // subcommand (CLI11's own codes, 105-110, would mean nothing to a script).
+        std::signal(SIGPIPE, SIG_IGN);  // a closed pipe is then a write error, not a kill
+        if (app.exit(e) != 0) return cli::exit_usage;
+        return cli::standard_output_checked(e.get_name() == "CallForVersion" ? "--version" : "--help", 0);
     }
     cli::install_stop_handlers();
     // Every command but bench, which writes what it measured, stops without writing.

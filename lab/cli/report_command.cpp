@@ -50,7 +50,8 @@ int run_disasm(const std::string& suite_name, const std::string& contender_id) {
 int run_report(const report_request& request, const std::string& output) {
     std::vector<named_path> inputs;  // a PostgreSQL URI is no file that -o could overwrite
     if (!request.json_path.empty()) inputs.push_back({"--json", request.json_path});
-    else if (!history_store::is_database_uri(request.db_path)) inputs.push_back({"--db", request.db_path});
+    else
+        for (const std::string& file : history_store::files_of(request.db_path)) inputs.push_back({"--db", file});
     check_distinct({{"-o", output}}, inputs);
     check_output_path("-o", output);
     const auto sources = load_report_sources(request);
@@ -105,6 +106,7 @@ command add_report(CLI::App& app) {
                 if (report->count("--run"))
                     a->request.run_id =
                         parse_whole_number("--run", a->run_id, 1, std::numeric_limits<std::int64_t>::max());
+                a->request.stop = &stop_signal;
                 return run_report(a->request, a->output);
             }};
 }

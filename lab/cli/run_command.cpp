@@ -78,6 +78,7 @@ std::string program_file(const std::string& program) {
 // output there would replace the program once it has run.
 results_outputs checked_outputs(const CLI::App& run, const run_args& a) {
     results_outputs out;
+    out.stop = &stop_signal;
     if (run.count("--json")) out.json_path = a.json_path;
     if (run.count("--csv")) out.csv_path = a.csv_path;
     if (run.count("--db")) {
@@ -227,11 +228,14 @@ int run_program(const CLI::App& run, run_args& a) {
     if (!recording) return code;
     for (std::size_t i = 0; i < locks.size(); ++i)
         if (!runs[i].empty()) record.cells.push_back(run_cell({request.argv, locks[i], a.profile, std::move(runs[i])}));
-    const bench_written written = write_results(outputs, record);
+    // A signal during the writing stops it (bench_session.hpp), unless one came before.
+    const bool stopped_before = stop_signal.load() != 0;
+    const bench_written written = write_results(outputs, record, stopped_before ? nullptr : &stop_signal);
     for (const auto& w : written.wrote) std::fprintf(stderr, "contend run: wrote %s\n", w.c_str());
     for (const auto& f : written.failed) std::fprintf(stderr, "contend run: could not write %s\n", f.c_str());
     // The program's failure came first and decides; a run that passed but was not recorded
     // must not read as a success.
+    if (const int sig = stop_signal.load(); code == 0 && !stopped_before && sig != 0) return 128 + sig;
     if (code == 0 && !written.failed.empty()) return exit_output_failed;
     return code;
 }

@@ -34,6 +34,7 @@
 // Internal to the lab (namespace contend::lab).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,6 +59,8 @@ struct report_request {
     std::string db_path = ".contend/history.db";
     std::string json_path;
     std::optional<std::int64_t> run_id;
+    // Ends reading the history at a stop signal (history_store's `stop`); null: never.
+    const std::atomic<int>* stop = nullptr;
 };
 
 // The runs a request names. Throws std::runtime_error, saying what is wrong, for a missing

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "store/history.hpp"
+#include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"
 
@@ -42,23 +43,32 @@ void check_results_outputs(const results_outputs& r, std::vector<named_path> inp
     if (r.db_path == "-") throw std::invalid_argument("--db: the history cannot be standard output");
     // A PostgreSQL URI is no file: no output can land on it, and nothing is created under its
     // name; check_appendable connects instead.
-    if (!r.db_path.empty() && !history_store::is_database_uri(r.db_path))
+    // Nor on the files SQLite keeps beside it (its journal), which it deletes or rewrites.
+    if (!r.db_path.empty() && !history_store::is_database_uri(r.db_path)) {
         (r.no_history ? inputs : outputs).push_back({"--db", r.db_path});
+        for (const std::string& file : history_store::files_of(r.db_path))
+            if (file != r.db_path) inputs.push_back({"--db", file});
+    }
     check_distinct(outputs, inputs);
     for (const auto& out : outputs) check_output_path(out.what, out.path);
     if (r.no_history || r.db_path.empty()) return;
     try {
-        history_store::check_appendable(r.db_path);
+        history_store::check_appendable(r.db_path, r.stop);
+    } catch (const interrupted&) {
+        throw;
     } catch (const std::runtime_error& e) {
         throw std::invalid_argument("--db " + history_store::printable(r.db_path) + ": " + e.what());
     }
 }
 
-bench_written write_results(const results_outputs& r, const run_result& run) {
+bench_written write_results(const results_outputs& r, const run_result& run, const std::atomic<int>* stop) {
+    if (stop) stop_outputs_on(stop);
     bench_written w;
     const auto attempt = [&](const std::string& path, auto&& write_one) {
         try {
             w.wrote.push_back(path + " (" + write_one() + ")");
+        } catch (const interrupted& e) {
+            w.failed.push_back(path + ": " + e.what());
         } catch (const std::exception& e) {
             w.failed.push_back(e.what());
         }
@@ -75,8 +85,8 @@ bench_written write_results(const results_outputs& r, const run_result& run) {
         });
     if (!r.no_history && !r.db_path.empty())
         attempt(history_store::printable(r.db_path), [&] {
-            history_store store(r.db_path);
-            return "--db: history run " + std::to_string(store.append(run));
+            history_store store(r.db_path, history_access::read_write, stop);
+            return "--db: history run " + std::to_string(store.append(run, stop));
         });
     return w;
 }
@@ -88,10 +98,12 @@ bench_session::bench_session(bench_request request) : request_(std::move(request
 }
 
 results_outputs bench_session::outputs() const {
-    return {request_.json_path, request_.csv_path, request_.db_path, request_.no_history};
+    return {request_.json_path, request_.csv_path, request_.db_path, request_.no_history, request_.stop};
 }
 
-bench_written bench_session::write(const run_result& run) const { return write_results(outputs(), run); }
+bench_written bench_session::write(const run_result& run, const std::atomic<int>* stop) const {
+    return write_results(outputs(), run, stop);
+}
 
 std::string bench_session::summary(const run_result& run, const bench_written& written) const {
     const auto& h = request_.options.harness;

@@ -5,6 +5,7 @@
 // costs none of the others. The CLI parses into a bench_request and prints what this returns.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,8 @@ struct bench_request {
     std::string csv_path;  // "": none
     std::string db_path = ".contend/history.db";
     bool no_history = false;  // the history is then an input: no output may land on it
+    // Ends the check of the history (a wait for its lock) at a stop signal; null: never.
+    const std::atomic<int>* stop = nullptr;
     bench_options options;  // suite, contenders, repetitions, pin, label, ... as given
 };
 
@@ -41,14 +44,21 @@ struct results_outputs {
     std::string csv_path;  // "": none
     std::string db_path;  // "": no history
     bool no_history = false;  // the history is then an input: no output may land on it
+    // Ends check_results_outputs' check of the history (a wait for its lock); null: never.
+    const std::atomic<int>* stop = nullptr;
 };
 
 // Every output path, that no output is another output, the history or one of `inputs`, and
 // that the history can take the run: throws std::invalid_argument (or output_error) naming the
 // option at fault, before anything runs.
 void check_results_outputs(const results_outputs& outputs, std::vector<named_path> inputs = {});
-// Writes each output on its own, so that one that fails costs none of the others.
-bench_written write_results(const results_outputs& outputs, const run_result& run);
+// Writes each output on its own, so that one that fails costs none of the others. `stop` (may
+// be null: never), once it holds a signal's number, stops the writing: the output being
+// written and those after it are not (a file keeps its old bytes, the history stores
+// nothing, a wait for the history's lock ends) and each is listed as failed, "stopped by
+// SIG...". Given, it is also the flag every output file looks at (stop_outputs_on).
+bench_written write_results(const results_outputs& outputs, const run_result& run,
+                            const std::atomic<int>* stop = nullptr);
 
 class bench_session {
 public:
@@ -67,7 +77,7 @@ public:
     bool standard_output_taken() const noexcept { return request_.json_path == "-" || request_.csv_path == "-"; }
 
     run_result run(const run_hooks& hooks) const { return run_suite(request_.options, hooks); }
-    bench_written write(const run_result& run) const;
+    bench_written write(const run_result& run, const std::atomic<int>* stop = nullptr) const;
     // The lines after the table: cells stopped short or skipped, how many are valid, what was
     // written. Ends with a newline.
     std::string summary(const run_result& run, const bench_written& written) const;

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -58,9 +60,24 @@ bool uri_like(std::string_view path) {
     return postgres_like(scheme) || path.substr(scheme.size() + 1).starts_with("/");
 }
 
-// Each value that may be a password in the URI-like `uri`, as written there: the user
-// information's password and every "password" parameter of the query. Over-inclusive where
-// the URI is malformed: a secret shown is worse than a word masked.
+// `text` with %XX escapes decoded where they are well formed, as libpq decodes a URI.
+std::string percent_decoded(std::string_view text);
+
+// Whether the query parameter `item` ("key=value") carries a secret: libpq's password and
+// sslpassword (the key of a client certificate's key), their keys in any case and as
+// percent-escapes (libpq decodes a key before it looks it up). Returns the value's offset in
+// `item`, or npos.
+std::size_t secret_value_at(std::string_view item) {
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) return std::string_view::npos;
+    std::string key = percent_decoded(item.substr(0, equals));
+    for (char& ch : key) ch = lower(ch);
+    return key == "password" || key == "sslpassword" ? equals + 1 : std::string_view::npos;
+}
+
+// Each value that may be a secret in the URI-like `uri`, as written there: the user
+// information's password and every password or sslpassword parameter of the query.
+// Over-inclusive where the URI is malformed: a secret shown is worse than a word masked.
 std::vector<std::string> passwords_in(std::string_view uri) {
     std::vector<std::string> found;
     if (!uri_like(uri)) return found;
@@ -94,14 +111,28 @@ std::vector<std::string> passwords_in(std::string_view uri) {
         while (param < uri.size()) {
             const std::size_t end = std::min(uri.find('&', param), uri.size());
             const std::string_view item = uri.substr(param, end - param);
-            if (starts_with_any_case(item, "password=")) found.emplace_back(item.substr(9));
+            if (const std::size_t value = secret_value_at(item); value != std::string_view::npos)
+                found.emplace_back(item.substr(value));
             param = end + 1;
         }
     }
     return found;
 }
 
-// `text` with %XX escapes decoded where they are well formed, as libpq decodes a URI.
+// The tail of a password that holds a raw '@': libpq ends the password at its first '@' and
+// reads the rest, up to the last '@' before the path, as the start of the host name, which
+// its messages then quote ("could not translate host name "ss@h""). "" when there is none.
+std::string password_tail_in(std::string_view uri) {
+    if (!uri_like(uri)) return {};
+    std::size_t authority = uri.find(':') + 1;
+    while (authority < uri.size() && uri[authority] == '/') ++authority;
+    const std::size_t path_start = std::min(uri.find('/', authority), uri.size());
+    const std::size_t first_at = uri.find('@', authority);
+    if (first_at == std::string_view::npos || first_at >= path_start) return {};
+    const std::size_t last_at = uri.rfind('@', path_start - 1);
+    return last_at > first_at ? std::string(uri.substr(first_at + 1, last_at - first_at - 1)) : std::string();
+}
+
 std::string percent_decoded(std::string_view text) {
     auto hex = [](char ch) {
         if (ch >= '0' && ch <= '9') return ch - '0';
@@ -137,6 +168,20 @@ bool history_store::is_database_uri(std::string_view path) {
     return starts_with_any_case(path, "postgresql://") || starts_with_any_case(path, "postgres://");
 }
 
+std::vector<std::string> history_store::files_of(const std::string& path) {
+    if (is_database_uri(path) || path.empty()) return {};
+    std::vector<std::string> bases = {path};
+    std::error_code ec;
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+        const std::filesystem::path target = std::filesystem::canonical(path, ec);
+        if (!ec) bases.push_back(target.string());
+    }
+    std::vector<std::string> files;
+    for (const std::string& base : bases)
+        for (const char* suffix : {"", "-journal", "-wal", "-shm"}) files.push_back(base + suffix);
+    return files;
+}
+
 std::string history_store::printable(std::string_view path) {
     if (!uri_like(path)) return std::string(path);
     std::string out(path);
@@ -154,14 +199,16 @@ std::string history_store::printable(std::string_view path) {
         const std::size_t at = out.find(userinfo, authority);
         if (at != std::string::npos && at < std::min(query, out.size())) out.replace(at + 1, secret.size(), masked);
     }
-    // ...?password=secret&...: every value of a "password" parameter.
+    // ...?password=secret&sslpassword=secret&...: every value of a parameter that carries a
+    // secret (secret_value_at).
     const std::size_t masked_query = out.find('?');
     if (masked_query != std::string::npos) {
         std::size_t param = masked_query + 1;
         while (param < out.size()) {
             const std::size_t end = std::min(out.find('&', param), out.size());
-            if (starts_with_any_case(std::string_view(out).substr(param, end - param), "password=")) {
-                const std::size_t value = param + 9;
+            if (const std::size_t at = secret_value_at(std::string_view(out).substr(param, end - param));
+                at != std::string_view::npos) {
+                const std::size_t value = param + at;
                 out.replace(value, end - value, masked);
                 param = value + masked.size() + 1;
             } else {
@@ -188,6 +235,11 @@ std::string history_detail::without_passwords(std::string_view message, std::str
         if (secret.empty()) continue;
         replace_all(out, "\"" + secret + "\"", "\"***\"");
         if (secret.size() >= 4) replace_all(out, secret, masked);
+    }
+    // The tail of a password cut at a raw '@', where libpq quotes it as the host name's start.
+    if (const std::string tail = password_tail_in(uri); !tail.empty()) {
+        replace_all(out, tail + "@", "***@");
+        replace_all(out, percent_decoded(tail) + "@", "***@");
     }
     return out;
 }
@@ -239,15 +291,15 @@ const std::string& checked(const std::string& path) {
 
 }  // namespace
 
-history_store::history_store(const std::string& path, history_access access)
+history_store::history_store(const std::string& path, history_access access, const std::atomic<int>* stop)
     : db_(is_database_uri(checked(path)) ? history_detail::open_postgres(path, access)
-                                         : history_detail::open_sqlite(path, access)) {}
+                                         : history_detail::open_sqlite(path, access, stop)) {}
 
 history_store::~history_store() = default;
 
-void history_store::check_appendable(const std::string& path) {
+void history_store::check_appendable(const std::string& path, const std::atomic<int>* stop) {
     if (is_database_uri(checked(path))) history_detail::check_postgres_appendable(path);
-    else history_detail::check_sqlite_appendable(path);
+    else history_detail::check_sqlite_appendable(path, stop);
 }
 
 std::int64_t history_store::append(const run_result& run, const std::atomic<int>* stop) {

@@ -44,8 +44,10 @@ class backend;
 // database's own message and the history: the file's path, or the URI with any password
 // masked (printable() below).
 //
-// Several processes may use the same history at once. SQLite: a writer that finds the file
-// locked waits up to 5 s before giving up. PostgreSQL: appends queue behind each other for
+// Several processes may use the same history at once. SQLite: a connection that finds the
+// file locked waits for up to 10 minutes (a stop signal ends the wait); a reader holds the
+// lock for about 50 ms at a time, so that a long read (a history of a million cells) never
+// keeps an append waiting for long. PostgreSQL: appends queue behind each other for
 // the runs table, first come first served, for up to 10 minutes (however long each takes: a
 // fleet may append at once; a stop signal given to append ends the wait, storing nothing);
 // migrations queue on an advisory lock and give up after waiting 5 s for a lock. One
@@ -70,14 +72,26 @@ public:
     // when the schema holds no table at all, and refuses one that holds other tables or a
     // newer version; read_only refuses a schema with no history and writes nothing at all
     // (its transactions are read-only).
-    explicit history_store(const std::string& path, history_access access = history_access::read_write);
+    //
+    // SQLite: a path that exists but is not a regular file (a FIFO, a device, a folder) is
+    // refused before SQLite opens it (its open would block on a FIFO). `stop` (may be null:
+    // never), once it holds a signal's number, ends any wait for a lock and any read or check
+    // under way, which then throws interrupted (interrupted.hpp), having stored nothing;
+    // append's own `stop` defaults to it. A file this open created is removed again when the
+    // schema could not be written to it (a full disk), rather than left empty. PostgreSQL:
+    // `stop` is not looked at; append's is.
+    explicit history_store(const std::string& path, history_access access = history_access::read_write,
+                           const std::atomic<int>* stop = nullptr);
 
     // Throws, as the constructor would, when `path` could not take an append: an existing
-    // file that is not a history this code can migrate. A missing file passes (append
-    // creates it). Opens nothing for writing: `contend bench` asks before its first cell.
+    // file that is not a history this code can migrate, one this process may not write (its
+    // permissions, an immutable file, a read-only mount: found by opening it for writing and
+    // taking the write lock, then letting go, with nothing written), one whose folder cannot
+    // take SQLite's journal, a damaged one (append's check, below). A missing file passes when
+    // its folder can take it (append creates it). `contend bench` asks before its first cell.
     // PostgreSQL: connects (so an unreachable server or a missing database fails here) and
     // checks that the schema is a history this code can migrate, or holds no table yet.
-    static void check_appendable(const std::string& path);
+    static void check_appendable(const std::string& path, const std::atomic<int>* stop = nullptr);
 
     // Whether `path` names a PostgreSQL database (a URI) rather than an SQLite file: it starts
     // with postgresql:// or postgres://, in any case. Such a path is not a file: nothing is
@@ -93,9 +107,16 @@ public:
     // std::runtime_error, as their other failures).
     static void check_location(std::string_view path);
 
+    // What no output may be written onto, for the history at `path`: the SQLite file and the
+    // files SQLite keeps beside it (PATH-journal, PATH-wal, PATH-shm), which it deletes or
+    // rewrites; each as given and, behind a symbolic link, as the file SQLite resolves it to.
+    // Nothing for a PostgreSQL URI.
+    static std::vector<std::string> files_of(const std::string& path);
+
     // `path` as messages may show it: a URI, or what reads as one, with its password replaced
     // by "***" (postgresql://user:secret@host, ...?password=secret, and a password that
-    // holds a raw '@', '/' or '?'); a file path as it is.
+    // holds a raw '@', '/' or '?'), and the value of every password or sslpassword
+    // parameter; a file path as it is.
     static std::string printable(std::string_view path);
     ~history_store();
 
@@ -103,7 +124,12 @@ public:
     history_store& operator=(const history_store&) = delete;
 
     // Stores `run` and all its cells, in order, atomically: either everything is stored
-    // or, when this throws, nothing is. Returns the new run's id; ids only grow.
+    // or, when this throws, nothing is. Returns the new run's id; ids only grow. A stored run
+    // is never changed nor deleted (the reads below rely on it).
+    //
+    // SQLite: first checks, under the write lock, that the file is intact (PRAGMA
+    // quick_check, which reads the whole file): a damaged history is refused, nothing stored,
+    // rather than given a run that no read could bring back.
     //
     // Parameters are stored in their one text form (format_params in results.hpp); a cell
     // whose parameters or metric names that form cannot hold makes append throw rather than
@@ -121,7 +147,9 @@ public:
     // `limit`. Each run comes back with its cells in the order they were appended and
     // every field as it was given to append (a NaN comes back as a NaN; a -0.0 outside
     // the samples comes back as 0.0, as SQLite stores it, and PostgreSQL the same so that
-    // the two agree). Reads one consistent snapshot, even while another process appends.
+    // the two agree). Reads one consistent snapshot, even while another process appends: the
+    // runs stored when the read began. SQLite reads them a few at a time, each batch in its own
+    // short transaction, so that an append waits for one batch at most.
     std::vector<run_result> runs(std::size_t limit = 0) const;
 
     // The same runs as runs(limit), each with its id.

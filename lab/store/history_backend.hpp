@@ -48,8 +48,9 @@ public:
     virtual std::size_t run_count() const = 0;
 };
 
-std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access);
-void check_sqlite_appendable(const std::string& path);
+// `stop` (may be null) ends a wait for a lock or a long read: the call throws interrupted.
+std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access, const std::atomic<int>* stop);
+void check_sqlite_appendable(const std::string& path, const std::atomic<int>* stop);
 
 // `uri` as libpq reads it: its scheme in lower case (libpq knows "postgresql://" only so).
 std::string libpq_form(std::string_view uri);

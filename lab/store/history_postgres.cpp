@@ -38,6 +38,7 @@
 
 #include "store/history_backend.hpp"
 #include "store/interrupted.hpp"
+#include "text/utf8.hpp"
 
 namespace contend::lab::history_detail {
 namespace {
@@ -532,7 +533,8 @@ public:
             throw_if_stopped(stop, undone);  // the transaction then rolls back
             parameters cell_values;
             cell_values.integer(run_id);
-            bind_fields(cell_values, cell, cell_columns, "cell " + cell.name(), cell.name());
+            // The name escaped in messages: a NUL in it would cut the message there.
+            bind_fields(cell_values, cell, cell_columns, "cell " + message_text(cell.name()), cell.name());
             const std::int64_t cell_id = db_.query_int("cannot append cell", insert_cell, cell_values);
             for (const auto& [name, value] : cell.metrics) {
                 parameters metric_values;
@@ -540,7 +542,7 @@ public:
                     check_metric_name(name);
                     metric_values.integer(cell_id).text(name).real(value);
                 } catch (const std::invalid_argument& e) {
-                    db_.reject("cannot append cell " + cell.name() + ": " + e.what());
+                    db_.reject("cannot append cell " + message_text(cell.name()) + ": " + e.what());
                 }
                 db_.query("cannot append metric", insert_metric, metric_values);
             }

@@ -1,16 +1,26 @@
 // The results history in an SQLite file, on SQLite's C API. Values always travel as bound
 // parameters, never inside SQL text. Writes take the write lock up front (BEGIN IMMEDIATE)
 // so that a second process appending at the same moment waits in the busy handler instead
-// of failing half-way; reads run in one transaction so they see a single snapshot.
+// of failing half-way. Reads run in short transactions, a few runs each, so that a long read
+// never holds off a writer for long: an append never changes a stored run, so the runs that
+// were stored when the read began read back as one snapshot. A stop signal (the `stop` flag)
+// ends any wait for a lock and any long statement.
 #include "store/history_backend.hpp"
 #include "store/interrupted.hpp"
+#include "text/utf8.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -26,9 +36,19 @@ namespace {
 
 // The schema version (history_backend.hpp) is stored in PRAGMA user_version.
 
-// Long enough for another process to finish appending a run; short enough that a stuck
-// one is reported rather than waited on forever.
-constexpr int busy_timeout_ms = 5000;
+// How long a connection waits for a lock another process holds: long enough for any other
+// append or read to finish (a reader holds it for a moment at a time, a writer for one
+// append, however big), short enough that a stuck process is reported rather than waited on
+// forever; the same as PostgreSQL's wait for the runs table. A stop signal ends it at once.
+constexpr auto lock_wait_limit = std::chrono::minutes(10);
+
+// A read transaction ends after about this long (at a run's end), so that a writer waiting
+// for the lock gets it between two.
+constexpr auto read_transaction_length = std::chrono::milliseconds(50);
+
+// SQLite calls the progress handler every this many virtual-machine steps: a stop signal
+// cuts a long statement (a read, a check of the whole file) within a few milliseconds.
+constexpr int progress_steps = 10000;
 
 // The tables' columns are the fields of results.hpp: SQL type and default follow the C++
 // type. REAL columns may be NULL: SQLite cannot store a NaN and turns it into NULL, so NULL
@@ -105,22 +125,47 @@ void make_parent_directory(const std::string& path) {
                                  path + ")");
 }
 
+// Refuses a path that names something other than a regular file (a FIFO, a device, a
+// folder): SQLite's open would block on a FIFO until a writer came, where no signal can stop
+// it, and a device holds no history. A missing path is left to the open.
+void check_regular_file(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISDIR(st.st_mode)  ? "a folder"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    throw std::runtime_error(std::string("history: not a regular file (") + kind +
+                             "): a history is an SQLite file or a postgresql:// URI (" + path + ")");
+}
+
 // An open database, with the path every error message names.
 class database {
 public:
     // Read-only: the file must exist, and nothing (not even a journal) is written beside it.
-    database(std::string path, bool read_only) : path_(std::move(path)), read_only_(read_only) {
+    // `stop` (may be null: never) ends a wait for a lock and any statement running.
+    database(std::string path, bool read_only, const std::atomic<int>* stop)
+        : path_(std::move(path)), read_only_(read_only), stop_(stop) {
+        check_regular_file(path_);
         if (!read_only) make_parent_directory(path_);
         open();
         if (roll_back_interrupted_write()) open();
     }
 
+    database(const database&) = delete;  // SQLite's handlers hold its address
+    database& operator=(const database&) = delete;
+
     sqlite3* get() const noexcept { return db_.get(); }
     bool read_only() const noexcept { return read_only_; }
     const std::string& path() const noexcept { return path_; }
+    const std::atomic<int>* stop() const noexcept { return stop_; }
 
-    // Throws for an error SQLite just reported on this connection.
+    // Throws for an error SQLite just reported on this connection; as interrupted when a stop
+    // signal cut the wait or the statement short.
     [[noreturn]] void fail(std::string_view what) const {
+        throw_if_stopped(stop_, "history: " + std::string(what) + ": given up; nothing was stored (" + path_ + ")");
         throw std::runtime_error("history: " + std::string(what) + ": " + sqlite3_errmsg(db_.get()) + " (" + path_ +
                                  ")");
     }
@@ -142,8 +187,31 @@ private:
         const int rc = sqlite3_open_v2(path_.c_str(), &raw, flags, nullptr);
         db_.reset(raw);  // a failed open may still hand back a handle that must be closed
         if (rc != SQLITE_OK) fail("cannot open");
-        sqlite3_busy_timeout(raw, busy_timeout_ms);
+        install_handlers(raw);
     }
+
+    void install_handlers(sqlite3* raw) const {
+        sqlite3_busy_handler(raw, &database::on_busy, const_cast<database*>(this));
+        if (stop_ != nullptr)
+            sqlite3_progress_handler(raw, progress_steps, &database::on_progress, const_cast<database*>(this));
+    }
+
+    bool stopped() const noexcept { return stop_ != nullptr && stop_->load() != 0; }
+
+    // Another process holds the lock: wait, a little longer each time (up to 100 ms), until
+    // lock_wait_limit has passed or a stop signal came (the sleep ends early on a signal).
+    static int on_busy(void* self, int count) {
+        auto* db = static_cast<database*>(self);
+        const auto now = std::chrono::steady_clock::now();
+        if (count == 0) db->busy_since_ = now;
+        if (db->stopped() || now - db->busy_since_ >= lock_wait_limit) return 0;
+        const long ms = std::min(100L, 1L << std::min(count, 7));
+        const timespec pause{0, ms * 1000000L};
+        ::nanosleep(&pause, nullptr);
+        return db->stopped() ? 0 : 1;
+    }
+
+    static int on_progress(void* self) { return static_cast<database*>(self)->stopped() ? 1 : 0; }
 
     // A write cut short (kill -9, a second signal, a full disk, a power cut) leaves SQLite's
     // rollback journal beside the file, a "hot" journal: the next connection that may write
@@ -162,21 +230,26 @@ private:
         int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
         const db_handle writer(raw);
         if (rc == SQLITE_OK) {
-            sqlite3_busy_timeout(raw, busy_timeout_ms);
+            install_handlers(raw);
             rc = sqlite3_exec(raw, any_read, nullptr, nullptr, nullptr);  // the read rolls back
         }
-        if (rc != SQLITE_OK)
+        if (rc != SQLITE_OK) {
+            throw_if_stopped(stop_,
+                             "history: the journal of a write that was cut short was not rolled back (" + path_ + ")");
             reject("a write that was cut short (a killed process, a full disk) left SQLite's journal " + path_ +
                    "-journal, which must be rolled back before the history can be read, and this process cannot: " +
                    (raw ? sqlite3_errmsg(raw) : "out of memory") +
                    ". Run any contend command on the history as a user who may write the file and its folder, or "
                    "`sqlite3 " +
                    path_ + " 'PRAGMA integrity_check'`: either rolls the journal back");
+        }
         return true;
     }
 
     std::string path_;
     bool read_only_;
+    const std::atomic<int>* stop_;
+    std::chrono::steady_clock::time_point busy_since_{};
     db_handle db_;
 };
 
@@ -369,6 +442,20 @@ void migrate(const database& db) {
     migrating.commit();
 }
 
+// Refuses a damaged file before anything is stored in it: SQLite would append to a file whose
+// other pages are corrupt, and every later read of the history would then fail on them
+// ("database disk image is malformed"), the new run with the old ones. quick_check reads
+// every page (a 100 MB history takes a fraction of a second); a stop signal cuts it short.
+void check_intact(const database& db) {
+    statement check(db, "cannot check the file", "PRAGMA quick_check(1)");
+    std::string verdict = check.step() ? check.read_text() : std::string("no verdict");
+    std::replace(verdict.begin(), verdict.end(), '\n', ' ');  // one line, as every message
+    if (verdict != "ok")
+        db.reject("the file is damaged (SQLite's quick_check: " + verdict +
+                  "): nothing was stored in it. Keep a copy; `sqlite3 " + db.path() +
+                  " .recover` gets back what it still holds");
+}
+
 // Binds or reads one field, by its C++ type.
 template <class T>
 void bind_value(const database& db, statement& s, const T& value) {
@@ -442,7 +529,7 @@ void insert_cell(const database& db, statement& insert, statement& insert_metric
         try {
             check_metric_name(name);
         } catch (const std::invalid_argument& e) {
-            db.reject(std::string("cannot append cell ") + cell.name() + ": " + e.what());
+            db.reject(std::string("cannot append cell ") + message_text(cell.name()) + ": " + e.what());
         }
         insert_metric.rewind();
         insert_metric.bind_int(cell_id).bind_text(name).bind_real(value);
@@ -452,26 +539,39 @@ void insert_cell(const database& db, statement& insert, statement& insert_metric
 
 class sqlite_history final : public backend {
 public:
-    sqlite_history(const std::string& path, history_access access) : db_(path, access == history_access::read_only) {
+    sqlite_history(const std::string& path, history_access access, const std::atomic<int>* stop)
+        : created_(access == history_access::read_write && !std::filesystem::exists(path)),
+          db_(path, access == history_access::read_only, stop) {
         if (access == history_access::read_only) {
             version_ = history_version_snapshot(db_);
             if (version_ == 0) db_.reject("holds no contend history (run `contend bench` first)");
             return;
         }
-        // Read first: this is where a file that is not a database, or one of another schema,
-        // fails, before anything writes; an up-to-date file needs no write lock at all.
-        if (history_version_snapshot(db_) != schema_version) migrate(db_);
-        // Per connection, and outside any transaction, where SQLite would ignore it.
-        db_.exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+        try {
+            // Read first: this is where a file that is not a database, or one of another
+            // schema, fails, before anything writes; an up-to-date file needs no write lock.
+            if (history_version_snapshot(db_) != schema_version) migrate(db_);
+            // Per connection, and outside any transaction, where SQLite would ignore it.
+            db_.exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+        } catch (...) {
+            // The open created the file and the schema could not be written (a full disk): an
+            // empty file named like a history would only mislead. Removed; anything else stays.
+            std::error_code ec;
+            if (created_ && std::filesystem::file_size(path, ec) == 0 && !ec) std::filesystem::remove(path, ec);
+            throw;
+        }
     }
 
     int version() const override { return version_; }
 
     std::int64_t append(const run_result& run, const std::atomic<int>* stop) override {
         if (db_.read_only()) db_.reject("opened read-only: cannot append");
+        if (stop == nullptr) stop = db_.stop();
         const std::string undone = "nothing was stored (" + db_.path() + ")";
         throw_if_stopped(stop, undone);
         transaction appending(db_, "BEGIN IMMEDIATE", "cannot append run");
+        // Under the write lock: the file as this append finds it.
+        check_intact(db_);
         const std::int64_t run_id = insert_run(db_, run.context);
         {
             const auto fields = fields_in(cell_fields(), schema_version);
@@ -494,11 +594,11 @@ public:
         constexpr auto max_limit = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
         const std::int64_t sql_limit = limit == 0 ? -1 : static_cast<std::int64_t>(std::min(limit, max_limit));
         // Newest `limit` runs (a negative limit means all), handed back oldest first.
-        return read_runs("(SELECT * FROM runs ORDER BY id DESC LIMIT ?) ORDER BY id", sql_limit);
+        return read_runs("SELECT id FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?) ORDER BY id", sql_limit);
     }
 
     std::optional<stored_run> run(std::int64_t id) const override {
-        auto found = read_runs("runs WHERE id = ?", id);
+        auto found = read_runs("SELECT id FROM runs WHERE id = ?", id);
         if (found.empty()) return std::nullopt;
         return std::move(found.front());
     }
@@ -510,16 +610,32 @@ public:
     }
 
 private:
-    // Reads the runs that `from` selects (SQL after FROM, with one '?' bound to `parameter`)
-    // with their cells and metrics, in one snapshot. The columns read are those of the file's
-    // schema version: a field added later keeps its default.
-    std::vector<stored_run> read_runs(const std::string& from, std::int64_t parameter) const {
+    // Reads the runs whose ids `ids_sql` selects (one '?' bound to `parameter`), oldest first,
+    // with their cells and metrics. The ids are read first, in one transaction; the runs then
+    // a few at a time, each batch in a transaction of its own (read_transaction_length), so
+    // that a writer waits for one batch at most, not for the whole read. A run, once stored,
+    // never changes, and no run is ever deleted: the batches read what one snapshot taken with
+    // the ids would. The columns read are those of the file's schema version: a field added
+    // later keeps its default. A stop signal ends the read between two runs (or inside a
+    // long statement) with interrupted.
+    std::vector<stored_run> read_runs(const std::string& ids_sql, std::int64_t parameter) const {
+        std::vector<std::int64_t> ids;
+        {
+            transaction reading(db_, "BEGIN", "cannot read runs");
+            statement select_ids(db_, "cannot read runs", ids_sql);
+            select_ids.bind_int(parameter);
+            while (select_ids.step()) ids.push_back(select_ids.read_int());
+            reading.commit();
+        }
         const auto run_fields = fields_in(context_fields(), version_);
         const auto cell_columns = fields_in(cell_fields(), version_);
         std::vector<stored_run> result;
-        transaction reading(db_, "BEGIN", "cannot read runs");
-        {
-            statement select_runs(db_, "cannot read runs", "SELECT id, " + column_list(run_fields) + " FROM " + from);
+        result.reserve(ids.size());
+        for (std::size_t next = 0; next < ids.size();) {
+            throw_if_stopped(db_.stop(), "the history was not read (" + db_.path() + ")");
+            transaction reading(db_, "BEGIN", "cannot read runs");
+            statement select_run(db_, "cannot read runs",
+                                 "SELECT " + column_list(run_fields) + " FROM runs WHERE id = ?");
             statement select_cells(
                 db_, "cannot read cells",
                 "SELECT id, " + column_list(cell_columns) + " FROM cells WHERE run_id = ? ORDER BY id");
@@ -528,11 +644,14 @@ private:
                 select_metrics.emplace(db_, "cannot read metrics",
                                        "SELECT m.cell_id, m.name, m.value FROM metrics m JOIN cells c ON c.id = "
                                        "m.cell_id WHERE c.run_id = ? ORDER BY m.rowid");
-            select_runs.bind_int(parameter);
-            while (select_runs.step()) {
+            const auto started = std::chrono::steady_clock::now();
+            do {
                 stored_run stored;
-                stored.id = select_runs.read_int();
-                read_fields(db_, select_runs, stored.run.context, run_fields);
+                stored.id = ids[next++];
+                select_run.rewind();
+                select_run.bind_int(stored.id);
+                if (!select_run.step()) db_.reject("run " + std::to_string(stored.id) + " vanished while being read");
+                read_fields(db_, select_run, stored.run.context, run_fields);
                 std::vector<std::int64_t> cell_ids;
                 select_cells.rewind();
                 select_cells.bind_int(stored.id);
@@ -540,42 +659,74 @@ private:
                     cell_ids.push_back(select_cells.read_int());
                     read_fields(db_, select_cells, stored.run.cells.emplace_back(), cell_columns);
                 }
-                if (select_metrics) {
-                    select_metrics->rewind();
-                    select_metrics->bind_int(stored.id);
-                    while (select_metrics->step()) {
-                        const std::int64_t cell_id = select_metrics->read_int();
-                        std::string name = select_metrics->read_text();
-                        const double value = select_metrics->read_real();
-                        const auto at = std::find(cell_ids.begin(), cell_ids.end(), cell_id) - cell_ids.begin();
-                        stored.run.cells.at(static_cast<std::size_t>(at)).metrics.emplace_back(std::move(name), value);
-                    }
-                }
+                if (select_metrics) read_metrics(*select_metrics, stored, cell_ids);
                 result.push_back(std::move(stored));
-            }
+            } while (next < ids.size() && std::chrono::steady_clock::now() - started < read_transaction_length);
+            reading.commit();
         }
-        reading.commit();
         return result;
     }
 
+    // The metrics of `stored`'s cells, whose ids (ascending, as read) are `cell_ids`.
+    void read_metrics(statement& select_metrics, stored_run& stored, const std::vector<std::int64_t>& cell_ids) const {
+        select_metrics.rewind();
+        select_metrics.bind_int(stored.id);
+        while (select_metrics.step()) {
+            const std::int64_t cell_id = select_metrics.read_int();
+            std::string name = select_metrics.read_text();
+            const double value = select_metrics.read_real();
+            // Binary search: a run of many cells with metrics must not cost cells x metrics.
+            const auto at = std::lower_bound(cell_ids.begin(), cell_ids.end(), cell_id);
+            if (at == cell_ids.end() || *at != cell_id) db_.reject("a metric of a cell not in its run");
+            stored.run.cells[static_cast<std::size_t>(at - cell_ids.begin())].metrics.emplace_back(std::move(name),
+                                                                                                   value);
+        }
+    }
+
+    bool created_;  // the open created the file
     database db_;
     int version_ = schema_version;  // of the file, as opened
 };
 
 }  // namespace
 
-std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access) {
-    return std::make_unique<sqlite_history>(path, access);
+std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access, const std::atomic<int>* stop) {
+    return std::make_unique<sqlite_history>(path, access, stop);
 }
 
-void check_sqlite_appendable(const std::string& path) {
+void check_sqlite_appendable(const std::string& path, const std::atomic<int>* stop) {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
-    if (status.type() == std::filesystem::file_type::not_found) return;  // created at the first append
-    if (status.type() != std::filesystem::file_type::regular)
-        throw std::runtime_error("history: not a regular file (" + path + ")");
-    const database db(path, true);
+    if (status.type() == std::filesystem::file_type::not_found) {
+        // Created at the first append: its nearest folder must take a new file (and the journal).
+        std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
+        while (!std::filesystem::exists(folder, ec) && folder.has_parent_path() && folder != folder.parent_path())
+            folder = folder.parent_path();
+        if (::access(folder.c_str(), W_OK | X_OK) != 0)
+            throw std::runtime_error("history: cannot create the file: cannot write in the folder " + folder.string() +
+                                     ": " + std::strerror(errno) + " (" + path + ")");
+        return;
+    }
+    check_regular_file(path);
+    // What the append will do, short of storing: open the file for writing, take the write
+    // lock (a read-only file, an immutable one or one on a read-only mount fails here, where
+    // SQLite would otherwise open it read-only without a word) and check it is intact. The
+    // folder must take the journal SQLite writes beside the file.
+    const database db(path, true, stop);
     (void)history_version_snapshot(db);
+    {
+        const database writer(path, false, stop);
+        if (sqlite3_db_readonly(writer.get(), "main") == 1)
+            writer.reject(
+                "cannot write the file: this process may only read it (its permissions, an immutable "
+                "file or a read-only file system)");
+        transaction trying(writer, "BEGIN IMMEDIATE", "cannot take the write lock");
+        check_intact(writer);
+    }  // rolled back: nothing written
+    const std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+        throw std::runtime_error("history: cannot write SQLite's journal beside the file: cannot write in the folder " +
+                                 folder.string() + ": " + std::strerror(errno) + " (" + path + ")");
 }
 
 }  // namespace contend::lab::history_detail

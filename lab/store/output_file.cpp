@@ -103,12 +103,18 @@ fs::path target_of(const std::string& path) {
     return p.lexically_normal();
 }
 
-// Writes all of `text` to `fd`, retrying short writes and EINTR. Returns 0 or an errno.
+bool stop_requested() {
+    const std::atomic<int>* flag = stop_flag.load();
+    return flag != nullptr && flag->load() != 0;
+}
+
+// Writes all of `text` to `fd`, retrying short writes and EINTR. Returns 0 or an errno:
+// EINTR when a stop signal interrupted the write (a FIFO nobody reads blocks until then).
 int write_all(int fd, std::string_view text) {
     while (!text.empty()) {
         const ssize_t n = ::write(fd, text.data(), text.size());
         if (n < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR && !stop_requested()) continue;
             return errno;
         }
         text.remove_prefix(static_cast<std::size_t>(n));
@@ -124,14 +130,20 @@ void write_in_place(const std::string& what, const std::string& path, const std:
         // What stdio holds goes first, so the text lands after it; a failure there is this
         // output's failure too.
         if (std::fflush(stdout) != 0) fail_write(what, "(standard output)", "cannot write: " + errno_text(errno));
-        if (const int error = write_all(STDOUT_FILENO, text); error != 0)
+        if (const int error = write_all(STDOUT_FILENO, text); error != 0) {
+            if (error == EINTR) throw_if_stopped_writing(what, "(standard output)");
             fail_write(what, "(standard output)", "cannot write: " + errno_text(error));
+        }
         return;
     }
-    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    // Opening a FIFO blocks until a reader comes: a stop signal ends the wait (no SA_RESTART).
+    int fd = -1;
+    while ((fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC)) < 0 && errno == EINTR)
+        throw_if_stopped_writing(what, path);
     if (fd < 0) fail_write(what, path, "cannot open: " + errno_text(errno));
     int error = write_all(fd, text);
     if (::close(fd) != 0 && error == 0) error = errno;
+    if (error == EINTR) throw_if_stopped_writing(what, path);
     if (error != 0) fail_write(what, path, "cannot write: " + errno_text(error));
 }
 
@@ -165,7 +177,14 @@ std::string write_temporary(const std::string& what, const std::string& path, co
         mode = 0666 & ~mask;
     }
     if (::fchmod(fd, mode) != 0) give_up("cannot set permissions: " + errno_text(errno));
-    if (const int error = write_all(fd, text); error != 0) give_up("cannot write: " + errno_text(error));
+    if (const int error = write_all(fd, text); error != 0) {
+        if (error == EINTR) {
+            ::close(fd);
+            remove_temporary(temporary);
+            throw_if_stopped_writing(what, path);
+        }
+        give_up("cannot write: " + errno_text(error));
+    }
     if (::fsync(fd) != 0) give_up("cannot flush to disk: " + errno_text(errno));
     struct stat written {};
     if (::fstat(fd, &written) != 0) give_up("cannot check the written file: " + errno_text(errno));

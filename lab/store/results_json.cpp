@@ -173,6 +173,32 @@ void check_figures_match_samples(const cell_result& cell) {
     }
 }
 
+// Values no run of the lab can have, refused rather than stored, charted and compared: a
+// worker count below 1, a negative repetition count, a suite holding the '/' that separates
+// a row name's parts, a least-served share outside 0..1 (it is the least-served worker's
+// share over the fair one) or a most-served one below it, and a row whose "valid" says
+// otherwise than its status (a crashed cell marked valid).
+void check_cell_values(const cell_result& cell, const json& row) {
+    const auto refuse = [](const std::string& why) { throw std::runtime_error("result row: " + why); };
+    if (cell.workers < 1) refuse("workers " + std::to_string(cell.workers) + " is not a worker count (1 or more)");
+    if (cell.repetitions < 0) refuse("repetitions " + std::to_string(cell.repetitions) + " is negative");
+    if (cell.suite.find('/') != std::string::npos)
+        refuse("suite '" + message_text(cell.suite) + "' holds a '/', which separates the parts of a row's name");
+    constexpr double rounding = 1e-9;
+    if (std::isfinite(cell.min_share) && (cell.min_share < 0 || cell.min_share > 1 + rounding))
+        refuse("min_share " + figure_text(cell.min_share) +
+               " is not a least-served share (0 to 1: the least-served worker's share over the fair one)");
+    if (std::isfinite(cell.max_share) &&
+        (cell.max_share < 0 || (std::isfinite(cell.min_share) && cell.max_share < cell.min_share - rounding)))
+        refuse("max_share " + figure_text(cell.max_share) + " is below min_share " + figure_text(cell.min_share));
+    if (const auto valid = row.find("valid"); valid != row.end()) {
+        if (!valid->is_boolean()) refuse("'valid' is not true or false");
+        if (valid->get<bool>() != cell.valid())
+            refuse(std::string("'valid' is ") + (valid->get<bool>() ? "true" : "false") + " but the status is '" +
+                   message_text(cell.status) + "' (only 'ok' is valid)");
+    }
+}
+
 }  // namespace
 
 json context_to_json(const machine_context& c) { return record_to_json(c, context_fields()); }
@@ -214,6 +240,7 @@ cell_result cell_from_json(const json& j) {
         }
         cell.metrics.emplace_back(key, number_or_nan(value, key));
     }
+    check_cell_values(cell, j);
     check_figures_match_samples(cell);
     return cell;
 }

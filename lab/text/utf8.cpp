@@ -5,8 +5,12 @@
 namespace contend::lab {
 namespace {
 
+// The C0 and C1 controls and DEL; the bidirectional marks, embeddings, overrides and isolates
+// (U+200E, U+200F, U+061C, U+202A..U+202E, U+2066..U+2069), which reorder what a line shows;
+// the line and paragraph separators U+2028 and U+2029, which break a line for some readers.
 bool is_control(std::uint32_t code) {
-    return code < 0x20 || code == 0x7f || (code >= 0x80 && code <= 0x9f) || (code >= 0x202A && code <= 0x202E) ||
+    return code < 0x20 || code == 0x7f || (code >= 0x80 && code <= 0x9f) || code == 0x061C || code == 0x200E ||
+           code == 0x200F || code == 0x2028 || code == 0x2029 || (code >= 0x202A && code <= 0x202E) ||
            (code >= 0x2066 && code <= 0x2069);
 }
 

@@ -22,8 +22,9 @@ utf8_char decode_utf8(std::string_view text, std::size_t i);
 // Whether `text` is valid UTF-8 without control characters: what a label must be to travel
 // through JSON, CSV, SQLite, HTML and a terminal unchanged and unambiguous. Refused: the C0
 // controls (TAB included: it splits a column), DEL, the C1 controls U+0080..U+009F (U+0085 is
-// a line break to some readers), and the bidirectional embeddings, overrides and isolates
-// U+202A..U+202E, U+2066..U+2069 (an unterminated U+202E reverses the rest of a line).
+// a line break to some readers), the bidirectional marks, embeddings, overrides and isolates
+// U+200E, U+200F, U+061C, U+202A..U+202E, U+2066..U+2069 (an unterminated U+202E reverses the
+// rest of a line), and the line and paragraph separators U+2028, U+2029.
 bool is_printable_utf8(std::string_view text);
 
 // `text` made safe and short for a message: control bytes, DEL and bytes that are not UTF-8

@@ -204,6 +204,30 @@ TEST_F(ExitCodes, BenchWithNoValidCellExitsThree) {
 
 // import's 1: the history could not be written (here: a file size limit smaller than a new
 // SQLite history), nothing stored, no other command's failure.
+// Issue item 20: --help and --version printed into a full device and exited 0.
+TEST_F(ExitCodes, HelpAndVersionIntoAFullDeviceExitFour) {
+    for (const std::string args : {"--help", "--version", "bench --help", "history list --help"}) {
+        const auto o = run_redirected(args, "/dev/full");
+        EXPECT_EQ(o.exit_code, 4) << args << "\n" << o.output;
+        EXPECT_NE(o.output.find("standard output"), std::string::npos) << args << "\n" << o.output;
+    }
+}
+
+// Issue item 20: an import that failed on a full disk left an empty file where the history
+// was to be, which later commands took for a history.
+TEST_F(ExitCodes, AHistoryImportThatFailsOnAFullDiskLeavesNoEmptyHistory) {
+    for (const int blocks : {1, 4}) {
+        SCOPED_TRACE(blocks);
+        const std::string file = path("new" + std::to_string(blocks) + ".db");
+        const auto o = run_cli("{ trap '' XFSZ; ulimit -f " + std::to_string(blocks) + "; " +
+                                   shell_quote(CONTEND_CLI_PATH) + " history import " +
+                                   shell_quote(golden + "/run.json") + " --label a --db " + shell_quote(file) + "; }",
+                               false);
+        EXPECT_EQ(o.exit_code, 1) << o.output;
+        EXPECT_FALSE(fs::exists(file) && fs::file_size(file) == 0) << "an empty file left: " << o.output;
+    }
+}
+
 TEST_F(ExitCodes, AHistoryImportThatCannotWriteTheHistoryExitsOne) {
     const auto o =
         run_cli("{ ulimit -f 4; " + shell_quote(CONTEND_CLI_PATH) + " history import " +

@@ -7,9 +7,12 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -470,6 +473,158 @@ TEST_F(FileSafety, AHistoryImportKilledWhileStoringLeavesAHistoryTheNextCommandR
     EXPECT_EQ(o.exit_code, 0) << o.output;
     EXPECT_FALSE(fs::exists(path("h.db-journal")));
     EXPECT_EQ(contend::lab::history_store(path("h.db"), contend::lab::history_access::read_only).run_count(), 2u);
+}
+
+// --- 12. The history's own files, its kind, its permissions (issue items 15, 16, 18, 19) --------
+
+TEST_F(FileSafety, AnOutputOntoTheHistorysJournalOrWalIsRefused) {
+    const std::string history = make_history("h.db");
+    for (const std::string suffix : {"-journal", "-wal", "-shm"}) {
+        SCOPED_TRACE(suffix);
+        expect_refused(run_cli(quick() + "--db " + q("h.db") + " --json " + q("h.db" + suffix)), "same file");
+        expect_refused(run_cli(quick() + "--no-history --db " + q("h.db") + " --csv " + q("h.db" + suffix)),
+                       "same file");
+        expect_refused(run_cli("report --db " + q("h.db") + " -o " + q("h.db" + suffix)), "same file");
+        expect_refused(run_cli("history --html " + q("h.db" + suffix) + " --db " + q("h.db")), "same file");
+    }
+    EXPECT_EQ(read(path("h.db")), history);
+}
+
+TEST_F(FileSafety, AFifoAsTheHistoryIsRefusedNotWaitedOn) {
+    ASSERT_EQ(::mkfifo(path("fifo.db").c_str(), 0600), 0);
+    // Bounded: SQLite's open of a FIFO used to block until a writer came, past any signal.
+    for (const std::string& command :
+         std::vector<std::string>{"history list", "history --changes", "report -o " + q("page.html")}) {
+        SCOPED_TRACE(command);
+        const cli_outcome o = run_cli(
+            "timeout -s KILL 60 " + shell_quote(CONTEND_CLI_PATH) + " " + command + " --db " + q("fifo.db"), false);
+        expect_refused(o, "not a regular file (a FIFO)");
+    }
+    expect_refused(run_cli("timeout -s KILL 60 " + shell_quote(CONTEND_CLI_PATH) + " " + quick() + "--json " +
+                               q("run.json") + " --db " + q("fifo.db"),
+                           false),
+                   "not a regular file");
+    EXPECT_FALSE(fs::exists(path("run.json")));
+}
+
+// A history one of whose runs carries terminal escapes, a bidirectional override and newlines
+// in its date, CPU model and status, as an imported file could.
+TEST_F(FileSafety, HistoryListPrintsNoTerminalEscapeOrFakeLine) {
+    make_history("h.db");
+    auto run = contend::lab::run_from_json(read(path("first.json")));
+    run.context.cpu_model = "\x1b]0;owned\x07\x1b[2J CPU";
+    run.context.date =
+        "2026\xe2\x80\xae"
+        "01";
+    run.context.run_status = "complete\n3  2026-01-01  fake  cpu  9 cells (9 valid)  complete";
+    contend::lab::history_store(path("h.db")).append(run);
+    const cli_outcome o = run_cli("history list --db " + q("h.db"));
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_EQ(o.output.find('\x1b'), std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("\xe2\x80\xae"), std::string::npos) << o.output;
+    EXPECT_EQ(std::count(o.output.begin(), o.output.end(), '\n'), 3) << "two runs and the total: " << o.output;
+    EXPECT_NE(o.output.find("\\x1B"), std::string::npos) << "shown escaped: " << o.output;
+}
+
+// Run as another user when this one is root, whom no permission stops.
+std::string as_unprivileged(const std::string& command) {
+    if (::geteuid() != 0) return command;
+    return "setpriv --reuid=65534 --regid=65534 --clear-groups " + command;
+}
+
+TEST_F(FileSafety, AHistoryThatCannotBeWrittenIsRefusedBeforeTheRun) {
+    make_history("h.db");
+    fs::permissions(dir_, fs::perms::all);  // the other user may enter the folder
+    fs::permissions(path("h.db"), fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    const std::string before = read(path("h.db"));
+    const cli_outcome o = run_cli(as_unprivileged(shell_quote(CONTEND_CLI_PATH) + " " + quick() + "--json " +
+                                                  q("run.json") + " --db " + q("h.db")),
+                                  false);
+    expect_refused(o, "--db");
+    EXPECT_FALSE(fs::exists(path("run.json"))) << "refused only after the run: " << o.output;
+    EXPECT_EQ(read(path("h.db")), before);
+}
+
+// --- 13. Stop signals while the outputs are written (issue item 13) -----------------------------
+
+// Whether `pid` is blocked opening a file (openat), as on a FIFO nobody reads.
+bool blocked_in_open(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+    long number = -1;
+    return (in >> number) && number == SYS_openat;
+}
+
+TEST_F(FileSafety, ASignalWhileBenchWaitsForTheHistorysLockStopsItStoringNothing) {
+    make_history("h.db");
+    const pid_t pid = spawn_cli({"bench", "--suite", "selftest", "--contenders", "ok", "--workers", "1", "--min-time",
+                                 "100", "--reps", "2", "--json", path("run.json"), "--db", path("h.db")},
+                                path("log.txt"));
+    ASSERT_GT(pid, 0);
+    // Locked once a cell runs (the check of the history is done), before the run is written.
+    const auto cell_running = [&] {
+        for (const pid_t k : children_of(pid)) {
+            std::ifstream in("/proc/" + std::to_string(k) + "/cmdline");
+            const std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+            if (cmdline.find("__cell") != std::string::npos) return true;
+        }
+        return false;
+    };
+    ASSERT_TRUE(eventually([&] { return cell_running() || !running(pid); }));
+    sqlite3* holder = nullptr;
+    ASSERT_EQ(sqlite3_open(path("h.db").c_str(), &holder), SQLITE_OK);
+    sqlite3_busy_timeout(holder, 60000);
+    ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    const bool json_written = eventually([&] { return fs::exists(path("run.json")) || !running(pid); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the wait for the lock
+    const bool waiting = running(pid);
+    kill(pid, SIGTERM);
+    const int status = exit_status_of(pid);
+    sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(holder);
+    ASSERT_TRUE(json_written && waiting) << "not caught writing: " << read(path("log.txt"));
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << read(path("log.txt"));
+    EXPECT_NE(read(path("log.txt")).find("nothing was stored"), std::string::npos) << read(path("log.txt"));
+    EXPECT_EQ(contend::lab::history_store(path("h.db")).run_count(), 1u) << "stored after the signal";
+}
+
+TEST_F(FileSafety, ASignalWhileBenchWaitsOnAFifoNobodyReadsExitsWith128PlusTheSignal) {
+    ASSERT_EQ(::mkfifo(path("out.fifo").c_str(), 0600), 0);
+    const pid_t pid = spawn_cli({"bench", "--suite", "selftest", "--contenders", "ok", "--workers", "1", "--min-time",
+                                 "1", "--reps", "2", "--no-history", "--json", path("out.fifo")},
+                                path("log.txt"));
+    ASSERT_GT(pid, 0);
+    const bool blocked = eventually([&] { return blocked_in_open(pid) || !running(pid); }) && running(pid);
+    kill(pid, SIGTERM);
+    const int status = exit_status_of(pid);
+    ASSERT_TRUE(blocked) << read(path("log.txt"));
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << read(path("log.txt"));
+}
+
+// Issue item 14: `history list` on a big history went on to its end after the first SIGINT.
+TEST_F(FileSafety, TheFirstSignalStopsHistoryList) {
+    make_history("h.db");
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path("h.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) "
+                           "INSERT INTO runs (date, label) SELECT '2026-01-01', 'r' || i FROM n; "
+                           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60) "
+                           "INSERT INTO cells (run_id, name, workers) SELECT r.id, 'a/b/' || n.i, n.i FROM runs r, n "
+                           "WHERE r.id > 1; COMMIT;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    const pid_t pid = spawn_cli({"history", "list", "--db", path("h.db")}, path("log.txt"));
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(catches_sigterm(pid));
+    ASSERT_EQ(kill(pid, SIGSTOP), 0);
+    ASSERT_EQ(kill(pid, SIGINT), 0);
+    ASSERT_EQ(kill(pid, SIGCONT), 0);
+    const int status = exit_status_of(pid);
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << read(path("log.txt")).substr(0, 500);
 }
 
 }  // namespace

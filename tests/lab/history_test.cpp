@@ -1,16 +1,21 @@
 #include "store/history.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -544,6 +549,188 @@ TEST_F(History, AnAppendAskedToStopStoresNothingAndSaysWhy) {
         EXPECT_NE(std::string(e.what()).find("nothing was stored"), std::string::npos) << e.what();
     }
     EXPECT_EQ(store.run_count(), 2u);
+}
+
+// A history of `runs` runs of `cells` cells each, written through SQLite in one transaction
+// (fast, however big) after one run stored through the store gave it the schema.
+void grow_history(const std::string& file, int runs, int cells) {
+    { history_store(file).append(sample_run("schema")); }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+    const std::string sql =
+        "BEGIN;"
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+        std::to_string(runs) +
+        ") INSERT INTO runs (date, label, cpu_model, run_status) SELECT '2026-01-01', 'run ' || i, 'cpu', 'complete' "
+        "FROM n;"
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+        std::to_string(cells) +
+        ") INSERT INTO cells (run_id, name, suite, contender, workers, median_ns) SELECT r.id, 's/c/' || n.i, 's', "
+        "'c', n.i, 10.5 FROM runs r, n WHERE r.label != 'schema';"
+        "COMMIT;";
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+}
+
+// Issue item 11: 8 KiB overwritten inside a history made every read fail ("malformed"), yet
+// an append still reported success, storing a run no read could bring back.
+TEST_F(History, AnAppendToADamagedHistoryIsRefusedAndStoresNothing) {
+    grow_history(db_path(), 200, 50);
+    const auto size = fs::file_size(db_path());
+    ASSERT_GT(size, 256u * 1024);
+    {
+        std::fstream file(db_path(), std::ios::in | std::ios::out | std::ios::binary);
+        file.seekp(static_cast<std::streamoff>(size / 2));
+        const std::string junk(8192, '\x5a');
+        file.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    }
+    ASSERT_THROW(history_store(db_path(), contend::lab::history_access::read_only).runs(), std::runtime_error)
+        << "the damage was not where a read meets it";
+    const std::string before = read(db_path());
+    try {
+        history_store::check_appendable(db_path());
+        ADD_FAILURE() << "check_appendable passed a damaged history";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(db_path()), std::string::npos) << e.what();
+    }
+    try {
+        history_store(db_path()).append(sample_run("lost"));
+        ADD_FAILURE() << "appended to a damaged history";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read(db_path()), before) << "the damaged file was changed";
+}
+
+// Issue item 10: a reader holding the file (here for longer than the 5 s an append used to
+// wait) made a concurrent append fail with "database is locked", the run lost. The append
+// now waits for it.
+TEST_F(History, AnAppendWaitsForAReaderThatHoldsTheFileForLong) {
+    history_store(db_path()).append(sample_run("first"));
+    sqlite3* reader = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &reader), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM cells;", nullptr, nullptr, nullptr), SQLITE_OK);
+    std::atomic<bool> appended{false};
+    std::string error;
+    std::thread writer([&] {
+        try {
+            history_store(db_path()).append(sample_run("second"));
+            appended = true;
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::seconds(6));  // longer than the old 5 s limit
+    sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(reader);
+    writer.join();
+    EXPECT_TRUE(appended) << error;
+    EXPECT_EQ(history_store(db_path()).run_count(), 2u);
+}
+
+// Issue items 10 and 13: a wait for a lock another process holds ends at a stop signal,
+// storing nothing (it used to wait on, whatever the signal).
+TEST_F(History, AStopSignalEndsTheWaitForTheLockAndStoresNothing) {
+    history_store(db_path()).append(sample_run("first"));
+    std::atomic<int> stop{0};
+    history_store store(db_path(), contend::lab::history_access::read_write, &stop);
+    sqlite3* holder = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &holder), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    std::atomic<bool> done{false};
+    int signal = 0;
+    std::string what;
+    std::thread writer([&] {
+        try {
+            store.append(sample_run("second"));
+        } catch (const contend::lab::interrupted& e) {
+            signal = e.signal();
+            what = e.what();
+        } catch (const std::exception& e) {
+            what = e.what();
+        }
+        done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = SIGTERM;
+    for (int i = 0; i < 3000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool ended = done.load();
+    sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(holder);
+    writer.join();
+    EXPECT_TRUE(ended) << "the append went on waiting after the signal";
+    EXPECT_EQ(signal, SIGTERM) << what;
+    EXPECT_NE(what.find("nothing was stored"), std::string::npos) << what;
+    EXPECT_EQ(history_store(db_path()).run_count(), 1u);
+}
+
+// Issue item 14: a read of a big history went on to its end after a stop signal.
+TEST_F(History, AStopSignalEndsALongRead) {
+    grow_history(db_path(), 500, 20);
+    std::atomic<int> stop{SIGINT};
+    const history_store store(db_path(), contend::lab::history_access::read_only, &stop);
+    try {
+        (void)store.runs();
+        ADD_FAILURE() << "read to the end despite the signal";
+    } catch (const contend::lab::interrupted& e) {
+        EXPECT_EQ(e.signal(), SIGINT);
+    }
+}
+
+// Issue item 15: SQLite's open of a FIFO blocks until a writer comes, where no signal stops it.
+TEST_F(History, SomethingOtherThanARegularFileIsRefusedBeforeSqliteOpensIt) {
+    ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+    fs::create_directory(path("folder"));
+    for (const std::string name : {"fifo", "folder"}) {
+        SCOPED_TRACE(name);
+        for (const auto access : {contend::lab::history_access::read_only, contend::lab::history_access::read_write}) {
+            auto opening = std::async(std::launch::async, [&]() -> std::string {
+                try {
+                    history_store store(path(name), access);
+                } catch (const std::runtime_error& e) {
+                    return e.what();
+                }
+                return "opened";
+            });
+            if (opening.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+                // Blocked in the open of the FIFO: a writer lets it go, and the test fails.
+                const int fd = ::open(path(name).c_str(), O_WRONLY | O_NONBLOCK);
+                if (fd >= 0) ::close(fd);
+                ADD_FAILURE() << "the open blocked";
+            }
+            const std::string what = opening.get();
+            EXPECT_NE(what.find("not a regular file"), std::string::npos) << what;
+        }
+        EXPECT_THROW(history_store::check_appendable(path(name)), std::runtime_error);
+    }
+}
+
+// Issue item 18: an output onto the journal (or WAL) of the history: SQLite deletes it.
+TEST(HistoryFiles, TheHistoryIsItsFileAndTheFilesSqliteKeepsBesideIt) {
+    const auto files = history_store::files_of("h.db");
+    for (const std::string name : {"h.db", "h.db-journal", "h.db-wal", "h.db-shm"})
+        EXPECT_NE(std::find(files.begin(), files.end(), name), files.end()) << name;
+    EXPECT_TRUE(history_store::files_of("postgresql://h/db").empty());
+}
+
+// Issue item 12: every secret a libpq URI can carry is masked, in the URI and in a message.
+TEST(HistoryUriSecrets, SslPasswordAndATailCutAtARawAtSignAreMasked) {
+    EXPECT_EQ(history_store::printable("postgresql://h/db?sslpassword=keypass&sslmode=verify-full"),
+              "postgresql://h/db?sslpassword=***&sslmode=verify-full");
+    EXPECT_EQ(history_store::printable("postgresql://h/db?SSLPassword=keypass"), "postgresql://h/db?SSLPassword=***");
+    EXPECT_EQ(history_store::printable("postgresql://h/db?ssl%70assword=keypass"),
+              "postgresql://h/db?ssl%70assword=***");
+    EXPECT_EQ(history_store::printable("postgresql://u:pa@ssword@h/db"), "postgresql://u:***@h/db");
+    // libpq reads "u:pa@ssword@h" as the password "pa" and the host "ssword@h", and says so.
+    const std::string uri = "postgresql://u:pa@ssword@h/db";
+    const std::string message =
+        contend::lab::history_detail::without_passwords("could not translate host name \"ssword@h\" to address", uri);
+    EXPECT_EQ(message.find("ssword"), std::string::npos) << message;
+    const std::string ssl = "postgresql://h/db?sslpassword=keypass1";
+    EXPECT_EQ(contend::lab::history_detail::without_passwords("bad key passphrase \"keypass1\"", ssl).find("keypass1"),
+              std::string::npos);
 }
 
 TEST(HistoryLocation, EmptyInMemoryAndUriFilenamesAreRefusedAndPlainPathsPass) {

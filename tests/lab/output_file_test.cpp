@@ -214,7 +214,17 @@ TEST(PrintableUtf8, RefusesTabC1ControlsAndBidirectionalControls) {
     EXPECT_FALSE(is_printable_utf8("\xc2\x9f"));  // U+009F
     for (const char* bidi : {"\xe2\x80\xaa", "\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x81\xa9"})
         EXPECT_FALSE(is_printable_utf8(std::string("gnp.") + bidi + "exe")) << bidi;
-    EXPECT_TRUE(is_printable_utf8("\xc2\xa0nbsp \xe2\x80\xa9x"));  // U+00A0, U+2029 are not controls here
+    EXPECT_TRUE(is_printable_utf8("\xc2\xa0nbsp"));  // U+00A0 is no control
+}
+
+// Issue item 20: the bidirectional marks U+200E, U+200F and U+061C reorder a line as the
+// overrides do, and U+2028 and U+2029 break it (Unicode's mandatory breaks, JavaScript's line
+// terminators): all were accepted in labels.
+TEST(PrintableUtf8, RefusesBidirectionalMarksAndLineSeparators) {
+    for (const char* mark : {"\xe2\x80\x8e", "\xe2\x80\x8f", "\xd8\x9c", "\xe2\x80\xa8", "\xe2\x80\xa9"}) {
+        EXPECT_FALSE(is_printable_utf8(std::string("a") + mark + "b")) << mark;
+        EXPECT_EQ(contend::lab::message_text(std::string("a") + mark).find(mark), std::string::npos) << mark;
+    }
 }
 
 TEST(MessageText, EscapesControlsAndCutsLongTextAtACharacter) {

@@ -4,6 +4,9 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace lab = contend::lab;
 using nlohmann::json;
@@ -93,6 +96,30 @@ TEST(ResultsIo, AMalformedRowIsAClearError) {
     row = lab::cell_to_json(sample_run().cells[0]);
     row["workers"] = "two";
     EXPECT_THROW(lab::cell_from_json(row), std::runtime_error);
+}
+
+// Issue item 20: rows no run can hold were read, stored and charted.
+TEST(ResultsIo, ValuesNoRunCanHaveAreRefused) {
+    const json good = lab::cell_to_json(sample_run().cells[0]);
+    const std::vector<std::pair<std::string, json>> bad = {{"workers", -5},     {"workers", 0},   {"repetitions", -1},
+                                                           {"suite", "a/b"},    {"min_share", 5}, {"min_share", -0.5},
+                                                           {"max_share", 0.25}, {"valid", false}};
+    for (const auto& [key, value] : bad) {
+        SCOPED_TRACE(key + " " + value.dump());
+        json row = good;
+        row[key] = value;
+        if (key == "suite") row["name"] = row["run_name"] = "a/b/contend_mutex/workers:2";
+        try {
+            lab::cell_from_json(row);
+            ADD_FAILURE() << "accepted";
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+        }
+    }
+    json crashed = good;
+    crashed["status"] = "crashed";  // still marked valid
+    EXPECT_THROW(lab::cell_from_json(crashed), std::runtime_error);
+    EXPECT_NO_THROW(lab::cell_from_json(good));
 }
 
 TEST(ResultsIo, InvalidCellsAreListedNotDropped) {

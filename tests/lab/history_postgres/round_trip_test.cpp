@@ -125,5 +125,22 @@ TEST_F(PostgresHistory, AFailedAppendStoresNothing) {
     EXPECT_EQ(store.runs().at(0).cells.size(), 3u);
 }
 
+// Issue item 20: a NUL in a cell's name cut the error message there (what() is a C string),
+// leaving out why the run was refused.
+TEST_F(PostgresHistory, ANulInACellsNameIsShownEscapedAndTheErrorSaysWhy) {
+    history_store store(uri_);
+    run_result run = sample_run("nul");
+    run.cells[0].contender = std::string("mu\0tex", 6);
+    try {
+        store.append(run);
+        ADD_FAILURE() << "stored a NUL";
+    } catch (const std::runtime_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("mu\\x00tex"), std::string::npos) << what;
+        EXPECT_NE(what.find("cannot store"), std::string::npos) << what;
+    }
+    EXPECT_EQ(store.run_count(), 0u);
+}
+
 }  // namespace
 }  // namespace contend_test
