@@ -265,6 +265,32 @@ struct retake_recording_lock {
     }
     void unlock() { m.unlock(); }
 };
+
+// One thread waits on `lock` (whose mutex is lock.m) until notified; this thread notifies it
+// under the mutex once it waits, calling before_notify there first. after_wake runs in the
+// waiter once its wait has returned.
+template <class Lock, class BeforeNotify, class AfterWake>
+void notify_a_waiter(Lock& lock, BeforeNotify before_notify, AfterWake after_wake) {
+    contend::condition_variable cv;
+    bool waiting = false, ready = false;
+    std::thread waiter([&] {
+        std::unique_lock lk(lock);
+        waiting = true;
+        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
+        after_wake();
+    });
+    EXPECT_TRUE(eventually([&] {
+        std::lock_guard g(lock.m);
+        return waiting;  // the waiter holds the lock until it waits, so it is waiting now
+    }));
+    {
+        std::lock_guard g(lock.m);
+        before_notify();
+        ready = true;
+        cv.notify_one();
+    }
+    waiter.join();
+}
 }  // namespace
 
 // The notifier holds the lock when it notifies and releases it a moment later: a waiter that
@@ -275,24 +301,8 @@ struct retake_recording_lock {
 TEST(ConditionVariable, AWokenWaiterRetakesTheLockWithTryLockBeforeQueueingForIt) {
     watchdog dog(60s);
     retake_recording_lock lock;
-    contend::condition_variable cv;
-    bool waiting = false, ready = false;
-    std::thread waiter([&] {
-        std::unique_lock lk(lock);
-        waiting = true;
-        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
-    });
-    ASSERT_TRUE(eventually([&] {
-        std::lock_guard g(lock.m);
-        return waiting;  // the waiter holds the lock until it waits, so it is waiting now
-    }));
-    {
-        std::lock_guard g(lock.m);
-        lock.counting = true;
-        ready = true;
-        cv.notify_one();
-    }
-    waiter.join();
+    notify_a_waiter(
+        lock, [&] { lock.counting = true; }, [] {});
     EXPECT_GE(lock.try_locks.load(), 1);
     EXPECT_EQ(lock.first.load(), 1) << "the woken waiter went to lock() first";
 }
@@ -305,23 +315,7 @@ TEST(ConditionVariable, ALockWithoutTryLockIsRetakenWithLock) {
         void lock() { m.lock(); }
         void unlock() { m.unlock(); }
     } lock;
-    contend::condition_variable cv;
-    bool waiting = false, ready = false;
-    std::thread waiter([&] {
-        std::unique_lock lk(lock);
-        waiting = true;
-        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
-        EXPECT_TRUE(lock.m.is_locked());
-    });
-    ASSERT_TRUE(eventually([&] {
-        std::lock_guard g(lock.m);
-        return waiting;
-    }));
-    {
-        std::lock_guard g(lock.m);
-        ready = true;
-        cv.notify_one();
-    }
-    waiter.join();
+    notify_a_waiter(
+        lock, [] {}, [&] { EXPECT_TRUE(lock.m.is_locked()); });
     EXPECT_FALSE(lock.m.is_locked());
 }
