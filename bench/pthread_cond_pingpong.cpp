@@ -7,11 +7,18 @@
 // interleaved).
 //
 //   pthread_cond_pingpong [THREADS] [ROUNDS]   (default 2 threads, 200,000 turns)
+//
+// PIN=spread puts thread i on the i-th CPU it may run on (modulo their count), PIN=one puts
+// every thread on the first: on a small machine the scheduler otherwise picks either
+// placement from run to run, and a wake-up across CPUs costs several times one on the waker's
+// CPU, so the two placements are measured apart.
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -28,8 +35,30 @@ double now_ns() {
     return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
 }
 
+// Pins the calling thread as PIN says (see the top of this file); exits 2 on a bad value.
+void pin(long me) {
+    const char* how = std::getenv("PIN");
+    if (how == nullptr || *how == '\0') return;
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) std::abort();
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    const std::string_view mode(how);
+    if (mode != "spread" && mode != "one") {
+        std::fprintf(stderr, "pthread_cond_pingpong: PIN is 'spread' or 'one', not '%s'\n", how);
+        std::exit(2);
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[mode == "one" ? 0 : static_cast<std::size_t>(me) % cpus.size()], &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) std::abort();
+}
+
 void* take_turns(void* arg) {
     const long me = reinterpret_cast<long>(arg);
+    pin(me);
     if (pthread_mutex_lock(&m) != 0) std::abort();
     for (;;) {
         while (turn < rounds && turn % threads != me)

@@ -1,18 +1,26 @@
 #include "contend/condition_variable.hpp"
 
 #include "model/mutation.hpp"
+#include "parking_keys.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
 
 namespace contend {
 
+// A waiter that parked with a contend::mutex (its context) moves to that mutex's untimed
+// queue if the mutex is held (mutex::register_requeued_waiter, under both bucket locks),
+// else it is woken. The mutex is alive: its waiter is still queued here.
 void condition_variable::notify_one_slow() noexcept {
-    parking_lot::unpark_one(this, [this](parking_lot::unpark_result r) -> std::intptr_t {
-        // Under the bucket lock: no waiter can enqueue between this and the unpark.
-        const bool more = r.may_have_more_threads && !CONTEND_MUTATION(condition_variable_notify_one_forgets_the_rest);
-        has_waiters_.store(more, std::memory_order_relaxed);
-        return 0;
-    });
+    parking_lot::unpark_requeue_one(
+        this, [](const void* m) { return internal::mutex_untimed_key(m); },
+        [](const void* m) { return const_cast<mutex*>(static_cast<const mutex*>(m))->register_requeued_waiter(); },
+        [this](parking_lot::unpark_result r) -> std::intptr_t {
+            // Under the bucket lock: no waiter can enqueue between this and the unpark.
+            const bool more =
+                r.may_have_more_threads && !CONTEND_MUTATION(condition_variable_notify_one_forgets_the_rest);
+            has_waiters_.store(more, std::memory_order_relaxed);
+            return 0;
+        });
 }
 
 // The retake after a wake-up. On the 2-vCPU VMs the scheduler mostly runs the woken waiter

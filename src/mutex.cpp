@@ -220,6 +220,42 @@ bool mutex::lock_slow(internal::deadline until) {
     return lock_after_spin(until);
 }
 
+// A condition variable's waiter that its notifier moved onto this mutex's untimed queue
+// (register_requeued_waiter) and that the queue has now let go of: unparked with the token
+// of this mutex's unlock, or timed out (its wait's deadline) or unparked by nobody of ours.
+// It waits on as any registered untimed waiter, with the registration made for it.
+void mutex::lock_requeued(bool unparked, std::intptr_t token) {
+    const internal::waiter_registration registration(internal::waiter_slot_index(this),
+                                                     internal::waiter_registration::adopt_t{});
+    if (unparked && token == handoff_token) return;  // the unlocker left it held for us
+    if (unparked && token == designee_token) {
+        wait_as_designee(false);
+        return;
+    }
+    wait_registered(internal::no_deadline);
+}
+
+// For a condition variable's notify, under the bucket locks of its queue and of this
+// mutex's untimed key: whether its waiter may move to this mutex's queue instead of waking.
+// Only while the mutex is held (its unlock will then find the waiter), and only with the
+// waiter counted in the registry first, exactly as the waiter itself counts in before it
+// checks the byte under the bucket lock and sleeps (waiter_registry.cpp): the notifier acts
+// for it. A mutex that is free is not worth a registration (and perhaps a heavy barrier):
+// the waiter is woken as before.
+bool mutex::register_requeued_waiter() noexcept {
+    if (!(state_.load(std::memory_order_relaxed) & held_bit)) return false;
+    if (CONTEND_MUTATION(mutex_requeue_without_registering)) return true;  // an unlock can miss the waiter
+    const std::size_t slot_index = internal::waiter_slot_index(this);
+    internal::register_waiter(slot_index);
+    if (state_.load(std::memory_order_seq_cst) & held_bit) return true;
+    internal::unregister_waiter(slot_index);
+    return false;
+}
+
+// A requeued waiter that left this mutex's queue without a token to act on because its park
+// threw (a cancellation, or a before_sleep that refused): the registration made for it.
+void mutex::drop_requeued_registration() noexcept { internal::unregister_waiter(internal::waiter_slot_index(this)); }
+
 // The adaptive budget of a contended lock(), from what waiting instead would cost:
 //   - a crowd (as many waiters as yield_while_crowded needs) is served by yielding, which
 //     is cheap, and a spin there only takes the line from the holder: no spin;
@@ -250,12 +286,18 @@ std::uint32_t mutex::adaptive_spin_limit(std::size_t slot_index) const noexcept 
 // After the spin: yield in a crowd, or register, then become the designee or park.
 bool mutex::lock_after_spin(internal::deadline until) {
     const std::size_t slot_index = internal::waiter_slot_index(this);
-    const auto& slot = internal::waiter_slots[slot_index];
-
     const bool timed = until != internal::no_deadline;
     if (!timed && yield_while_crowded(slot_index)) return true;
 
-    internal::waiter_registration registration(slot_index);
+    const internal::waiter_registration registration(slot_index);
+    return wait_registered(until);
+}
+
+// The waiting of a registered waiter: take the mutex, become the designee, or park and act
+// on what the unparker says; until the mutex is ours or the deadline passes.
+bool mutex::wait_registered(internal::deadline until) {
+    const auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
+    const bool timed = until != internal::no_deadline;
     for (;;) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
         if (!(s & held_bit)) {

@@ -26,7 +26,11 @@ using internal::word_lock;
 // memory must stay valid (a stray wake on a recycled slot is just a spurious wake-up).
 struct thread_data {
     internal::atomic<std::uint32_t> parked{0};  // 1 while queued or asleep, 0 once unparked
-    const void* address = nullptr;  // guarded by the bucket lock
+    // The key it is queued under. Written under the bucket lock (a requeue holds both), read
+    // by its own thread without one only to find the bucket to lock (withdraw).
+    std::atomic<const void*> address{nullptr};  // not a model atomic: only the bucket locks order it
+    const void* requeue_context = nullptr;  // what park_requeueable was given; bucket lock
+    bool requeued = false;  // moved by unpark_requeue_one; bucket lock, read once unparked
     thread_data* next = nullptr;  // queue link, guarded by the bucket lock
     std::intptr_t token = 0;  // written under the bucket lock before `parked` is released
     thread_data* next_free = nullptr;  // pool link, guarded by the pool lock
@@ -110,6 +114,31 @@ bucket& lock_bucket(const void* address) {
     }
 }
 
+// Locks the buckets of two addresses (once if they share one), lower index first: the order
+// grow_for takes every bucket in, so no two lockers of more than one bucket can deadlock.
+struct bucket_pair {
+    bucket* first;  // `a`'s
+    bucket* second;  // `b`'s; the same bucket as `first` if they share one
+    void unlock() noexcept {
+        if (second != first) second->lock.unlock();
+        first->lock.unlock();
+    }
+};
+bucket_pair lock_bucket_pair(const void* a, const void* b) {
+    for (;;) {
+        table* t = get_table();
+        const std::size_t i = hash_address(a, t->size);
+        const std::size_t j = hash_address(b, t->size);
+        bucket_pair pair{&*t->buckets[i], &*t->buckets[j]};
+        if (i <= j) pair.first->lock.lock();
+        if (i != j) pair.second->lock.lock();
+        if (i > j) pair.first->lock.lock();
+        if (t == load_table()) [[likely]]
+            return pair;
+        pair.unlock();
+    }
+}
+
 void grow_for(std::size_t threads) {
     for (;;) {
         table* old = get_table();
@@ -129,7 +158,7 @@ void grow_for(std::size_t threads) {
         for (std::size_t i = 0; i < old->size; ++i) {
             for (thread_data* td = old->buckets[i]->head; td != nullptr;) {
                 thread_data* next = td->next;
-                bucket& nb = *fresh->buckets[hash_address(td->address, size)];
+                bucket& nb = *fresh->buckets[hash_address(td->address.load(std::memory_order_relaxed), size)];
                 td->next = nullptr;
                 if (nb.tail) nb.tail->next = td;
                 else nb.head = td;
@@ -226,11 +255,18 @@ bool remove(bucket& b, thread_data* td) noexcept {
 
 // After a timeout or an exception we may find that an unparker already took us off the
 // queue; its wake-up is then on its way, and we must consume it before returning so the
-// slot is clean for the next park. Returns true if we removed ourselves first.
-bool withdraw(thread_data& me, const void* address) {
-    bucket& b = lock_bucket(address);
-    const bool removed = remove(b, &me);
-    b.lock.unlock();
+// slot is clean for the next park. Returns true if we removed ourselves first. The queue is
+// the one we are in now: a requeue may have moved us since we parked.
+bool withdraw(thread_data& me) {
+    bucket* b = nullptr;
+    for (;;) {
+        const void* address = me.address.load(std::memory_order_relaxed);
+        b = &lock_bucket(address);
+        if (me.address.load(std::memory_order_relaxed) == address) break;
+        b->lock.unlock();  // requeued while we locked: that bucket is no longer ours
+    }
+    const bool removed = remove(*b, &me);
+    b->lock.unlock();
     if (removed) return true;
     while (me.parked.load(std::memory_order_acquire) != 0)
         internal::wait_on_address(me.parked, 1, internal::no_deadline);
@@ -242,11 +278,11 @@ bool withdraw(thread_data& me, const void* address) {
 thread_local const void* cancellable_address = nullptr;
 
 // The sleep of a cancellable park: on the unwind of a cancellation, off the queue first.
-internal::wait_status sleep_cancellably(thread_data& me, const void* address, clock::time_point deadline) {
+internal::wait_status sleep_cancellably(thread_data& me, clock::time_point deadline) {
     try {
         return internal::wait_on_address_cancellable(me.parked, 1, deadline);
     } catch (...) {  // abi::__forced_unwind: may be caught, must be rethrown
-        withdraw(me, address);
+        withdraw(me);
         throw;
     }
 }
@@ -261,15 +297,17 @@ cancellable_parks::cancellable_parks(const void* address) noexcept : previous_(c
 cancellable_parks::~cancellable_parks() { cancellable_address = previous_; }
 
 park_result park(const void* address, internal::function_ref<bool()> validate,
-                 internal::function_ref<void()> before_sleep, clock::time_point deadline) {
+                 internal::function_ref<void()> before_sleep, clock::time_point deadline, const void* requeue_context) {
     thread_data& me = this_thread();
     {
         bucket& b = lock_bucket(address);
+        me.requeued = false;
         if (!validate()) {
             b.lock.unlock();
             return {park_status::invalid, 0};
         }
-        me.address = address;
+        me.address.store(address, std::memory_order_relaxed);
+        me.requeue_context = requeue_context;
         me.token = 0;
         me.parked.store(1, std::memory_order_relaxed);
         enqueue(b, &me);
@@ -279,65 +317,128 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
     try {
         before_sleep();
     } catch (...) {
-        withdraw(me, address);
+        withdraw(me);
         throw;
     }
 
     const bool cancellable = address == cancellable_address;
     while (me.parked.load(std::memory_order_acquire) != 0) {
         const internal::wait_status slept =
-            cancellable ? sleep_cancellably(me, address, deadline) : internal::wait_on_address(me.parked, 1, deadline);
+            cancellable ? sleep_cancellably(me, deadline) : internal::wait_on_address(me.parked, 1, deadline);
         if (slept == internal::wait_status::timed_out ||
             (deadline != internal::no_deadline && clock::now() >= deadline)) {
             if (me.parked.load(std::memory_order_acquire) == 0) break;
-            if (withdraw(me, address)) return {park_status::timed_out, 0};
+            if (withdraw(me)) return {park_status::timed_out, 0, me.requeued};
             break;
         }
     }
     internal::tsan_acquired(&me.parked);
-    return {park_status::unparked, me.token};
+    return {park_status::unparked, me.token, me.requeued};
 }
 
-unpark_result unpark_one(const void* address, internal::function_ref<std::intptr_t(unpark_result)> callback) {
-    bucket& b = lock_bucket(address);
-    thread_data* found = nullptr;
-    thread_data* prev = nullptr;
-    for (thread_data* cur = b.head; cur != nullptr; prev = cur, cur = cur->next) {
-        if (cur->address == address) {
-            found = cur;
+bool this_thread_was_requeued() noexcept { return this_thread().requeued; }
+
+}  // namespace detail
+namespace {
+
+// The first thread queued under `address` in `b`, or nullptr; `prev` is its predecessor.
+thread_data* find_first(bucket& b, const void* address, thread_data*& prev) noexcept {
+    prev = nullptr;
+    for (thread_data* cur = b.head; cur != nullptr; prev = cur, cur = cur->next)
+        if (cur->address.load(std::memory_order_relaxed) == address) return cur;
+    return nullptr;
+}
+
+// Takes `found` (with predecessor `prev`) off `b`'s queue and says whether more threads
+// remain under `address`.
+bool unlink(bucket& b, thread_data* found, thread_data* prev, const void* address) noexcept {
+    if (prev) prev->next = found->next;
+    else b.head = found->next;
+    if (b.tail == found) b.tail = prev;
+    bool more = false;
+    for (thread_data* cur = found->next; cur != nullptr; cur = cur->next) {
+        if (cur->address.load(std::memory_order_relaxed) == address) {
+            more = true;
             break;
         }
     }
+    found->next = nullptr;
+    return more;
+}
+
+// Whether the bucket's fairness deadline has passed (and if so, draws the next one).
+bool time_to_be_fair(bucket& b) {
+    const auto now = clock::now();
+    if (now < b.next_fair_unpark) return false;
+    const auto window = std::chrono::duration_cast<clock::duration>(max_fair_interval).count();
+    b.next_fair_unpark =
+        now + clock::duration(static_cast<clock::rep>(b.next_random() % static_cast<std::uint64_t>(window)));
+    return true;
+}
+
+// unpark_one's work with `b` (the bucket of `address`) locked; `unlock` releases what the
+// caller locked once the token is written, before the wake-up.
+template <class Unlock>
+unpark_result unpark_first(bucket& b, const void* address,
+                           internal::function_ref<std::intptr_t(unpark_result)> callback, Unlock&& unlock) {
+    thread_data* prev = nullptr;
+    thread_data* found = find_first(b, address, prev);
     unpark_result result;
     if (found) {
-        if (prev) prev->next = found->next;
-        else b.head = found->next;
-        if (b.tail == found) b.tail = prev;
-        for (thread_data* cur = found->next; cur != nullptr; cur = cur->next) {
-            if (cur->address == address) {
-                result.may_have_more_threads = true;
-                break;
-            }
-        }
-        found->next = nullptr;
+        result.may_have_more_threads = unlink(b, found, prev, address);
         result.did_unpark_thread = true;
-        const auto now = clock::now();
-        if (now >= b.next_fair_unpark) {
-            result.time_to_be_fair = true;
-            const auto window = std::chrono::duration_cast<clock::duration>(max_fair_interval).count();
-            b.next_fair_unpark =
-                now + clock::duration(static_cast<clock::rep>(b.next_random() % static_cast<std::uint64_t>(window)));
-        }
+        result.time_to_be_fair = time_to_be_fair(b);
     }
     const std::intptr_t token = callback(result);
     if (found) found->token = token;
-    b.lock.unlock();
+    unlock();
     if (found) {
         internal::tsan_releasing(&found->parked);
         found->parked.store(0, std::memory_order_release);
         internal::wake_one(found->parked);
     }
     return result;
+}
+
+}  // namespace
+namespace detail {
+
+unpark_result unpark_one(const void* address, internal::function_ref<std::intptr_t(unpark_result)> callback) {
+    bucket& b = lock_bucket(address);
+    return unpark_first(b, address, callback, [&b] { b.lock.unlock(); });
+}
+
+unpark_result unpark_requeue_one(const void* from, internal::function_ref<const void*(const void*)> target,
+                                 internal::function_ref<bool(const void*)> validate,
+                                 internal::function_ref<std::intptr_t(unpark_result)> callback) {
+    for (;;) {
+        // Which queue the first thread would move to: its context says, read under `from`'s
+        // lock. Both buckets are then locked in order, so the first thread is looked up again.
+        bucket& fb = lock_bucket(from);
+        thread_data* prev = nullptr;
+        thread_data* first = find_first(fb, from, prev);
+        const void* context = first ? first->requeue_context : nullptr;
+        const void* to = context ? target(context) : nullptr;
+        if (to == nullptr) return unpark_first(fb, from, callback, [&fb] { fb.lock.unlock(); });
+        fb.lock.unlock();
+
+        bucket_pair pair = lock_bucket_pair(from, to);
+        first = find_first(*pair.first, from, prev);
+        if (first == nullptr || first->requeue_context != context) {
+            pair.unlock();  // it left, or another thread is first now: decide again
+            continue;
+        }
+        if (!validate(context)) return unpark_first(*pair.first, from, callback, [&pair] { pair.unlock(); });
+        unpark_result result;
+        result.may_have_more_threads = unlink(*pair.first, first, prev, from);
+        result.did_requeue_thread = true;
+        first->address.store(to, std::memory_order_relaxed);
+        first->requeued = true;
+        enqueue(*pair.second, first);
+        callback(result);
+        pair.unlock();
+        return result;
+    }
 }
 
 }  // namespace detail
@@ -351,7 +452,7 @@ std::size_t unpark_all(const void* address) {
         thread_data* prev = nullptr;
         for (thread_data* cur = b.head; cur != nullptr;) {
             thread_data* next = cur->next;
-            if (cur->address == address) {
+            if (cur->address.load(std::memory_order_relaxed) == address) {
                 if (prev) prev->next = next;
                 else b.head = next;
                 if (b.tail == cur) b.tail = prev;

@@ -76,24 +76,33 @@ bool waiter_registry_light() noexcept {
     return light_mode;
 }
 
-waiter_registration::waiter_registration(std::size_t slot_index) noexcept
-    : slot_(waiter_slot_writer::slot(slot_index)) {
+void register_waiter(std::size_t slot_index) noexcept {
     init_registry();
-    const std::uint32_t before = slot_.fetch_add(1, std::memory_order_seq_cst);
+    internal::atomic<std::uint32_t>& slot = waiter_slot_writer::slot(slot_index);
+    const std::uint32_t before = slot.fetch_add(1, std::memory_order_seq_cst);
     if (!light_mode || (before & waiter_slot_armed)) return;
     heavy_fence();
-    slot_.fetch_or(waiter_slot_armed, std::memory_order_seq_cst);
+    slot.fetch_or(waiter_slot_armed, std::memory_order_seq_cst);
 }
 
-waiter_registration::~waiter_registration() {
-    std::uint32_t v = slot_.load(std::memory_order_relaxed);
+void unregister_waiter(std::size_t slot_index) noexcept {
+    internal::atomic<std::uint32_t>& slot = waiter_slot_writer::slot(slot_index);
+    std::uint32_t v = slot.load(std::memory_order_relaxed);
     for (;;) {
         std::uint32_t next = v - 1;
         // Last one out: stay armed (idle count reset) rather than drop back to `light`.
         if ((next & waiter_slot_count_mask) == 0) next &= ~waiter_slot_idle_mask;
-        if (slot_.compare_exchange_weak(v, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+        if (slot.compare_exchange_weak(v, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
     }
 }
+
+waiter_registration::waiter_registration(std::size_t slot_index) noexcept : slot_index_(slot_index) {
+    register_waiter(slot_index);
+}
+
+waiter_registration::waiter_registration(std::size_t slot_index, adopt_t) noexcept : slot_index_(slot_index) {}
+
+waiter_registration::~waiter_registration() { unregister_waiter(slot_index_); }
 
 void note_idle_unlock(std::size_t slot_index) noexcept {
     internal::atomic<std::uint32_t>& slot = waiter_slot_writer::slot(slot_index);

@@ -21,13 +21,24 @@ namespace contend::internal {
 class waiter_registration {
 public:
     explicit waiter_registration(std::size_t slot_index) noexcept;
+    // Takes over a registration another thread made for this one (register_waiter: a
+    // condition variable's notify that moved this thread onto a mutex's queue).
+    struct adopt_t {};
+    waiter_registration(std::size_t slot_index, adopt_t) noexcept;
     ~waiter_registration();
     waiter_registration(const waiter_registration&) = delete;
     waiter_registration& operator=(const waiter_registration&) = delete;
 
 private:
-    internal::atomic<std::uint32_t>& slot_;
+    std::size_t slot_index_;
 };
+
+// Counts a waiter in slot `slot_index` as waiter_registration does, for a thread that is
+// not the caller: the caller then checks the lock word under the bucket lock as that thread
+// would before sleeping, and either hands the registration over (waiter_registration's
+// adopt_t) or gives it back with unregister_waiter.
+void register_waiter(std::size_t slot_index) noexcept;
+void unregister_waiter(std::size_t slot_index) noexcept;
 
 // After the caller released a lock word with a seq_cst RMW: may anyone be registered?
 inline bool slot_has_waiters(std::size_t slot_index) noexcept {

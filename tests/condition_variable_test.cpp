@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "contend/internal/waiter_slots.hpp"
 #include "contend/mutex.hpp"
 #include "contend/spin_lock.hpp"
 #include "test_support.hpp"
@@ -318,4 +319,98 @@ TEST(ConditionVariable, ALockWithoutTryLockIsRetakenWithLock) {
     notify_a_waiter(
         lock, [] {}, [&] { EXPECT_TRUE(lock.m.is_locked()); });
     EXPECT_FALSE(lock.m.is_locked());
+}
+
+namespace {
+// Waiters the waiter registry counts in the slot of `m` (the notifier moves a waiter there).
+std::uint32_t registered_on(const contend::mutex& m) {
+    return contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)].load() &
+           contend::internal::waiter_slot_count_mask;
+}
+}  // namespace
+
+// The notifier holds the mutex when it notifies: the waiter is not woken to find it held but
+// moved to the mutex's queue, counted as its waiter, and the unlock wakes it with the mutex.
+TEST(ConditionVariable, ANotifyUnderTheMutexMovesTheWaiterToTheMutexQueueAndItsUnlockWakesIt) {
+    watchdog dog(60s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    bool waiting = false, ready = false;
+    std::atomic<bool> returned{false};
+    std::thread waiter([&] {
+        std::unique_lock lk(m);
+        waiting = true;
+        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
+        EXPECT_TRUE(lk.owns_lock());
+        returned = true;
+    });
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard g(m);
+        return waiting;
+    }));
+    {
+        std::lock_guard g(m);
+        ready = true;
+        cv.notify_one();
+        EXPECT_EQ(registered_on(m), 1u) << "the waiter was woken, not moved to the mutex's queue";
+        EXPECT_FALSE(returned.load());
+    }
+    waiter.join();
+    EXPECT_EQ(registered_on(m), 0u) << "the registration made for the moved waiter is released";
+    EXPECT_FALSE(m.is_locked());
+}
+
+// A waiter moved to the mutex's queue whose deadline passes there still returns holding the
+// mutex, and leaves the registry as it found it. The notifier keeps the mutex past the deadline.
+TEST(ConditionVariable, AWaiterMovedToTheMutexQueueThatTimesOutThereReturnsHoldingTheMutex) {
+    watchdog dog(60s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    bool waiting = false;
+    std::atomic<bool> returned{false};
+    const auto deadline = steady::now() + 1s;
+    std::thread waiter([&] {
+        std::unique_lock lk(m);
+        waiting = true;
+        EXPECT_EQ(cv.wait_until(lk, deadline), std::cv_status::no_timeout) << "it was notified first";
+        EXPECT_TRUE(lk.owns_lock());
+        returned = true;
+    });
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard g(m);
+        return waiting;
+    }));
+    {
+        std::lock_guard g(m);
+        cv.notify_one();
+        while (steady::now() < deadline + 50ms) std::this_thread::sleep_for(10ms);
+        EXPECT_FALSE(returned.load());
+    }
+    waiter.join();
+    EXPECT_EQ(registered_on(m), 0u);
+}
+
+// A std::unique_lock that the moved waiter returns with owns the mutex (the wait adopts it),
+// under a ping-pong of many turns between two threads that notify under the mutex.
+TEST(ConditionVariable, TwoThreadsTakingTurnsUnderTheMutexLoseNoTurn) {
+    watchdog dog(120s);
+    contend::mutex m;
+    contend::condition_variable cv;
+    long turn = 0;
+    constexpr long turns = 20000;
+    const auto player = [&](long me) {
+        std::unique_lock lk(m);
+        for (;;) {
+            while (turn < turns && turn % 2 != me) cv.wait(lk);
+            if (turn >= turns) break;
+            ++turn;
+            cv.notify_one();
+        }
+        cv.notify_one();
+    };
+    std::thread a(player, 0), b(player, 1);
+    a.join();
+    b.join();
+    EXPECT_EQ(turn, turns);
+    EXPECT_EQ(registered_on(m), 0u);
 }

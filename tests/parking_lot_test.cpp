@@ -198,6 +198,123 @@ TEST(ParkingLot, ExceptionFromBeforeSleepLeavesTheQueueClean) {
 
 // src/parking_keys.hpp owns the key space. The keys are the ones the primitives have always
 // used (a change would be a change of behaviour), and one address's keys never meet.
+namespace {
+// A thread parked on `from` with a context, for unpark_requeue_one; `done` once it returns.
+struct requeueable_parker {
+    int context = 0;
+    std::atomic<bool> parked{false}, done{false};
+    pl::park_result got;
+    std::thread t;
+    requeueable_parker(const void* from, pl::clock::time_point deadline)
+        : t([this, from, deadline] {
+              got = pl::park_requeueable(
+                  from, &context, [] { return true; }, [this] { parked.store(true); }, deadline);
+              done.store(true);
+          }) {
+        EXPECT_TRUE(eventually([&] { return parked.load(); }));
+    }
+    ~requeueable_parker() {
+        if (t.joinable()) t.join();
+    }
+};
+}  // namespace
+
+TEST(ParkingLot, UnparkRequeueOneMovesTheFirstThreadAsleepAndTheOtherAddressWakesIt) {
+    watchdog dog(60s);
+    int from = 0, to = 0;
+    requeueable_parker p(&from, steady::now() + 30s);
+    const void* seen_context = nullptr;
+    bool callback_told_requeue = false;
+    pl::unpark_result r;
+    ASSERT_TRUE(eventually([&] {  // `parked` is set just before it sleeps: it is queued by then
+        r = pl::unpark_requeue_one(
+            &from,
+            [&](const void* c) {
+                seen_context = c;
+                return static_cast<const void*>(&to);
+            },
+            [](const void*) { return true; },
+            [&](pl::unpark_result u) -> std::intptr_t {
+                callback_told_requeue = u.did_requeue_thread;
+                return 5;
+            });
+        return r.did_requeue_thread;
+    }));
+    EXPECT_FALSE(r.did_unpark_thread);
+    EXPECT_FALSE(r.may_have_more_threads);
+    EXPECT_TRUE(callback_told_requeue);
+    EXPECT_EQ(seen_context, &p.context);
+    EXPECT_FALSE(pl::unpark_one(&from).did_unpark_thread) << "it left the first address's queue";
+    EXPECT_FALSE(p.done.load()) << "a moved thread is not woken";
+    const auto woke = pl::unpark_one(&to, [](pl::unpark_result) -> std::intptr_t { return 9; });
+    EXPECT_TRUE(woke.did_unpark_thread);
+    p.t.join();
+    EXPECT_EQ(p.got.status, pl::park_status::unparked);
+    EXPECT_TRUE(p.got.requeued);
+    EXPECT_EQ(p.got.token, 9) << "the token is the last unparker's";
+}
+
+TEST(ParkingLot, UnparkRequeueOneUnparksWhenValidateRefusesOrTheThreadHasNoContext) {
+    watchdog dog(60s);
+    int from = 0, to = 0;
+    {
+        requeueable_parker p(&from, steady::now() + 30s);
+        pl::unpark_result r;
+        ASSERT_TRUE(eventually([&] {
+            r = pl::unpark_requeue_one(
+                &from, [&](const void*) { return static_cast<const void*>(&to); }, [](const void*) { return false; },
+                [](pl::unpark_result) -> std::intptr_t { return 3; });
+            return r.did_unpark_thread;
+        }));
+        EXPECT_FALSE(r.did_requeue_thread);
+        p.t.join();
+        EXPECT_FALSE(p.got.requeued);
+        EXPECT_EQ(p.got.token, 3);
+    }
+    std::atomic<bool> parked{false};
+    pl::park_result got;
+    std::thread plain([&] {
+        got = pl::park(
+            &from, [] { return true; }, [&] { parked.store(true); }, steady::now() + 30s);
+    });
+    ASSERT_TRUE(eventually([&] { return parked.load(); }));
+    bool target_called = false;
+    ASSERT_TRUE(eventually([&] {
+        return pl::unpark_requeue_one(
+                   &from,
+                   [&](const void*) {
+                       target_called = true;
+                       return static_cast<const void*>(&to);
+                   },
+                   [](const void*) { return true; }, [](pl::unpark_result) -> std::intptr_t { return 4; })
+            .did_unpark_thread;
+    }));
+    plain.join();
+    EXPECT_FALSE(target_called) << "a thread parked without a context is only ever woken";
+    EXPECT_FALSE(got.requeued);
+    EXPECT_EQ(got.token, 4);
+}
+
+// A moved thread keeps its deadline, and its timeout takes it off the queue it is in now.
+TEST(ParkingLot, AThreadMovedToAnotherAddressTimesOutThereAndLeavesThatQueue) {
+    watchdog dog(60s);
+    int from = 0, to = 0;
+    const auto deadline = steady::now() + 1s;  // long enough to be moved first on a loaded machine
+    requeueable_parker p(&from, deadline);
+    ASSERT_TRUE(eventually([&] {
+        return pl::unpark_requeue_one(
+                   &from, [&](const void*) { return static_cast<const void*>(&to); }, [](const void*) { return true; },
+                   [](pl::unpark_result) -> std::intptr_t { return 0; })
+            .did_requeue_thread;
+    }));
+    p.t.join();
+    EXPECT_EQ(p.got.status, pl::park_status::timed_out);
+    EXPECT_TRUE(p.got.requeued);
+    EXPECT_GE(steady::now(), deadline);
+    EXPECT_FALSE(pl::unpark_one(&to).did_unpark_thread) << "the timed-out thread is still queued";
+    EXPECT_FALSE(pl::unpark_one(&from).did_unpark_thread);
+}
+
 TEST(ParkingKeys, EachUserHasItsOwnSpaceAndTheValuesAreStable) {
     namespace ci = contend::internal;
     alignas(8) static char object[8];

@@ -7,9 +7,17 @@
 // the notifier took the lock cannot miss it: no lost wake-ups, whether or not the
 // notifier holds the lock while it notifies.
 //
-// Costs: a woken waiter retakes the lock with try_lock; if that fails, it yields its CPU
-// once (to a notifier it may have preempted) and polls try_lock for up to 8 us before it
+// Costs: when the lock is a contend::mutex (itself or under a std::unique_lock) that is held
+// when notify_one runs, the waiter is not woken: it moves to the mutex's queue (parking_lot's
+// unpark_requeue_one), and the unlock wakes it with the mutex to take, one wake-up in all; a
+// waiter woken while its notifier still held the mutex would only find it held (on a 2-CPU
+// machine it mostly preempts the notifier to find that out). That notify_one takes a second
+// bucket lock and registers the waiter with the mutex (the first registration after the
+// mutex's waiter slot went idle pays its process-wide barrier, as a contended lock does).
+// Other waiters are woken: one retakes its lock with try_lock; if that fails, it yields its
+// CPU once (to a notifier it may have preempted) and polls try_lock for up to 8 us before it
 // queues for the lock with lock(). A lock without try_lock is retaken with lock().
+// notify_all wakes every waiter.
 //
 // Spurious wake-ups are allowed, as for std::condition_variable: use the predicate forms.
 // wait on a std::unique_lock that does not own its mutex throws synchronization_error.
@@ -26,6 +34,7 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/function_ref.hpp"
+#include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 
@@ -90,16 +99,61 @@ private:
     template <class Lock>
     std::cv_status wait_until_internal(Lock& lock, internal::deadline until) {
         check_owned(lock);
-        const auto result = parking_lot::park(
-            this,
-            [this] {
-                has_waiters_.store(true, std::memory_order_seq_cst);
-                return true;
-            },
-            [&lock] { release_to_wait(lock); }, until);
+        mutex* const m = requeue_target(lock);
+        const auto park = [&] {
+            try {
+                return parking_lot::park_requeueable(
+                    this, m,
+                    [this] {
+                        has_waiters_.store(true, std::memory_order_seq_cst);
+                        return true;
+                    },
+                    [&lock] { release_to_wait(lock); }, until);
+            } catch (...) {  // a cancellation's unwind included: rethrown
+                if (m != nullptr && parking_lot::detail::this_thread_was_requeued()) m->drop_requeued_registration();
+                throw;
+            }
+        };
+        const auto result = park();
+        if (result.requeued) {
+            // Notified: a deadline that passed while it waited on the mutex's queue is the
+            // mutex's wait, as it is for a waiter woken and then blocked on the mutex.
+            m->lock_requeued(result.was_unparked(), result.token);
+            retaken_by_requeue(lock, *m);
+            return std::cv_status::no_timeout;
+        }
         relock(lock);
         return result.status == parking_lot::park_status::timed_out ? std::cv_status::timeout
                                                                     : std::cv_status::no_timeout;
+    }
+
+    // The contend::mutex under a lock whose waiters a notify may move onto that mutex's
+    // queue (the mutex itself, a std::unique_lock of one, or a wrapper that names it with
+    // requeue_target() and takes note of the retake in retaken_by_requeue()); else nullptr.
+    template <class Lock>
+    static mutex* requeue_target(Lock& lock) noexcept {
+        if constexpr (std::is_same_v<Lock, mutex>) {
+            return &lock;
+        } else if constexpr (std::is_same_v<Lock, std::unique_lock<mutex>>) {
+            return lock.mutex();
+        } else if constexpr (requires {
+                                 { lock.requeue_target() } -> std::same_as<mutex*>;
+                                 lock.retaken_by_requeue();
+                             }) {
+            return lock.requeue_target();
+        } else {
+            return nullptr;
+        }
+    }
+    // A requeued waiter has taken m (mutex::lock_requeued): the lock owns it again.
+    template <class Lock>
+    static void retaken_by_requeue(Lock& lock, mutex& m) {
+        if constexpr (std::is_same_v<Lock, mutex>) {
+        } else if constexpr (std::is_same_v<Lock, std::unique_lock<mutex>>) {
+            lock = Lock(m, std::adopt_lock);
+        } else if constexpr (requires { lock.retaken_by_requeue(); }) {
+            lock.retaken_by_requeue();
+        }
     }
 
     // A lock that has unlock_before_blocking (contend::mutex: mutex.hpp says why) is

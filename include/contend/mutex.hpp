@@ -74,6 +74,7 @@
 namespace contend {
 
 class thin_lock;
+class condition_variable;
 
 class mutex {
 public:
@@ -168,6 +169,7 @@ public:
 
 private:
     friend class thin_lock;
+    friend class condition_variable;  // moves its waiters onto this mutex's queue (src/mutex.cpp)
     // unlock() with this mutex's waiter slot already found (thin_lock keeps it beside its
     // fat locks, saving the address hash on every release).
     [[gnu::always_inline]] inline void unlock_with(const internal::atomic<std::uint32_t>& slot) {
@@ -201,6 +203,10 @@ private:
 
     bool lock_slow(internal::deadline until);
     bool lock_after_spin(internal::deadline until);
+    bool wait_registered(internal::deadline until);
+    bool register_requeued_waiter() noexcept;
+    void lock_requeued(bool unparked, std::intptr_t token);
+    void drop_requeued_registration() noexcept;
     std::uint32_t adaptive_spin_limit(std::size_t slot_index) const noexcept;
     void wait_as_designee(bool nap_first);
     void unlock_slow(bool fair);

@@ -43,6 +43,9 @@ struct park_result {
     park_status status = park_status::invalid;
     // The value the unparker's callback returned (0 for unpark_all and for timeouts).
     std::intptr_t token = 0;
+    // unpark_requeue_one moved the thread to another address's queue before it was unparked
+    // or timed out there (then `token` is the last unparker's, on the other address).
+    bool requeued = false;
 
     bool was_unparked() const noexcept { return status == park_status::unparked; }
 };
@@ -51,14 +54,20 @@ struct park_result {
 // that no park on the same address can change under it.
 struct unpark_result {
     bool did_unpark_thread = false;  // a thread was taken off the queue and will be woken
+    bool did_requeue_thread = false;  // unpark_requeue_one moved a thread instead (not woken)
     bool may_have_more_threads = false;  // more threads remain parked on this address
     bool time_to_be_fair = false;  // the bucket's fairness deadline passed (only when a thread was unparked)
 };
 
 namespace detail {
 park_result park(const void* address, internal::function_ref<bool()> validate,
-                 internal::function_ref<void()> before_sleep, clock::time_point deadline);
+                 internal::function_ref<void()> before_sleep, clock::time_point deadline, const void* requeue_context);
 unpark_result unpark_one(const void* address, internal::function_ref<std::intptr_t(unpark_result)> callback);
+unpark_result unpark_requeue_one(const void* from, internal::function_ref<const void*(const void*)> target,
+                                 internal::function_ref<bool(const void*)> validate,
+                                 internal::function_ref<std::intptr_t(unpark_result)> callback);
+// Whether this thread's last park was requeued (read by a caller whose park threw).
+bool this_thread_was_requeued() noexcept;
 }  // namespace detail
 
 // Parks the calling thread on `address`:
@@ -73,13 +82,23 @@ unpark_result unpark_one(const void* address, internal::function_ref<std::intptr
 template <class Validate, class BeforeSleep>
 park_result park(const void* address, Validate&& validate, BeforeSleep&& before_sleep,
                  clock::time_point deadline = internal::no_deadline) {
-    return detail::park(address, validate, before_sleep, deadline);
+    return detail::park(address, validate, before_sleep, deadline, nullptr);
 }
 
 template <class Validate>
 park_result park(const void* address, Validate&& validate, clock::time_point deadline = internal::no_deadline) {
     const auto nothing_before_sleep = [] {};
-    return detail::park(address, validate, nothing_before_sleep, deadline);
+    return detail::park(address, validate, nothing_before_sleep, deadline, nullptr);
+}
+
+// park(), leaving `context` (not null) for an unpark_requeue_one on `address` to decide
+// with. A requeued thread is asleep on the other address and has its unparker's token; if
+// it times out there, or a throwing before_sleep or a cancellation takes it off that queue,
+// it learns so from park_result::requeued or detail::this_thread_was_requeued().
+template <class Validate, class BeforeSleep>
+park_result park_requeueable(const void* address, const void* context, Validate&& validate, BeforeSleep&& before_sleep,
+                             clock::time_point deadline = internal::no_deadline) {
+    return detail::park(address, validate, before_sleep, deadline, context);
 }
 
 // Unparks the longest-parked thread on `address`, if any. callback(unpark_result) runs
@@ -92,6 +111,20 @@ unpark_result unpark_one(const void* address, Callback&& callback) {
 
 inline unpark_result unpark_one(const void* address) {
     return detail::unpark_one(address, [](unpark_result) -> std::intptr_t { return 0; });
+}
+
+// Wakes or moves the longest-parked thread on `from` (what a condition variable's notify
+// does when the waiter would only find its mutex held: it moves to the mutex's queue and is
+// woken by the unlock, once). If that thread parked with a context (park_requeueable),
+// target(context) names the address to move it to, or nullptr; then, with both addresses'
+// bucket locks held, validate(context) decides: true moves it (to the back of that queue,
+// with its own deadline still running), false unparks it as unpark_one would. callback runs
+// under the lock(s) in every case, told did_unpark_thread or did_requeue_thread; its value is
+// the token of an unparked thread and is ignored for a moved one. validate and callback must
+// not park or take a bucket lock. Costs one more bucket lock than unpark_one when it moves.
+template <class Target, class Validate, class Callback>
+unpark_result unpark_requeue_one(const void* from, Target&& target, Validate&& validate, Callback&& callback) {
+    return detail::unpark_requeue_one(from, target, validate, callback);
 }
 
 // Unparks every thread parked on `address`; returns how many.

@@ -100,6 +100,9 @@ struct profiled_lockable {
         profile::acquired(m);
         return true;
     }
+    // A contend::mutex's waiters move onto its queue at a notify (condition_variable.hpp).
+    contend::mutex* requeue_target() noexcept requires std::is_same_v<Lock, contend::mutex> { return &lock_; }
+    void retaken_by_requeue() requires std::is_same_v<Lock, contend::mutex> { profile::acquired(m); }
 };
 
 // The lock a cancellable wait of ours is given: it knows whether the wait has released the
@@ -129,9 +132,29 @@ struct cancellable_lockable {
         released = false;
         return true;
     }
+    // Moved onto a contend::mutex's queue at a notify and woken with it (condition_variable.hpp).
+    contend::mutex* requeue_target() noexcept
+        requires(std::is_same_v<Lock, contend::mutex> || requires(Lock & l) { l.requeue_target(); }) {
+        if constexpr (std::is_same_v<Lock, contend::mutex>) return &inner;
+        else return inner.requeue_target();
+    }
+    void retaken_by_requeue() requires(std::is_same_v<Lock, contend::mutex> ||
+                                       requires(Lock & l) { l.retaken_by_requeue(); }) {
+        if constexpr (!std::is_same_v<Lock, contend::mutex>) inner.retaken_by_requeue();
+        released = false;
+    }
 };
 // Without try_lock on every wrapper, a woken waiter would queue for the mutex its notifier
 // still holds instead of polling it (a cond ping-pong ran 2 to 3x glibc's time that way).
+// Without requeue_target, a contend::mutex's waiter would be woken while its notifier still
+// holds the mutex (condition_variable.hpp says what that costs).
+static_assert(requires(cancellable_lockable<contend::mutex> & a,
+                       cancellable_lockable<profiled_lockable<contend::mutex>>& b) {
+    { a.requeue_target() } -> std::same_as<contend::mutex*>;
+    { b.requeue_target() } -> std::same_as<contend::mutex*>;
+    a.retaken_by_requeue();
+    b.retaken_by_requeue();
+});
 static_assert(contend::internal::try_lockable<cancellable_lockable<contend::mutex>> &&
               contend::internal::try_lockable<cancellable_lockable<profiled_lockable<contend::mutex>>> &&
               contend::internal::try_lockable<cancellable_lockable<contend::ttas_lock>>);

@@ -1,7 +1,8 @@
 // Models of contend::condition_variable over contend::mutex: wait against notify_one and
 // notify_all (the waiter queues before it releases the lock; unlock_before_blocking wakes a
-// napping designee), a timed wait whose deadline the strategy may fire at any point, and the
-// mutation the checker must find.
+// napping designee), notify_one under the mutex (the waiter moves to the mutex's queue and
+// the unlock wakes it), a timed wait whose deadline the strategy may fire at any point, and
+// the mutations the checker must find.
 #include <mutex>
 
 #include "contend/condition_variable.hpp"
@@ -35,6 +36,38 @@ void give(int n, bool all) {
         if (all) cv.notify_all();
         else cv.notify_one();
     }
+}
+
+// notify_one while holding the mutex: a waiter moves to the mutex's queue (registered on its
+// behalf) and the unlock that follows must wake it.
+void give_under_the_mutex(int n) {
+    for (int i = 0; i < n; ++i) {
+        std::lock_guard g(m);
+        ++tokens;
+        cv.notify_one();
+    }
+}
+
+void two_waiters_two_notify_one_under_the_mutex() {
+    tokens = taken = 0;
+    model::thread a(take_one);
+    model::thread b(take_one);
+    give_under_the_mutex(2);
+    a.join();
+    b.join();
+    model::check(taken == 2 && tokens == 0, "each waiter moved to the mutex's queue took one token");
+}
+
+// A timed waiter that may be moved to the mutex's queue and time out there.
+void timed_wait_against_notify_under_the_mutex() {
+    tokens = taken = 0;
+    model::thread waiter([] {
+        std::unique_lock lk(m);
+        const bool got = cv.wait_for(lk, std::chrono::microseconds(30), [] { return tokens > 0; });
+        model::check(got == (tokens > 0), "wait_for's result is the predicate's value at its return");
+    });
+    give_under_the_mutex(1);
+    waiter.join();
 }
 
 // Two waiters, two notify_one calls outside the lock: each waiter takes one token.
@@ -96,6 +129,27 @@ TEST(ConditionVariableModel, ATimedWaitAgreesWithItsPredicateWhicheverComesFirst
                  timed_wait_against_notify);
     expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
                  timed_wait_against_notify);
+}
+
+TEST(ConditionVariableModel, NotifyOneUnderTheMutexReleasesBothWaiters) {
+    expect_holds({.strategy = model::strategy_kind::pct, .executions = model_test::sampled_schedules},
+                 two_waiters_two_notify_one_under_the_mutex);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1},
+                 two_waiters_two_notify_one_under_the_mutex);
+}
+
+TEST(ConditionVariableModel, ATimedWaitMovedToTheMutexQueueAgreesWithItsPredicate) {
+    expect_holds({.strategy = model::strategy_kind::random, .executions = model_test::sampled_schedules},
+                 timed_wait_against_notify_under_the_mutex);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 2},
+                 timed_wait_against_notify_under_the_mutex);
+}
+
+// A waiter moved to the mutex's queue without being counted in the waiter registry: the
+// notifier's unlock is a plain store that wakes nobody, and the waiter sleeps for good.
+TEST(ConditionVariableModel, AMoveToTheMutexQueueThatSkipsTheRegistryIsFound) {
+    expect_found("mutex_requeue_without_registering", two_waiters_two_notify_one_under_the_mutex, 2000,
+                 model_test::every_strategy);
 }
 
 // notify_one that clears "threads may be waiting" although another waiter is queued: the
