@@ -755,6 +755,13 @@ std::string exec_snapshot;  // the file written before an exec that may still fa
     (void)write_profile(false);
 }
 
+// std::quick_exit runs neither the destructor above nor atexit handlers, only at_quick_exit
+// handlers, last registered first: registered at load, this one runs after the program's.
+// quick_exit is a plain call (not async-signal-safe), so writing the file there is as safe as
+// at exit.
+void write_profile_at_quick_exit() { write_profile_at_exit(); }
+[[maybe_unused]] const bool quick_exit_handler_registered = std::at_quick_exit(write_profile_at_quick_exit) == 0;
+
 }  // namespace
 
 bool snapshot_before_exec() noexcept {

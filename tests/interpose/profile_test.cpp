@@ -273,6 +273,21 @@ TEST(Profile, AProgramThatNeverLocksWritesNoFile) {
     EXPECT_TRUE(fs::is_empty(dir.profile()));
 }
 
+// quick_exit runs no atexit handler and no library destructor, only at_quick_exit handlers:
+// the profile was lost.
+TEST(Profile, AProgramThatLeavesThroughQuickExitWritesItsProfile) {
+    scratch_dir dir;
+    const finished f =
+        run({CONTEND_TEST_SELF_COUNTING, "200", "quick_exit"}, preload_env(locks.front(), dir.profile()), dir.path());
+    EXPECT_EQ(f.status, 0) << f.err;
+    const auto own = parse_line(f.out);
+    const auto profiles = profiles_in(dir.profile());
+    ASSERT_EQ(profiles.size(), 1u) << f.err;
+    expect_counts_add_up(profiles.front());
+    ASSERT_TRUE(own.count("all_acquisitions")) << f.out;
+    EXPECT_EQ(profiles.front()["acquisitions"].get<double>(), own.at("all_acquisitions"));
+}
+
 TEST(Profile, AHoldSamplePeriodThatIsNotANumberFromTwoTo2To20IsSaidAndTheDefaultUsed) {
     for (const std::string period : {"abc", "1", "16x", "2000000"}) {
         scratch_dir dir;
