@@ -327,6 +327,32 @@ std::uint32_t registered_on(const contend::mutex& m) {
     return contend::internal::waiter_slots[contend::internal::waiter_slot_index(&m)].load() &
            contend::internal::waiter_slot_count_mask;
 }
+
+// A thread that takes `m`, runs wait(lock) and checks that it returns holding the lock;
+// constructed once the thread waits (it holds `m` until then).
+struct waiter_on {
+    contend::mutex& m;
+    bool waiting = false;
+    std::atomic<bool> returned{false};
+    std::thread thread;
+    template <class Wait>
+    waiter_on(contend::mutex& mutex, Wait wait) : m(mutex) {
+        thread = std::thread([this, wait] {
+            std::unique_lock lk(m);
+            waiting = true;
+            wait(lk);
+            EXPECT_TRUE(lk.owns_lock());
+            returned = true;
+        });
+        EXPECT_TRUE(eventually([&] {
+            std::lock_guard g(m);
+            return waiting;
+        }));
+    }
+    ~waiter_on() {
+        if (thread.joinable()) thread.join();
+    }
+};
 }  // namespace
 
 // The notifier holds the mutex when it notifies: the waiter is not woken to find it held but
@@ -335,27 +361,17 @@ TEST(ConditionVariable, ANotifyUnderTheMutexMovesTheWaiterToTheMutexQueueAndItsU
     watchdog dog(60s);
     contend::mutex m;
     contend::condition_variable cv;
-    bool waiting = false, ready = false;
-    std::atomic<bool> returned{false};
-    std::thread waiter([&] {
-        std::unique_lock lk(m);
-        waiting = true;
-        EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; }));
-        EXPECT_TRUE(lk.owns_lock());
-        returned = true;
-    });
-    ASSERT_TRUE(eventually([&] {
-        std::lock_guard g(m);
-        return waiting;
-    }));
+    bool ready = false;
+    waiter_on waiter(
+        m, [&](std::unique_lock<contend::mutex>& lk) { EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; })); });
     {
         std::lock_guard g(m);
         ready = true;
         cv.notify_one();
         EXPECT_EQ(registered_on(m), 1u) << "the waiter was woken, not moved to the mutex's queue";
-        EXPECT_FALSE(returned.load());
+        EXPECT_FALSE(waiter.returned.load());
     }
-    waiter.join();
+    waiter.thread.join();
     EXPECT_EQ(registered_on(m), 0u) << "the registration made for the moved waiter is released";
     EXPECT_FALSE(m.is_locked());
 }
@@ -366,27 +382,17 @@ TEST(ConditionVariable, AWaiterMovedToTheMutexQueueThatTimesOutThereReturnsHoldi
     watchdog dog(60s);
     contend::mutex m;
     contend::condition_variable cv;
-    bool waiting = false;
-    std::atomic<bool> returned{false};
     const auto deadline = steady::now() + 1s;
-    std::thread waiter([&] {
-        std::unique_lock lk(m);
-        waiting = true;
+    waiter_on waiter(m, [&](std::unique_lock<contend::mutex>& lk) {
         EXPECT_EQ(cv.wait_until(lk, deadline), std::cv_status::no_timeout) << "it was notified first";
-        EXPECT_TRUE(lk.owns_lock());
-        returned = true;
     });
-    ASSERT_TRUE(eventually([&] {
-        std::lock_guard g(m);
-        return waiting;
-    }));
     {
         std::lock_guard g(m);
         cv.notify_one();
         while (steady::now() < deadline + 50ms) std::this_thread::sleep_for(10ms);
-        EXPECT_FALSE(returned.load());
+        EXPECT_FALSE(waiter.returned.load());
     }
-    waiter.join();
+    waiter.thread.join();
     EXPECT_EQ(registered_on(m), 0u);
 }
 
