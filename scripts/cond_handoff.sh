@@ -11,7 +11,8 @@
 # CONTEND (the contend binary; default build/release/lab/contend), PROGRAM (the command run
 # with THREADS TURNS; default build/release/bench/pthread_cond_pingpong; also
 # "python3 bench/python_handoff.py"), THREADS ("2 4") and LOCKS ("contend_mutex") override
-# what runs. Exit 2 for bad arguments or a missing binary, 1 if a thread count and
+# what runs; PIN=one or PIN=spread reaches the default program, which then places its threads
+# on one CPU or across them (bench/pthread_cond_pingpong.cpp says why). Exit 2 for bad arguments or a missing binary, 1 if a thread count and
 # lock had no pair of runs that both finished.
 set -u
 reps=${1:-11} turns=${2:-100000} limit=${3:-30}
