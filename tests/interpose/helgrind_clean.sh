@@ -5,13 +5,19 @@
 # parking lot of its happens-before edges: docs/interpose.md). Then once with a real race in the program
 # (its argument `race`), which helgrind must still report: the notes hide nothing of the
 # program's. Without valgrind this fails, saying to run scripts/setup.sh: it is never skipped.
-#   helgrind_clean.sh LIBRARY PROGRAM
+#   helgrind_clean.sh LIBRARY PROGRAM HEADER_FOUND(yes|no: <valgrind/helgrind.h> at configure time)
 set -u
 lib=$1
 program=$2
+header=$3
 valgrind=${CONTEND_VALGRIND:-valgrind}
 command -v "$valgrind" >/dev/null ||
   { echo "FAIL no valgrind ($valgrind): run scripts/setup.sh (it installs Debian's valgrind)" >&2; exit 1; }
+[ "$header" = yes ] || {
+  echo "FAIL the build found no <valgrind/helgrind.h>, so the library tells helgrind nothing: run scripts/setup.sh" \
+    "(Debian's valgrind package has the header), then configure and build again" >&2
+  exit 1
+}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
