@@ -21,12 +21,14 @@ command -v "$valgrind" >/dev/null ||
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
-# lock, then the program's argument; runs it under helgrind into $work/$lock$arg.log, sets rc.
+# lock, then the program's arguments: runs it under helgrind into $log, sets rc.
 run() {
-  log="$work/$1$2.log"
+  local lock=$1
+  shift
+  log="$work/$lock$*.log"
   # A hang ends at the timeout (124); 99 is helgrind's "errors reported".
-  LD_PRELOAD=$lib CONTEND_INTERPOSE_LOCK=$1 \
-    timeout -k 5 60 "$valgrind" --tool=helgrind --error-exitcode=99 "$program" $2 >"$log" 2>&1
+  LD_PRELOAD=$lib CONTEND_INTERPOSE_LOCK=$lock \
+    timeout -k 5 60 "$valgrind" --tool=helgrind --error-exitcode=99 "$program" "$@" >"$log" 2>&1
   rc=$?
 }
 fail() {
@@ -35,7 +37,7 @@ fail() {
   status=1
 }
 for lock in contend_mutex ticket; do  # ttas takes the same notes as ticket
-  run $lock ""
+  run $lock
   if [ $rc -ne 0 ] || ! grep -q 'ERROR SUMMARY: 0 errors' "$log"; then
     fail "$lock: helgrind exited with $rc (99: it reported errors, 124: it hung)"
   elif ! grep -q "lock $lock\$" "$log"; then
