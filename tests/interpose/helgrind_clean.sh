@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs interpose_helgrind_counter under valgrind's helgrind with libcontend_interpose.so
-# preloaded, under contend_mutex and ticket (ttas takes ticket's path): helgrind must report
-# no error (the interposer tells it of each acquisition, release and notification, and the
+# preloaded, under contend_mutex and, with the profile on, ticket (ttas takes ticket's path):
+# helgrind must report no error (the interposer tells it of each acquisition, release and notification, and the
 # parking lot of its happens-before edges: docs/interpose.md). Then once with a real race in the program
 # (its argument `race`), which helgrind must still report: the notes hide nothing of the
 # program's. Without valgrind this fails, saying to run scripts/setup.sh: it is never skipped.
@@ -36,14 +36,22 @@ fail() {
   echo "FAIL $*" >&2
   status=1
 }
+# ticket runs with the profile on (its notes take the same noted path, beside the profile's).
 for lock in contend_mutex ticket; do  # ttas takes the same notes as ticket
-  run $lock
+  profile=
+  if [ $lock = ticket ]; then
+    profile=$work/profile
+    mkdir "$profile"
+  fi
+  CONTEND_INTERPOSE_PROFILE=$profile run $lock
   if [ $rc -ne 0 ] || ! grep -q 'ERROR SUMMARY: 0 errors' "$log"; then
     fail "$lock: helgrind exited with $rc (99: it reported errors, 124: it hung)"
   elif ! grep -q "lock $lock\$" "$log"; then
     fail "$lock: the program did not run on $lock (was the library preloaded?)"
+  elif [ -n "$profile" ] && ! ls "$profile"/*.json >/dev/null 2>&1; then
+    fail "$lock: no profile written in $profile"
   else
-    echo "ok $lock: $(grep -o 'counter .*' "$log")"
+    echo "ok $lock${profile:+ (profiled)}: $(grep -o 'counter .*' "$log")"
   fi
 done
 run contend_mutex race
