@@ -17,9 +17,9 @@
 // learns nothing from atomics, and without them it reports the parking lot's queues and
 // slots as raced when the LD_PRELOAD interposer runs a program's mutexes (docs/interpose.md).
 // Natively each is a load of a flag set at start-up and a branch never taken; the client
-// requests are out of line (helgrind_edges.cpp). Every call site is on the parking lot's slow
-// path (a bucket lock, a park, an unpark), never on a lock's fast path. Built without the
-// header they are nothing.
+// requests are out of line (helgrind_edges.cpp). Every call site is on a slow path (the
+// parking lot's bucket lock, a park, an unpark; the interposer's own locks and its profile's
+// stripes lock), never on a lock's fast path. Built without the header they are nothing.
 #pragma once
 
 #include <cstddef>
