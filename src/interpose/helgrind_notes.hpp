@@ -31,7 +31,8 @@
 namespace contend::interpose::helgrind {
 
 #if defined(CONTEND_INTERPOSE_HELGRIND)
-// Out of line: the request's argument block stays out of the frames of the profile's path.
+// The notes below running() are out of line: a request's argument block stays out of the
+// frames of the profile's path, which shares the noted path.
 
 // Whether this process runs under helgrind (any other tool, or none, answers -2).
 inline bool running() noexcept {
