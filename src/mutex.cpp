@@ -50,6 +50,7 @@
 #include "model/mutation.hpp"
 #include "parking_keys.hpp"
 #include "platform/spin_wait.hpp"
+#include "platform/tsan_sync.hpp"
 #include "platform/yield.hpp"
 #include "waiter_registry.hpp"
 
@@ -127,7 +128,11 @@ cache_padded<internal::atomic<std::uint32_t>> yielding[internal::waiter_slot_cou
 bool in_fork_child = false;
 constexpr auto fork_child_designee_check = std::chrono::milliseconds(10);
 #if !CONTEND_MODEL_CHECK
+// Under helgrind these writes race by design with what the threads gone in the child did:
+// left unchecked (platform/tsan_sync.hpp).
 void reset_in_fork_child() noexcept {
+    internal::helgrind_unchecked(&in_fork_child, sizeof in_fork_child);
+    internal::helgrind_unchecked(yielding, sizeof yielding);
     in_fork_child = true;
     for (auto& y : yielding) y->store(0, std::memory_order_relaxed);  // those threads are not in the child
 }
@@ -136,7 +141,7 @@ void reset_in_fork_child() noexcept {
 
 std::uint32_t crowd_threshold() noexcept {
     // The CPUs this process may run on (taskset, cgroups' cpusets), read once.
-    static const std::uint32_t threshold = [] {
+    static const std::uint32_t threshold = internal::helgrind_static(&threshold, [] {
         int cpus = 0;
 #if defined(__linux__)
         cpu_set_t set;
@@ -144,7 +149,7 @@ std::uint32_t crowd_threshold() noexcept {
 #endif
         if (cpus <= 0) cpus = static_cast<int>(std::thread::hardware_concurrency());
         return crowd_per_cpu * static_cast<std::uint32_t>(cpus > 0 ? cpus : 1);
-    }();
+    }());
     return threshold;
 }
 

@@ -181,7 +181,8 @@ struct slot_pool {
     thread_data* free = nullptr;
 };
 slot_pool& pool() {
-    static auto* p = new slot_pool;  // leaked: threads may exit during static destruction
+    // Leaked: threads may exit during static destruction.
+    static slot_pool* p = internal::helgrind_static(&p, new slot_pool);
     return *p;
 }
 
@@ -193,7 +194,11 @@ struct thread_slot {
             data = pool().free;
             if (data) pool().free = data->next_free;
         }
-        if (!data) data = new thread_data;
+        if (!data) {
+            data = new thread_data;
+            // Its `parked` is stored to plainly (the unparker's release) and read plainly.
+            internal::helgrind_unchecked(&data->parked, sizeof data->parked);
+        }
         grow_for(thread_count.fetch_add(1, std::memory_order_relaxed) + 1);
     }
     ~thread_slot() {
@@ -219,14 +224,19 @@ thread_data& this_thread() {
 // whole. The slots of those threads are leaked (never returned to the pool); a slot pool
 // list a thread left half-updated loses at most one entry. Registered when the library
 // loads, so it runs before the program's own child handlers, which may unlock mutexes.
+//
+// Under helgrind these writes race by design with what the threads gone in the child last did
+// there: what they rewrite is left unchecked from now on (platform/tsan_sync.hpp).
 void reset_in_fork_child() noexcept {
     if (table* t = current_table.load(std::memory_order_relaxed)) {
         for (std::size_t i = 0; i < t->size; ++i) {
             bucket& b = *t->buckets[i];
+            internal::helgrind_unchecked(&b, sizeof b);
             b.lock.reset_after_fork();
             b.head = b.tail = nullptr;
         }
     }
+    internal::helgrind_unchecked(&pool().lock, sizeof pool().lock);
     new (&pool().lock) std::mutex;  // its holder, if any, is not in the child
 }
 [[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_in_fork_child) == 0;

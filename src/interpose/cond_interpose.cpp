@@ -35,6 +35,7 @@
 #include "interpose/exports.hpp"
 #include "interpose/glibc_functions.hpp"
 #include "interpose/glibc_layout.hpp"
+#include "interpose/helgrind_notes.hpp"
 #include "interpose/lock_choice.hpp"
 #include "interpose/our_locks.hpp"
 #include "interpose/profile.hpp"
@@ -211,25 +212,57 @@ struct tsan_ignored_wait {
 struct tsan_ignored_wait {};
 #endif
 
+// Under helgrind (helgrind_notes.hpp), a wait on our condition variable with a mutex our lock
+// runs, as helgrind's model of glibc's wait tells it: the mutex released before the wait, and
+// held again after it, on every way out (a cancellation's unwind retakes it too). A mutex
+// glibc runs, helgrind follows through glibc's functions, which release and retake it.
+struct helgrind_wait {
+    pthread_mutex_t* m;
+    bool told;
+    helgrind_wait(pthread_mutex_t* mutex, bool tell) noexcept : m(mutex), told(tell) {
+        if (!told) return;
+        helgrind::releasing(m);
+        helgrind::released(m);
+    }
+    ~helgrind_wait() {
+        if (told) helgrind::acquired(m);
+    }
+    helgrind_wait(const helgrind_wait&) = delete;
+    helgrind_wait& operator=(const helgrind_wait&) = delete;
+};
+
 // Runs wait(lock) -> std::cv_status on contend's condition variable with the right lock.
 // Not noexcept: a cancellation unwinds through it (see the top of this file).
 template <class Glibc, class Wait>
 int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&& wait) {
-    if (current_lock() == lock_choice::glibc) return glibc_wait(m, to_glibc);
+    const int flags = current_choice_and_flags();
+    if (choice_of(flags) == lock_choice::glibc) return glibc_wait(m, to_glibc);
+    const bool tell = (flags & valgrind_flag) != 0;
+    if (tell) {
+        helgrind::unchecked(c);
+        helgrind::unchecked(m);
+    }
     if (pshared(c)) {
         // glibc's wait cannot release our lock, and contend's parking lot cannot hear a signal
         // from another process: a process-shared cond with one of our (private) mutexes fails
         // plainly instead of losing wake-ups.
         return mutex_kind(m) == 0 ? EINVAL : to_glibc();
     }
-    auto result = [](std::cv_status s) { return s == std::cv_status::timeout ? ETIMEDOUT : 0; };
+    // A wake-up that was no timeout comes after the signals before it (helgrind's model of
+    // glibc's cond: helgrind_notes.hpp).
+    auto result = [&](std::cv_status s) {
+        if (s == std::cv_status::timeout) return ETIMEDOUT;
+        if (tell) helgrind::woken(c);
+        return 0;
+    };
     [[maybe_unused]] const tsan_ignored_wait ignored;
     try {
         return visit_mutex(
             m,
             [&](auto& lock) {
                 if (const int rc = claim(c)) return rc;
-                if (profiling()) {
+                const helgrind_wait told_helgrind{m, tell};
+                if (flags & profile_flag) {
                     profiled_lockable<std::remove_reference_t<decltype(lock)>> noted{lock, m};
                     return result(wait_cancellably(c, noted, wait));
                 }
@@ -260,6 +293,16 @@ int timed_wait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const tim
     });
 }
 
+// pthread_cond_signal (all: _broadcast) under helgrind, whose flag is never set under glibc.
+int noted_notify(pthread_cond_t* c, bool all) noexcept {
+    helgrind::unchecked(c);
+    if (!marked(c)) return all ? glibc().cond_broadcast(c) : glibc().cond_signal(c);
+    helgrind::notifying(c);
+    if (all) as_contend_cond(c).notify_all();
+    else as_contend_cond(c).notify_one();
+    return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -271,6 +314,7 @@ CONTEND_INTERPOSE_EXPORT int pthread_cond_init(pthread_cond_t* c, const pthread_
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_cond_destroy(pthread_cond_t* c) {
+    if (telling_helgrind()) helgrind::unchecked(c);
     if (marked(c)) {
         // Nobody may wait on a cond being destroyed; unmarked, it is glibc's again.
         __atomic_store_n(reinterpret_cast<std::uint8_t*>(c), 0, __ATOMIC_RELAXED);
@@ -289,6 +333,7 @@ CONTEND_INTERPOSE_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime) {
+    if (telling_helgrind()) helgrind::unchecked(c);
     if (current_lock() == lock_choice::glibc || (!marked(c) && mutex_kind(m) != 0))
         return glibc_wait(m, [&] { return glibc().cond_timedwait(c, m, abstime); });
     if (!valid_nanoseconds(abstime)) return EINVAL;
@@ -298,6 +343,7 @@ CONTEND_INTERPOSE_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_m
 
 CONTEND_INTERPOSE_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
                                                     const timespec* abstime) {
+    if (telling_helgrind()) helgrind::unchecked(c);
     if (current_lock() == lock_choice::glibc || (!marked(c) && mutex_kind(m) != 0))
         return glibc_wait(m, [&] { return glibc().cond_clockwait(c, m, clock, abstime); });
     if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return EINVAL;
@@ -305,14 +351,22 @@ CONTEND_INTERPOSE_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_m
     return timed_wait(c, m, clock, abstime);
 }
 
+// Under helgrind (the flag comes with the lock choice, in the same load): the cond's bytes
+// unchecked before they are read, and the notification noted before it is made.
 CONTEND_INTERPOSE_EXPORT int pthread_cond_signal(pthread_cond_t* c) {
-    if (current_lock() == lock_choice::glibc || !marked(c)) return glibc().cond_signal(c);
+    const int flags = current_choice_and_flags();
+    if (flags & valgrind_flag) [[unlikely]]
+        return noted_notify(c, false);
+    if (choice_of(flags) == lock_choice::glibc || !marked(c)) return glibc().cond_signal(c);
     as_contend_cond(c).notify_one();
     return 0;
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) {
-    if (current_lock() == lock_choice::glibc || !marked(c)) return glibc().cond_broadcast(c);
+    const int flags = current_choice_and_flags();
+    if (flags & valgrind_flag) [[unlikely]]
+        return noted_notify(c, true);
+    if (choice_of(flags) == lock_choice::glibc || !marked(c)) return glibc().cond_broadcast(c);
     as_contend_cond(c).notify_all();
     return 0;
 }

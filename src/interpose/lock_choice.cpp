@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "interpose/exports.hpp"
+#include "interpose/helgrind_notes.hpp"
 #include "interpose/profile.hpp"
 
 namespace contend::interpose {
@@ -43,7 +44,9 @@ lock_choice resolve_lock_choice() noexcept {
     }
     // The profile starts before the choice is published: no call takes the profiled path
     // before its table exists.
-    const int flags = profile::start_from_environment() ? profile_flag : 0;
+    int flags = profile::start_from_environment() ? profile_flag : 0;
+    // Under glibc every call reaches glibc's functions, which helgrind wraps itself.
+    if (c != lock_choice::glibc && helgrind::running()) flags |= valgrind_flag;
     int expected = 0;
     // The first thread to decide reports an unknown name; write(2), not stdio, since this may
     // run inside the program's first lock call.
@@ -53,7 +56,7 @@ lock_choice resolve_lock_choice() noexcept {
             "using glibc\n";
         (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
     }
-    return static_cast<lock_choice>(chosen_lock.load() & ~profile_flag);
+    return static_cast<lock_choice>(chosen_lock.load() & ~noted_flags);
 }
 
 // Read at load time, so the choice (and its message) does not wait for the first lock.

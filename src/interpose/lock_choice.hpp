@@ -18,6 +18,12 @@ enum class lock_choice : int {
 // Set beside the choice in chosen_lock when CONTEND_INTERPOSE_PROFILE asks for a profile
 // (profile.hpp): the fast path reads both with one load.
 inline constexpr int profile_flag = 0x100;
+// Set beside the choice when the process runs under helgrind and the choice is one of our
+// locks: the pthread functions then tell helgrind of each acquisition and release
+// (helgrind_notes.hpp). Tested with the profile's flag in one instruction (noted_flags).
+inline constexpr int valgrind_flag = 0x200;
+// The flags that send a pthread function off its fast path, to its noted (slower) path.
+inline constexpr int noted_flags = profile_flag | valgrind_flag;
 
 namespace detail {
 extern std::atomic<int> chosen_lock;
@@ -32,13 +38,14 @@ inline int current_choice_and_flags() noexcept {
     const int c = detail::chosen_lock.load(std::memory_order_relaxed);
     if (c != 0) [[likely]]
         return c;
-    return static_cast<int>(detail::resolve_lock_choice()) | (detail::chosen_lock.load() & profile_flag);
+    return static_cast<int>(detail::resolve_lock_choice()) | (detail::chosen_lock.load() & noted_flags);
 }
 inline lock_choice choice_of(int choice_and_flags) noexcept {
-    return static_cast<lock_choice>(choice_and_flags & ~profile_flag);
+    return static_cast<lock_choice>(choice_and_flags & ~noted_flags);
 }
 inline lock_choice current_lock() noexcept { return choice_of(current_choice_and_flags()); }
 inline bool profiling() noexcept { return (current_choice_and_flags() & profile_flag) != 0; }
+inline bool telling_helgrind() noexcept { return (current_choice_and_flags() & valgrind_flag) != 0; }
 
 const char* lock_name(lock_choice c) noexcept;
 

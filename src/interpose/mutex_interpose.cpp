@@ -16,6 +16,7 @@
 #include "interpose/exports.hpp"
 #include "interpose/glibc_functions.hpp"
 #include "interpose/glibc_layout.hpp"
+#include "interpose/helgrind_notes.hpp"
 #include "interpose/lock_choice.hpp"
 #include "interpose/our_locks.hpp"
 #include "interpose/profile.hpp"
@@ -118,8 +119,26 @@ int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime, con
         [] { return not_ours; });
 }
 
+// Whether this call tells helgrind of `m` (lock_choice.hpp: valgrind_flag): a mutex our lock
+// runs (kind 0; the flag is never set under glibc). glibc's own functions, which helgrind
+// wraps, tell it of the others. The mutex's bytes are left unchecked before anything here
+// reads them (helgrind_notes.hpp).
+bool tells_helgrind(int c, pthread_mutex_t* m) noexcept {
+    if ((c & valgrind_flag) == 0) return false;
+    helgrind::unchecked(m);
+    return mutex_kind(m) == 0;
+}
+
 int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime, const void* site) noexcept {
-    return profiling() ? timed_lock<true>(m, clock, abstime, site) : timed_lock<false>(m, clock, abstime, nullptr);
+    const int c = current_choice_and_flags();
+    if ((c & noted_flags) == 0) [[likely]]
+        return timed_lock<false>(m, clock, abstime, nullptr);
+    const bool tell = tells_helgrind(c, m);
+    if (tell) helgrind::acquiring(m, false);
+    const int rc =
+        (c & profile_flag) ? timed_lock<true>(m, clock, abstime, site) : timed_lock<false>(m, clock, abstime, nullptr);
+    if (tell && rc == 0) helgrind::acquired(m);
+    return rc;
 }
 
 template <bool profiled>
@@ -152,6 +171,42 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
             }
         },
         [m] { return glibc().mutex_lock(m); });
+}
+
+// The lock call's noted path (lock_choice.hpp: noted_flags): the profile's counts, helgrind's
+// notes, or both. Out of line (as noted_trylock and noted_unlock), so that what it keeps
+// across its calls costs the fast path nothing: inlined, it made pthread_mutex_unlock save
+// three more registers on every call.
+[[gnu::noinline]] int noted_lock(int c, pthread_mutex_t* m, const void* site) noexcept {
+    const bool tell = tells_helgrind(c, m);
+    if (tell) helgrind::acquiring(m, false);
+    const int rc = (c & profile_flag) ? lock<true>(choice_of(c), m, site) : lock<false>(choice_of(c), m, nullptr);
+    if (tell && rc == 0) helgrind::acquired(m);
+    return rc;
+}
+
+template <bool profiled>
+int trylock(lock_choice c, pthread_mutex_t* m) noexcept {
+    return visit_mutex_as<profiled>(
+        c, m,
+        [m](auto& lock) {
+            if (!lock.try_lock()) {
+                check_not_glibc_held(lock, m);
+                if (profiled) profile::trylock_busy();
+                return EBUSY;
+            }
+            if (profiled) profile::acquired(m);
+            return 0;
+        },
+        [m] { return glibc().mutex_trylock(m); });
+}
+
+[[gnu::noinline]] int noted_trylock(int c, pthread_mutex_t* m) noexcept {
+    const bool tell = tells_helgrind(c, m);
+    if (tell) helgrind::acquiring(m, true);
+    const int rc = (c & profile_flag) ? trylock<true>(choice_of(c), m) : trylock<false>(choice_of(c), m);
+    if (tell && rc == 0) helgrind::acquired(m);
+    return rc;
 }
 
 // fork(): a ticket lock the forking thread held while others waited (the pthread_atfork
@@ -209,6 +264,16 @@ int unlock(lock_choice c, pthread_mutex_t* m) noexcept {
         [m] { return glibc().mutex_unlock(m); });
 }
 
+// The unlock call's noted path, as noted_lock's. Helgrind hears of the release before it
+// happens, as its own wrapper of glibc's unlock tells it.
+[[gnu::noinline]] int noted_unlock(int c, pthread_mutex_t* m) noexcept {
+    const bool tell = tells_helgrind(c, m);
+    if (tell) helgrind::releasing(m);
+    const int rc = (c & profile_flag) ? unlock<true>(choice_of(c), m) : unlock<false>(choice_of(c), m);
+    if (tell) helgrind::released(m);
+    return rc;
+}
+
 int destroy(pthread_mutex_t* m) {
     return visit_mutex(
         m,
@@ -231,8 +296,12 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_init(pthread_mutex_t* m, const pthrea
     if (profiling()) profile::retire(m);
     if (current_lock() == lock_choice::glibc) return glibc().mutex_init(m, attr);
     if (attr == nullptr) {
-        // What glibc's init does for no attributes, without the call.
+        // What glibc's init does for no attributes, without the call (helgrind hears of an
+        // init with attributes from glibc's).
+        const bool tell = telling_helgrind();
+        if (tell) helgrind::unchecked(m);
         std::memset(static_cast<void*>(m), 0, sizeof *m);
+        if (tell) helgrind::initialized(m);
         return 0;
     }
     // glibc validates the attributes and writes __kind; a kind-0 result is then ours, and
@@ -246,6 +315,8 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_init(pthread_mutex_t* m, const pthrea
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_destroy(pthread_mutex_t* m) {
+    // As helgrind's wrapper of glibc's destroy: told first, held or not.
+    if (tells_helgrind(current_choice_and_flags(), m)) helgrind::destroying(m);
     if (profiling() && mutex_kind(m) == 0) {
         // Its record takes what the mutex still counts, under any lock choice (glibc's
         // destroy leaves __list as it is).
@@ -258,35 +329,16 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_destroy(pthread_mutex_t* m) {
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
     const int c = current_choice_and_flags();
-    if (c & profile_flag) [[unlikely]]
-        return lock<true>(choice_of(c), m, __builtin_return_address(0));
+    if (c & noted_flags) [[unlikely]]
+        return noted_lock(c, m, __builtin_return_address(0));
     return lock<false>(choice_of(c), m, nullptr);
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
     const int c = current_choice_and_flags();
-    if (c & profile_flag) [[unlikely]] {
-        return visit_mutex_as<true>(
-            choice_of(c), m,
-            [m](auto& lock) {
-                if (!lock.try_lock()) {
-                    check_not_glibc_held(lock, m);
-                    profile::trylock_busy();
-                    return EBUSY;
-                }
-                profile::acquired(m);
-                return 0;
-            },
-            [m] { return glibc().mutex_trylock(m); });
-    }
-    return visit_mutex_as(
-        choice_of(c), m,
-        [m](auto& lock) {
-            if (lock.try_lock()) return 0;
-            check_not_glibc_held(lock, m);
-            return EBUSY;
-        },
-        [m] { return glibc().mutex_trylock(m); });
+    if (c & noted_flags) [[unlikely]]
+        return noted_trylock(c, m);
+    return trylock<false>(choice_of(c), m);
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* abstime) {
@@ -301,8 +353,8 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid
 
 CONTEND_INTERPOSE_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
     const int c = current_choice_and_flags();
-    if (c & profile_flag) [[unlikely]]
-        return unlock<true>(choice_of(c), m);
+    if (c & noted_flags) [[unlikely]]
+        return noted_unlock(c, m);
     return unlock<false>(choice_of(c), m);
 }
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "interpose/lock_choice.hpp"
+#include "platform/tsan_sync.hpp"
 
 namespace contend::interpose::profile {
 
@@ -160,12 +161,19 @@ constinit thread_local stripe this_thread_stripe __attribute__((tls_model("initi
 
 namespace {
 
+// Under helgrind (docs/interpose.md#helgrind) the lock tells it its happens-before edges, as
+// the parking lot's bucket lock does, and its flag, cleared with a plain store, is unchecked.
 class stripes_guard {
 public:
     stripes_guard() noexcept {
+        contend::internal::helgrind_unchecked(&state.stripes_lock, sizeof state.stripes_lock);
         while (state.stripes_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+        contend::internal::tsan_acquired(&state.stripes_lock);
     }
-    ~stripes_guard() { state.stripes_lock.clear(std::memory_order_release); }
+    ~stripes_guard() {
+        contend::internal::tsan_releasing(&state.stripes_lock);
+        state.stripes_lock.clear(std::memory_order_release);
+    }
 };
 
 // A registered thread's exit (its pthread key's destructor): its counts go to the totals.

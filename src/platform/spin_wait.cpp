@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "contend/cpu_relax.hpp"
+#include "platform/tsan_sync.hpp"
 #include "platform/yield.hpp"
 
 namespace contend::internal {
@@ -41,7 +42,7 @@ std::chrono::nanoseconds measure_yield_interval() noexcept {
 }  // namespace
 
 double relax_ns() noexcept {
-    static const double ns = measure_relax_ns();
+    static const double ns = helgrind_static(&ns, measure_relax_ns());
     return ns;
 }
 
@@ -56,7 +57,7 @@ void relax_for(std::chrono::nanoseconds d) noexcept {
 }
 
 std::chrono::nanoseconds yield_interval() noexcept {
-    static const std::chrono::nanoseconds interval = measure_yield_interval();
+    static const std::chrono::nanoseconds interval = helgrind_static(&interval, measure_yield_interval());
     return interval;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "contend/internal/thread_id.hpp"
+#include "platform/tsan_sync.hpp"
 
 #if CONTEND_MODEL_CHECK
 #include "contend/internal/model_atomic.hpp"
@@ -26,7 +27,7 @@ struct id_pool {
 
 id_pool& pool() {
     // Leaked on purpose: threads may exit (and return ids) during static destruction.
-    static id_pool* p = new id_pool;
+    static id_pool* p = helgrind_static(&p, new id_pool);
     return *p;
 }
 

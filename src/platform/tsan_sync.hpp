@@ -10,20 +10,47 @@
 // loses the order its atomics gave it, and TSan reports races that are not there
 // (docs/interpose.md). The interposer also calls them around the glibc mutexes its own
 // objects lock past TSan's interceptors (src/interpose/internal_locks.cpp), where TSan would
-// otherwise see no edge at all. Outside TSan builds they are nothing.
+// otherwise see no edge at all.
+//
+// Outside TSan builds they tell helgrind (valgrind) the same edges, when the process runs
+// under helgrind and the library was built with valgrind's <valgrind/helgrind.h>: helgrind
+// learns nothing from atomics, and without them it reports the parking lot's queues and
+// slots as raced when the LD_PRELOAD interposer runs a program's mutexes (docs/interpose.md).
+// Natively each is a load of a flag set at start-up and a branch never taken; the client
+// requests are out of line (helgrind_edges.cpp). Every call site is on a slow path (the
+// parking lot's bucket lock, a park, an unpark; the interposer's own locks and its profile's
+// stripes lock), never on a lock's fast path. Built without the header they are nothing.
 #pragma once
+
+#include <cstddef>
 
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
+#elif defined(__has_include)
+#if __has_include(<valgrind/helgrind.h>)
+#define CONTEND_HELGRIND_EDGES 1
+#endif
 #endif
 
 namespace contend::internal {
+
+#if defined(CONTEND_HELGRIND_EDGES)
+// Whether this process runs under helgrind: set before any dynamic initialization of the
+// library (helgrind_edges.cpp), read on the slow paths that tell it their edges.
+extern bool helgrind_running;
+void helgrind_happens_after(const volatile void* address) noexcept;
+void helgrind_happens_before(const volatile void* address) noexcept;
+void helgrind_disable_checking(const volatile void* address, std::size_t size) noexcept;
+#endif
 
 // After an acquire (load, RMW, or lock) of the atomic or mutex at `address`.
 inline void tsan_acquired(const volatile void* address) noexcept {
 #if defined(__SANITIZE_THREAD__)
     __tsan_acquire(const_cast<void*>(address));
+#elif defined(CONTEND_HELGRIND_EDGES)
+    if (helgrind_running) [[unlikely]]
+        helgrind_happens_after(address);
 #else
     (void)address;
 #endif
@@ -33,9 +60,34 @@ inline void tsan_acquired(const volatile void* address) noexcept {
 inline void tsan_releasing(const volatile void* address) noexcept {
 #if defined(__SANITIZE_THREAD__)
     __tsan_release(const_cast<void*>(address));
+#elif defined(CONTEND_HELGRIND_EDGES)
+    if (helgrind_running) [[unlikely]]
+        helgrind_happens_before(address);
 #else
     (void)address;
 #endif
+}
+
+// Memory helgrind must not check: an atomic that is stored to with a plain store (helgrind
+// takes every access that is not a locked instruction for a plain one, and orders nothing
+// by it), or a static whose one write C++'s guarded initialization orders before its reads
+// (a protocol helgrind does not follow). Called once per object, where it is made.
+inline void helgrind_unchecked(const volatile void* address, std::size_t size) noexcept {
+#if defined(CONTEND_HELGRIND_EDGES)
+    if (helgrind_running) [[unlikely]]
+        helgrind_disable_checking(address, size);
+#else
+    (void)address;
+    (void)size;
+#endif
+}
+
+// The initializer of the function-local static at `address`: `value`, with the static left
+// unchecked by helgrind (above). `static T* p = helgrind_static(&p, new T);`
+template <class T>
+T helgrind_static(const T* address, T value) noexcept {
+    helgrind_unchecked(address, sizeof(T));
+    return value;
 }
 
 }  // namespace contend::internal

@@ -38,8 +38,15 @@ timespec to_timespec(deadline until) noexcept {
 // between the two calls nothing may run that cannot be abandoned at any instruction, and this
 // function is neither noexcept nor has anything to clean up (no landing pad the asynchronous
 // unwind could land beside): the unwinder walks it by its CFI alone. Not inlined, so that
-// stays true whatever its caller holds.
-[[gnu::noinline]] long cancellable_futex_wait(std::uint32_t* address, std::uint32_t expected, const timespec* ts) {
+// stays true whatever its caller holds. Not instrumented by AddressSanitizer (nor is
+// wait_on_address_cancellable, the other frame that unwind skips): an instrumented frame
+// poisons the redzones of its addressable locals (old_type here, the timespec there) and
+// unpoisons them on return, which a cancellation's unwind never makes, so the poison stayed
+// on the stack below the catching frame, and ASan's own __asan_handle_no_return, at the
+// rethrow, failed a CHECK on it (its sigaltstack interceptor found its local poisoned:
+// interpose/cancel_in_cond_wait under ASan, once the parking lot's code had moved).
+[[gnu::noinline, gnu::no_sanitize_address]] long cancellable_futex_wait(std::uint32_t* address, std::uint32_t expected,
+                                                                        const timespec* ts) {
     int old_type = PTHREAD_CANCEL_DEFERRED;
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_type);
     const long rc = syscall(SYS_futex, address, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected, ts, nullptr,
@@ -67,8 +74,9 @@ wait_status wait_on_address(const internal::atomic<std::uint32_t>& word, std::ui
     return wait_status::woken_or_changed;
 }
 
-wait_status wait_on_address_cancellable(const internal::atomic<std::uint32_t>& word, std::uint32_t expected,
-                                        deadline until) {
+// Not instrumented by AddressSanitizer: see cancellable_futex_wait.
+[[gnu::no_sanitize_address]] wait_status wait_on_address_cancellable(const internal::atomic<std::uint32_t>& word,
+                                                                     std::uint32_t expected, deadline until) {
     auto* address = const_cast<std::uint32_t*>(reinterpret_cast<const std::uint32_t*>(&word));
     if (until == no_deadline) {
         cancellable_futex_wait(address, expected, nullptr);

@@ -1,0 +1,28 @@
+// helgrind's side of platform/tsan_sync.hpp: the client requests, out of line, and the flag
+// that says whether to make them. Built only with valgrind's <valgrind/helgrind.h>.
+#include "platform/tsan_sync.hpp"
+
+#if defined(CONTEND_HELGRIND_EDGES)
+#include <valgrind/helgrind.h>
+
+namespace contend::internal {
+
+bool helgrind_running = false;
+
+namespace {
+// Before every dynamic initializer of default priority, so that the statics they make are
+// already left unchecked. Any other valgrind tool, or none, answers -2.
+[[gnu::constructor(101)]] void detect_helgrind() noexcept {
+    char probe = 0;
+    helgrind_running = VALGRIND_HG_GET_ABITS(&probe, nullptr, 1) != -2;
+}
+}  // namespace
+
+void helgrind_happens_after(const volatile void* address) noexcept { ANNOTATE_HAPPENS_AFTER(address); }
+void helgrind_happens_before(const volatile void* address) noexcept { ANNOTATE_HAPPENS_BEFORE(address); }
+void helgrind_disable_checking(const volatile void* address, std::size_t size) noexcept {
+    VALGRIND_HG_DISABLE_CHECKING(address, size);
+}
+
+}  // namespace contend::internal
+#endif
