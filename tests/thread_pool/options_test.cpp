@@ -1,6 +1,7 @@
-// contend::thread_pool's options (pool_core's constructor, thread_pool.cpp): invalid limits
-// and options refused, the environment's overrides, a thread the constructor cannot start
-// (os_thread.cpp's fault injection), and the workers' names and hooks.
+// contend::thread_pool's options and limits (pool_core's constructor and set_min_threads,
+// set_max_threads): invalid limits and options refused, the environment's overrides, a
+// thread the constructor cannot start (os_thread.cpp's fault injection), and the workers'
+// names and hooks.
 #include "thread_pool_support.hpp"
 
 #include <algorithm>
