@@ -64,9 +64,8 @@ namespace {
 // platform/spin_wait.hpp says. 50 us: a
 // sleep costs the next poster a futex wake and this worker 16 to 19 us to run again (both
 // 2-CPU VMs), so polling about a round trip's worth catches the next item of a steady
-// stream without either, at most doubling what a sleep would have cost when none comes;
-// and it is about what the old loop of 64 x 32 pauses lasted (47 us on the AMD VM, 27 to
-// 63 us on the Intel one), against which the pool suite was measured. docs/design/pool.md.
+// stream without either, at most doubling what a sleep would have cost when none comes.
+// How it was chosen: docs/design/pool.md.
 //
 // The model-checking build polls for 2 us of model time, two looks: there every pause is a yield
 // of 1 us (platform/spin_wait.cpp), and a longer poll only repeats the same look.
@@ -97,8 +96,8 @@ std::size_t hardware_threads() noexcept {
 }
 
 // Reads a thread-count override: unset, the default; set, a count of 1 or more in decimal
-// digits and nothing else (no space, no sign: strtoull would skip a leading space and take a
-// sign, so ' 4' and '+3' passed where '4 ' did not), else std::invalid_argument.
+// digits and nothing else (no space, no sign: not strtoull, which skips a leading space and
+// takes a sign), else std::invalid_argument.
 bool env_size(const char* name, std::size_t& out) {
     const char* v = std::getenv(name);
     if (v == nullptr) return false;
@@ -476,7 +475,7 @@ bool pool_core::may_poll() const noexcept {
     // the busy ones (docs/references.md, go-proc): one poller catches the next item as well
     // as two, and a second one holds a CPU that a thread outside the pool (the producer the
     // items wait for, a client, the rest of the program) needs. With 2 workers on 2 CPUs and
-    // a producer thread, two pollers kept the producer waiting for a CPU for a whole poll
+    // a producer thread, two pollers keep the producer waiting for a CPU for a whole poll
     // after each burst (docs/design/pool.md). The caller counts itself among `searching`.
     const std::size_t workers_alive = alive.load(std::memory_order_relaxed);
     const std::size_t awake = workers_alive - std::min(workers_alive, idle.size());
