@@ -37,9 +37,9 @@ namespace contend::interpose::profile {
 // (CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD sets another, 2 to 2^20). A timed hold costs two
 // cycle-counter reads and, after the release, a note applied to the mutex's record with
 // atomic adds on lines every contending thread writes: about 140 ns in sysbench's mutex test
-// on the AMD EPYC VM. At 1 in 64 that was 2 ns an acquisition, 20 % of the test's time; at 1
-// in 1,024 it is 0.14 ns, within the test's noise (turning the samples off did not measure
-// apart), and a lock taken a million times still gets about 1,000 samples for its p99. The
+// on the AMD EPYC VM. At 1 in 1,024 that is 0.14 ns an acquisition, within the test's noise
+// (docs/interpose.md has the denser period's cost), and a lock taken a million times still
+// gets about 1,000 samples for its p99. The
 // cost is mostly those atomic adds, which on the Intel Xeon VM cost about twice the AMD's
 // (a locked CAS 10-13 ns against 5): 1 in 1,024 keeps it under 0.3 ns an acquisition there
 // too, reasoned, not measured. A short program or a rare lock wants a denser period.

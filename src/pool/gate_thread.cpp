@@ -153,8 +153,8 @@ void pool_core::gate_main() {
         // For the climber, work waits only if no worker had none meanwhile: a worker that
         // slept during the sample (or sleeps now) was one the pool did not need, and an item
         // seen queued at the tick (an event loop's next turn, posted as the last one ends)
-        // says nothing about a shortage of threads. Without this, an idle server probed a
-        // thread up and kept it: the load that started during the probe raised throughput.
+        // says nothing about a shortage of threads. Without this, an idle server probes a
+        // thread up and keeps it when load starting during the probe raises throughput.
         const std::uint64_t sleeps = sleeps_sum();
         const bool spare_worker = sleeps != last_sleeps || idle.size() > 0;
         last_sleeps = sleeps;

@@ -21,21 +21,19 @@
 //   - At most max_change_per_second (4, .NET's MaxChangePerSecond) moves a second.
 //   - At or above the number of CPUs the process may use, throughput alone is a poor guide:
 //     a probe up on CPU-bound work can only share the same CPUs among more threads, and
-//     its sample differs from the last by noise more often than by 10 % (the server suite,
-//     2 CPUs: the default pool settled on a third worker, 113 k requests/s against 145 k
-//     for a fixed pool of 2). So there the climber also asks whether the workers were
-//     blocked: a worker that is neither running nor waiting for a CPU (in a system call, a
-//     sleep, a lock) is one a further thread can work beside. When fewer than half a
+//     its sample differs from the last by noise more often than by 10 %, so a noisy sample
+//     keeps the probe (docs/design/pool.md). So there the climber also asks whether the
+//     workers were blocked: a worker that is neither running nor waiting for a CPU (in a
+//     system call, a sleep, a lock) is one a further thread can work beside. When fewer than half a
 //     worker, on average over the sample, was blocked (outside blocking_scopes, which add
 //     their own threads), the workers are CPU-bound: no probe up, and above the CPU count
 //     a probe down even while work waits (kept unless throughput falls by more than
 //     min_gain), so a goal that a noisy sample carried past the CPUs comes back. When the
 //     gate thread cannot tell (no per-thread scheduler statistics), the rule is off.
 //   - Work counts as waiting only if no worker went idle during the sample (the gate
-//     thread's reading). Traced on the example server under wrk (2 CPUs), the third worker
-//     came from a probe made while the server was still idle (its event loop's next turn
-//     sat queued at the tick) and kept because the load began during the probe; under load
-//     its workers were blocked 0.03 to 0.3 of a worker on average.
+//     thread's reading): an item queued at the tick of an idle pool (an event loop's next
+//     turn) is no shortage of threads, and a probe made then would be kept if load began
+//     during it (docs/design/pool.md has the trace).
 #pragma once
 
 #include <chrono>

@@ -64,9 +64,8 @@ namespace {
 // platform/spin_wait.hpp says. 50 us: a
 // sleep costs the next poster a futex wake and this worker 16 to 19 us to run again (both
 // 2-CPU VMs), so polling about a round trip's worth catches the next item of a steady
-// stream without either, at most doubling what a sleep would have cost when none comes;
-// and it is about what the old loop of 64 x 32 pauses lasted (47 us on the AMD VM, 27 to
-// 63 us on the Intel one), against which the pool suite was measured. docs/design/pool.md.
+// stream without either, at most doubling what a sleep would have cost when none comes.
+// How it was chosen: docs/design/pool.md.
 //
 // The model-checking build polls for 2 us of model time, two looks: there every pause is a yield
 // of 1 us (platform/spin_wait.cpp), and a longer poll only repeats the same look.
@@ -97,8 +96,8 @@ std::size_t hardware_threads() noexcept {
 }
 
 // Reads a thread-count override: unset, the default; set, a count of 1 or more in decimal
-// digits and nothing else (no space, no sign: strtoull would skip a leading space and take a
-// sign, so ' 4' and '+3' passed where '4 ' did not), else std::invalid_argument.
+// digits and nothing else (no space, no sign: not strtoull, which skips a leading space and
+// takes a sign), else std::invalid_argument.
 bool env_size(const char* name, std::size_t& out) {
     const char* v = std::getenv(name);
     if (v == nullptr) return false;
@@ -239,9 +238,37 @@ void pool_core::shutdown() {
     }
 }
 
+bool pool_core::on_own_worker() const noexcept { return current_worker != nullptr && current_worker->core == this; }
+
+thread_pool* pool_core::current_owner() noexcept {
+    return current_worker != nullptr ? current_worker->core->owner.load(std::memory_order_relaxed) : nullptr;
+}
+
+void pool_core::disown() noexcept { owner.store(nullptr, std::memory_order_relaxed); }
+
 std::size_t pool_core::target_threads() const noexcept {
     const std::size_t g = std::max(goal.load(std::memory_order_relaxed), min_threads.load(std::memory_order_relaxed));
     return std::min(g + blocked.load(std::memory_order_relaxed), max_threads.load(std::memory_order_relaxed));
+}
+
+bool pool_core::set_min_threads(std::size_t n) {
+    std::lock_guard guard(config_lock);
+    if (n == 0 || n > max_threads.load()) return false;
+    min_threads.store(n);
+    if (goal.load() < n) goal.store(n);
+    climber_reset.store(true);
+    while (alive.load() < n)
+        if (!spawn_worker()) break;
+    return true;
+}
+
+bool pool_core::set_max_threads(std::size_t n) {
+    std::lock_guard guard(config_lock);
+    if (n == 0 || n < min_threads.load() || n > max_pool_threads) return false;
+    max_threads.store(n);
+    if (goal.load() > n) goal.store(n);
+    climber_reset.store(true);
+    return true;  // workers above the new maximum retire after their current item
 }
 
 bool pool_core::spawn_worker(start_failure on_failure) {
@@ -344,6 +371,17 @@ bool pool_core::any_work_visible() const noexcept {
     return false;
 }
 
+bool pool_core::work_waiting() const noexcept {
+    if (!global.empty() || !urgent.empty()) return true;
+    const worker* w = current_worker;
+    if (w != nullptr && w->core == this) return !w->deque.empty() || !w->outbox.empty();
+    // Off the pool: the workers' outboxes hold items posted to the global queue too.
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i)
+        if (worker* o = slots[i].load(std::memory_order_acquire); o && !o->outbox.empty()) return true;
+    return false;
+}
+
 task_node* pool_core::steal(worker* self) {
     const std::size_t used = slots_used.load(std::memory_order_acquire);
     if (used <= 1) return nullptr;
@@ -437,7 +475,7 @@ bool pool_core::may_poll() const noexcept {
     // the busy ones (docs/references.md, go-proc): one poller catches the next item as well
     // as two, and a second one holds a CPU that a thread outside the pool (the producer the
     // items wait for, a client, the rest of the program) needs. With 2 workers on 2 CPUs and
-    // a producer thread, two pollers kept the producer waiting for a CPU for a whole poll
+    // a producer thread, two pollers keep the producer waiting for a CPU for a whole poll
     // after each burst (docs/design/pool.md). The caller counts itself among `searching`.
     const std::size_t workers_alive = alive.load(std::memory_order_relaxed);
     const std::size_t awake = workers_alive - std::min(workers_alive, idle.size());
@@ -618,6 +656,37 @@ std::uint64_t pool_core::sleeps_sum() const noexcept {
     return n;
 }
 
+thread_pool_stats pool_core::stats() const {
+    thread_pool_stats s;
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i) {
+        worker* w = slots[i].load(std::memory_order_acquire);
+        if (w == nullptr) continue;
+        s.completed += w->completed->load(std::memory_order_relaxed);
+        s.steals += w->steals.load(std::memory_order_relaxed);
+        s.local_queue_length += w->deque.size();
+        if (w->alive.load(std::memory_order_relaxed)) {
+            ++s.threads;
+            if (w->running_item.load(std::memory_order_relaxed)) ++s.active;
+        }
+    }
+    s.idle = s.threads - s.active;
+    s.global_queue_length = global.size() + urgent.size();
+    for (std::size_t i = 0; i < used; ++i)
+        if (worker* w = slots[i].load(std::memory_order_acquire)) s.global_queue_length += w->outbox.size();
+    s.starvation_injections = starvation_injections.load(std::memory_order_relaxed);
+    s.hill_climbing_adjustments = adjustments.load(std::memory_order_relaxed);
+    s.last_throughput = last_throughput.load(std::memory_order_relaxed);
+    s.thread_goal = target_threads();
+    s.active_timers = timers ? timers->size() : 0;
+    s.registered_waits = waits ? waits->size() : 0;
+    s.unhandled_exceptions = unhandled_exceptions.load(std::memory_order_relaxed);
+    s.min_threads = min_threads.load(std::memory_order_relaxed);
+    s.max_threads = max_threads.load(std::memory_order_relaxed);
+    s.blocked = blocked.load(std::memory_order_relaxed);
+    return s;
+}
+
 void pool_core::wait_idle() {
     idle_waiters.fetch_add(1, std::memory_order_seq_cst);
     while (!quiescent()) {
@@ -653,6 +722,23 @@ void pool_core::begin_blocking(worker* w) {
 void pool_core::end_blocking(worker* w) {
     if (--w->blocking_depth > 0) return;
     blocked.fetch_sub(1, std::memory_order_relaxed);  // the surplus retires after its item
+}
+
+worker* pool_core::open_blocking_scope(std::uint64_t& item) noexcept {
+    worker* w = current_worker;
+    if (w == nullptr) return nullptr;
+    item = w->completed->load(std::memory_order_relaxed);  // its own counter: this item's number
+    try {
+        w->core->begin_blocking(w);
+    } catch (...) {
+        // Starting a thread failed: the gate thread will inject one if work starves.
+    }
+    return w;
+}
+
+void pool_core::close_blocking_scope(worker* w, std::uint64_t item) {
+    if (w != nullptr && current_worker == w && w->completed->load(std::memory_order_relaxed) == item)
+        w->core->end_blocking(w);
 }
 
 }  // namespace internal

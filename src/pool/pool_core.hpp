@@ -108,8 +108,29 @@ struct pool_core {
     void wait_idle();
     void begin_blocking(worker* w);
     void end_blocking(worker* w);
+    // blocking_scope's two ends (thread_pool.hpp): open_blocking_scope counts the calling
+    // worker as blocked and returns it, with the number of the item it runs (its completion
+    // count), or returns nullptr off every pool's workers; close_blocking_scope ends the count
+    // if it is called on that worker within that item (once the item has returned, run_item
+    // has ended it already, and the worker's fields belong to another thread).
+    static worker* open_blocking_scope(std::uint64_t& item) noexcept;
+    static void close_blocking_scope(worker* w, std::uint64_t item);
     void adjust_goal(std::size_t to, const char* reason, double throughput);
     void gate_main();
+
+    // What contend::thread_pool's members of the same names do (thread_pool.hpp states their
+    // contracts); thread_pool.cpp forwards to these.
+    bool set_min_threads(std::size_t n);
+    bool set_max_threads(std::size_t n);
+    bool work_waiting() const noexcept;
+    thread_pool_stats stats() const;
+    // Whether the calling thread is one of this pool's workers.
+    bool on_own_worker() const noexcept;
+    // The pool whose worker the calling thread is, or nullptr (thread_pool::current()).
+    static thread_pool* current_owner() noexcept;
+    // The thread_pool object is gone (destroyed from its own item): current_owner() says
+    // nullptr from here on, on this pool's workers.
+    void disown() noexcept;
 
     internal::atomic<thread_pool*> owner;  // nullptr once the pool was destroyed from its own item
     thread_pool_options options;

@@ -39,9 +39,9 @@ bool is_atomic_instruction(const std::string& line) {
 
 namespace {
 
-// objdump, started without a shell (the executable's path was once pasted into a popen
-// command line, so a folder named q'$(touch PWNED)'x ran a command and one named
-// it's broke the quoting). Its stdout comes through a pipe, its stderr goes to /dev/null.
+// objdump, started without a shell, so that no path can run a command or break the quoting
+// (a folder named q'$(touch PWNED)'x or it's: tests/lab/disasm_test.cpp). Its stdout comes
+// through a pipe, its stderr goes to /dev/null.
 class objdump_process {
 public:
     explicit objdump_process(const std::string& executable) {
