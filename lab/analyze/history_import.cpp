@@ -43,13 +43,14 @@ std::pair<std::string, std::int32_t> split_threads(const std::string& run_name) 
 }
 
 // The program's file name as a suite: the part after the last '/', never empty and never
-// holding a '/', which would make a row name that splits differently.
+// holding a '/', which would make a row name that splits differently; lower case, spaces and
+// '-' as '_', as every part of a row name (docs/lab.md: "./Lock Bench" is "lock_bench").
 std::string suite_of(const json& context) {
     std::string path = context_text(context, "executable");
     const std::size_t slash = path.find_last_of("/\\");
     if (slash != std::string::npos) path.erase(0, slash + 1);
     if (path.empty() || path == "." || path == "..") return std::string(gb_suite_fallback);
-    return path;
+    return row_name_part(std::move(path));
 }
 
 imported_run from_lab(std::string_view text, const std::string& source, const comparison_input& checked,

@@ -10,8 +10,8 @@
 //     cell, the invalid ones included; only the label is replaced by LABEL.
 //   - A Google Benchmark file becomes one cell per benchmark, named the lab's way:
 //     suite = the program's file name (the context's "executable"; "google_benchmark" when
-//     absent), contender = the run_name without its "/threads:N" part, workers = N (1 when
-//     the name has none). So "BM_Lock/64/threads:4" of ./lock_bench is stored as the row
+//     absent) in lower case, spaces and '-' as '_', contender = the run_name without its "/threads:N" part, workers = N
+//     (1 when the name has none). So "BM_Lock/64/threads:4" of ./lock_bench is stored as the row
 //     "lock_bench/bm_lock/64/workers:4" (row names are lower case: results.hpp). Its
 //     repetitions are the cell's samples, their median its median; a benchmark with
 //     aggregates only gets its median (or mean) and no samples. The context keeps what
