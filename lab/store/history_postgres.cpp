@@ -320,6 +320,7 @@ public:
             result.reset(PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
                                       nullptr, nullptr, 0));
         } else {
+            throw_if_stopped_while(what);  // rather than send it only to cancel it
             result = send_and_wait(what, sql, params, stop_, std::nullopt).first;
         }
         const ExecStatusType status = PQresultStatus(result.get());
