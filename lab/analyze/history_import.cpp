@@ -5,17 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <set>
-#include <sstream>
 
 #include "model/statistics.hpp"
+#include "store/interrupted.hpp"
 #include "store/results_io.hpp"
 
 namespace contend::lab {
@@ -47,21 +43,25 @@ std::pair<std::string, std::int32_t> split_threads(const std::string& run_name) 
 }
 
 // The program's file name as a suite: the part after the last '/', never empty and never
-// holding a '/', which would make a row name that splits differently.
+// holding a '/', which would make a row name that splits differently; lower case, spaces and
+// '-' as '_', as every part of a row name (docs/lab.md: "./Lock Bench" is "lock_bench").
 std::string suite_of(const json& context) {
     std::string path = context_text(context, "executable");
     const std::size_t slash = path.find_last_of("/\\");
     if (slash != std::string::npos) path.erase(0, slash + 1);
     if (path.empty() || path == "." || path == "..") return std::string(gb_suite_fallback);
-    return path;
+    return row_name_part(std::move(path));
 }
 
-imported_run from_lab(std::string_view text, const std::string& source, const comparison_input& checked) {
+imported_run from_lab(std::string_view text, const std::string& source, const comparison_input& checked,
+                      const std::atomic<int>* stop) {
     imported_run out;
     out.format = checked.format;
     try {
-        out.run = run_from_json(std::string(text));
+        out.run = run_from_json(text, stop);
     } catch (const std::bad_alloc&) {
+        throw;
+    } catch (const interrupted&) {
         throw;
     } catch (const std::exception& e) {
         throw input_error(input_error_kind::bad_shape, source, "", e.what());
@@ -71,9 +71,10 @@ imported_run from_lab(std::string_view text, const std::string& source, const co
     return out;
 }
 
-imported_run from_google_benchmark(std::string_view text, const std::string& source, const comparison_input& checked) {
-    // Already parsed once without error: this cannot throw for the same text.
-    const json doc = json::parse(text.begin(), text.end());
+imported_run from_google_benchmark(std::string_view text, const std::string& source, const comparison_input& checked,
+                                   const std::atomic<int>* stop) {
+    // Already parsed once without error: this cannot throw for the same text (but for a stop).
+    const json doc = parse_json_refusing_duplicate_keys(text, stop);
     static const json no_context = json::object();
     const auto found = doc.find("context");
     const json& context = found != doc.end() && found->is_object() ? *found : no_context;
@@ -95,6 +96,7 @@ imported_run from_google_benchmark(std::string_view text, const std::string& sou
     const std::string suite = suite_of(context);
     std::set<std::string> names;
     for (const benchmark_series& s : checked.benchmarks) {
+        stop_if_asked(stop, source);
         cell_result cell;
         cell.suite = suite;
         auto [contender, threads] = split_threads(s.name);
@@ -126,26 +128,24 @@ imported_run from_google_benchmark(std::string_view text, const std::string& sou
 
 }  // namespace
 
-imported_run import_run(std::string_view text, const std::string& source, const std::string& label) {
+imported_run import_run(std::string_view text, const std::string& source, const std::string& label,
+                        const std::atomic<int>* stop) {
     if (label.empty()) throw input_error(source, "", "give the run a label (--label): an empty one names nothing");
-    const comparison_input checked = parse_comparison_input(text, source);
-    imported_run out = checked.format == "contend-lab" ? from_lab(text, source, checked)
-                                                       : from_google_benchmark(text, source, checked);
+    const comparison_input checked = parse_comparison_input(text, source, stop);
+    imported_run out;
+    try {
+        out = checked.format == "contend-lab" ? from_lab(text, source, checked, stop)
+                                              : from_google_benchmark(text, source, checked, stop);
+    } catch (const interrupted&) {
+        stop_if_asked(stop, source);  // again, naming the file
+        throw;
+    }
     out.run.context.label = label;
     return out;
 }
 
-imported_run import_run_file(const std::string& path, const std::string& label) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw input_error(input_error_kind::unreadable, path, "", "is a directory, not a file");
-    std::ifstream file(path, std::ios::binary);
-    if (!file)
-        throw input_error(input_error_kind::unreadable, path, "", std::string("cannot open: ") + std::strerror(errno));
-    std::ostringstream text;
-    text << file.rdbuf();
-    if (file.bad() || text.bad()) throw input_error(input_error_kind::unreadable, path, "", "cannot read");
-    return import_run(text.str(), path, label);
+imported_run import_run_file(const std::string& path, const std::string& label, const std::atomic<int>* stop) {
+    return import_run(read_input_file(path, stop), path, label, stop);
 }
 
 }  // namespace contend::lab

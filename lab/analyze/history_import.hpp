@@ -10,8 +10,8 @@
 //     cell, the invalid ones included; only the label is replaced by LABEL.
 //   - A Google Benchmark file becomes one cell per benchmark, named the lab's way:
 //     suite = the program's file name (the context's "executable"; "google_benchmark" when
-//     absent), contender = the run_name without its "/threads:N" part, workers = N (1 when
-//     the name has none). So "BM_Lock/64/threads:4" of ./lock_bench is stored as the row
+//     absent) in lower case, spaces and '-' as '_', contender = the run_name without its "/threads:N" part, workers = N
+//     (1 when the name has none). So "BM_Lock/64/threads:4" of ./lock_bench is stored as the row
 //     "lock_bench/bm_lock/64/workers:4" (row names are lower case: results.hpp). Its
 //     repetitions are the cell's samples, their median its median; a benchmark with
 //     aggregates only gets its median (or mean) and no samples. The context keeps what
@@ -23,6 +23,7 @@
 // Internal to the lab (namespace contend::lab).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -41,10 +42,13 @@ struct imported_run {
 
 // `text` read from `source` (named in errors) as a run labelled `label`. Throws input_error
 // for anything the compare reader refuses, an empty label (kind other), and two benchmarks of
-// one row name (duplicate).
-imported_run import_run(std::string_view text, const std::string& source, const std::string& label);
+// one row name (duplicate); interrupted once `stop` (may be null: never) holds a signal, as
+// the compare reader does (inputs.hpp), the second parse included.
+imported_run import_run(std::string_view text, const std::string& source, const std::string& label,
+                        const std::atomic<int>* stop = nullptr);
 
-// The file at `path`, read and imported; a file that cannot be read is an input_error.
-imported_run import_run_file(const std::string& path, const std::string& label);
+// The file at `path`, read (read_input_file) and imported; a file that cannot be read is an
+// input_error.
+imported_run import_run_file(const std::string& path, const std::string& label, const std::atomic<int>* stop = nullptr);
 
 }  // namespace contend::lab

@@ -7,19 +7,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <new>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "model/statistics.hpp"
+#include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"
 
@@ -75,6 +78,11 @@ input_error::input_error(input_error_kind kind, std::string source, std::string 
       source_(std::move(source)),
       benchmark_(std::move(benchmark)),
       problem_(std::move(problem)) {}
+
+void stop_if_asked(const std::atomic<int>* stop, const std::string& source) {
+    if (stop != nullptr && stop->load() != 0)
+        throw_if_stopped(stop, message_text(source, 1000) + " was not read to its end; nothing was stored or written");
+}
 
 namespace {
 
@@ -168,9 +176,10 @@ std::string row_label(const json& row, std::size_t index, const char* key = "nam
 
 // --- contend-lab ----------------------------------------------------------------------------
 
-void read_lab_rows(const json& rows, comparison_input& in) {
+void read_lab_rows(const json& rows, comparison_input& in, const std::atomic<int>* stop) {
     std::set<std::string> seen;
     for (std::size_t i = 0; i < rows.size(); ++i) {
+        stop_if_asked(stop, in.source);
         const json& row = rows[i];
         place at{in.source, row_label(row, i)};
         if (!row.is_object()) at.fail(kind::bad_shape, "row " + std::to_string(i) + " is not an object");
@@ -277,10 +286,11 @@ void check_threads(const json& row, const std::string& run_name, const place& at
                                                     : "/threads:" + message_text(named)));
 }
 
-void read_gb_rows(const json& rows, comparison_input& in) {
+void read_gb_rows(const json& rows, comparison_input& in, const std::atomic<int>* stop) {
     std::vector<gb_series> found;
     std::unordered_map<std::string, std::size_t> by_name;
     for (std::size_t i = 0; i < rows.size(); ++i) {
+        stop_if_asked(stop, in.source);
         const json& row = rows[i];
         place at{in.source, row_label(row, i, "run_name")};
         if (!row.is_object()) at.fail(kind::bad_shape, "row " + std::to_string(i) + " is not an object");
@@ -361,11 +371,15 @@ void read_gb_rows(const json& rows, comparison_input& in) {
 
 }  // namespace
 
-comparison_input parse_comparison_input(std::string_view text, const std::string& source) {
+comparison_input parse_comparison_input(std::string_view text, const std::string& source,
+                                        const std::atomic<int>* stop) {
     const place at{source, {}};
     json doc;
     try {
-        doc = parse_json_refusing_duplicate_keys(text);
+        doc = parse_json_refusing_duplicate_keys(text, stop);
+    } catch (const interrupted&) {
+        stop_if_asked(stop, source);  // again, naming the file
+        throw;
     } catch (const json_duplicate_key& e) {
         at.fail(kind::duplicate, e.what());
     } catch (const json::out_of_range& e) {
@@ -395,26 +409,54 @@ comparison_input parse_comparison_input(std::string_view text, const std::string
         } catch (const std::exception& e) {
             at.fail(kind::bad_shape, e.what());
         }
-        read_lab_rows(*rows, in);
+        read_lab_rows(*rows, in, stop);
     } else {
-        read_gb_rows(*rows, in);
+        read_gb_rows(*rows, in, stop);
     }
     return in;
 }
 
-comparison_input read_comparison_input(const std::string& path) {
+std::string read_input_file(const std::string& path, const std::atomic<int>* stop) {
     const place at{path, {}};
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) at.fail(kind::unreadable, "is a directory, not a file");
-    std::ifstream file(path, std::ios::binary);
-    if (!file) at.fail(kind::unreadable, std::string("cannot open: ") + std::strerror(errno));
+    // Without O_NONBLOCK the open of a FIFO would wait for a writer, past any signal. A FIFO
+    // opened so reads as at its end until a writer has come: poll() waits for one (Linux reports
+    // no POLLHUP to a reader before a writer has come and gone).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) at.fail(kind::unreadable, std::string("cannot open: ") + std::strerror(errno));
+    const struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_at_the_end{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) at.fail(kind::unreadable, std::string("cannot read: ") + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) at.fail(kind::unreadable, "is a directory, not a file");
+    // A regular file never waits, so it is read straight on; anything else (a FIFO, a pipe, a
+    // terminal) is waited on in slices of 100 ms, the signal looked at after each: a signal that
+    // came just before the wait would not end it.
+    const bool may_wait = !S_ISREG(st.st_mode);
     // Straight into one string: a stream buffer and its str() copy held the text three times.
     std::string text;
+    if (!may_wait && st.st_size > 0) text.reserve(static_cast<std::size_t>(st.st_size));
     char chunk[1 << 16];
-    while (file.read(chunk, sizeof chunk) || file.gcount() > 0)
-        text.append(chunk, static_cast<std::size_t>(file.gcount()));
-    if (file.bad()) at.fail(kind::unreadable, "cannot read");
-    return parse_comparison_input(text, path);
+    for (;;) {
+        stop_if_asked(stop, path);
+        if (may_wait) {
+            pollfd p{fd, POLLIN, 0};
+            const int ready = ::poll(&p, 1, stop ? 100 : -1);
+            if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+            if (ready < 0) at.fail(kind::unreadable, std::string("cannot read: ") + std::strerror(errno));
+        }
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n > 0) text.append(chunk, static_cast<std::size_t>(n));
+        else if (n == 0) break;
+        else if (errno != EINTR && errno != EAGAIN)
+            at.fail(kind::unreadable, std::string("cannot read: ") + std::strerror(errno));
+    }
+    return text;
+}
+
+comparison_input read_comparison_input(const std::string& path, const std::atomic<int>* stop) {
+    return parse_comparison_input(read_input_file(path, stop), path, stop);
 }
 
 }  // namespace contend::lab

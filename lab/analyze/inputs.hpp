@@ -47,6 +47,7 @@
 // Internal to the lab (namespace contend::lab).
 #pragma once
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -122,10 +123,23 @@ private:
     std::string source_, benchmark_, problem_;
 };
 
+// Stopping on a signal: `stop` (may be null: never) is the CLI's stop signal. It is looked
+// at while the file is read (a FIFO or a pipe that never ends included), while its JSON is
+// parsed (parse_json_refusing_duplicate_keys) and between rows; once it holds a signal the
+// call throws interrupted (store/interrupted.hpp), having kept nothing. A results file of
+// hundreds of MB takes tens of seconds to read and parse: the first signal ends that at once.
+
 // Reads `text` as either format. `source` names the input in errors and in the result.
-// Throws input_error only (std::bad_alloc aside).
-comparison_input parse_comparison_input(std::string_view text, const std::string& source);
-// Reads the file at `path` and parses it; a file that cannot be read is an input_error.
-comparison_input read_comparison_input(const std::string& path);
+// Throws input_error only (std::bad_alloc and interrupted aside).
+comparison_input parse_comparison_input(std::string_view text, const std::string& source,
+                                        const std::atomic<int>* stop = nullptr);
+// Reads the file at `path` (read_input_file) and parses it.
+comparison_input read_comparison_input(const std::string& path, const std::atomic<int>* stop = nullptr);
+// The whole text of the input file at `path`: a regular file, or a FIFO, a pipe (`<(...)`)
+// or a device, read until its writer closes it. One that cannot be opened or read, or a
+// folder, is an input_error of kind unreadable.
+std::string read_input_file(const std::string& path, const std::atomic<int>* stop = nullptr);
+// Throws interrupted, naming `source` as not read to its end, once `stop` holds a signal.
+void stop_if_asked(const std::atomic<int>* stop, const std::string& source);
 
 }  // namespace contend::lab

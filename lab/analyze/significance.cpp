@@ -217,6 +217,24 @@ double geometric_mean(std::span<const double> positive_values) {
     return std::exp(log_sum / static_cast<double>(positive_values.size()));
 }
 
+namespace {
+
+// The end both t-tests share: t from the difference of the means and its squared standard
+// error `se2`, and its two-sided p on `df` degrees of freedom. Without spread (se2 0) there is
+// no noise to weigh the difference against: t 0 and p 1 when the means are equal, t +-infinity
+// and p 0 when they differ (as significance.hpp says of both).
+t_test_result t_and_p(const sample_moments& a, const sample_moments& b, double se2, double df) {
+    if (!(se2 > 0)) {
+        if (a.mean == b.mean) return {0.0, df, 1.0};
+        const double inf = std::numeric_limits<double>::infinity();
+        return {a.mean > b.mean ? inf : -inf, df, 0.0};
+    }
+    const double t = (a.mean - b.mean) / std::sqrt(se2);
+    return {t, df, student_t_two_sided_p(t, df)};
+}
+
+}  // namespace
+
 welch_result welch_t_test(std::span<const double> a, std::span<const double> b) {
     if (a.size() < 2 || b.size() < 2) throw std::invalid_argument("welch_t_test: each side needs at least 2 values");
     require_finite(a, "welch_t_test");
@@ -228,15 +246,9 @@ welch_result welch_t_test(std::span<const double> a, std::span<const double> b) 
     const double sa = ma.variance / na;  // squared standard errors of the two means
     const double sb = mb.variance / nb;
     const double se2 = sa + sb;
-    if (!(se2 > 0)) {
-        const double df = na + nb - 2;
-        if (ma.mean == mb.mean) return {0.0, df, 1.0};
-        const double inf = std::numeric_limits<double>::infinity();
-        return {ma.mean > mb.mean ? inf : -inf, df, 0.0};
-    }
-    const double t = (ma.mean - mb.mean) / std::sqrt(se2);
-    const double df = se2 * se2 / (sa * sa / (na - 1) + sb * sb / (nb - 1));
-    return {t, df, student_t_two_sided_p(t, df)};
+    // Welch-Satterthwaite; without spread it is 0/0, and the pooled test's df stands in.
+    const double df = se2 > 0 ? se2 * se2 / (sa * sa / (na - 1) + sb * sb / (nb - 1)) : na + nb - 2;
+    return t_and_p(ma, mb, se2, df);
 }
 
 t_test_result student_t_test(std::span<const double> a, std::span<const double> b) {
@@ -251,14 +263,7 @@ t_test_result student_t_test(std::span<const double> a, std::span<const double> 
     const double df = na + nb - 2;
     // moments() gives the n - 1 variance; a one-value side has no deviation to add.
     const double squares = (na > 1 ? ma.variance * (na - 1) : 0.0) + (nb > 1 ? mb.variance * (nb - 1) : 0.0);
-    const double se2 = squares / df * (1 / na + 1 / nb);
-    if (!(se2 > 0)) {
-        if (ma.mean == mb.mean) return {0.0, df, 1.0};
-        const double inf = std::numeric_limits<double>::infinity();
-        return {ma.mean > mb.mean ? inf : -inf, df, 0.0};
-    }
-    const double t = (ma.mean - mb.mean) / std::sqrt(se2);
-    return {t, df, student_t_two_sided_p(t, df)};
+    return t_and_p(ma, mb, squares / df * (1 / na + 1 / nb), df);
 }
 
 }  // namespace contend::lab

@@ -91,11 +91,12 @@ double geometric_mean(std::span<const double> positive_values);
 //
 // Throws std::invalid_argument when a side has fewer than 2 values (no variance), or holds a
 // NaN or an infinity.
-struct welch_result {
+struct t_test_result {
     double t;
     double df;
     double p_value;
 };
+using welch_result = t_test_result;
 welch_result welch_t_test(std::span<const double> a, std::span<const double> b);
 
 // Student's two-sided t-test with a pooled variance: t = (mean(a) - mean(b)) / sqrt(s2 (1/na +
@@ -109,11 +110,6 @@ welch_result welch_t_test(std::span<const double> a, std::span<const double> b);
 // Both sides noiseless: as welch_t_test (p_value 1 when the means are equal, 0 otherwise).
 // Throws std::invalid_argument when a side is empty, when both hold 2 values in all (no
 // degree of freedom left), or when a value is NaN or infinite.
-struct t_test_result {
-    double t;
-    double df;
-    double p_value;
-};
 t_test_result student_t_test(std::span<const double> a, std::span<const double> b);
 
 // P(|T| >= |t|) for Student's t with df > 0 degrees of freedom: I_{df/(df+t^2)}(df/2, 1/2).

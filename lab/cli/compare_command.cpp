@@ -47,7 +47,7 @@ int run_compare(const compare_args& a) {
     if (from_history) runs = read_history(a.db_path);
     const auto read = [&](const std::string& what) {
         return from_history ? comparison_input_from_runs(runs, history_store::printable(a.db_path), what)
-                            : read_comparison_input(what);
+                            : read_comparison_input(what, &stop_signal);
     };
     const auto base = read(a.baseline);
     const auto test = read(a.test);

@@ -71,7 +71,7 @@ int run_history_import(const import_args& a) {
     } catch (const std::runtime_error& e) {
         throw std::invalid_argument("--db " + history_store::printable(a.db_path) + ": " + e.what());
     }
-    const imported_run imported = import_run_file(a.file, a.label);
+    const imported_run imported = import_run_file(a.file, a.label, &stop_signal);
     throw_if_stopped(&stop_signal, "nothing was stored");
     history_store store(a.db_path, history_access::read_write, &stop_signal);
     const std::int64_t id = store.append(imported.run, &stop_signal);

@@ -11,14 +11,6 @@
 namespace contend::lab {
 namespace {
 
-std::string row_part(std::string s) {
-    for (auto& ch : s) {
-        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        if (ch == ' ' || ch == '-') ch = '_';
-    }
-    return s;
-}
-
 bool is_key(std::string_view key) {
     return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -98,11 +90,19 @@ void check_metric_name(std::string_view name) {
             throw std::invalid_argument("metric name " + in_quotes(name) + " is a field of the JSON row");
 }
 
+std::string row_name_part(std::string text) {
+    for (auto& ch : text) {
+        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (ch == ' ' || ch == '-') ch = '_';
+    }
+    return text;
+}
+
 std::string cell_result::name() const {
     // Appends only: GCC 12 warns (-Wrestrict, a false positive) on "/" + std::string&&.
     std::string n = suite;
-    n.append("/").append(row_part(contender));
-    for (const auto& [k, v] : params) n.append("/").append(row_part(k)).append(":").append(v);
+    n.append("/").append(row_name_part(contender));
+    for (const auto& [k, v] : params) n.append("/").append(row_name_part(k)).append(":").append(v);
     n.append("/workers:").append(std::to_string(workers));
     return n;
 }

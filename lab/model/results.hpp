@@ -50,6 +50,10 @@ struct parsed_id {
 };
 parsed_id parse_id(std::string_view id);
 
+// A part of a row name as cell_result::name() writes the contender and the keys: lower case,
+// with spaces and '-' as '_' ("My Lock-Bench" -> "my_lock_bench").
+std::string row_name_part(std::string text);
+
 // A metric name: [a-z][a-z0-9_]*, and not the name of a field of a cell (so that the
 // flattened JSON row stays readable). Throws std::invalid_argument.
 void check_metric_name(std::string_view name);

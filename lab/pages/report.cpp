@@ -5,25 +5,23 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <system_error>
 #include <type_traits>
 #include <unordered_map>
 #include <variant>
 
+#include "analyze/inputs.hpp"
 #include "measure/cotenant.hpp"
 #include "model/statistics.hpp"
 #include "pages/assets.hpp"
 #include "pages/page_parts.hpp"
+#include "store/interrupted.hpp"
 #include "store/results_io.hpp"
 #include "text/escape.hpp"
 
@@ -57,18 +55,6 @@ private:
 using nlohmann::json;
 
 // --- Reading -----------------------------------------------------------------------------
-
-// Errors name no path: the caller puts it in front.
-std::string read_text_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw std::runtime_error("cannot read: it is a directory");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(std::string("cannot read: ") + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw std::runtime_error("cannot read");
-    return text.str();
-}
 
 // --- Figures -----------------------------------------------------------------------------
 
@@ -287,8 +273,15 @@ std::vector<report_source> load_report_sources(const report_request& request) {
     std::vector<report_source> sources;
     if (!request.json_path.empty()) {
         if (request.run_id) throw std::runtime_error("--run picks a history run; it cannot be combined with --json");
+        // Read as compare reads its inputs (a FIFO or `<(...)` too), and both the read and the
+        // parse end at a stop signal.
         try {
-            sources.push_back({request.json_path, run_from_json(read_text_file(request.json_path))});
+            sources.push_back(
+                {request.json_path, run_from_json(read_input_file(request.json_path, request.stop), request.stop)});
+        } catch (const interrupted&) {
+            throw;
+        } catch (const input_error& e) {
+            throw std::runtime_error(e.what());  // names the path
         } catch (const std::runtime_error& e) {
             throw std::runtime_error(request.json_path + ": " + e.what());
         }

@@ -59,7 +59,8 @@ struct report_request {
     std::string db_path = ".contend/history.db";
     std::string json_path;
     std::optional<std::int64_t> run_id;
-    // Ends reading the history at a stop signal (history_store's `stop`); null: never.
+    // Ends reading the history or the JSON file at a stop signal (history_store's `stop`,
+    // read_input_file's and run_from_json's): interrupted is thrown; null: never.
     const std::atomic<int>* stop = nullptr;
 };
 

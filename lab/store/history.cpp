@@ -292,13 +292,13 @@ const std::string& checked(const std::string& path) {
 }  // namespace
 
 history_store::history_store(const std::string& path, history_access access, const std::atomic<int>* stop)
-    : db_(is_database_uri(checked(path)) ? history_detail::open_postgres(path, access)
+    : db_(is_database_uri(checked(path)) ? history_detail::open_postgres(path, access, stop)
                                          : history_detail::open_sqlite(path, access, stop)) {}
 
 history_store::~history_store() = default;
 
 void history_store::check_appendable(const std::string& path, const std::atomic<int>* stop) {
-    if (is_database_uri(checked(path))) history_detail::check_postgres_appendable(path);
+    if (is_database_uri(checked(path))) history_detail::check_postgres_appendable(path, stop);
     else history_detail::check_sqlite_appendable(path, stop);
 }
 

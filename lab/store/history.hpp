@@ -79,7 +79,8 @@ public:
     // under way, which then throws interrupted (interrupted.hpp), having stored nothing;
     // append's own `stop` defaults to it. A file this open created is removed again when the
     // schema could not be written to it (a full disk), rather than left empty. PostgreSQL:
-    // `stop` is not looked at; append's is.
+    // `stop` cancels the statement under way (a read, a wait for a lock) and is looked at
+    // between rows read, throwing interrupted as for SQLite.
     explicit history_store(const std::string& path, history_access access = history_access::read_write,
                            const std::atomic<int>* stop = nullptr);
 

@@ -59,8 +59,10 @@ std::string libpq_form(std::string_view uri);
 // masked: the URI quoted whole, and each password alone, as written or percent-decoded.
 std::string without_passwords(std::string_view message, std::string_view uri);
 
-std::unique_ptr<backend> open_postgres(const std::string& uri, history_access access);
-void check_postgres_appendable(const std::string& uri);
+// `stop` (may be null) cancels a statement under way (a long read, a wait for a lock): the
+// call throws interrupted.
+std::unique_ptr<backend> open_postgres(const std::string& uri, history_access access, const std::atomic<int>* stop);
+void check_postgres_appendable(const std::string& uri, const std::atomic<int>* stop);
 
 // The fields a history of schema `version` has columns for.
 template <class Record>

@@ -58,6 +58,9 @@ constexpr const char* lock_timeout = "5s";
 // signal ends the wait at once.
 constexpr std::chrono::minutes append_lock_wait{10};
 
+// A read looks at the stop flag every this many rows it turns into runs, cells or metrics.
+constexpr int rows_between_stop_checks = 4096;
+
 // The key of the advisory lock that serializes schema creation and migration. Any fixed
 // number works; this one is "contend" in ASCII, unlikely to be another program's key.
 constexpr long long schema_lock_key = 0x636f6e74656e64;
@@ -256,8 +259,10 @@ private:
 // An open connection, with the URI (password masked) every error message names.
 class database {
 public:
-    database(const std::string& given_uri, bool read_only)
-        : uri_(libpq_form(given_uri)), where_(history_store::printable(given_uri)), read_only_(read_only) {
+    // `stop` (may be null: never): a statement sent by query() is cancelled once it holds a
+    // signal, and any failure then throws interrupted.
+    database(const std::string& given_uri, bool read_only, const std::atomic<int>* stop = nullptr)
+        : uri_(libpq_form(given_uri)), where_(history_store::printable(given_uri)), read_only_(read_only), stop_(stop) {
         // Later keywords override earlier ones, and the URI (dbname, expanded) overrides
         // what comes before it: the URI may set its own connect_timeout or
         // application_name, but the client encoding is always UTF-8, which is what the
@@ -284,8 +289,10 @@ public:
     const std::string& where() const noexcept { return where_; }
 
     // Throws for an error PostgreSQL reported: the result's message, or the connection's
-    // when there is no result.
+    // when there is no result; as interrupted when a stop signal came (the statement was
+    // cancelled for it, or failed meanwhile).
     [[noreturn]] void fail(std::string_view what, const PGresult* result) const {
+        throw_if_stopped_while(what);
         const char* message = result ? PQresultErrorMessage(result) : "";
         if (*message == '\0') message = PQerrorMessage(conn_.get());
         // libpq quotes what it could not parse, a password included.
@@ -304,14 +311,63 @@ public:
         if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) fail(what, result.get());
     }
 
-    // Runs one statement with its parameters; its rows, if any, are in the result.
+    // Runs one statement with its parameters; its rows, if any, are in the result. With a
+    // stop flag, it is sent and waited for (send_and_wait), so that a signal cancels it.
     result_handle query(std::string_view what, const std::string& sql, const parameters& params = {}) const {
-        const std::vector<const char*> values = params.pointers();
-        result_handle result(PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()), nullptr,
-                                          values.data(), nullptr, nullptr, 0));
+        result_handle result;
+        if (stop_ == nullptr) {
+            const std::vector<const char*> values = params.pointers();
+            result.reset(PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                                      nullptr, nullptr, 0));
+        } else {
+            throw_if_stopped_while(what);  // rather than send it only to cancel it
+            result = send_and_wait(what, sql, params, stop_, std::nullopt).first;
+        }
         const ExecStatusType status = PQresultStatus(result.get());
         if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) fail(what, result.get());
         return result;
+    }
+
+    // Why send_and_wait cancelled its statement.
+    enum class cancelled { no, stop, deadline };
+
+    // Sends one statement and waits for its result, looking at `stop` (may be null) and the
+    // deadline (if any) every 100 ms: when either says so, the statement is cancelled, and the
+    // server answers it with an error. The result (null on a broken connection) and why it
+    // was cancelled; the caller checks the result's status.
+    std::pair<result_handle, cancelled> send_and_wait(
+        std::string_view what, const std::string& sql, const parameters& params, const std::atomic<int>* stop,
+        std::optional<std::chrono::steady_clock::time_point> deadline) const {
+        PGconn* conn = conn_.get();
+        const std::vector<const char*> values = params.pointers();
+        if (PQsendQueryParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                              nullptr, 0) == 0)
+            fail(what, nullptr);
+        cancelled why = cancelled::no;
+        while (PQisBusy(conn) != 0) {
+            if (why == cancelled::no) {
+                if (stop != nullptr && stop->load() != 0) why = cancelled::stop;
+                else if (deadline && std::chrono::steady_clock::now() > *deadline) why = cancelled::deadline;
+                if (why != cancelled::no) {
+                    if (PGcancel* cancel = PQgetCancel(conn)) {
+                        char error[256];
+                        PQcancel(cancel, error, sizeof error);
+                        PQfreeCancel(cancel);
+                    }
+                }
+            }
+            pollfd ready{PQsocket(conn), POLLIN, 0};
+            ::poll(&ready, 1, 100);
+            if (PQconsumeInput(conn) == 0) fail(what, nullptr);
+        }
+        result_handle result(PQgetResult(conn));
+        while (PGresult* more = PQgetResult(conn)) PQclear(more);  // the end of this statement's results
+        return {std::move(result), why};
+    }
+
+    // Throws interrupted when the stop flag holds a signal; a read calls it between rows.
+    void throw_if_stopped_while(std::string_view what) const {
+        throw_if_stopped(stop_, "history: " + std::string(what) + ": given up; nothing was stored (" + where_ + ")");
     }
 
     // The one value of a query that returns one row of one column.
@@ -336,6 +392,7 @@ private:
     std::string uri_;  // as libpq reads it
     std::string where_;
     bool read_only_;
+    const std::atomic<int>* stop_;
     connection_handle conn_;
 };
 
@@ -498,7 +555,8 @@ std::string placeholders(int from, std::size_t count) {
 
 class postgres_history final : public backend {
 public:
-    postgres_history(const std::string& uri, history_access access) : db_(uri, access == history_access::read_only) {
+    postgres_history(const std::string& uri, history_access access, const std::atomic<int>* stop)
+        : db_(uri, access == history_access::read_only, stop) {
         version_ = history_version_snapshot(db_);
         if (access == history_access::read_only) {
             if (version_ == 0) db_.reject("holds no contend history (run `contend bench` first)");
@@ -576,29 +634,9 @@ private:
     // can look at `stop` (every 100 ms) and cancel the request when a signal asks to stop.
     void lock_runs_for_append(const std::atomic<int>* stop, const std::string& undone) const {
         db_.exec("SET LOCAL lock_timeout = 0", "cannot append run");  // this transaction only
-        PGconn* conn = db_.get();
-        if (PQsendQuery(conn, "LOCK TABLE runs IN EXCLUSIVE MODE") == 0) db_.fail("cannot append run", nullptr);
-        const auto deadline = std::chrono::steady_clock::now() + append_lock_wait;
-        enum class cancelled { no, stop, deadline } why = cancelled::no;
-        while (PQisBusy(conn) != 0) {
-            if (why == cancelled::no) {
-                if (stop != nullptr && stop->load() != 0) why = cancelled::stop;
-                else if (std::chrono::steady_clock::now() > deadline) why = cancelled::deadline;
-                if (why != cancelled::no) {
-                    // The server answers the cancelled statement with an error, read below.
-                    if (PGcancel* cancel = PQgetCancel(conn)) {
-                        char error[256];
-                        PQcancel(cancel, error, sizeof error);
-                        PQfreeCancel(cancel);
-                    }
-                }
-            }
-            pollfd ready{PQsocket(conn), POLLIN, 0};
-            ::poll(&ready, 1, 100);
-            if (PQconsumeInput(conn) == 0) db_.fail("cannot append run", nullptr);
-        }
-        const result_handle locked(PQgetResult(conn));
-        while (PGresult* more = PQgetResult(conn)) PQclear(more);  // the end of this statement's results
+        using cancelled = database::cancelled;
+        const auto [locked, why] = db_.send_and_wait("cannot append run", "LOCK TABLE runs IN EXCLUSIVE MODE", {}, stop,
+                                                     std::chrono::steady_clock::now() + append_lock_wait);
         if (PQresultStatus(locked.get()) != PGRES_COMMAND_OK) {
             if (why == cancelled::stop) throw_if_stopped(stop, undone);
             if (why == cancelled::deadline)
@@ -636,6 +674,7 @@ private:
             "SELECT id, " + column_list(run_fields) + " FROM runs WHERE id IN (" + selection + ") ORDER BY id", params);
         std::map<std::int64_t, std::size_t> run_at;  // run id -> index in result
         for (int row = 0; row < PQntuples(runs.get()); ++row) {
+            if (row % rows_between_stop_checks == 0) db_.throw_if_stopped_while("cannot read runs");
             row_reader reader(runs.get(), row);
             stored_run& stored = result.emplace_back();
             db_.read("cannot read runs", [&] {
@@ -652,6 +691,7 @@ private:
                                               params);
         std::map<std::int64_t, std::pair<std::size_t, std::size_t>> cell_at;  // cell id -> run, cell in result
         for (int row = 0; row < PQntuples(cells.get()); ++row) {
+            if (row % rows_between_stop_checks == 0) db_.throw_if_stopped_while("cannot read cells");
             row_reader reader(cells.get(), row);
             db_.read("cannot read cells", [&] {
                 const std::int64_t run_id = reader.read_int();
@@ -673,6 +713,7 @@ private:
                               selection + ") ORDER BY m.id",
                           params);
             for (int row = 0; row < PQntuples(metrics.get()); ++row) {
+                if (row % rows_between_stop_checks == 0) db_.throw_if_stopped_while("cannot read metrics");
                 row_reader reader(metrics.get(), row);
                 db_.read("cannot read metrics", [&] {
                     const auto cell = cell_at.find(reader.read_int());
@@ -694,12 +735,12 @@ private:
 
 }  // namespace
 
-std::unique_ptr<backend> open_postgres(const std::string& uri, history_access access) {
-    return std::make_unique<postgres_history>(uri, access);
+std::unique_ptr<backend> open_postgres(const std::string& uri, history_access access, const std::atomic<int>* stop) {
+    return std::make_unique<postgres_history>(uri, access, stop);
 }
 
-void check_postgres_appendable(const std::string& uri) {
-    const database db(uri, true);
+void check_postgres_appendable(const std::string& uri, const std::atomic<int>* stop) {
+    const database db(uri, true, stop);
     (void)history_version_snapshot(db);
 }
 

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,18 +29,23 @@ nlohmann::json cell_to_json(const cell_result& cell);
 machine_context context_from_json(const nlohmann::json& j);
 cell_result cell_from_json(const nlohmann::json& j);
 // A whole file as to_json writes it (what `contend bench --json` leaves). Text that is not
-// JSON, or not that shape, throws std::runtime_error saying what is wrong.
-run_result run_from_json(std::string_view text);
+// JSON, or not that shape, throws std::runtime_error saying what is wrong. `stop` as for
+// parse_json_refusing_duplicate_keys, looked at between rows too.
+run_result run_from_json(std::string_view text, const std::atomic<int>* stop = nullptr);
 
 // JSON text parsed as nlohmann::json::parse does, except that an object holding one key twice
 // is refused: nlohmann keeps the last, so {"benchmarks": [...], "benchmarks": []} would read
 // as no benchmarks at all. Throws json_duplicate_key for that (what() names the key, escaped
 // and cut short), nlohmann::json's exceptions for text that is not JSON.
+// `stop` (may be null: never) is the CLI's stop signal (interrupted.hpp), looked at every
+// stop_check_events values and keys: once it holds a signal, the parse throws interrupted, so
+// that a file of hundreds of MB (tens of seconds to parse) stops at once.
 class json_duplicate_key : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
-nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text);
+constexpr std::size_t stop_check_events = 1 << 14;
+nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text, const std::atomic<int>* stop = nullptr);
 
 std::string to_json(const run_result& run);  // the whole file
 // One header row, a row per cell: every field of cell_fields(), then one column per metric

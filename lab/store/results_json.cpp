@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "model/statistics.hpp"
+#include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"
 #include "text/utf8.hpp"
@@ -18,6 +19,9 @@ namespace contend::lab {
 using nlohmann::json;
 
 namespace {
+
+// What a stop signal left undone, in interrupted's message.
+constexpr const char* not_read_to_the_end = "the input was not read to its end; nothing was stored or written";
 
 // Keys a row carries besides its fields, for Google Benchmark's tools. Written, never read.
 constexpr std::string_view derived_row_keys[] = {"name",    "run_name", "run_type",  "aggregate_name",
@@ -249,10 +253,12 @@ namespace {
 
 // nlohmann::json's DOM, built by its SAX interface, with each object's keys checked as they
 // come. (A parser callback could check them too, but nlohmann's callback parser scans the
-// whole enclosing array at the end of every object: quadratic in the rows of a file.)
+// whole enclosing array at the end of every object: quadratic in the rows of a file.) Every
+// stop_check_events values and keys it looks at the stop signal, and throws interrupted once
+// one came: nlohmann's parser lets the exception through, and the partial DOM is freed.
 class dom_refusing_duplicate_keys {
 public:
-    explicit dom_refusing_duplicate_keys(json& root) : root_(root) {}
+    dom_refusing_duplicate_keys(json& root, const std::atomic<int>* stop) : root_(root), stop_(stop) {}
 
     bool null() { return add(json(nullptr)); }
     bool boolean(bool v) { return add(json(v)); }
@@ -262,12 +268,14 @@ public:
     bool string(json::string_t& v) { return add(json(std::move(v))); }
     bool binary(json::binary_t& v) { return add(json::binary(std::move(v))); }
     bool start_object(std::size_t) {
+        tick();
         json* object = add_container(json::object());
         keys_.emplace_back();
         stack_.push_back(object);
         return true;
     }
     bool key(json::string_t& k) {
+        tick();
         if (!keys_.back().insert(k).second)
             throw json_duplicate_key("the key '" + message_text(k) +
                                      "' appears twice in one object (which one counts is anybody's guess)");
@@ -280,6 +288,7 @@ public:
         return true;
     }
     bool start_array(std::size_t) {
+        tick();
         stack_.push_back(add_container(json::array()));
         return true;
     }
@@ -294,9 +303,16 @@ public:
 
 private:
     json& root_;
+    const std::atomic<int>* stop_;
     std::vector<json*> stack_;  // the open objects and arrays, innermost last
     std::vector<std::unordered_set<std::string>> keys_;  // the keys of each open object
     std::string key_;  // the key of the value to come, in an object
+    std::size_t events_ = 0;
+
+    // Counts an event; the first and every stop_check_events-th look at the stop signal.
+    void tick() {
+        if (events_++ % stop_check_events == 0) throw_if_stopped(stop_, not_read_to_the_end);
+    }
 
     // Places `v` where the parse is: the root, the end of the open array, or the open
     // object's key. Returns where it went.
@@ -313,6 +329,7 @@ private:
         return &(parent[key_] = std::move(v));
     }
     bool add(json&& v) {
+        tick();
         place(std::move(v));
         return true;
     }
@@ -321,17 +338,17 @@ private:
 
 }  // namespace
 
-nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text) {
+nlohmann::json parse_json_refusing_duplicate_keys(std::string_view text, const std::atomic<int>* stop) {
     json doc;
-    dom_refusing_duplicate_keys builder(doc);
+    dom_refusing_duplicate_keys builder(doc, stop);
     json::sax_parse(text.begin(), text.end(), &builder);
     return doc;
 }
 
-run_result run_from_json(std::string_view text) {
+run_result run_from_json(std::string_view text, const std::atomic<int>* stop) {
     json doc;
     try {
-        doc = parse_json_refusing_duplicate_keys(text);
+        doc = parse_json_refusing_duplicate_keys(text, stop);
     } catch (const json::parse_error& e) {
         throw std::runtime_error(std::string("not JSON: ") + e.what());
     }
@@ -343,6 +360,7 @@ run_result run_from_json(std::string_view text) {
     const json& rows = doc["benchmarks"];
     if (!rows.is_array()) throw std::runtime_error("results file: 'benchmarks' is not an array");
     for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (stop != nullptr && stop->load() != 0) throw_if_stopped(stop, not_read_to_the_end);
         try {
             run.cells.push_back(cell_from_json(rows[i]));
         } catch (const std::runtime_error& e) {

@@ -9,8 +9,9 @@
 // pipelined requests in one write, so that the suite compares the I/O and threading of the
 // two servers, not their HTTP.
 //
-// Flags: --port N (0: a free one), --threads N (default 1), --duration S (0: no limit; a
-// backstop, so that a server whose parent died stops by itself). It prints
+// Flags: --port N (0: a free one), --threads N (1 to 1024, default 1), --duration S (0: no
+// limit, at most a year; a backstop, so that a server whose parent died stops by itself). A
+// value out of range or not a whole number in decimal is refused: exit 2, the flag named. It prints
 // "contend_lab_asio_server listening on 127.0.0.1:PORT", and on SIGTERM or SIGINT
 // "totals: N requests in S s (R/s)", the line the suite reads from both servers.
 #include <boost/asio/io_context.hpp>
@@ -21,6 +22,7 @@
 #include <boost/asio/write.hpp>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -118,6 +120,9 @@ void accept(tcp::acceptor& acceptor) {
     });
 }
 
+// --duration's bound, contend_json_server's: a year of seconds.
+constexpr unsigned long max_duration_s = 365 * 86'400;
+
 [[noreturn]] void bad_usage(const std::string& what) {
     std::fprintf(stderr,
                  "contend_lab_asio_server: %s\nusage: contend_lab_asio_server [--port N] [--threads N] "
@@ -126,10 +131,17 @@ void accept(tcp::acceptor& acceptor) {
     std::exit(2);
 }
 
-unsigned long number(const char* text, const char* flag) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(text, &end, 10);
-    if (end == text || *end != '\0') bad_usage(std::string(flag) + " takes a whole number");
+// A whole number in decimal from `min` to `max`, as contend_json_server reads its counts:
+// strtoul took "-1" (and " 5", "+5") and wrapped it, so --duration -1 became 2^64 - 1
+// seconds, which std::chrono::seconds held as -1: the backstop fired at once.
+unsigned long number(std::string_view text, const char* flag, unsigned long min, unsigned long max) {
+    unsigned long v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || end != text.data() + text.size() || (ec != std::errc{} && ec != std::errc::result_out_of_range))
+        bad_usage(std::string(flag) + " needs a whole number in decimal, not '" + std::string(text) + "'");
+    if (ec == std::errc::result_out_of_range || v < min || v > max)
+        bad_usage(std::string(flag) + " must be " + std::to_string(min) + " to " + std::to_string(max) + ", not '" +
+                  std::string(text) + "'");
     return v;
 }
 
@@ -141,13 +153,11 @@ int main(int argc, char** argv) {
         const std::string_view flag = argv[i];
         if (i + 1 >= argc) bad_usage(std::string(flag) + " needs a value");
         const char* value = argv[++i];
-        if (flag == "--port") port = number(value, "--port");
-        else if (flag == "--threads") threads = number(value, "--threads");
-        else if (flag == "--duration") duration_s = number(value, "--duration");
+        if (flag == "--port") port = number(value, "--port", 0, 65535);
+        else if (flag == "--threads") threads = number(value, "--threads", 1, 1024);
+        else if (flag == "--duration") duration_s = number(value, "--duration", 0, max_duration_s);
         else bad_usage("unknown flag " + std::string(flag));
     }
-    if (port > 65535) bad_usage("--port must be at most 65535");
-    if (threads < 1 || threads > 1024) bad_usage("--threads must be 1..1024");
 
     try {
         asio::io_context io(static_cast<int>(threads));

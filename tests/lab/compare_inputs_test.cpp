@@ -7,13 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
+
+#include "store/interrupted.hpp"
 
 namespace lab = contend::lab;
 using kind = lab::input_error_kind;
@@ -371,6 +375,29 @@ TEST(CompareInputs, ALabRowsModalFlagIsKeptAndAFileOfBeforeItReadsAsNotModal) {
     std::string bad = text;
     bad.replace(bad.find(row), row.size(), row + R"(, "modal": 1)");
     EXPECT_EQ(error_of_text(bad)->kind(), kind::bad_shape) << "a flag is true or false";
+}
+
+// Issue item 14: a results file of hundreds of MB was read and parsed to its end (tens of
+// seconds) before the first stop signal was looked at. Now the parse looks at it as it goes:
+// with a signal given, neither format is read, from text or from its file.
+TEST(CompareInputs, AStopSignalEndsTheParseOfEitherFormat) {
+    std::atomic<int> stop{SIGINT};
+    for (const std::string name : {"gb_repetitions.json", "lab_counter.json"}) {
+        SCOPED_TRACE(name);
+        const std::string text = slurp(golden(name));
+        EXPECT_NO_THROW(lab::parse_comparison_input(text, name));
+        for (const auto& read :
+             std::vector<std::function<void()>>{[&] { lab::parse_comparison_input(text, name, &stop); },
+                                                [&] { lab::read_comparison_input(golden(name), &stop); }}) {
+            try {
+                read();
+                ADD_FAILURE() << "read to the end despite the signal";
+            } catch (const lab::interrupted& e) {
+                EXPECT_EQ(e.signal(), SIGINT);
+                EXPECT_NE(std::string(e.what()).find("nothing was stored or written"), std::string::npos) << e.what();
+            }
+        }
+    }
 }
 
 TEST(CompareInputs, InputErrorSaysWhereAndWhat) {

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -411,6 +412,43 @@ TEST_F(FileSafety, ASignalStopsACompareWhichReplacesNoOutputAndExitsWith128PlusT
         EXPECT_EQ(read(path("out.json")), "old json");
         EXPECT_EQ(read(path("out.md")), "old markdown");
         EXPECT_EQ(temporary_files(dir_), std::vector<std::string>{});
+    }
+}
+
+// Issue item 14: compare and import read their input whole before looking at the signal, and
+// an input that never ends (a FIFO, or `<(...)` whose writer hangs) held them in that read for
+// good: the first SIGINT did nothing. (The parse of a big file looks at it too: tested with
+// the readers, CompareInputs.AStopSignalEndsTheParseOfEitherFormat.)
+TEST_F(FileSafety, TheFirstSignalStopsCompareAndImportReadingAnInputThatNeverEnds) {
+    write(path("test.json"), big_google_benchmark_file(2, 20));
+    ASSERT_EQ(::mkfifo(path("in.fifo").c_str(), 0600), 0);
+    const std::vector<std::vector<std::string>> commands = {
+        {"compare", path("in.fifo"), path("test.json"), "--json", path("out.json")},
+        {"history", "import", path("in.fifo"), "--label", "l", "--db", path("h.db")}};
+    for (const auto& args : commands) {
+        SCOPED_TRACE(args[0]);
+        // Held open by the test for reading and writing (so its open waits for no reader): the
+        // CLI reads the start of a results file, then waits for the rest, which never comes.
+        const int fifo = ::open(path("in.fifo").c_str(), O_RDWR | O_CLOEXEC);
+        ASSERT_GE(fifo, 0);
+        const std::string start = big_google_benchmark_file(2, 10).substr(0, 200);
+        ASSERT_EQ(::write(fifo, start.data(), start.size()), static_cast<ssize_t>(start.size()));
+        const pid_t pid = spawn_cli(args, path("log.txt"));
+        ASSERT_GT(pid, 0);
+        const bool catches = catches_sigterm(pid);
+        const bool read_start = eventually([&] {
+            int unread = -1;
+            return (::ioctl(fifo, FIONREAD, &unread) == 0 && unread == 0) || !running(pid);
+        });
+        const bool waiting = running(pid);
+        kill(pid, SIGINT);
+        const int status = exit_status_of(pid);
+        ::close(fifo);
+        ASSERT_TRUE(catches && read_start && waiting) << read(path("log.txt"));
+        ASSERT_TRUE(WIFEXITED(status)) << "still reading after the signal (killed): " << status;
+        EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << read(path("log.txt"));
+        EXPECT_FALSE(fs::exists(path("out.json")));
+        EXPECT_FALSE(fs::exists(path("h.db")));
     }
 }
 

@@ -210,6 +210,15 @@ TEST(HistoryImportRun, WithoutAnExecutableTheSuiteIsGoogleBenchmark) {
     EXPECT_EQ(imported.run.cells[0].name(), "google_benchmark/bm_a/workers:1");
 }
 
+// Issue item 20: the program's name became the suite as it was, capitals and spaces kept,
+// where docs/lab.md promises a row name in lower case (spaces and '-' as '_', as a
+// contender's part of the name already was).
+TEST(HistoryImportRun, TheProgramsNameIsLowerCasedAsEveryRowName) {
+    const auto imported = import_run(gb_file({{"BM_a", {5, 6}}}, "/opt/My Lock-Bench"), "f", "l");
+    EXPECT_EQ(imported.run.cells[0].suite, "my_lock_bench");
+    EXPECT_EQ(imported.run.cells[0].name(), "my_lock_bench/bm_a/workers:1");
+}
+
 TEST(HistoryImportRun, TwoBenchmarksOfOneRowNameAreADuplicate) {
     // Row names are lower case: BM_A and bm_a would be one series with nothing to tell them apart.
     try {

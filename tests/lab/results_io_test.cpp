@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "store/interrupted.hpp"
 
 namespace lab = contend::lab;
 using nlohmann::json;
@@ -82,6 +86,21 @@ TEST(ResultsIo, RowsReadBackAsTheyWereWritten) {
     EXPECT_EQ(back.ns_per_op, run.cells[0].ns_per_op);
     EXPECT_DOUBLE_EQ(back.min_share, 0.5);
     EXPECT_TRUE(back.valid());
+}
+
+// Issue item 14: `history import` parses a lab file twice; neither parse may run on to the
+// end of a big file after a stop signal.
+TEST(ResultsIo, AStopSignalEndsTheParseOfAResultsFile) {
+    const std::string text = lab::to_json(sample_run());
+    EXPECT_NO_THROW(lab::run_from_json(text));
+    std::atomic<int> stop{SIGTERM};
+    try {
+        lab::run_from_json(text, &stop);
+        ADD_FAILURE() << "read to the end despite the signal";
+    } catch (const lab::interrupted& e) {
+        EXPECT_EQ(e.signal(), SIGTERM);
+    }
+    EXPECT_THROW(lab::parse_json_refusing_duplicate_keys(text, &stop), lab::interrupted);
 }
 
 TEST(ResultsIo, AMalformedRowIsAClearError) {

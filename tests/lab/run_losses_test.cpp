@@ -194,50 +194,12 @@ TEST_F(RunLosses, AProgramThatCallsC11LocksIsWarnedThatTheyAreNotInterposed) {
     EXPECT_EQ(plain.output.find("C11"), std::string::npos) << plain.output;
 }
 
-// Item 29: starts `contend run -- sh -c SCRIPT` with every signal at its default, waits for
-// the script's first line, sends `sig` to contend, and returns contend's wait status (-1:
-// still running after 10 s, then killed).
-int status_after_signal(const std::string& script, int sig) {
-    int out[2];
-    if (pipe(out) != 0) return -1;
-    const pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, nullptr);
-        dup2(out[1], STDOUT_FILENO);
-        close(out[0]);
-        close(out[1]);
-        execl(CONTEND_CLI_PATH, CONTEND_CLI_PATH, "run", "--", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
-        _exit(99);
-    }
-    close(out[1]);
-    char buf[16] = {};
-    const bool started = ::read(out[0], buf, sizeof buf - 1) > 0;
-    close(out[0]);
-    if (started) kill(pid, sig);
-    int status = 0;
-    pid_t done = 0;
-    for (int i = 0; i < 1000 && done == 0; ++i) {  // at most 10 s: a bug fails, not hangs
-        done = waitpid(pid, &status, WNOHANG);
-        if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (done == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        return -1;
-    }
-    return started ? status : -1;
-}
-
 // Item 29: SIGUSR1, SIGUSR2 and SIGALRM killed contend and orphaned the program; a SIGINT
 // sent to contend's pid was ignored. Each is passed on: the program's trap decides.
 TEST_F(RunLosses, SignalsSentToContendArePassedToTheProgram) {
     for (const auto& [sig, name] : {std::pair{SIGUSR1, "USR1"}, std::pair{SIGUSR2, "USR2"}, std::pair{SIGALRM, "ALRM"},
                                     std::pair{SIGINT, "INT"}}) {
-        const int status = status_after_signal(
+        const int status = contend_test::contend_run_status_after_signal(
             std::string("trap 'exit 42' ") + name + "; echo started; while :; do sleep 0.05; done", sig);
         ASSERT_NE(status, -1) << name << ": contend run did not end within 10 s of the signal";
         EXPECT_TRUE(WIFEXITED(status)) << name << ": contend was killed by signal " << WTERMSIG(status);

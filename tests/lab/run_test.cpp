@@ -171,34 +171,8 @@ TEST_F(ContendRun, TheProgramInheritsTheSignalDispositionsContendWasStartedWith)
 
 // SIGTERM sent to contend reaches the program, which dies of it: contend exits 143.
 TEST_F(ContendRun, SigtermToContendIsPassedToTheProgram) {
-    int out[2];
-    ASSERT_EQ(pipe(out), 0);
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        dup2(out[1], STDOUT_FILENO);
-        close(out[0]);
-        close(out[1]);
-        execl(CONTEND_CLI_PATH, CONTEND_CLI_PATH, "run", "--", "sh", "-c", "echo started; exec sleep 30",
-              static_cast<char*>(nullptr));
-        _exit(99);
-    }
-    close(out[1]);
-    char buf[16] = {};
-    ASSERT_GT(::read(out[0], buf, sizeof buf - 1), 0) << "the program never started";
-    close(out[0]);
-    ASSERT_EQ(kill(pid, SIGTERM), 0);
-    int status = 0;
-    pid_t done = 0;
-    for (int i = 0; i < 1000 && done == 0; ++i) {  // at most 10 s: a bug fails, not hangs
-        done = waitpid(pid, &status, WNOHANG);
-        if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (done == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        FAIL() << "contend run did not end within 10 s of SIGTERM";
-    }
+    const int status = contend_test::contend_run_status_after_signal("echo started; exec sleep 30", SIGTERM);
+    ASSERT_NE(status, -1) << "the program never started, or contend run did not end within 10 s of SIGTERM";
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
 }

@@ -11,6 +11,7 @@
 
 #include "measure/harness.hpp"
 #include "run/runner.hpp"
+#include "run_cli.hpp"
 #include "suites/suites.hpp"
 
 namespace lab = contend::lab;
@@ -96,4 +97,44 @@ TEST(ServerSuite, EveryImplementationServesBothRoutesToWrkWithoutErrorsAndReport
             const std::string row = "server/" + name + "/route:" + route + "/connections:16/workers:2";
             EXPECT_EQ(rows.count(row), 1u) << row;
         }
+}
+
+// contend_lab_asio_server's numeric flags, refused as contend_json_server refuses them
+// (JsonServer.NumericFlagsRefuseValuesTheyCannotHold): exit 2, the flag named. strtoul read
+// "--duration -1" as 2^64 - 1, and a count of seconds that std::chrono::seconds cannot hold
+// wrapped negative: the backstop fired at once and the server stopped as it started.
+TEST(ServerSuite, TheAsioPeerRefusesNumericFlagsItCannotHold) {
+#ifndef CONTEND_TEST_ASIO_SERVER_PATH
+    GTEST_SKIP() << "contend_lab_asio_server is not built (no Boost.Asio)";
+#else
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {"--duration", "-1"},
+        {"--duration", "18446744073709551615"},
+        {"--duration", "9223372036854775807"},
+        {"--duration", "31536001"},
+        {"--duration", "18446744073709551616"},
+        {"--duration", "+5"},
+        {"--duration", " 5"},
+        {"--threads", "-1"},
+        {"--threads", "1025"},
+        {"--port", "-1"},
+        {"--port", "65536"},
+    };
+    for (const auto& [flag, value] : refused) {
+        // Bounded: a value taken for a long duration would serve until killed.
+        const auto o = contend_test::run_cli(
+            "timeout -s KILL 30 " + contend_test::shell_quote(CONTEND_TEST_ASIO_SERVER_PATH) + " " + flag + " " +
+                contend_test::shell_quote(value) + (flag == "--port" ? "" : " --port 0"),
+            false);
+        EXPECT_EQ(o.exit_code, 2) << flag << " '" << value << "': " << o.output;
+        EXPECT_NE(o.output.find(flag), std::string::npos) << o.output;
+    }
+    // The longest duration is served, not cut short: still running when timeout's SIGTERM
+    // comes (timeout's 124), where one that wrapped stopped at once by itself (0).
+    const auto served =
+        contend_test::run_cli("timeout -s TERM 1 " + contend_test::shell_quote(CONTEND_TEST_ASIO_SERVER_PATH) +
+                                  " --duration 31536000 --port 0",
+                              false);
+    EXPECT_EQ(served.exit_code, 124) << served.output;
+#endif
 }

@@ -60,15 +60,16 @@ TEST_F(PostgresHistory, ConcurrentAppendersLoseNothing) {
 
 // Whether some session waits, not yet granted, for a lock on the runs table of `uri`'s
 // database: an append queued behind another.
-bool an_append_waits(const std::string& uri) {
+bool one_waits_for_runs(const std::string& uri) {
     const connection c = connect(uri);
     return sql(c.get(), "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'runs'::regclass").at(0) != "0";
 }
 
-// Waits (60 s at most: a bound, not a measure) until an append queues for the runs table.
-bool wait_for_a_queued_append(const std::string& uri) {
+// Waits (60 s at most: a bound, not a measure) until a session (an append, a read) queues
+// for the runs table.
+bool wait_until_one_waits_for_runs(const std::string& uri) {
     for (int i = 0; i < 600; ++i) {
-        if (an_append_waits(uri)) return true;
+        if (one_waits_for_runs(uri)) return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return false;
@@ -89,7 +90,7 @@ TEST_F(PostgresHistory, AnAppendWaitsItsTurnBehindAnotherThatHoldsTheRunsTableLo
         }
         return "";
     });
-    ASSERT_TRUE(wait_for_a_queued_append(uri_)) << "the append never queued for the runs table";
+    ASSERT_TRUE(wait_until_one_waits_for_runs(uri_)) << "the append never queued for the runs table";
     // Held past the 5 s lock_timeout a statement of the session gets: the append must wait on.
     std::this_thread::sleep_for(std::chrono::seconds(7));
     EXPECT_NE(append.wait_for(std::chrono::seconds(0)), std::future_status::ready)
@@ -117,7 +118,7 @@ TEST_F(PostgresHistory, AnAppendWaitingForTheRunsTableStopsOnASignalAndStoresNot
         }
         return "";
     });
-    ASSERT_TRUE(wait_for_a_queued_append(uri_)) << "the append never queued for the runs table";
+    ASSERT_TRUE(wait_until_one_waits_for_runs(uri_)) << "the append never queued for the runs table";
     stop.store(SIGTERM);
     ASSERT_EQ(append.wait_for(std::chrono::seconds(60)), std::future_status::ready)
         << "the wait did not end on the stop flag";
@@ -126,7 +127,38 @@ TEST_F(PostgresHistory, AnAppendWaitingForTheRunsTableStopsOnASignalAndStoresNot
     EXPECT_NE(outcome.find("nothing was stored"), std::string::npos) << outcome;
     sql(holder.get(), "COMMIT");
     EXPECT_EQ(history_store(uri_, history_access::read_only).run_count(), 0u);
-    EXPECT_FALSE(an_append_waits(uri_));
+    EXPECT_FALSE(one_waits_for_runs(uri_));
+}
+
+// Issue 44, item 14 (PostgreSQL): a read went on to its end, or to its lock timeout, whatever
+// the stop flag said. Held up here by a lock another session holds (as a long read is by the
+// rows it reads), it ends at the signal with interrupted, not 5 s later with an error.
+TEST_F(PostgresHistory, AReadWaitingForTheRunsTableStopsOnASignal) {
+    {
+        history_store create(uri_);
+        create.append(sample_run("first"));
+    }
+    const connection holder = connect(uri_);
+    sql(holder.get(), "BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE");
+    std::atomic<int> stop{0};
+    auto read = std::async(std::launch::async, [&]() -> std::string {
+        try {
+            const history_store store(uri_, history_access::read_only, &stop);
+            return std::to_string(store.runs().size()) + " runs read";
+        } catch (const contend::lab::interrupted& e) {
+            return std::string("interrupted: ") + e.what();
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+    });
+    const bool queued = wait_until_one_waits_for_runs(uri_);
+    stop.store(SIGINT);
+    const bool ended = read.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+    sql(holder.get(), "COMMIT");
+    ASSERT_TRUE(queued) << "the read never queued for the runs table: " << read.get();
+    ASSERT_TRUE(ended) << "the read did not end on the stop flag";
+    const std::string outcome = read.get();
+    EXPECT_EQ(outcome.rfind("interrupted: ", 0), 0u) << outcome;
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ TEST_F(ReportCli, RefusesWhatItCannotReportAndWritesNothing) {
     expect_refused("--json " + bad.string(), "lacks 'date'");
     std::ofstream(bad) << "not json";
     expect_refused("--json " + bad.string(), "not JSON");
-    expect_refused("--json " + (dir_ / "missing.json").string(), "cannot read");
+    expect_refused("--json " + (dir_ / "missing.json").string(), "missing.json: cannot open");
     expect_refused("--json " + fixture_path() + " --run 1", "excludes");
 
     lab::run_result no_cells = fixture();

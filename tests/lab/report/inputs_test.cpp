@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 
 #include "pages/report.hpp"
 #include "store/history.hpp"
+#include "store/interrupted.hpp"
 #include "store/results_io.hpp"
 
 using namespace contend_test::report;
@@ -111,6 +114,21 @@ TEST(RunFromJson, MalformedInputIsRefusedSayingWhy) {
     json row_not_object = good;
     row_not_object["benchmarks"][0] = 7;
     EXPECT_NE(error_of(row_not_object.dump()).find("not a JSON object"), std::string::npos);
+}
+
+// Issue item 14: `report --json` read and parsed its file to the end whatever a stop signal
+// said (as compare and import did): a file of hundreds of MB ran on for tens of seconds.
+TEST(Report, AStopSignalEndsTheReadOfAResultsFile) {
+    std::atomic<int> stop{SIGTERM};
+    lab::report_request request;
+    request.json_path = fixture_path();
+    request.stop = &stop;
+    try {
+        (void)lab::load_report_sources(request);
+        ADD_FAILURE() << "read to the end despite the signal";
+    } catch (const lab::interrupted& e) {
+        EXPECT_EQ(e.signal(), SIGTERM);
+    }
 }
 
 // --- Picking runs from the history --------------------------------------------------------
