@@ -41,6 +41,7 @@
 #include "interpose/profile.hpp"
 #include "interpose/timespec.hpp"
 #include "parking_lot_cancellation.hpp"
+#include "platform/asan_stack.hpp"
 
 using namespace contend::interpose;
 
@@ -280,9 +281,13 @@ int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&
         return EPERM;  // our mutex was not held
     } catch (const std::exception&) {
         return EAGAIN;  // no memory for this thread's first park
+    } catch (...) {
+        // A cancellation's forced unwind (glibc's wait or ours), no std::exception: it goes on
+        // unwinding, into the program, with the stack below this frame cleared of what the
+        // frames it skipped left poisoned (ASan builds: platform/asan_stack.hpp).
+        contend::internal::unpoison_stack_below_here();
+        throw;
     }
-    // No catch (...): a cancellation's forced unwind (glibc's wait or ours) is no
-    // std::exception and must go on unwinding.
 }
 
 int timed_wait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* abstime) {
