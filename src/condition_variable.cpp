@@ -9,11 +9,19 @@ namespace contend {
 
 // A waiter that parked with a contend::mutex (its context) moves to that mutex's untimed
 // queue if the mutex is held (mutex::register_requeued_waiter, under both bucket locks),
-// else it is woken. The mutex is alive: its waiter is still queued here.
+// else it is woken. The mutex is alive: its waiter is still queued here. A mutex whose
+// waiter slot is idle has its slot armed here, after the locks, and the waiter is woken.
 void condition_variable::notify_one_slow() noexcept {
+    const void* arm = nullptr;  // a mutex whose waiter slot needs its barrier before a move
     parking_lot::unpark_requeue_one(
         this, [](const void* m) { return internal::mutex_untimed_key(m); },
-        [](const void* m) { return const_cast<mutex*>(static_cast<const mutex*>(m))->register_requeued_waiter(); },
+        [&arm](const void* m) {
+            bool needs_barrier = false;
+            const bool moved =
+                const_cast<mutex*>(static_cast<const mutex*>(m))->register_requeued_waiter(&needs_barrier);
+            if (needs_barrier) arm = m;
+            return moved;
+        },
         [this](parking_lot::unpark_result r) -> std::intptr_t {
             // Under the bucket lock: no waiter can enqueue between this and the unpark.
             const bool more =
@@ -21,6 +29,7 @@ void condition_variable::notify_one_slow() noexcept {
             has_waiters_.store(more, std::memory_order_relaxed);
             return 0;
         });
+    if (arm != nullptr) mutex::arm_waiter_slot(arm);
 }
 
 // The retake after a wake-up. On the 2-vCPU VMs the scheduler mostly runs the woken waiter

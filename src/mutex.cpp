@@ -245,17 +245,26 @@ void mutex::lock_requeued(bool unparked, std::intptr_t token) {
 // Only while the mutex is held (its unlock will then find the waiter), and only with the
 // waiter counted in the registry first, exactly as the waiter itself counts in before it
 // checks the byte under the bucket lock and sleeps (waiter_registry.cpp): the notifier acts
-// for it. A mutex that is free is not worth a registration (and perhaps a heavy barrier):
-// the waiter is woken as before.
-bool mutex::register_requeued_waiter() noexcept {
+// for it. A mutex that is free is not worth a registration: the waiter is woken as before.
+// Nor is one whose waiter slot would need the heavy barrier (a system call, tens of us) while
+// two bucket locks are held: then *arm is set, the waiter is woken, and the notifier arms the
+// slot after the locks are released (arm_waiter_slot), so that its next notify moves.
+bool mutex::register_requeued_waiter(bool* arm) noexcept {
     if (!(state_.load(std::memory_order_relaxed) & held_bit)) return false;
     if (CONTEND_MUTATION(mutex_requeue_without_registering)) return true;  // an unlock can miss the waiter
     const std::size_t slot_index = internal::waiter_slot_index(this);
-    internal::register_waiter(slot_index);
+    if (!internal::register_waiter_if_armed(slot_index)) {
+        *arm = true;
+        return false;
+    }
     if (state_.load(std::memory_order_seq_cst) & held_bit) return true;
     internal::unregister_waiter(slot_index);
     return false;
 }
+
+// Pays the barrier of register_requeued_waiter's slot with no lock held. Reads only the
+// address (its hash), so the mutex may already be gone.
+void mutex::arm_waiter_slot(const void* address) noexcept { internal::arm_slot(internal::waiter_slot_index(address)); }
 
 // A requeued waiter that left this mutex's queue without a token to act on because its park
 // threw (a cancellation, or a before_sleep that refused): the registration made for it.

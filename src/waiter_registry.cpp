@@ -91,6 +91,19 @@ void register_waiter(std::size_t slot_index) noexcept {
     slot.fetch_or(waiter_slot_armed, std::memory_order_seq_cst);
 }
 
+bool register_waiter_if_armed(std::size_t slot_index) noexcept {
+    init_registry();
+    const std::uint32_t before = waiter_slot_writer::slot(slot_index).fetch_add(1, std::memory_order_seq_cst);
+    if (!light_mode || (before & waiter_slot_armed)) return true;
+    unregister_waiter(slot_index);
+    return false;
+}
+
+void arm_slot(std::size_t slot_index) noexcept {
+    register_waiter(slot_index);
+    unregister_waiter(slot_index);  // the last one out leaves the slot armed
+}
+
 void unregister_waiter(std::size_t slot_index) noexcept {
     internal::atomic<std::uint32_t>& slot = waiter_slot_writer::slot(slot_index);
     std::uint32_t v = slot.load(std::memory_order_relaxed);

@@ -39,6 +39,12 @@ private:
 // adopt_t) or gives it back with unregister_waiter.
 void register_waiter(std::size_t slot_index) noexcept;
 void unregister_waiter(std::size_t slot_index) noexcept;
+// register_waiter where it needs no heavy barrier (the slot is armed, or there is no light
+// mode): true, counted. Else false, and nothing is counted: a caller that holds locks (a
+// notify moving a waiter, under two bucket locks) does not make the system call there, but
+// arms the slot afterwards with arm_slot, which pays the barrier with no lock held.
+bool register_waiter_if_armed(std::size_t slot_index) noexcept;
+void arm_slot(std::size_t slot_index) noexcept;
 
 // After the caller released a lock word with a seq_cst RMW: may anyone be registered?
 inline bool slot_has_waiters(std::size_t slot_index) noexcept {

@@ -353,6 +353,18 @@ struct waiter_on {
         if (thread.joinable()) thread.join();
     }
 };
+
+// One wait and notify under `m`. A notify that finds the mutex's waiter slot idle wakes its
+// waiter and arms the slot after the parking lot's locks (a move would need the slot's heavy
+// barrier under them): after this round, a notify under `m` moves its waiter.
+void arm_by_a_first_round(contend::mutex& m, contend::condition_variable& cv) {
+    bool ready = false;
+    waiter_on first(
+        m, [&](std::unique_lock<contend::mutex>& lk) { EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; })); });
+    std::lock_guard g(m);
+    ready = true;
+    cv.notify_one();
+}
 }  // namespace
 
 // The notifier holds the mutex when it notifies: the waiter is not woken to find it held but
@@ -361,6 +373,7 @@ TEST(ConditionVariable, ANotifyUnderTheMutexMovesTheWaiterToTheMutexQueueAndItsU
     watchdog dog(60s);
     contend::mutex m;
     contend::condition_variable cv;
+    arm_by_a_first_round(m, cv);
     bool ready = false;
     waiter_on waiter(
         m, [&](std::unique_lock<contend::mutex>& lk) { EXPECT_TRUE(cv.wait_for(lk, 30s, [&] { return ready; })); });
@@ -382,6 +395,7 @@ TEST(ConditionVariable, AWaiterMovedToTheMutexQueueThatTimesOutThereReturnsHoldi
     watchdog dog(60s);
     contend::mutex m;
     contend::condition_variable cv;
+    arm_by_a_first_round(m, cv);
     const auto deadline = steady::now() + 1s;
     waiter_on waiter(m, [&](std::unique_lock<contend::mutex>& lk) {
         EXPECT_EQ(cv.wait_until(lk, deadline), std::cv_status::no_timeout) << "it was notified first";
@@ -389,6 +403,7 @@ TEST(ConditionVariable, AWaiterMovedToTheMutexQueueThatTimesOutThereReturnsHoldi
     {
         std::lock_guard g(m);
         cv.notify_one();
+        EXPECT_EQ(registered_on(m), 1u) << "the waiter was woken, not moved to the mutex's queue";
         while (steady::now() < deadline + 50ms) std::this_thread::sleep_for(10ms);
         EXPECT_FALSE(waiter.returned.load());
     }

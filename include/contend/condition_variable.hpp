@@ -12,8 +12,10 @@
 // unpark_requeue_one), and the unlock wakes it with the mutex to take, one wake-up in all; a
 // waiter woken while its notifier still held the mutex would only find it held (on a 2-CPU
 // machine it mostly preempts the notifier to find that out). That notify_one takes a second
-// bucket lock and registers the waiter with the mutex (the first registration after the
-// mutex's waiter slot went idle pays its process-wide barrier, as a contended lock does).
+// bucket lock and registers the waiter with the mutex. Where the mutex's waiter slot has gone
+// idle, that registration would need a process-wide barrier under the bucket locks: that
+// notify_one wakes the waiter instead and pays the barrier (as a contended lock() does) after
+// releasing them, so the next one moves.
 // Other waiters are woken: one retakes its lock with try_lock; if that fails, it yields its
 // CPU once (to a notifier it may have preempted) and polls try_lock for up to 8 us before it
 // queues for the lock with lock(). A lock without try_lock is retaken with lock().

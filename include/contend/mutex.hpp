@@ -204,7 +204,8 @@ private:
     bool lock_slow(internal::deadline until);
     bool lock_after_spin(internal::deadline until);
     bool wait_registered(internal::deadline until);
-    bool register_requeued_waiter() noexcept;
+    bool register_requeued_waiter(bool* arm) noexcept;
+    static void arm_waiter_slot(const void* address) noexcept;
     void lock_requeued(bool unparked, std::intptr_t token);
     void drop_requeued_registration() noexcept;
     std::uint32_t adaptive_spin_limit(std::size_t slot_index) const noexcept;

@@ -67,13 +67,15 @@ int machine_runnable_threads() {
 // average in the hundreds in a TSan stage; here 60 busy loops beside the test on 2 CPUs
 // failed it 2 runs in 2) a worker that waited most of a sample reads as blocked, the climber
 // probes up, and a noisy sample keeps the probe (2->3->4 seen). So the bound is asserted
-// only over a run during which the rest of the machine had fewer than 4 threads per CPU
-// running or waiting for one, on average (/proc/stat's procs_running, less the test's own):
+// only over a run during which the rest of the machine had few threads per CPU running or
+// waiting for one, on average (/proc/stat's procs_running, less the test's own):
 // a worker then waits a few time slices for a CPU, some 10 ms, and the unaccounted part of
 // the wait at a sample's end stays well below the half worker that reads as blocked. Measured
 // on 2 CPUs: beside about 3 per CPU (other compilers) the goal stayed at 2, 2 runs in 2; as
 // 60 busy loops ended, runs at 15, 11 and 8 per CPU reached 4, 4 and 5, at 5.9 and 4.2 per
-// CPU 2 and 3. A busy machine gets up to 5 runs to find a quiet one. Under load the pool guarantees only
+// CPU 2 and 3; but one run beside three builds (a load average of about 8) reached more than
+// cores + 1 with an average under 4 per CPU, so a run counts as quiet only under 2 per CPU.
+// A busy machine gets up to 5 runs to find a quiet one. Under load the pool guarantees only
 // its limits, which every run checks; with no quiet run the test says so and skips.
 TEST(ThreadPool, HillClimbingKeepsCpuWorkWithinACoreOfTheCoresOnAnOtherwiseIdleMachine) {
     watchdog dog(120s);
@@ -122,7 +124,7 @@ TEST(ThreadPool, HillClimbingKeepsCpuWorkWithinACoreOfTheCoresOnAnOtherwiseIdleM
         EXPECT_GE(least, cores) << "run " << run << ", moves:" << moves;
         EXPECT_LE(most, 64u) << "run " << run << ", moves:" << moves;
         const double others_per_cpu = readings > 0 ? others / readings / static_cast<double>(cores) : 0;
-        if (others_per_cpu < 4) {
+        if (others_per_cpu < 2) {
             EXPECT_LE(most, cores + 1) << "run " << run << " (" << others_per_cpu
                                        << " other threads per CPU wanted one), moves:" << moves;
             return;
