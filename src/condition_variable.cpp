@@ -47,17 +47,26 @@ void condition_variable::notify_one_slow() noexcept {
 // saves. A notifier that keeps the lock longer than this is doing work under it, and then
 // the waiter should sleep. The poll is a spin_wait: it yields again where the notifier may
 // need this CPU (platform/spin_wait.hpp).
-constexpr std::chrono::nanoseconds relock_budget = std::chrono::microseconds(8);
+constexpr std::chrono::nanoseconds handoff_poll = std::chrono::microseconds(8);
 
 bool condition_variable::relock_poll(internal::function_ref<bool()> try_lock) {
     internal::yield_cpu();
     if (try_lock()) return true;
-    internal::spin_wait poll{relock_budget};
+    internal::spin_wait poll{handoff_poll};
     while (poll.pause()) {
         if (try_lock()) return true;
     }
     return false;
 }
+
+// The wait itself polls for its notify as long, before it sleeps (parking_lot's poll), for
+// the same reason: a notify that comes within it costs no sleep and no wake-up. Across CPUs
+// a wake-up is most of a hand-off's time (on the 2-vCPU VMs an idle vCPU takes 40 to 150 us
+// to wake; a two-thread ping-pong on two CPUs went from glibc's time to a fifth of it on the
+// 16-core Intel Xeon and the AMD EPYC VM alike, docs/design/condition_variable.md), and a
+// notify usually follows within microseconds where threads take turns. A waiter whose
+// notify is later has spent 8 us of CPU, as a contended lock() spends on its spin.
+std::chrono::nanoseconds condition_variable::wait_poll() noexcept { return handoff_poll; }
 
 void condition_variable::notify_all_slow() noexcept {
     has_waiters_.store(false, std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
 #include "parking_lot_cancellation.hpp"
+#include "platform/spin_wait.hpp"
 #include "platform/tsan_sync.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
@@ -297,6 +298,13 @@ internal::wait_status sleep_cancellably(thread_data& me, clock::time_point deadl
     }
 }
 
+// park()'s poll: returns once the thread is unparked, `poll` has passed, or `deadline` has.
+void poll_for_unpark(thread_data& me, std::chrono::nanoseconds poll, clock::time_point deadline) noexcept {
+    internal::spin_wait wait{poll};
+    while (me.parked.load(std::memory_order_acquire) != 0 && wait.pause())
+        if (deadline != internal::no_deadline && clock::now() >= deadline) return;
+}
+
 }  // namespace
 
 namespace detail {
@@ -307,7 +315,8 @@ cancellable_parks::cancellable_parks(const void* address) noexcept : previous_(c
 cancellable_parks::~cancellable_parks() { cancellable_address = previous_; }
 
 park_result park(const void* address, internal::function_ref<bool()> validate,
-                 internal::function_ref<void()> before_sleep, clock::time_point deadline, const void* requeue_context) {
+                 internal::function_ref<void()> before_sleep, clock::time_point deadline, const void* requeue_context,
+                 std::chrono::nanoseconds poll) {
     thread_data& me = this_thread();
     {
         bucket& b = lock_bucket(address);
@@ -330,6 +339,8 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
         withdraw(me);
         throw;
     }
+
+    if (poll > std::chrono::nanoseconds::zero()) poll_for_unpark(me, poll, deadline);
 
     const bool cancellable = address == cancellable_address;
     while (me.parked.load(std::memory_order_acquire) != 0) {

@@ -205,10 +205,11 @@ struct requeueable_parker {
     std::atomic<bool> parked{false}, done{false};
     pl::park_result got;
     std::thread t;
-    requeueable_parker(const void* from, pl::clock::time_point deadline)
-        : t([this, from, deadline] {
+    requeueable_parker(const void* from, pl::clock::time_point deadline,
+                       std::chrono::nanoseconds poll = std::chrono::nanoseconds::zero())
+        : t([this, from, deadline, poll] {
               got = pl::park_requeueable(
-                  from, &context, [] { return true; }, [this] { parked.store(true); }, deadline);
+                  from, &context, [] { return true; }, [this] { parked.store(true); }, deadline, poll);
               done.store(true);
           }) {
         EXPECT_TRUE(eventually([&] { return parked.load(); }));
@@ -313,6 +314,52 @@ TEST(ParkingLot, AThreadMovedToAnotherAddressTimesOutThereAndLeavesThatQueue) {
     EXPECT_GE(steady::now(), deadline);
     EXPECT_FALSE(pl::unpark_one(&to).did_unpark_thread) << "the timed-out thread is still queued";
     EXPECT_FALSE(pl::unpark_one(&from).did_unpark_thread);
+}
+
+// A poll far longer than any test: a poll that missed its unpark or its deadline would keep
+// the thread past `eventually`'s bound (and the watchdog's).
+constexpr auto endless_poll = std::chrono::hours(1);
+
+TEST(ParkingLot, AThreadThatPollsBeforeSleepingTakesTheTokenOfAnUnparkDuringItsPoll) {
+    watchdog dog(60s);
+    int from = 0;
+    requeueable_parker p(&from, steady::now() + 30s, endless_poll);
+    ASSERT_TRUE(eventually([&] {
+        return pl::unpark_one(&from, [](pl::unpark_result) -> std::intptr_t { return 42; }).did_unpark_thread;
+    }));
+    ASSERT_TRUE(eventually([&] { return p.done.load(); })) << "the poll did not see its unpark";
+    EXPECT_EQ(p.got.status, pl::park_status::unparked);
+    EXPECT_EQ(p.got.token, 42);
+    EXPECT_FALSE(p.got.requeued);
+}
+
+TEST(ParkingLot, AThreadThatPollsBeforeSleepingTimesOutAtItsDeadlineAndLeavesTheQueue) {
+    watchdog dog(60s);
+    int from = 0;
+    const auto deadline = steady::now() + 100ms;
+    requeueable_parker p(&from, deadline, endless_poll);
+    ASSERT_TRUE(eventually([&] { return p.done.load(); })) << "the poll ran past its deadline";
+    EXPECT_EQ(p.got.status, pl::park_status::timed_out);
+    EXPECT_GE(steady::now(), deadline);
+    EXPECT_FALSE(pl::unpark_one(&from).did_unpark_thread) << "the timed-out thread is still queued";
+}
+
+TEST(ParkingLot, AThreadMovedToAnotherAddressWhileItPollsIsWokenFromThere) {
+    watchdog dog(60s);
+    int from = 0, to = 0;
+    requeueable_parker p(&from, steady::now() + 30s, endless_poll);
+    ASSERT_TRUE(eventually([&] {
+        return pl::unpark_requeue_one(
+                   &from, [&](const void*) { return static_cast<const void*>(&to); }, [](const void*) { return true; },
+                   [](pl::unpark_result) -> std::intptr_t { return 0; })
+            .did_requeue_thread;
+    }));
+    EXPECT_FALSE(p.done.load());
+    ASSERT_TRUE(pl::unpark_one(&to, [](pl::unpark_result) -> std::intptr_t { return 7; }).did_unpark_thread);
+    ASSERT_TRUE(eventually([&] { return p.done.load(); })) << "the poll did not see the unpark on the other address";
+    EXPECT_EQ(p.got.status, pl::park_status::unparked);
+    EXPECT_TRUE(p.got.requeued);
+    EXPECT_EQ(p.got.token, 7);
 }
 
 TEST(ParkingKeys, EachUserHasItsOwnSpaceAndTheValuesAreStable) {

@@ -16,6 +16,10 @@
 // idle, that registration would need a process-wide barrier under the bucket locks: that
 // notify_one wakes the waiter instead and pays the barrier (as a contended lock() does) after
 // releasing them, so the next one moves.
+// A waiter, once queued and its lock released, watches for its notify for up to 8 us
+// (yielding its CPU to a notifier that shares it) before it sleeps: a notify within that time
+// costs no sleep and no wake-up, which across CPUs is most of a hand-off's time; a longer
+// wait costs those 8 us of CPU.
 // Other waiters are woken: one retakes its lock with try_lock; if that fails, it yields its
 // CPU once (to a notifier it may have preempted) and polls try_lock for up to 8 us before it
 // queues for the lock with lock(). A lock without try_lock is retaken with lock().
@@ -110,7 +114,7 @@ private:
                         has_waiters_.store(true, std::memory_order_seq_cst);
                         return true;
                     },
-                    [&lock] { release_to_wait(lock); }, until);
+                    [&lock] { release_to_wait(lock); }, until, wait_poll());
             } catch (...) {  // a cancellation's unwind included: rethrown
                 if (m != nullptr && parking_lot::detail::this_thread_was_requeued()) m->drop_requeued_registration();
                 throw;
@@ -128,6 +132,9 @@ private:
         return result.status == parking_lot::park_status::timed_out ? std::cv_status::timeout
                                                                     : std::cv_status::no_timeout;
     }
+
+    // How long a waiter watches for its notify before it sleeps (condition_variable.cpp).
+    static std::chrono::nanoseconds wait_poll() noexcept;
 
     // The contend::mutex under a lock whose waiters a notify may move onto that mutex's
     // queue (the mutex itself, a std::unique_lock of one, or a wrapper that names it with

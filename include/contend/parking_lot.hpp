@@ -61,7 +61,8 @@ struct unpark_result {
 
 namespace detail {
 park_result park(const void* address, internal::function_ref<bool()> validate,
-                 internal::function_ref<void()> before_sleep, clock::time_point deadline, const void* requeue_context);
+                 internal::function_ref<void()> before_sleep, clock::time_point deadline, const void* requeue_context,
+                 std::chrono::nanoseconds poll = std::chrono::nanoseconds::zero());
 unpark_result unpark_one(const void* address, internal::function_ref<std::intptr_t(unpark_result)> callback);
 unpark_result unpark_requeue_one(const void* from, internal::function_ref<const void*(const void*)> target,
                                  internal::function_ref<bool(const void*)> validate,
@@ -95,10 +96,18 @@ park_result park(const void* address, Validate&& validate, clock::time_point dea
 // with. A requeued thread is asleep on the other address and has its unparker's token; if
 // it times out there, or a throwing before_sleep or a cancellation takes it off that queue,
 // it learns so from park_result::requeued or detail::this_thread_was_requeued().
+//
+// A `poll` above zero makes the thread, once queued and past before_sleep, watch for its
+// unpark for up to that long (pausing, and yielding its CPU as internal spin_wait does)
+// before it sleeps: an unpark that comes within the poll costs the thread no sleep and no
+// wake-up latency, which across CPUs is most of a hand-off's time. The cost is up to `poll`
+// of CPU time per park that waits longer. Being queued, the thread is unparked, requeued
+// and timed out exactly as without the poll.
 template <class Validate, class BeforeSleep>
 park_result park_requeueable(const void* address, const void* context, Validate&& validate, BeforeSleep&& before_sleep,
-                             clock::time_point deadline = internal::no_deadline) {
-    return detail::park(address, validate, before_sleep, deadline, context);
+                             clock::time_point deadline = internal::no_deadline,
+                             std::chrono::nanoseconds poll = std::chrono::nanoseconds::zero()) {
+    return detail::park(address, validate, before_sleep, deadline, context, poll);
 }
 
 // Unparks the longest-parked thread on `address`, if any. callback(unpark_result) runs
