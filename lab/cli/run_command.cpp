@@ -230,7 +230,7 @@ int run_program(const CLI::App& run, run_args& a) {
         if (!runs[i].empty()) record.cells.push_back(run_cell({request.argv, locks[i], a.profile, std::move(runs[i])}));
     // A signal during the writing stops it (bench_session.hpp), unless one came before.
     const bool stopped_before = stop_signal.load() != 0;
-    const bench_written written = write_results(outputs, record, stopped_before ? nullptr : &stop_signal);
+    const results_written written = write_results(outputs, record, stopped_before ? nullptr : &stop_signal);
     for (const auto& w : written.wrote) std::fprintf(stderr, "contend run: wrote %s\n", w.c_str());
     for (const auto& f : written.failed) std::fprintf(stderr, "contend run: could not write %s\n", f.c_str());
     // The program's failure came first and decides; a run that passed but was not recorded
