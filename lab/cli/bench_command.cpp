@@ -73,7 +73,7 @@ int run_bench(const CLI::App& bench, bench_args& a) {
     // A signal during the run asked for the cells done to be written: the writing then goes
     // on (a second signal ends the process). A first signal while they are written stops the
     // writing: what is left is not written (a wait for the history's lock ends), exit 128 + N.
-    const bench_written written = session.write(run, stopped_in_run ? nullptr : &stop_signal);
+    const results_written written = session.write(run, stopped_in_run ? nullptr : &stop_signal);
     const int stopped_by = stop_signal.load();
     text << session.summary(run, written);
     for (const auto& f : written.failed) std::cerr << "contend bench: could not write " << f << "\n";

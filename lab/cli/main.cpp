@@ -1,7 +1,8 @@
 // contend: the command-line front of the lab. Each subcommand's file declares its options
-// and calls the lab library (run_suite and bench_session, the results model and its writers,
-// the history, the comparisons, the pages), which the tests call directly; this file picks
-// the subcommand and turns what it throws into the exit status of the one table.
+// and calls the lab library (run_suite, bench_session and program_session, the results
+// model and its writers, the history, the comparisons, the pages), which the tests call
+// directly; this file picks the subcommand and turns what it throws into the exit status of
+// the one table.
 #include <csignal>
 #include <cstdio>
 #include <new>

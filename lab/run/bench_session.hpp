@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "run/runner.hpp"
-#include "store/output_file.hpp"
+#include "store/results_outputs.hpp"
 
 namespace contend::lab {
 
@@ -32,34 +32,6 @@ struct bench_request {
     bench_options options;  // suite, contenders, repetitions, pin, label, ... as given
 };
 
-// What write() did: one line per output written ("PATH (--json: JSON)"), one message per
-// output that could not be.
-struct bench_written {
-    std::vector<std::string> wrote, failed;
-};
-
-// Where a run's results go: what `contend bench` and `contend run` share.
-struct results_outputs {
-    std::optional<std::string> json_path;  // none: no JSON
-    std::string csv_path;  // "": none
-    std::string db_path;  // "": no history
-    bool no_history = false;  // the history is then an input: no output may land on it
-    // Ends check_results_outputs' check of the history (a wait for its lock); null: never.
-    const std::atomic<int>* stop = nullptr;
-};
-
-// Every output path, that no output is another output, the history or one of `inputs`, and
-// that the history can take the run: throws std::invalid_argument (or output_error) naming the
-// option at fault, before anything runs.
-void check_results_outputs(const results_outputs& outputs, std::vector<named_path> inputs = {});
-// Writes each output on its own, so that one that fails costs none of the others. `stop` (may
-// be null: never), once it holds a signal's number, stops the writing: the output being
-// written and those after it are not (a file keeps its old bytes, the history stores
-// nothing, a wait for the history's lock ends) and each is listed as failed, "stopped by
-// SIG...". Given, it is also the flag every output file looks at (stop_outputs_on).
-bench_written write_results(const results_outputs& outputs, const run_result& run,
-                            const std::atomic<int>* stop = nullptr);
-
 class bench_session {
 public:
     // The short run by default: steady or long cells stop after this many repetitions...
@@ -77,10 +49,10 @@ public:
     bool standard_output_taken() const noexcept { return request_.json_path == "-" || request_.csv_path == "-"; }
 
     run_result run(const run_hooks& hooks) const { return run_suite(request_.options, hooks); }
-    bench_written write(const run_result& run, const std::atomic<int>* stop = nullptr) const;
+    results_written write(const run_result& run, const std::atomic<int>* stop = nullptr) const;
     // The lines after the table: cells stopped short or skipped, how many are valid, what was
     // written. Ends with a newline.
-    std::string summary(const run_result& run, const bench_written& written) const;
+    std::string summary(const run_result& run, const results_written& written) const;
 
 private:
     results_outputs outputs() const;
