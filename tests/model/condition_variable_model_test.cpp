@@ -153,10 +153,14 @@ TEST(ConditionVariableModel, AMoveToTheMutexQueueThatSkipsTheRegistryIsFound) {
 }
 
 // notify_one that clears "threads may be waiting" although another waiter is queued: the
-// second notify_one skips the parking lot and that waiter sleeps for good.
+// second notify_one skips the parking lot and that waiter sleeps for good. PCT and random
+// find it; the bounded search does not: each waiter's poll before it sleeps yields at every
+// step, and in the order those yields hand the CPU on, queueing both waiters before the
+// first notify takes a second preemption, past the 2,000 schedules' budget of that search
+// (it ran out with the mutation unfound).
 TEST(ConditionVariableModel, ANotifyOneThatForgetsTheOtherWaitersIsFound) {
     expect_found("condition_variable_notify_one_forgets_the_rest", two_waiters_two_notify_one, 2000,
-                 model_test::every_strategy);
+                 {model::strategy_kind::pct, model::strategy_kind::random});
 }
 
 }  // namespace
