@@ -35,22 +35,33 @@ struct run_args {
     std::string json_path, csv_path, db_path, label;
 };
 
-std::string lock_help() {
+// The locks' names, each with its older name if it has one.
+std::string lock_list() {
     std::string list;
-    for (const auto& n : interpose_lock_names()) list += (list.empty() ? "" : ", ") + n;
-    return "The lock for the program's normal mutexes: " + list + " (glibc: glibc's own, for comparison)";
+    for (const auto& l : interpose_locks())
+        list += (list.empty() ? "" : ", ") + l.name + (l.alias.empty() ? "" : " (or " + l.alias + ")");
+    return list;
 }
 
-// --lock's names, each known and none twice; thrown as bad arguments before anything runs.
+std::string lock_help() {
+    std::string help = "The lock for the program's normal mutexes, one of:";
+    for (const auto& l : interpose_locks())
+        help += "\n  " + l.name + (l.alias.empty() ? "" : " (or " + l.alias + ")") + ": " + l.description;
+    return help + "\n";
+}
+
+// --lock's names, each known and none twice, as the library names them (an older name taken
+// for its lock's); thrown as bad arguments before anything runs.
 std::vector<std::string> parse_locks(const std::string& text) {
     std::vector<std::string> locks;
     for (std::size_t start = 0; start <= text.size();) {
         const std::size_t comma = std::min(text.find(',', start), text.size());
-        const std::string name = text.substr(start, comma - start);
-        const auto& known = interpose_lock_names();
-        if (std::find(known.begin(), known.end(), name) == known.end())
-            throw std::invalid_argument("--lock " + message_text(text) + ": \"" + message_text(name) +
-                                        "\" is not a lock (" + lock_help() + ")");
+        const std::string given = text.substr(start, comma - start);
+        const std::string name = interpose_lock_named(given);
+        if (name.empty())
+            throw std::invalid_argument("--lock " + message_text(text) + ": \"" + message_text(given) +
+                                        "\" is not a lock (the locks: " + lock_list() +
+                                        "; glibc: glibc's own, for comparison)");
         if (std::find(locks.begin(), locks.end(), name) != locks.end())
             throw std::invalid_argument("--lock " + message_text(text) + ": " + name + " is named twice");
         locks.push_back(name);
@@ -254,7 +265,7 @@ command add_run(CLI::App& app) {
         "glibc --profile -- sysbench mutex --threads=8 run");
     run->add_option("--lock", a->locks,
                     lock_help() +
-                        ". Several, joined by commas, run one after the other (an A/B), each a row of the "
+                        "Several, joined by commas, run one after the other (an A/B), each a row of the "
                         "results")
         ->capture_default_str();
     run->add_option("--repetitions", a->repetitions,
