@@ -3,7 +3,7 @@
 // one is generated from this list: the lock_choice enumeration and the names it accepts
 // (lock_choice.{hpp,cpp}), the message that lists them, the dispatch on the choice
 // (visit_mutex_as in our_locks.hpp), the layout checks (glibc_layout.hpp), the lab's list
-// (lab/run/preload_run.cpp) and the tests' (cmake/interpose_locks.cmake reads this file).
+// (lab/run/preload_run.cpp) and the tests' (src/interpose/CMakeLists.txt reads this file).
 //
 //   X(name, alias, type, description)
 //     name         the CONTEND_INTERPOSE_LOCK value, the lock_choice enumerator, and the name
@@ -20,8 +20,8 @@
 // use (docs/interpose.md says why it stays out).
 //
 // One entry per line, the line starting with the X, then the name and the quoted alias: the
-// tests' CMake reads the names and aliases from this file. No #include and no type is named outside the macro, so the lab
-// reads the names without the interposer's headers.
+// tests' CMake reads the names and aliases from this file. No #include and no type is named
+// outside the macro, so the lab reads the names without the interposer's headers.
 #pragma once
 
 // clang-format off
