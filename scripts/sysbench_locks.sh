@@ -7,12 +7,13 @@
 #   scripts/sysbench_locks.sh [REPETITIONS] [TOTAL_LOCKS] [LIMIT_S]   (defaults 5, 4000000, 15)
 #
 # CONTEND (the contend binary; default build/release/lab/contend), THREADS ("2 8 64") and
-# LOCKS ("glibc contend_mutex ttas ticket") override what runs.
+# LOCKS ("glibc contend_mutex ttas_lock ticket_lock"; any of `contend run --help`'s locks) override
+# what runs.
 set -u
 reps=${1:-5} total=${2:-4000000} limit=${3:-15}
 contend=${CONTEND:-build/release/lab/contend}
 threads=${THREADS:-2 8 64}
-locks=${LOCKS:-glibc contend_mutex ttas ticket}
+locks=${LOCKS:-glibc contend_mutex ttas_lock ticket_lock}
 command -v sysbench >/dev/null || { echo "sysbench is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
 [ -x "$contend" ] || { echo "no contend at $contend (set CONTEND)" >&2; exit 2; }
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; sysbench mutex, 1 mutex, $total locks in all"

@@ -77,8 +77,8 @@ command add_run(CLI::App& app) {
         "library), 4 if a result could not be written or the profile misses processes.\nExample: contend run --lock "
         "glibc --profile -- sysbench mutex --threads=8 run");
     run->add_option("--lock", a->locks,
-                    lock_choices() +
-                        ". Several, joined by commas, run one after the other (an A/B), each a row of the "
+                    lock_help() +
+                        "Several, joined by commas, run one after the other (an A/B), each a row of the "
                         "results")
         ->capture_default_str();
     run->add_option("--repetitions", a->repetitions,

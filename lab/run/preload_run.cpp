@@ -21,6 +21,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "interpose/interpose_locks.hpp"
+
 #ifndef CONTEND_INTERPOSE_BUILD_PATH
 #define CONTEND_INTERPOSE_BUILD_PATH ""
 #endif
@@ -123,7 +125,7 @@ std::vector<std::string> child_environment(const preload_request& r) {
         env.emplace_back(v);
     }
     env.push_back("LD_PRELOAD=" + preload_value(r.library, std::getenv("LD_PRELOAD")));
-    env.push_back("CONTEND_INTERPOSE_LOCK=" + r.lock);
+    env.push_back("CONTEND_INTERPOSE_LOCK=" + interpose_lock_named(r.lock));
     if (!r.profile_path.empty()) env.push_back("CONTEND_INTERPOSE_PROFILE=" + r.profile_path);
     if (!r.run_dir.empty()) env.push_back("CONTEND_INTERPOSE_RUN_DIR=" + r.run_dir);
     return env;
@@ -139,9 +141,28 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 
 }  // namespace
 
+const std::vector<interpose_lock>& interpose_locks() {
+    static const std::vector<interpose_lock> locks = {
+#define CONTEND_INTERPOSE_LOCK_ENTRY(name, alias, type, description) {#name, alias, description},
+        CONTEND_INTERPOSE_LOCKS(CONTEND_INTERPOSE_LOCK_ENTRY)
+#undef CONTEND_INTERPOSE_LOCK_ENTRY
+    };
+    return locks;
+}
+
 const std::vector<std::string>& interpose_lock_names() {
-    static const std::vector<std::string> names = {"contend_mutex", "glibc", "ttas", "ticket"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n;
+        for (const auto& l : interpose_locks()) n.push_back(l.name);
+        return n;
+    }();
     return names;
+}
+
+std::string interpose_lock_named(std::string_view given) {
+    for (const auto& l : interpose_locks())
+        if (given == l.name || (!l.alias.empty() && given == l.alias)) return l.name;
+    return "";
 }
 
 std::string find_interpose_library() {
@@ -241,10 +262,9 @@ std::string preload_value(std::string_view library, const char* inherited) {
 
 program_status run_preloaded(const preload_request& r) {
     if (r.argv.empty() || r.argv.front().empty()) throw std::invalid_argument("no program to run (after --)");
-    const auto& names = interpose_lock_names();
-    if (std::find(names.begin(), names.end(), r.lock) == names.end()) {
+    if (interpose_lock_named(r.lock).empty()) {
         std::string list;
-        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        for (const auto& n : interpose_lock_names()) list += (list.empty() ? "" : ", ") + n;
         throw std::invalid_argument("--lock " + r.lock + ": not a lock this library has (" + list + ")");
     }
     if (!std::filesystem::path(r.library).is_absolute())

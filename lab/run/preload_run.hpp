@@ -9,13 +9,23 @@
 
 namespace contend::lab {
 
-// The locks a preloaded program's normal mutexes can run on: what CONTEND_INTERPOSE_LOCK
-// accepts. `glibc` keeps glibc's mutex (interposed for profiling only).
+// The locks a preloaded program's normal mutexes can run on, as CONTEND_INTERPOSE_LOCK names
+// them, read from the library's own list (src/interpose/interpose_locks.hpp). `glibc` keeps
+// glibc's mutex (interposed for profiling only).
+struct interpose_lock {
+    std::string name;  // the lab's contender name for the same lock type
+    std::string alias;  // an older name also accepted, or ""
+    std::string description;
+};
+const std::vector<interpose_lock>& interpose_locks();
+// Their names, in the list's order.
 const std::vector<std::string>& interpose_lock_names();
+// The name of the lock `given` names by its name or its alias; "" when none does.
+std::string interpose_lock_named(std::string_view given);
 
 struct preload_request {
     std::vector<std::string> argv;  // the program and its arguments; argv[0] is looked up in PATH
-    std::string lock = "contend_mutex";
+    std::string lock = "contend_mutex";  // a name or an alias (interpose_lock_named)
     std::string library;  // the interposition library, an absolute path
     std::string profile_path;  // empty: no profile; else where the library writes it at exit
     // empty: none; else where the library leaves its marker at load (read_run_markers in

@@ -55,27 +55,42 @@ std::optional<program_profile> read_program_profile(const profile_directory& fol
     return profile;
 }
 
-// Each lock known and none twice; a refusal names the list as --lock gave it, joined by commas.
-void check_locks(const std::vector<std::string>& locks) {
-    if (locks.empty()) throw std::invalid_argument("--lock: no lock to run the program on");
+// The locks' names, each with its older name if it has one.
+std::string lock_list() {
+    std::string list;
+    for (const auto& l : interpose_locks())
+        list += (list.empty() ? "" : ", ") + l.name + (l.alias.empty() ? "" : " (or " + l.alias + ")");
+    return list;
+}
+
+// Each lock known and none twice, as the library names them (an older name taken for its
+// lock's); a refusal names the list as --lock gave it, joined by commas.
+std::vector<std::string> checked_locks(const std::vector<std::string>& given) {
+    if (given.empty()) throw std::invalid_argument("--lock: no lock to run the program on");
     std::string text;
-    for (const auto& n : locks) text += (text.empty() ? "" : ",") + n;
-    const auto& known = interpose_lock_names();
-    for (auto it = locks.begin(); it != locks.end(); ++it) {
-        if (std::find(known.begin(), known.end(), *it) == known.end())
-            throw std::invalid_argument("--lock " + message_text(text) + ": \"" + message_text(*it) +
+    for (const auto& n : given) text += (text.empty() ? "" : ",") + n;
+    std::vector<std::string> locks;
+    for (const auto& g : given) {
+        const std::string name = interpose_lock_named(g);
+        if (name.empty())
+            throw std::invalid_argument("--lock " + message_text(text) + ": \"" + message_text(g) +
                                         "\" is not a lock (" + lock_choices() + ")");
-        if (std::find(locks.begin(), it, *it) != it)
-            throw std::invalid_argument("--lock " + message_text(text) + ": " + *it + " is named twice");
+        if (std::find(locks.begin(), locks.end(), name) != locks.end())
+            throw std::invalid_argument("--lock " + message_text(text) + ": " + name + " is named twice");
+        locks.push_back(name);
     }
+    return locks;
 }
 
 }  // namespace
 
-std::string lock_choices() {
-    std::string list;
-    for (const auto& n : interpose_lock_names()) list += (list.empty() ? "" : ", ") + n;
-    return "The lock for the program's normal mutexes: " + list + " (glibc: glibc's own, for comparison)";
+std::string lock_choices() { return "the locks: " + lock_list() + "; glibc: glibc's own, for comparison"; }
+
+std::string lock_help() {
+    std::string help = "The lock for the program's normal mutexes, one of:";
+    for (const auto& l : interpose_locks())
+        help += "\n  " + l.name + (l.alias.empty() ? "" : " (or " + l.alias + ")") + ": " + l.description;
+    return help + "\n";
 }
 
 std::string program_file(const std::string& program, const char* search_path) {
@@ -122,7 +137,7 @@ program_session::program_session(program_request request) : request_(std::move(r
     std::vector<named_path> inputs;
     if (!file.empty()) inputs.push_back({"the program", file});
     check_results_outputs(outputs_, inputs);
-    check_locks(r.locks);
+    request_.locks = checked_locks(r.locks);
     if (r.repetitions < 1 || r.repetitions > max_repetitions)
         throw std::invalid_argument("--repetitions: from 1 to " + std::to_string(max_repetitions));
     library_ = find_interpose_library();

@@ -23,9 +23,11 @@
 
 namespace contend::lab {
 
-// The sentence that names the locks a run can take: --lock's help, and the end of the
-// refusal of a name that is not one.
+// The locks a run can take, each with its older name if it has one: the end of the refusal
+// of a name that is not one ("the locks: ...; glibc: ..."), and --lock's help (a line each,
+// with its description).
 std::string lock_choices();
+std::string lock_help();
 
 // The file `program` names, as execvp finds it: `program` itself when it holds a slash; else
 // the first DIR/program that we may execute, DIR taken in order from `search_path` (PATH's
@@ -43,7 +45,8 @@ std::string interposition_problem(const run_markers& markers, const std::string&
 struct program_request {
     std::vector<std::string> argv;  // the program and its arguments; argv[0] is looked up in PATH
     // The locks, each run in turn within a repetition (an A/B), each a row of the results;
-    // each known (interpose_lock_names), none twice.
+    // each a lock's name or older name (interpose_lock_named), none twice; the session keeps
+    // the library's names.
     std::vector<std::string> locks = {"contend_mutex"};
     std::int32_t repetitions = 1;  // runs per lock, 1 to program_session::max_repetitions
     bool profile = false;  // profile every contended mutex; the table is printed after each run

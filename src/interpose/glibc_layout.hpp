@@ -16,6 +16,8 @@
 
 #include "contend/condition_variable.hpp"
 #include "contend/mutex.hpp"
+#include "contend/spin_lock.hpp"
+#include "interpose/interpose_locks.hpp"
 
 #if !defined(__GLIBC__)
 #error "libcontend_interpose relies on glibc's pthread layout"
@@ -46,8 +48,6 @@ static_assert(offsetof(__pthread_mutex_s, __lock) == 0 && sizeof(int) == 4);
 // which glibc's kind check never reads. A zero-filled or PTHREAD_MUTEX_INITIALIZER mutex
 // is then a free contend::mutex, since contend::mutex's all-zero state is "free".
 static_assert(sizeof(contend::mutex) == 1 && alignof(contend::mutex) == 1);
-static_assert(std::is_standard_layout_v<contend::mutex>);
-static_assert(std::is_trivially_destructible_v<contend::mutex>);
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
 
 // pthread_cond_t: 48 bytes on both. glibc (2.36's layout) keeps __g1_orig_size at 32
@@ -92,6 +92,48 @@ inline int mutex_kind(const pthread_mutex_t* m) noexcept { return static_cast<in
 inline constexpr std::size_t mutex_owner_offset = 8;
 static_assert(offsetof(__pthread_mutex_s, __owner) == mutex_owner_offset);
 inline std::uint32_t glibc_owner(const pthread_mutex_t* m) noexcept { return load_u32(m, mutex_owner_offset); }
+
+// Every lock of CONTEND_INTERPOSE_LOCKS (interpose_locks.hpp) lives in a kind-0 mutex's first
+// mutex_owner_offset bytes, __lock and __count: before __owner, which must stay glibc's (see
+// above), and before __kind. Those are the bytes pthread_mutex_init clears for a kind-0 mutex
+// made with attributes (mutex_interpose.cpp). The object is used where no constructor ran
+// (as_lock in our_locks.hpp): standard layout, nothing to destroy, and the all-zero bytes of
+// PTHREAD_MUTEX_INITIALIZER its free state (each type's default state is all-zero words).
+// ttas_lock, backoff_spin_lock and sleeping_spin_lock are one 32-bit word (__lock),
+// ticket_lock two (__lock and __count), contend::mutex one byte (__lock's low byte).
+static_assert(offsetof(__pthread_mutex_s, __count) == 4 && mutex_owner_offset == 8);
+struct glibc_normal_mutex;  // our_locks.hpp: glibc's own lock, kept in no bytes of ours
+template <class Lock>
+constexpr bool lives_before_owner() {
+    if constexpr (std::is_same_v<Lock, glibc_normal_mutex>) return true;
+    else
+        return sizeof(Lock) <= mutex_owner_offset && alignof(Lock) <= alignof(int) && std::is_standard_layout_v<Lock> &&
+               std::is_trivially_destructible_v<Lock>;
+}
+#define CONTEND_INTERPOSE_FITS(name, alias, type, description) \
+    static_assert(lives_before_owner<type>(), #type " does not fit in a kind-0 pthread_mutex_t before __owner");
+CONTEND_INTERPOSE_LOCKS(CONTEND_INTERPOSE_FITS)
+#undef CONTEND_INTERPOSE_FITS
+
+// A kind-0 mutex's lock words (__lock and __count) set to all-zero: any lock of the list, free.
+inline void clear_lock_words(pthread_mutex_t* m) noexcept {
+    __atomic_store_n(&m->__data.__lock, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->__data.__count, 0u, __ATOMIC_RELEASE);
+}
+
+// glibc marks a destroyed mutex with kind -1, so that later use fails with EINVAL; with kind
+// -1 it is no longer ours, and glibc's functions give exactly that answer.
+inline void mark_destroyed(pthread_mutex_t* m) noexcept { __atomic_store_n(&m->__data.__kind, -1, __ATOMIC_RELEASE); }
+
+// __list (glibc's robust-mutex list links) is unused by a kind-0 mutex: glibc's lock, unlock,
+// trylock, timedlock and condvar paths touch it for robust kinds only, and init zeroes it. The
+// profile (profile.hpp) keeps there, in __list.__prev, the mutex's record, or null, and in
+// __list.__next the mutex's acquisitions not yet in the record.
+inline constexpr std::size_t record_word_offset = 24;
+inline constexpr std::size_t count_word_offset = 32;
+static_assert(offsetof(__pthread_mutex_s, __list) == record_word_offset);
+static_assert(sizeof(__pthread_mutex_s::__list) == 2 * sizeof(void*) && sizeof(void*) == 8);
+static_assert(count_word_offset + 8 <= mutex_size);
 
 // The contend::mutex in a mutex whose kind is 0. No constructor ever ran there: the
 // object's state is its one byte, all-zero is its constructed state, and it is only ever

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "interpose/exports.hpp"
 #include "interpose/helgrind_notes.hpp"
@@ -17,14 +19,47 @@ constinit std::atomic<int> chosen_lock{0};
 namespace {
 struct named_choice {
     const char* name;
+    const char* alias;  // "" for none
     lock_choice choice;
 };
 constexpr named_choice choices[] = {
-    {"contend_mutex", lock_choice::contend_mutex},
-    {"glibc", lock_choice::glibc},
-    {"ttas", lock_choice::ttas},
-    {"ticket", lock_choice::ticket},
+#define CONTEND_INTERPOSE_CHOICE(name, alias, type, description) {#name, alias, lock_choice::name},
+    CONTEND_INTERPOSE_LOCKS(CONTEND_INTERPOSE_CHOICE)
+#undef CONTEND_INTERPOSE_CHOICE
 };
+// The choice shares chosen_lock with the flags above it.
+static_assert(std::size(choices) < static_cast<std::size_t>(profile_flag) && profile_flag < valgrind_flag);
+
+// "libcontend_interpose: unknown CONTEND_INTERPOSE_LOCK (known: NAME, NAME...); using glibc\n",
+// built at compile time: it is written with write(2), with no allocation.
+constexpr std::string_view unknown_head = "libcontend_interpose: unknown CONTEND_INTERPOSE_LOCK (known: ";
+constexpr std::string_view unknown_tail = "); using glibc\n";
+constexpr std::size_t unknown_message_size = [] {
+    std::size_t n = unknown_head.size() + unknown_tail.size();
+    for (const auto& c : choices) n += std::string_view(c.name).size() + 2;
+    return n - 2;
+}();
+constexpr auto unknown_message = [] {
+    std::array<char, unknown_message_size> m{};
+    std::size_t at = 0;
+    const auto append = [&](std::string_view s) {
+        for (char ch : s) m[at++] = ch;
+    };
+    append(unknown_head);
+    for (std::size_t i = 0; i < std::size(choices); ++i) {
+        if (i > 0) append(", ");
+        append(choices[i].name);
+    }
+    append(unknown_tail);
+    return m;
+}();
+
+// The choice named, by its name or its alias; unresolved when none is.
+lock_choice choice_named(const char* name) noexcept {
+    for (const auto& n : choices)
+        if (std::strcmp(name, n.name) == 0 || (*n.alias != '\0' && std::strcmp(name, n.alias) == 0)) return n.choice;
+    return lock_choice::unresolved;
+}
 }  // namespace
 
 lock_choice resolve_lock_choice() noexcept {
@@ -33,29 +68,20 @@ lock_choice resolve_lock_choice() noexcept {
     lock_choice c = lock_choice::contend_mutex;
     bool unknown = false;
     if (name != nullptr && *name != '\0') {
-        unknown = true;
-        for (const auto& n : choices) {
-            if (std::strcmp(name, n.name) == 0) {
-                c = n.choice;
-                unknown = false;
-            }
-        }
+        c = choice_named(name);
+        unknown = c == lock_choice::unresolved;
         if (unknown) c = lock_choice::glibc;
     }
     // The profile starts before the choice is published: no call takes the profiled path
     // before its table exists.
-    int flags = profile::start_from_environment() ? profile_flag : 0;
+    int flags = profile::start_from_environment(lock_name(c)) ? profile_flag : 0;
     // Under glibc every call reaches glibc's functions, which helgrind wraps itself.
     if (c != lock_choice::glibc && helgrind::running()) flags |= valgrind_flag;
     int expected = 0;
     // The first thread to decide reports an unknown name; write(2), not stdio, since this may
     // run inside the program's first lock call.
-    if (chosen_lock.compare_exchange_strong(expected, static_cast<int>(c) | flags) && unknown) {
-        static constexpr char msg[] =
-            "libcontend_interpose: unknown CONTEND_INTERPOSE_LOCK (known: contend_mutex, glibc, ttas, ticket); "
-            "using glibc\n";
-        (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
-    }
+    if (chosen_lock.compare_exchange_strong(expected, static_cast<int>(c) | flags) && unknown)
+        (void)!::write(STDERR_FILENO, unknown_message.data(), unknown_message.size());
     return static_cast<lock_choice>(chosen_lock.load() & ~noted_flags);
 }
 

@@ -3,16 +3,18 @@
 
 #include <atomic>
 
+#include "interpose/interpose_locks.hpp"
+
 namespace contend::interpose {
 
+// One enumerator per entry of CONTEND_INTERPOSE_LOCKS, named as the entry. contend's spin
+// locks are for comparison in the lab: they never park (a timed lock polls), so they suit
+// short critical sections only; conds still use contend::condition_variable.
 enum class lock_choice : int {
     unresolved = 0,
-    glibc = 1,  // every call passes through (a baseline for profiling glibc)
-    contend_mutex = 2,  // contend::mutex in the mutex, contend::condition_variable in the cond
-    // contend's spin locks, for comparison in the lab: they never park (a timed lock polls),
-    // so they suit short critical sections only; conds still use contend::condition_variable.
-    ttas = 3,  // contend::ttas_lock in __lock
-    ticket = 4,  // contend::ticket_lock in __lock and __count (FIFO)
+#define CONTEND_INTERPOSE_ENUMERATOR(name, alias, type, description) name,
+    CONTEND_INTERPOSE_LOCKS(CONTEND_INTERPOSE_ENUMERATOR)
+#undef CONTEND_INTERPOSE_ENUMERATOR
 };
 
 // Set beside the choice in chosen_lock when CONTEND_INTERPOSE_PROFILE asks for a profile
@@ -47,6 +49,7 @@ inline lock_choice current_lock() noexcept { return choice_of(current_choice_and
 inline bool profiling() noexcept { return (current_choice_and_flags() & profile_flag) != 0; }
 inline bool telling_helgrind() noexcept { return (current_choice_and_flags() & valgrind_flag) != 0; }
 
+// The entry's name (an alias chosen is reported by its entry's name).
 const char* lock_name(lock_choice c) noexcept;
 
 }  // namespace contend::interpose

@@ -141,8 +141,10 @@ int timed_lock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime, con
     return rc;
 }
 
+// lock, trylock and unlock are always inlined into the pthread functions, their fast paths:
+// with visit_mutex_as's case per lock, the compiler otherwise made lock a call of its own.
 template <bool profiled>
-int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
+[[gnu::always_inline]] inline int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
     return visit_mutex_as<profiled>(
         c, m,
         [&](auto& lock) {
@@ -186,7 +188,7 @@ int lock(lock_choice c, pthread_mutex_t* m, const void* site) noexcept {
 }
 
 template <bool profiled>
-int trylock(lock_choice c, pthread_mutex_t* m) noexcept {
+[[gnu::always_inline]] inline int trylock(lock_choice c, pthread_mutex_t* m) noexcept {
     return visit_mutex_as<profiled>(
         c, m,
         [m](auto& lock) {
@@ -241,7 +243,7 @@ bool alone_in_fork_child() noexcept {
 }
 
 template <bool profiled>
-int unlock(lock_choice c, pthread_mutex_t* m) noexcept {
+[[gnu::always_inline]] inline int unlock(lock_choice c, pthread_mutex_t* m) noexcept {
     return visit_mutex_as<profiled>(
         c, m,
         [m](auto& lock) {
@@ -279,9 +281,8 @@ int destroy(pthread_mutex_t* m) {
         m,
         [m](auto& lock) {
             if (is_held(lock)) return EBUSY;  // glibc says EBUSY for a held mutex too
-            // glibc marks a destroyed mutex with kind -1, so that later use fails with EINVAL;
-            // with kind -1 it is no longer ours, and glibc's functions give exactly that answer.
-            __atomic_store_n(&m->__data.__kind, -1, __ATOMIC_RELEASE);
+            // As glibc's destroy (mark_destroyed): later use fails with EINVAL, from glibc.
+            mark_destroyed(m);
             return 0;
         },
         [m] { return glibc().mutex_destroy(m); });
@@ -307,10 +308,7 @@ CONTEND_INTERPOSE_EXPORT int pthread_mutex_init(pthread_mutex_t* m, const pthrea
     // glibc validates the attributes and writes __kind; a kind-0 result is then ours, and
     // glibc has zeroed our bytes already. Cleared again, so that does not depend on it.
     const int rc = glibc().mutex_init(m, attr);
-    if (rc == 0 && mutex_kind(m) == 0) {
-        __atomic_store_n(&m->__data.__lock, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&m->__data.__count, 0u, __ATOMIC_RELEASE);
-    }
+    if (rc == 0 && mutex_kind(m) == 0) clear_lock_words(m);
     return rc;
 }
 

@@ -1,6 +1,6 @@
-// The locks a kind-0 mutex can run on (CONTEND_INTERPOSE_LOCK), all kept in the mutex's own
-// bytes before __kind, each free when all zero, and the few operations the pthread
-// functions need that the locks do not share.
+// The locks a kind-0 mutex can run on (CONTEND_INTERPOSE_LOCK; the list: interpose_locks.hpp),
+// all kept in the mutex's own bytes before __owner (glibc_layout.hpp), each free when all zero,
+// and the few operations the pthread functions need that the locks do not share.
 #pragma once
 
 #include <pthread.h>
@@ -20,15 +20,6 @@
 
 namespace contend::interpose {
 
-// ttas_lock is one 32-bit word (in __lock), ticket_lock two (__lock and __count); both are
-// free when zero and before __kind, so the kind check never sees them.
-static_assert(sizeof(contend::ttas_lock) == 4 && alignof(contend::ttas_lock) <= alignof(int));
-static_assert(sizeof(contend::ticket_lock) == 8 && alignof(contend::ticket_lock) <= alignof(int));
-static_assert(sizeof(contend::ticket_lock) <= mutex_kind_offset);
-static_assert(std::is_standard_layout_v<contend::ttas_lock> && std::is_standard_layout_v<contend::ticket_lock>);
-static_assert(std::is_trivially_destructible_v<contend::ttas_lock> &&
-              std::is_trivially_destructible_v<contend::ticket_lock>);
-
 // As as_contend_mutex (glibc_layout.hpp): the lock's all-zero bytes are its constructed state.
 template <class Lock>
 Lock& as_lock(pthread_mutex_t* m) noexcept {
@@ -47,23 +38,35 @@ struct glibc_normal_mutex {
 
 // Calls ours(lock) with the lock a kind-0 mutex runs on; theirs() when glibc runs the mutex.
 // With_glibc: ours(glibc_normal_mutex) for a kind-0 mutex glibc runs (the profiled calls).
-// Visit_mutex_as takes the choice its caller has already loaded.
+// Visit_mutex_as takes the choice its caller has already loaded: one case per entry of
+// CONTEND_INTERPOSE_LOCKS (interpose_locks.hpp). Always inlined: it is the pthread functions'
+// fast path, and past four cases the compiler stopped inlining it (a call, and the lambdas'
+// captures spilled to the stack, on every lock).
+template <bool with_glibc, class Lock, class Ours, class Theirs>
+[[gnu::always_inline]] inline int visit_mutex_on(pthread_mutex_t* m, Ours& ours, Theirs& theirs) {
+    if constexpr (!std::is_same_v<Lock, glibc_normal_mutex>) {
+        return ours(as_lock<Lock>(m));
+    } else if constexpr (with_glibc) {
+        glibc_normal_mutex g{m};
+        return ours(g);
+    } else {
+        return theirs();
+    }
+}
+
 template <bool with_glibc = false, class Ours, class Theirs>
-inline int visit_mutex_as(lock_choice c, pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
+[[gnu::always_inline]] inline int visit_mutex_as(lock_choice c, pthread_mutex_t* m, Ours&& ours, Theirs&& theirs) {
     if (mutex_kind(m) != 0) return theirs();
+    // The default first: its fast path pays one compare, not the switch's indirect jump.
+    if (c == lock_choice::contend_mutex) [[likely]]
+        return ours(as_lock<contend::mutex>(m));
     switch (c) {
-        case lock_choice::glibc:
-            if constexpr (with_glibc) {
-                glibc_normal_mutex g{m};
-                return ours(g);
-            } else {
-                return theirs();
-            }
-        case lock_choice::ttas:
-            return ours(as_lock<contend::ttas_lock>(m));
-        case lock_choice::ticket:
-            return ours(as_lock<contend::ticket_lock>(m));
-        default:
+#define CONTEND_INTERPOSE_CASE(name, alias, type, description) \
+    case lock_choice::name:                                    \
+        return visit_mutex_on<with_glibc, type>(m, ours, theirs);
+        CONTEND_INTERPOSE_LOCKS(CONTEND_INTERPOSE_CASE)
+#undef CONTEND_INTERPOSE_CASE
+        default:  // unresolved: never seen here, current_choice_and_flags() resolves it first
             return ours(as_lock<contend::mutex>(m));
     }
 }
@@ -91,9 +94,19 @@ void lock_after_first_try(Lock& l) {
     else l.lock();
 }
 
-inline bool is_held(const contend::mutex& l) noexcept { return l.is_locked(); }
-inline bool is_held(const contend::ttas_lock& l) noexcept { return load_u32(&l, 0) != 0; }
-inline bool is_held(const contend::ticket_lock& l) noexcept { return l.queue_length() != 0; }
+// Whether a lock is held (pthread_mutex_destroy's EBUSY): its own answer where it has one, and
+// for a lock of one 32-bit word, whether the word is not 0 (the all-zero state is free).
+template <class Lock>
+bool is_held(const Lock& l) noexcept {
+    if constexpr (requires { l.is_locked(); }) {
+        return l.is_locked();
+    } else if constexpr (requires { l.queue_length(); }) {
+        return l.queue_length() != 0;
+    } else {
+        static_assert(sizeof(Lock) == 4, "is_held: say how this lock tells whether it is held");
+        return load_u32(&l, 0) != 0;
+    }
+}
 
 // A timed acquisition. The spin locks have no deadline of their own: they poll, yielding
 // between attempts (they are for the lab's comparisons, not for long waits).

@@ -25,7 +25,6 @@
 #include <utility>
 #include <vector>
 
-#include "interpose/lock_choice.hpp"
 #include "platform/tsan_sync.hpp"
 
 namespace contend::interpose::profile {
@@ -97,6 +96,7 @@ struct profile_state {
     std::atomic<int> phase{0};  // 0: off, 1: starting, 2: on
     std::uint64_t hold_sample_period = default_hold_sample_period;
     const char* directory = nullptr;
+    const char* lock_name = "";  // the lock the process runs on (lock_choice.hpp's name for it)
     pid_t pid = 0;
     std::uint64_t start_ticks = 0;
     timespec start_time{};
@@ -406,7 +406,7 @@ void retire(pthread_mutex_t* m) noexcept {
     __atomic_store_n(record_word(m), 0, __ATOMIC_RELEASE);
 }
 
-bool start_from_environment() noexcept {
+bool start_from_environment(const char* lock_name) noexcept {
     const char* dir = std::getenv("CONTEND_INTERPOSE_PROFILE");
     if (dir == nullptr || *dir == '\0') return false;
     int expected = 0;
@@ -416,6 +416,7 @@ bool start_from_environment() noexcept {
         return true;
     }
     state.directory = dir;
+    state.lock_name = lock_name;
     if (const char* period = std::getenv("CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD"); period != nullptr && *period) {
         char* end = nullptr;
         const unsigned long long p = std::strtoull(period, &end, 10);
@@ -667,7 +668,7 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     j.key("executable");
     j.string(executable.c_str());
     j.key("lock");
-    j.string(lock_name(current_lock()));
+    j.string(state.lock_name);
     j.key("seconds");
     j.real(seconds);
     j.field("hold_sample_period", hold_sample_period());

@@ -46,15 +46,8 @@ namespace contend::interpose::profile {
 inline constexpr std::uint64_t default_hold_sample_period = 1024;
 std::uint64_t hold_sample_period() noexcept;
 
-// __list (glibc's robust-mutex list links) is unused by a kind-0 mutex: glibc's lock, unlock,
-// trylock, timedlock and condvar paths touch it for robust kinds only, and init zeroes it.
-// __list.__prev: the mutex's record, or null.
-inline constexpr std::size_t record_word_offset = 24;
-inline constexpr std::size_t count_word_offset = 32;  // __list.__next: acquisitions not in the record
-static_assert(offsetof(__pthread_mutex_s, __list) == record_word_offset);
-static_assert(sizeof(__pthread_mutex_s::__list) == 2 * sizeof(void*) && sizeof(void*) == 8);
-static_assert(count_word_offset + 8 <= mutex_size);
-
+// The words of a kind-0 mutex the profile keeps its count and its record in:
+// glibc_layout.hpp, record_word_offset and count_word_offset.
 struct lock_record;
 
 inline std::uint64_t ticks() noexcept {
@@ -191,9 +184,10 @@ void timed_out(lock_record* r, std::uint64_t wait_ticks) noexcept;
 void retire(pthread_mutex_t* m) noexcept;
 
 // Starts profiling if CONTEND_INTERPOSE_PROFILE is set; false otherwise. Called once, before
-// the lock choice is published. A forked child (pthread_atfork) profiles itself from the fork
+// the lock choice is published, with the name of the lock chosen (a string that lives as long
+// as the library), which the profile's file names. A forked child (pthread_atfork) profiles itself from the fork
 // on and writes its own file.
-bool start_from_environment() noexcept;
+bool start_from_environment(const char* lock_name) noexcept;
 
 // The process's profile is written at exit(), and also (exec_interpose.cpp) before an exec,
 // as DIR/<pid>-<n>.json (the exec'd image, preloaded again, profiles itself and writes

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs interpose_helgrind_counter under valgrind's helgrind with libcontend_interpose.so
-# preloaded, under contend_mutex and, with the profile on, ticket (ttas takes ticket's path):
+# preloaded, under contend_mutex and, with the profile on, ticket_lock (the other spin locks take
+# ticket_lock's path):
 # helgrind must report no error (the interposer tells it of each acquisition, release and notification, and the
 # parking lot of its happens-before edges: docs/interpose.md). Then once with a real race in the program
 # (its argument `race`), which helgrind must still report: the notes hide nothing of the
@@ -36,10 +37,10 @@ fail() {
   echo "FAIL $*" >&2
   status=1
 }
-# ticket runs with the profile on (its notes take the same noted path, beside the profile's).
-for lock in contend_mutex ticket; do  # ttas takes the same notes as ticket
+# ticket_lock runs with the profile on (its notes take the same noted path, beside the profile's).
+for lock in contend_mutex ticket_lock; do  # the other spin locks take the same notes as ticket_lock
   profile=
-  if [ $lock = ticket ]; then
+  if [ $lock = ticket_lock ]; then
     profile=$work/profile
     mkdir "$profile"
   fi

@@ -36,12 +36,16 @@ const bool environment_cleared = [] {
 }();
 
 // Our multi-threaded program that uses every interposed function (tests/interpose/), under
-// each lock: it checks its own counts and that the interposer runs the lock it was told.
+// each lock, named by its name and by its older name: it checks its own counts and that the
+// interposer runs the lock it was told, which it reports by its name.
 TEST_F(ContendRun, OurTortureProgramPassesUnderEveryLockAndSeesThatLockActive) {
-    for (const auto& lock : contend::lab::interpose_lock_names()) {
-        const auto o = run_cli("run --lock " + lock + " -- env CONTEND_INTERPOSE_EXPECT=" + lock + " " +
-                               shell_quote(torture) + " " + shell_quote(dlopened));
-        EXPECT_EQ(o.exit_code, 0) << lock << ":\n" << o.output;
+    for (const auto& lock : contend::lab::interpose_locks()) {
+        for (const std::string& given : {lock.name, lock.alias}) {
+            if (given.empty()) continue;
+            const auto o = run_cli("run --lock " + given + " -- env CONTEND_INTERPOSE_EXPECT=" + lock.name + " " +
+                                   shell_quote(torture) + " " + shell_quote(dlopened));
+            EXPECT_EQ(o.exit_code, 0) << given << ":\n" << o.output;
+        }
     }
 }
 
@@ -69,7 +73,8 @@ TEST_F(ContendRun, AnUnknownLockOrNoProgramIsBadUsageAndRunsNothing) {
     const std::string witness = path("ran");
     const auto o = run_cli("run --lock no_such_lock -- touch " + shell_quote(witness));
     EXPECT_EQ(o.exit_code, 2) << o.output;
-    EXPECT_NE(o.output.find("contend_mutex"), std::string::npos) << "the message lists the locks:\n" << o.output;
+    for (const auto& lock : contend::lab::interpose_lock_names())
+        EXPECT_NE(o.output.find(lock), std::string::npos) << "the message lists the locks:\n" << o.output;
     EXPECT_NE(access(witness.c_str(), F_OK), 0) << "the program ran";
     EXPECT_EQ(run_cli("run").exit_code, 2);
 }
@@ -132,14 +137,14 @@ TEST_F(ContendRun, ALockListWithAnUnknownOrRepeatedNameOrRepetitionsOutOfRangeIs
 }
 
 // The child sees the library after whatever LD_PRELOAD held (a sanitizer's runtime must stay
-// first), and the lock it was given.
+// first), and the lock it was given, by the lock's name (`ticket` is ticket_lock's older name).
 TEST_F(ContendRun, TheProgramSeesTheLibraryAfterTheInheritedPreloadAndTheLock) {
     const auto o = run_cli("env LD_PRELOAD=libm.so.6 " + shell_quote(CONTEND_CLI_PATH) +
                                " run --lock ticket -- sh -c 'echo \"$LD_PRELOAD|$CONTEND_INTERPOSE_LOCK\"'",
                            false);
     ASSERT_EQ(o.exit_code, 0) << o.output;
     EXPECT_NE(o.output.find("libm.so.6 /"), std::string::npos) << o.output;
-    EXPECT_NE(o.output.find("libcontend_interpose.so|ticket"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("libcontend_interpose.so|ticket_lock\n"), std::string::npos) << o.output;
     EXPECT_EQ(contend::lab::preload_value("/l.so", nullptr), "/l.so");
     EXPECT_EQ(contend::lab::preload_value("/l.so", ""), "/l.so");
 }

@@ -3,8 +3,12 @@
 # each checked by sysbench's own count of what it did (and its exit status). Bounded: each run
 # stops after 60 s (a lock that convoys fails, it does not hang the suite). The threads are as
 # many as the CPUs (two or more): the spin locks are not for oversubscription (docs/interpose.md).
+#   sysbench_run_test.sh CONTEND LOCK...   (the locks: the library's list, given by the CMake test)
 set -u
 contend=$1
+shift
+locks=("$@")
+[ ${#locks[@]} -gt 0 ] || { echo "FAIL: no lock given"; exit 1; }
 if ! command -v sysbench >/dev/null; then
   echo "FAIL: sysbench is not installed (scripts/setup.sh installs it)"
   exit 1
@@ -28,7 +32,7 @@ check() {  # name, expected "total number of events", command...
     echo "ok   $name: $events events"
   fi
 }
-for lock in contend_mutex glibc ttas ticket; do
+for lock in "${locks[@]}"; do
   check "mutex/$lock" "$threads" "$contend" run --lock "$lock" -- \
     sysbench mutex --threads="$threads" --mutex-num=1 --mutex-locks=20000 --mutex-loops=0 run
   check "threads/$lock" 400 "$contend" run --lock "$lock" -- \
