@@ -203,7 +203,9 @@ TEST_F(RunLosses, SignalsSentToContendArePassedToTheProgram) {
             std::string("trap 'exit 42' ") + name + "; echo started; while :; do sleep 0.05; done", sig);
         ASSERT_NE(status, -1) << name << ": contend run did not end within 10 s of the signal";
         EXPECT_TRUE(WIFEXITED(status)) << name << ": contend was killed by signal " << WTERMSIG(status);
-        if (WIFEXITED(status)) EXPECT_EQ(WEXITSTATUS(status), 42) << name;
+        if (WIFEXITED(status)) {
+            EXPECT_EQ(WEXITSTATUS(status), 42) << name;
+        }
     }
 }
 
