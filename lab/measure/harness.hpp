@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "measure/cotenant.hpp"
+#include "measure/placement.hpp"  // where the workers run (--pin); callers use it with the harness
 #include "measure/workload.hpp"
 #include "model/results.hpp"
 
@@ -48,16 +49,6 @@ struct harness_options {
     // tell its parent it is still making progress).
     std::function<void()> on_repetition;
 };
-
-// The CPUs this process may run on, ascending.
-std::vector<int> allowed_cpus();
-// "0-3,8" <-> {0,1,2,3,8}. parse_cpu_list throws std::invalid_argument on bad input.
-std::vector<int> parse_cpu_list(const std::string& text);
-std::string format_cpu_list(const std::vector<int>& cpus);
-
-// The CPU set each worker must run on under `pin` (empty sets: not pinned).
-// Throws std::invalid_argument for an unknown pin mode or a malformed list.
-std::vector<std::vector<int>> placement(const std::string& pin, std::int32_t workers);
 
 struct repetition_result {
     double wall_ns = 0;

@@ -24,6 +24,7 @@
 #include "store/interrupted.hpp"
 #include "store/results_io.hpp"
 #include "text/escape.hpp"
+#include "text/numbers.hpp"
 
 namespace contend::lab {
 namespace {

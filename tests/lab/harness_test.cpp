@@ -102,17 +102,6 @@ TEST(Harness, PinnedWorkersReadTheirMaskBack) {
     EXPECT_EQ(cell.oversubscribed, cpus.size() < 2);
 }
 
-TEST(Harness, CpuListsParseAndPrint) {
-    EXPECT_EQ(lab::parse_cpu_list("0-2,5"), (std::vector<int>{0, 1, 2, 5}));
-    EXPECT_EQ(lab::parse_cpu_list("3,1,1"), (std::vector<int>{1, 3}));
-    EXPECT_EQ(lab::format_cpu_list({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
-    EXPECT_THROW(lab::parse_cpu_list(""), std::invalid_argument);
-    EXPECT_THROW(lab::parse_cpu_list("2-1"), std::invalid_argument);
-    EXPECT_THROW(lab::parse_cpu_list("x"), std::invalid_argument);
-    EXPECT_THROW(lab::placement("sideways", 2), std::invalid_argument);
-    EXPECT_EQ(lab::placement("none", 3).size(), 3u);
-}
-
 TEST(Harness, GlobsSelectContenders) {
     EXPECT_TRUE(lab::glob_match("*", "std_mutex"));
     EXPECT_TRUE(lab::glob_match("contend_*,std_*", "std_mutex"));
