@@ -342,8 +342,8 @@ double busy_loop_bound_s(const harness_options& o) { return (40.0 + std::max(o.r
 
 }  // namespace
 
-cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
-                     const harness_options& options) {
+cell_result run_cell_in_process(const contender& c, const std::string& suite, std::int32_t workers,
+                                const harness_options& options) {
     const cotenant_options co = effective_cotenant(c.cotenant, options.cotenant);
     const param_list added = added_cotenant_params(c.params, options.cotenant);
     const auto refused = [&](std::string status, std::string detail) {

@@ -93,7 +93,7 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
     // One cell, in this process or a child; nothing when the run was stopped meanwhile.
     const auto measure = [&](const contender& c, std::int32_t w,
                              const harness_options& harness) -> std::optional<cell_result> {
-        if (o.in_process) return run_cell(c, plan.chosen_suite->name, w, harness);
+        if (o.in_process) return run_cell_in_process(c, plan.chosen_suite->name, w, harness);
         cell_settings s;
         s.suite = plan.chosen_suite->name;
         s.contender = c.id();

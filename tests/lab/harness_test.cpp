@@ -61,7 +61,7 @@ TEST(Harness, CalibrationShrinksAStepThatLastedFarTooLong) {
 }
 
 TEST(Harness, ACorrectContenderIsValidWithItsSamplesAndQuartiles) {
-    const auto cell = lab::run_cell(selftest("ok"), "selftest", 2, quick());
+    const auto cell = lab::run_cell_in_process(selftest("ok"), "selftest", 2, quick());
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     EXPECT_EQ(cell.repetitions, 3);
     ASSERT_EQ(cell.ns_per_op.size(), 3u);
@@ -72,7 +72,7 @@ TEST(Harness, ACorrectContenderIsValidWithItsSamplesAndQuartiles) {
 }
 
 TEST(Harness, AMiscountingContenderIsMarkedInvalidNotDropped) {
-    const auto cell = lab::run_cell(selftest("miscount"), "selftest", 2, quick());
+    const auto cell = lab::run_cell_in_process(selftest("miscount"), "selftest", 2, quick());
     EXPECT_EQ(cell.status, "wrong_count");
     EXPECT_FALSE(cell.valid());
     EXPECT_NE(cell.detail.find("counter ended at"), std::string::npos) << cell.detail;
@@ -81,14 +81,14 @@ TEST(Harness, AMiscountingContenderIsMarkedInvalidNotDropped) {
 TEST(Harness, AContenderThatStopsProgressingIsMarkedTimedOut) {
     auto o = quick();
     o.deadline_s = 0.2;
-    const auto cell = lab::run_cell(selftest("stall_polite"), "selftest", 2, o);
+    const auto cell = lab::run_cell_in_process(selftest("stall_polite"), "selftest", 2, o);
     EXPECT_EQ(cell.status, "timed_out");
 }
 
 TEST(Harness, AWrongAffinityRequestIsDetected) {
     auto o = quick();
     o.pin = "1000";  // a CPU this machine does not have
-    const auto cell = lab::run_cell(selftest("ok"), "selftest", 1, o);
+    const auto cell = lab::run_cell_in_process(selftest("ok"), "selftest", 1, o);
     EXPECT_EQ(cell.status, "affinity_mismatch") << cell.detail;
 }
 
@@ -96,7 +96,7 @@ TEST(Harness, PinnedWorkersReadTheirMaskBack) {
     const auto cpus = lab::allowed_cpus();
     auto o = quick();
     o.pin = "compact";
-    const auto cell = lab::run_cell(selftest("ok"), "selftest", 2, o);
+    const auto cell = lab::run_cell_in_process(selftest("ok"), "selftest", 2, o);
     ASSERT_TRUE(cell.valid()) << cell.detail;
     EXPECT_FALSE(cell.affinity.empty());
     EXPECT_EQ(cell.oversubscribed, cpus.size() < 2);
@@ -116,7 +116,7 @@ TEST(Harness, HoldSuiteRowsCarryTheirCriticalSectionLength) {
     for (const auto& c : hold->contenders)
         if (c.id() == "contend_mutex/cs_us:20") point = &c;
     ASSERT_NE(point, nullptr);
-    const auto cell = lab::run_cell(*point, "hold", 2, quick());
+    const auto cell = lab::run_cell_in_process(*point, "hold", 2, quick());
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     EXPECT_EQ(cell.name(), "hold/contend_mutex/cs_us:20/workers:2");
     EXPECT_TRUE(cell.has_fairness);
@@ -171,7 +171,7 @@ lab::contender item_contender(bool lose) {
 }  // namespace
 
 TEST(Harness, AWorkloadsMetricsAreKeptAsTheMedianOfItsRepetitions) {
-    const auto cell = lab::run_cell(item_contender(false), "pool", 2, quick());
+    const auto cell = lab::run_cell_in_process(item_contender(false), "pool", 2, quick());
     ASSERT_TRUE(cell.valid()) << cell.detail;
     EXPECT_EQ(cell.operation, "item");
     ASSERT_EQ(cell.metrics.size(), 2u);
@@ -192,7 +192,7 @@ TEST(Harness, AWorkloadsMetricsAreKeptAsTheMedianOfItsRepetitions) {
 }
 
 TEST(Harness, AWorkloadsOwnCheckMakesTheCellInvalidWithItsReason) {
-    const auto cell = lab::run_cell(item_contender(true), "pool", 1, quick());
+    const auto cell = lab::run_cell_in_process(item_contender(true), "pool", 1, quick());
     EXPECT_EQ(cell.status, "items_lost");
     EXPECT_NE(cell.detail.find("never arrived"), std::string::npos) << cell.detail;
 }
@@ -276,7 +276,7 @@ TEST(Fairness, SixtyFourWorkersInShortRepetitionsGetNoShareButTheReasonWhy) {
     // every worker, so a least-served share of 0.00 would say nothing about the lock.
     auto o = quick();
     o.repetitions = 2;
-    const auto cell = lab::run_cell(counter_lock("std_mutex"), "counter", 64, o);
+    const auto cell = lab::run_cell_in_process(counter_lock("std_mutex"), "counter", 64, o);
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     EXPECT_TRUE(cell.has_fairness);
     EXPECT_TRUE(std::isnan(cell.min_share));
@@ -299,7 +299,7 @@ TEST(Fairness, TwoWorkersInLongEnoughRepetitionsAreMeasured) {
     auto o = quick();
     o.min_time_s = 0.04;
     o.repetitions = 2;
-    const auto cell = lab::run_cell(counter_lock("std_mutex"), "counter", 2, o);
+    const auto cell = lab::run_cell_in_process(counter_lock("std_mutex"), "counter", 2, o);
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     if (cell.fairness_reason.empty()) {
         EXPECT_GE(cell.min_share, 0);
@@ -309,7 +309,7 @@ TEST(Fairness, TwoWorkersInLongEnoughRepetitionsAreMeasured) {
         EXPECT_NE(cell.fairness_reason.find("had not run yet"), std::string::npos) << cell.fairness_reason;
         EXPECT_TRUE(std::isnan(cell.min_share));
     }
-    const auto one = lab::run_cell(counter_lock("std_mutex"), "counter", 1, quick());
+    const auto one = lab::run_cell_in_process(counter_lock("std_mutex"), "counter", 1, quick());
     EXPECT_FALSE(one.has_fairness) << "one worker has no share to tell";
     EXPECT_EQ(one.fairness_reason, "");
 }
