@@ -215,6 +215,16 @@ cell_result new_cell(const contender& c, const std::string& suite, std::int32_t 
     return cell;
 }
 
+cell_result unmeasured_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                            const cotenant_options& run, std::string status, std::string detail) {
+    cell_result cell = new_cell(c, suite, workers);
+    const param_list added = added_cotenant_params(c.params, run);
+    cell.params.insert(cell.params.end(), added.begin(), added.end());
+    cell.status = std::move(status);
+    cell.detail = std::move(detail);
+    return cell;
+}
+
 void summarize_samples(cell_result& cell) {
     cell.median_ns = median(cell.ns_per_op);
     cell.p25_ns = quantile(cell.ns_per_op, 0.25);
@@ -347,11 +357,7 @@ cell_result run_cell_in_process(const contender& c, const std::string& suite, st
     const cotenant_options co = effective_cotenant(c.cotenant, options.cotenant);
     const param_list added = added_cotenant_params(c.params, options.cotenant);
     const auto refused = [&](std::string status, std::string detail) {
-        cell_result cell = new_cell(c, suite, workers);
-        cell.params.insert(cell.params.end(), added.begin(), added.end());
-        cell.status = std::move(status);
-        cell.detail = std::move(detail);
-        return cell;
+        return unmeasured_cell(c, suite, workers, options.cotenant, std::move(status), std::move(detail));
     };
     if (co.one_cpu && options.pin != "none")
         return refused("affinity_mismatch", "--one-cpu puts every thread on one CPU: it takes no --pin");

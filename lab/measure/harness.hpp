@@ -128,6 +128,12 @@ std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min
 // measure_cell start from it, so every cell names itself the same way.
 cell_result new_cell(const contender& c, const std::string& suite, std::int32_t workers);
 
+// A cell that was never measured (refused before its workers ran, or skipped): new_cell named
+// as run_cell_in_process names a cell, with the parameters of the run's co-tenant `run`
+// (added_cotenant_params), and `status` and `detail` saying why.
+cell_result unmeasured_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                            const cotenant_options& run, std::string status, std::string detail);
+
 // Sets the cell's median, quartiles and modal flag from its samples (ns_per_op), as every cell
 // reports them: run_cell_in_process, a contender's own measure_cell, and rows merged from rounds.
 void summarize_samples(cell_result& cell);

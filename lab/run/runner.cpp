@@ -134,18 +134,10 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
             if (!o.run_after_timeout && failed != timed_out_at.end() && failed->second < w) {
                 // More workers only make a lock that could not finish at fewer slower: a FIFO
                 // spin lock with more waiters than CPUs waits a scheduler slice per handoff.
-                cell_result skipped;
-                skipped.suite = plan.chosen_suite->name;
-                skipped.contender = c->name;
-                skipped.params = c->params;
-                const param_list added = added_cotenant_params(c->params, o.harness.cotenant);
-                skipped.params.insert(skipped.params.end(), added.begin(), added.end());
-                skipped.workers = w;
-                skipped.operation = c->operation;
-                skipped.status = "skipped";
-                skipped.detail = "timed out at " + std::to_string(failed->second) +
-                                 " workers earlier in this run, so not run at more (--full runs it)";
-                run.cells.push_back(std::move(skipped));
+                run.cells.push_back(
+                    unmeasured_cell(*c, plan.chosen_suite->name, w, o.harness.cotenant, "skipped",
+                                    "timed out at " + std::to_string(failed->second) +
+                                        " workers earlier in this run, so not run at more (--full runs it)"));
                 ++done;
                 continue;
             }

@@ -102,6 +102,22 @@ TEST(Harness, PinnedWorkersReadTheirMaskBack) {
     EXPECT_EQ(cell.oversubscribed, cpus.size() < 2);
 }
 
+TEST(Harness, ANeverMeasuredCellIsNamedAsAMeasuredOneAndSaysWhy) {
+    const auto& c = selftest("ok");
+    lab::cotenant_options run;
+    run.busy_loops = 2;
+    const auto cell = lab::unmeasured_cell(c, "selftest", 3, run, "skipped", "not run");
+    lab::cell_result named = lab::new_cell(c, "selftest", 3);
+    for (const auto& p : lab::added_cotenant_params(c.params, run)) named.params.push_back(p);
+    EXPECT_EQ(cell.name(), named.name());
+    EXPECT_NE(cell.name().find("busy_loops:2"), std::string::npos) << cell.name();
+    EXPECT_EQ(cell.operation, c.operation);
+    EXPECT_EQ(cell.status, "skipped");
+    EXPECT_EQ(cell.detail, "not run");
+    EXPECT_FALSE(cell.valid());
+    EXPECT_TRUE(cell.ns_per_op.empty());
+}
+
 TEST(Harness, GlobsSelectContenders) {
     EXPECT_TRUE(lab::glob_match("*", "std_mutex"));
     EXPECT_TRUE(lab::glob_match("contend_*,std_*", "std_mutex"));
