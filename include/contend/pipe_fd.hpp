@@ -130,8 +130,10 @@ public:
     fd_transfer run();
 
 private:
-    // Writes r's buffer and advances the reader past what was written; true when that ends
-    // this call (EAGAIN in step(), an error), with t set to say why.
+    // Hands on one read, the same for step() and run(): a canceled read gives its bytes back to
+    // the reader; otherwise r's buffer is written and the reader advanced past what was
+    // written, and a completed read then ends the stream. True when that ends this call (a
+    // cancel, EAGAIN in step(), an error, the end of the stream), with t set to say why.
     bool drain(const read_result& r, fd_transfer& t, bool blocking);
     read_result read_rethrowing(bool blocking, bool& got);
     read_result take_parked();  // the result a read_async callback left

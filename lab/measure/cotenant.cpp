@@ -17,7 +17,7 @@
 #include <ctime>
 #include <stdexcept>
 
-#include "measure/harness.hpp"
+#include "measure/placement.hpp"
 
 namespace contend::lab {
 namespace {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "measure/cotenant.hpp"
+#include "measure/placement.hpp"  // where the workers run (--pin); callers use it with the harness
 #include "measure/workload.hpp"
 #include "model/results.hpp"
 
@@ -48,16 +49,6 @@ struct harness_options {
     // tell its parent it is still making progress).
     std::function<void()> on_repetition;
 };
-
-// The CPUs this process may run on, ascending.
-std::vector<int> allowed_cpus();
-// "0-3,8" <-> {0,1,2,3,8}. parse_cpu_list throws std::invalid_argument on bad input.
-std::vector<int> parse_cpu_list(const std::string& text);
-std::string format_cpu_list(const std::vector<int>& cpus);
-
-// The CPU set each worker must run on under `pin` (empty sets: not pinned).
-// Throws std::invalid_argument for an unknown pin mode or a malformed list.
-std::vector<std::vector<int>> placement(const std::string& pin, std::int32_t workers);
 
 struct repetition_result {
     double wall_ns = 0;
@@ -127,22 +118,29 @@ struct fairness_evidence {
 // min_time and `may_shrink`: then shrink by the measured excess. Work that does not scale
 // linearly (a FIFO lock whose waiters start being descheduled only in longer runs) can
 // make a 16x step last a second where 50 ms were asked for, and every repetition after it
-// would too. run_cell allows max_calibration_shrinks, so calibration always ends.
+// would too. run_cell_in_process allows max_calibration_shrinks, so calibration always ends.
 inline constexpr double calibration_overshoot = 3;
 inline constexpr int max_calibration_shrinks = 2;
 std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns, bool may_shrink = true);
 
 // A cell of contender `c` at `workers`, before anything is measured: its suite, contender,
-// parameters, worker count and operation filled in. run_cell and a contender's own
+// parameters, worker count and operation filled in. run_cell_in_process and a contender's own
 // measure_cell start from it, so every cell names itself the same way.
 cell_result new_cell(const contender& c, const std::string& suite, std::int32_t workers);
 
+// A cell that was never measured (refused before its workers ran, or skipped): new_cell named
+// as run_cell_in_process names a cell, with the parameters of the run's co-tenant `run`
+// (added_cotenant_params), and `status` and `detail` saying why.
+cell_result unmeasured_cell(const contender& c, const std::string& suite, std::int32_t workers,
+                            const cotenant_options& run, std::string status, std::string detail);
+
 // Sets the cell's median, quartiles and modal flag from its samples (ns_per_op), as every cell
-// reports them: run_cell, a contender's own measure_cell, and rows merged from rounds.
+// reports them: run_cell_in_process, a contender's own measure_cell, and rows merged from rounds.
 void summarize_samples(cell_result& cell);
 
-// Calibrates and runs one cell in this process.
-cell_result run_cell(const contender& c, const std::string& suite, std::int32_t workers,
-                     const harness_options& options);
+// Calibrates and runs one cell in this process (run_cell_in_child, run/cell_runner.hpp, runs
+// it in a child process that the parent can kill).
+cell_result run_cell_in_process(const contender& c, const std::string& suite, std::int32_t workers,
+                                const harness_options& options);
 
 }  // namespace contend::lab

@@ -31,7 +31,7 @@ cell_result merge_rounds(const std::vector<cell_result>& rounds);
 // being stopped. Rounds go on until each row has harness.repetitions, or, after
 // harness.min_repetitions, until every row's samples have settled (interquartile range at
 // most spread_to_stop times the median) or the rounds have lasted time_to_stop_s per row:
-// the harness's rule for one cell (run_cell), applied to all rows at once. A row whose
+// the harness's rule for one cell (run_cell_in_process), applied to all rows at once. A row whose
 // round is not valid is not run again. Returns the merged cell of every row that finished
 // at least one round, in row order, and whether measure() said stop.
 struct rounds_outcome {

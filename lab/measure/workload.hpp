@@ -123,7 +123,7 @@ struct contender {
     std::string operation = "increment";
     // A contender whose work is not operations that harness workers run (the server suite:
     // a load applied by another process for a fixed time) measures its cells itself:
-    // run_cell calls this instead of calibrating and repeating make()'s workload. It must
+    // run_cell_in_process calls this instead of calibrating and repeating make()'s workload. It must
     // keep the cell model (one sample per repetition, on_repetition after each, a failed
     // check making the cell invalid with its reason). Empty for every other contender.
     std::function<cell_result(const contender& self, const std::string& suite, std::int32_t workers,

@@ -34,7 +34,7 @@ cell_result failed_cell(const cell_settings& s, std::string status, std::string 
     } catch (const std::invalid_argument&) {
         c.contender = s.contender;
     }
-    // Named as run_cell names it: with the run's co-tenant, so that a cell that crashed beside
+    // Named as run_cell_in_process names it: with the run's co-tenant, so that a cell that crashed beside
     // busy loops is the same series as the cells that did not.
     const param_list added = added_cotenant_params(c.params, s.harness.cotenant);
     c.params.insert(c.params.end(), added.begin(), added.end());
@@ -229,7 +229,7 @@ int cell_child_main() {
             std::fputs("rep\n", stdout);
             std::fflush(stdout);
         };
-        const cell_result cell = run_cell(c, s.suite, s.workers, opts);
+        const cell_result cell = run_cell_in_process(c, s.suite, s.workers, opts);
         std::printf("cell %s\n",
                     cell_to_json(cell).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         std::fflush(stdout);

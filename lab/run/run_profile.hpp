@@ -123,7 +123,9 @@ struct program_profile {
     std::uint64_t acquisitions = 0, contended = 0, trylock_busy = 0, timeouts = 0, wait_ns = 0, locks_dropped = 0;
     std::vector<lock_profile> locks;
 
-    double contentions_per_s() const;  // NaN when seconds is 0
+    // Contended acquisitions per second (the bench suites' contentions_per_second); NaN when
+    // seconds is 0.
+    double contentions_per_second() const;
 };
 program_profile merge_profiles(const std::vector<process_profile>& processes, std::int64_t main_pid = 0);
 

@@ -93,7 +93,7 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
     // One cell, in this process or a child; nothing when the run was stopped meanwhile.
     const auto measure = [&](const contender& c, std::int32_t w,
                              const harness_options& harness) -> std::optional<cell_result> {
-        if (o.in_process) return run_cell(c, plan.chosen_suite->name, w, harness);
+        if (o.in_process) return run_cell_in_process(c, plan.chosen_suite->name, w, harness);
         cell_settings s;
         s.suite = plan.chosen_suite->name;
         s.contender = c.id();
@@ -134,18 +134,10 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
             if (!o.run_after_timeout && failed != timed_out_at.end() && failed->second < w) {
                 // More workers only make a lock that could not finish at fewer slower: a FIFO
                 // spin lock with more waiters than CPUs waits a scheduler slice per handoff.
-                cell_result skipped;
-                skipped.suite = plan.chosen_suite->name;
-                skipped.contender = c->name;
-                skipped.params = c->params;
-                const param_list added = added_cotenant_params(c->params, o.harness.cotenant);
-                skipped.params.insert(skipped.params.end(), added.begin(), added.end());
-                skipped.workers = w;
-                skipped.operation = c->operation;
-                skipped.status = "skipped";
-                skipped.detail = "timed out at " + std::to_string(failed->second) +
-                                 " workers earlier in this run, so not run at more (--full runs it)";
-                run.cells.push_back(std::move(skipped));
+                run.cells.push_back(
+                    unmeasured_cell(*c, plan.chosen_suite->name, w, o.harness.cotenant, "skipped",
+                                    "timed out at " + std::to_string(failed->second) +
+                                        " workers earlier in this run, so not run at more (--full runs it)"));
                 ++done;
                 continue;
             }

@@ -4,6 +4,8 @@
 //
 //   history_sqlite.cpp    a file, through SQLite's C API
 //   history_postgres.cpp  a PostgreSQL database named by a libpq URI, through libpq
+//   history_schema.hpp    what the two share but for dialect: the tables, the statements'
+//                         column lists, each field's SQL value
 //
 // Both store the same schema, generated from the field tables of results.hpp: tables runs,
 // cells and metrics whose columns are the fields' names, a field's column present from the
@@ -80,6 +82,46 @@ std::string column_list(const std::vector<const field<Record>*>& fields) {
     for (const auto* f : fields) out.append(out.empty() ? "" : ", ").append(f->name);
     return out;
 }
+
+// An object of a database's C library, handed to `release` (its close, finish or clear) when
+// the handle goes.
+template <auto release>
+struct released_by {
+    template <class T>
+    void operator()(T* object) const noexcept {
+        release(object);
+    }
+};
+template <class T, auto release>
+using c_handle = std::unique_ptr<T, released_by<release>>;
+
+// A transaction that rolls back unless committed, so that any throw between begin and commit
+// leaves the history as it was. `Database` (each backend's connection) has
+// exec(begin_sql, what), which throws, and roll_back(), which ends a transaction under way.
+template <class Database>
+class transaction {
+public:
+    transaction(const Database& db, const char* begin_sql, std::string_view what) : db_(db), what_(what) {
+        db_.exec(begin_sql, what_);
+    }
+
+    ~transaction() {
+        if (!committed_) db_.roll_back();
+    }
+
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+
+    void commit() {
+        db_.exec("COMMIT", what_);
+        committed_ = true;
+    }
+
+private:
+    const Database& db_;
+    std::string what_;
+    bool committed_ = false;
+};
 
 // Whether `columns` (a table's, as the database lists them) hold every field of `version`.
 template <class Record>

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "store/history_backend.hpp"
+#include "store/history_schema.hpp"
 #include "store/interrupted.hpp"
 #include "text/utf8.hpp"
 
@@ -65,75 +66,15 @@ constexpr int rows_between_stop_checks = 4096;
 // number works; this one is "contend" in ASCII, unlikely to be another program's key.
 constexpr long long schema_lock_key = 0x636f6e74656e64;
 
-// PostgreSQL types by C++ type. double precision columns may be NULL: a NaN is stored as
-// NULL, as in the SQLite file, so that a figure not measured is SQL NULL in both (and an
-// AVG over a column is not poisoned by a NaN). Unsigned 64-bit counts are stored as their
-// bit pattern in bigint, as in the SQLite file. Samples and parameters in their text forms.
-template <class T>
-std::string sql_column_type(const T& default_value) {
-    if constexpr (std::is_same_v<T, double>) {
-        return "double precision";
-    } else if constexpr (std::is_same_v<T, std::string>) {
-        // The value is one of results.hpp's own defaults ("complete", "op"), never user input.
-        std::string quoted = "'";
-        for (const char ch : default_value) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
-        return "text NOT NULL DEFAULT " + quoted + "'";
-    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
-        return "text NOT NULL DEFAULT ''";
-    } else if constexpr (std::is_same_v<T, bool>) {
-        return std::string("boolean NOT NULL DEFAULT ") + (default_value ? "true" : "false");
-    } else if constexpr (std::is_same_v<T, std::int32_t>) {
-        return "integer NOT NULL DEFAULT " + std::to_string(default_value);
-    } else {
-        return "bigint NOT NULL DEFAULT " + std::to_string(static_cast<std::int64_t>(default_value));
-    }
-}
-
-template <class Record>
-std::string column_definition(const field<Record>& f) {
-    static const Record defaults{};
-    return std::string(f.name) + " " + visit_field(f, defaults, [](const auto& v) { return sql_column_type(v); });
-}
-
-// The metrics table, created with the schema or by the migration to version 2. Its id
-// keeps the order in which a cell's metrics were given (SQLite's implicit rowid does that in
-// the file).
-constexpr const char* metrics_sql =
-    "CREATE TABLE metrics (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-    " cell_id bigint NOT NULL REFERENCES cells(id), name text NOT NULL, value double precision,"
-    " UNIQUE (cell_id, name));\n"
-    "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
-
-// The schema of the current version, created in a database schema that holds no table.
-// The indexes are the SQLite file's: a run's cells without scanning every cell, one row's
-// history by name.
+// The schema of the current version, created in a database schema that holds no table: the
+// history's tables, and the one row of contend_schema that holds its version.
 std::string schema_sql() {
-    std::string sql = "CREATE TABLE contend_schema (version integer NOT NULL);\n";
-    sql += "CREATE TABLE runs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY";
-    for (const auto& f : context_fields()) sql += ", " + column_definition(f);
-    sql +=
-        ");\nCREATE TABLE cells (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-        " run_id bigint NOT NULL REFERENCES runs(id), name text NOT NULL";
-    for (const auto& f : cell_fields()) sql += ", " + column_definition(f);
-    sql += ");\n";
-    sql += metrics_sql;
-    sql +=
-        "CREATE INDEX cells_by_name ON cells(name);\n"
-        "CREATE INDEX cells_by_run ON cells(run_id);\n"
-        "INSERT INTO contend_schema (version) VALUES (" +
-        std::to_string(schema_version) + ");\n";
-    return sql;
+    return "CREATE TABLE contend_schema (version integer NOT NULL);\n" + schema_tables_sql(postgres_sql) +
+           "INSERT INTO contend_schema (version) VALUES (" + std::to_string(schema_version) + ");\n";
 }
 
-struct connection_closer {
-    void operator()(PGconn* c) const noexcept { PQfinish(c); }
-};
-using connection_handle = std::unique_ptr<PGconn, connection_closer>;
-
-struct result_clearer {
-    void operator()(PGresult* r) const noexcept { PQclear(r); }
-};
-using result_handle = std::unique_ptr<PGresult, result_clearer>;
+using connection_handle = c_handle<PGconn, PQfinish>;
+using result_handle = c_handle<PGresult, PQclear>;
 
 // libpq's messages end in a newline and may span lines (DETAIL, HINT): one line for ours.
 std::string one_line(std::string_view message) {
@@ -155,7 +96,7 @@ std::string one_line(std::string_view message) {
 // The parameters of one statement, in order ($1, $2...): text, or NULL.
 class parameters {
 public:
-    parameters& text(std::string_view value) {
+    parameters& bind_text(std::string_view value) {
         // libpq passes C strings: a NUL would cut the value short, silently.
         if (value.find('\0') != std::string_view::npos)
             throw std::invalid_argument("text holds a NUL character, which PostgreSQL cannot store");
@@ -163,17 +104,17 @@ public:
         return *this;
     }
 
-    parameters& integer(std::int64_t value) {
+    parameters& bind_int(std::int64_t value) {
         values_.emplace_back(std::to_string(value));
         return *this;
     }
 
-    parameters& boolean(bool value) {
+    parameters& bind_bool(bool value) {
         values_.emplace_back(value ? "true" : "false");
         return *this;
     }
 
-    parameters& real(double value) {
+    parameters& bind_real(double value) {
         if (std::isnan(value)) {
             values_.emplace_back(std::nullopt);  // as in the SQLite file: NULL reads back as NaN
         } else if (std::isinf(value)) {
@@ -188,7 +129,7 @@ public:
         return *this;
     }
 
-    parameters& null() {
+    parameters& bind_null() {
         values_.emplace_back(std::nullopt);
         return *this;
     }
@@ -311,6 +252,13 @@ public:
         if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) fail(what, result.get());
     }
 
+    // Ends the transaction under way, if any, for transaction (history_backend.hpp). After a
+    // failed statement the transaction is aborted: ROLLBACK ends it. On a broken connection
+    // there is nothing to end (the server rolls back by itself).
+    void roll_back() const noexcept {
+        if (PQtransactionStatus(conn_.get()) != PQTRANS_IDLE) PQclear(PQexec(conn_.get(), "ROLLBACK"));
+    }
+
     // Runs one statement with its parameters; its rows, if any, are in the result. With a
     // stop flag, it is sent and waited for (send_and_wait), so that a signal cancels it.
     result_handle query(std::string_view what, const std::string& sql, const parameters& params = {}) const {
@@ -396,34 +344,6 @@ private:
     connection_handle conn_;
 };
 
-// A transaction that rolls back unless committed, so any throw between begin and commit
-// leaves the database as it was.
-class transaction {
-public:
-    transaction(const database& db, const char* begin_sql, std::string_view what) : db_(db), what_(what) {
-        db_.exec(begin_sql, what_);
-    }
-
-    ~transaction() {
-        // After a failed statement the transaction is aborted: ROLLBACK ends it. On a broken
-        // connection there is nothing to end (the server rolls back by itself).
-        if (!committed_ && PQtransactionStatus(db_.get()) != PQTRANS_IDLE) PQclear(PQexec(db_.get(), "ROLLBACK"));
-    }
-
-    transaction(const transaction&) = delete;
-    transaction& operator=(const transaction&) = delete;
-
-    void commit() {
-        db_.exec("COMMIT", what_);
-        committed_ = true;
-    }
-
-private:
-    const database& db_;
-    std::string what_;
-    bool committed_ = false;
-};
-
 constexpr const char* read_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
 // The relations (tables, views...) of the current schema, which is where the history's tables
@@ -442,7 +362,7 @@ std::vector<std::string> columns_of(const database& db, const char* table) {
                  "SELECT a.attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
                  " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
                  " AND c.relname = $1 AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped",
-                 parameters().text(table));
+                 parameters().bind_text(table));
     std::vector<std::string> columns;
     for (int row = 0; row < PQntuples(result.get()); ++row)
         columns.push_back(row_reader(result.get(), row).read_text());
@@ -463,14 +383,9 @@ int history_version(const database& db) {
         if (PQntuples(result.get()) == 1 && !PQgetisnull(result.get(), 0, 0))
             version = db.read("cannot read schema version", [&] { return row_reader(result.get(), 0).read_int(); });
     }
-    if (version > schema_version)
-        db.reject("schema version " + std::to_string(version) + " is newer than this lab knows (" +
-                  std::to_string(schema_version) + ")");
+    if (version > schema_version) db.reject(newer_version_message(version));
     const int v = static_cast<int>(version);
-    const bool ours = v >= 1 && has_columns(columns_of(db, "runs"), context_fields(), v) &&
-                      has_columns(columns_of(db, "cells"), cell_fields(), v) &&
-                      (v < 2 || !columns_of(db, "metrics").empty());
-    if (!ours)
+    if (!has_history_tables(v, [&](const char* table) { return columns_of(db, table); }))
         db.reject("not a contend history: the database's schema holds " + std::to_string(relations) +
                   " tables of another schema (contend schema version " + std::to_string(version) +
                   "); it was left untouched. Give --db an empty database");
@@ -490,67 +405,18 @@ int history_version_snapshot(const database& db) {
 void migrate(const database& db) {
     transaction migrating(db, "BEGIN", "cannot create or migrate the schema");
     db.query("cannot create or migrate the schema", "SELECT pg_advisory_xact_lock($1)",
-             parameters().integer(schema_lock_key));
+             parameters().bind_int(schema_lock_key));
     // Again under the lock, in a snapshot taken after it: another process may have done it.
     const int found = history_version(db);
     if (found == schema_version) return;
     if (found == 0) {
         db.exec(schema_sql(), "cannot create schema");
     } else {
-        // Each version adds columns (with their defaults) and tables; nothing is rewritten.
-        std::string sql;
-        for (const auto& f : context_fields())
-            if (f.since_schema > found) sql += "ALTER TABLE runs ADD COLUMN " + column_definition(f) + ";\n";
-        for (const auto& f : cell_fields())
-            if (f.since_schema > found) sql += "ALTER TABLE cells ADD COLUMN " + column_definition(f) + ";\n";
-        if (found < 2) sql += metrics_sql;
-        db.exec(sql, "cannot migrate the schema");
+        db.exec(migration_sql(postgres_sql, found), "cannot migrate the schema");
         db.query("cannot set schema version", "UPDATE contend_schema SET version = $1",
-                 parameters().integer(schema_version));
+                 parameters().bind_int(schema_version));
     }
     migrating.commit();
-}
-
-// Binds or reads one field, by its C++ type.
-template <class T>
-void bind_value(parameters& p, const T& value) {
-    if constexpr (std::is_same_v<T, double>) {
-        p.real(value);
-    } else if constexpr (std::is_same_v<T, std::string>) {
-        p.text(value);
-    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-        p.text(format_samples(value));
-    } else if constexpr (std::is_same_v<T, param_list>) {
-        p.text(format_params(value));
-    } else if constexpr (std::is_same_v<T, bool>) {
-        p.boolean(value);
-    } else {
-        p.integer(static_cast<std::int64_t>(value));
-    }
-}
-
-template <class T>
-void read_value(row_reader& row, T& value) {
-    if constexpr (std::is_same_v<T, double>) {
-        value = row.read_real();
-    } else if constexpr (std::is_same_v<T, std::string>) {
-        value = row.read_text();
-    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-        value = parse_samples(row.read_text());
-    } else if constexpr (std::is_same_v<T, param_list>) {
-        value = parse_params(row.read_text());
-    } else if constexpr (std::is_same_v<T, bool>) {
-        value = row.read_bool();
-    } else {
-        value = static_cast<T>(row.read_int());
-    }
-}
-
-// "$from, $from+1, ... ": `count` placeholders.
-std::string placeholders(int from, std::size_t count) {
-    std::string out;
-    for (std::size_t i = 0; i < count; ++i) out += (i ? ", $" : "$") + std::to_string(from + static_cast<int>(i));
-    return out;
 }
 
 class postgres_history final : public backend {
@@ -576,29 +442,27 @@ public:
         throw_if_stopped(stop, undone);
         const auto run_fields = fields_in(context_fields(), schema_version);
         const auto cell_columns = fields_in(cell_fields(), schema_version);
-        const std::string insert_run = "INSERT INTO runs (" + column_list(run_fields) + ") VALUES (" +
-                                       placeholders(1, run_fields.size()) + ") RETURNING id";
-        const std::string insert_cell = "INSERT INTO cells (run_id, name, " + column_list(cell_columns) +
-                                        ") VALUES ($1, $2, " + placeholders(3, cell_columns.size()) + ") RETURNING id";
-        const std::string insert_metric = "INSERT INTO metrics (cell_id, name, value) VALUES ($1, $2, $3)";
+        const std::string insert_run = insert_run_sql(postgres_sql);
+        const std::string insert_cell = insert_cell_sql(postgres_sql);
+        const std::string insert_metric = insert_metric_sql(postgres_sql);
 
         transaction appending(db_, "BEGIN", "cannot append run");
         lock_runs_for_append(stop, undone);
         parameters run_values;
-        bind_fields(run_values, run.context, run_fields, "run");
+        bind_record(run_values, run.context, run_fields, "run");
         const std::int64_t run_id = db_.query_int("cannot append run", insert_run, run_values);
         for (const cell_result& cell : run.cells) {
             throw_if_stopped(stop, undone);  // the transaction then rolls back
             parameters cell_values;
-            cell_values.integer(run_id);
+            cell_values.bind_int(run_id);
             // The name escaped in messages: a NUL in it would cut the message there.
-            bind_fields(cell_values, cell, cell_columns, "cell " + message_text(cell.name()), cell.name());
+            bind_record(cell_values, cell, cell_columns, "cell " + message_text(cell.name()), cell.name());
             const std::int64_t cell_id = db_.query_int("cannot append cell", insert_cell, cell_values);
             for (const auto& [name, value] : cell.metrics) {
                 parameters metric_values;
                 try {
                     check_metric_name(name);
-                    metric_values.integer(cell_id).text(name).real(value);
+                    metric_values.bind_int(cell_id).bind_text(name).bind_real(value);
                 } catch (const std::invalid_argument& e) {
                     db_.reject("cannot append cell " + message_text(cell.name()) + ": " + e.what());
                 }
@@ -613,13 +477,13 @@ public:
     std::vector<stored_run> newest_runs(std::size_t limit) const override {
         parameters selection;
         constexpr auto max_limit = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
-        if (limit == 0) selection.null();  // LIMIT NULL: no limit
-        else selection.integer(static_cast<std::int64_t>(std::min(limit, max_limit)));
+        if (limit == 0) selection.bind_null();  // LIMIT NULL: no limit
+        else selection.bind_int(static_cast<std::int64_t>(std::min(limit, max_limit)));
         return read_runs("SELECT id FROM runs ORDER BY id DESC LIMIT $1", selection);
     }
 
     std::optional<stored_run> run(std::int64_t id) const override {
-        auto found = read_runs("SELECT $1::bigint", parameters().integer(id));
+        auto found = read_runs("SELECT $1::bigint", parameters().bind_int(id));
         if (found.empty()) return std::nullopt;
         return std::move(found.front());
     }
@@ -650,11 +514,11 @@ private:
     // Parameters for `fields` of `record`, after those already in `values`; `name` (when not
     // empty) first. A value the history cannot hold is refused before anything is sent.
     template <class Record>
-    void bind_fields(parameters& values, const Record& record, const std::vector<const field<Record>*>& fields,
+    void bind_record(parameters& values, const Record& record, const std::vector<const field<Record>*>& fields,
                      const std::string& what, const std::string& name = {}) const {
         try {
-            if (!name.empty()) values.text(name);
-            for (const auto* f : fields) visit_field(*f, record, [&](const auto& v) { bind_value(values, v); });
+            if (!name.empty()) values.bind_text(name);
+            bind_fields(values, record, fields);
         } catch (const std::invalid_argument& e) {
             db_.reject("cannot append " + what + ": " + e.what());
         }
@@ -679,8 +543,7 @@ private:
             stored_run& stored = result.emplace_back();
             db_.read("cannot read runs", [&] {
                 stored.id = reader.read_int();
-                for (const auto* f : run_fields)
-                    visit_field(*f, stored.run.context, [&](auto& v) { read_value(reader, v); });
+                read_fields(reader, stored.run.context, run_fields);
                 return 0;
             });
             run_at[stored.id] = result.size() - 1;
@@ -700,7 +563,7 @@ private:
                 if (owner == run_at.end()) throw std::invalid_argument("a cell of no run read");
                 auto& run_cells = result[owner->second].run.cells;
                 cell_result& cell = run_cells.emplace_back();
-                for (const auto* f : cell_columns) visit_field(*f, cell, [&](auto& v) { read_value(reader, v); });
+                read_fields(reader, cell, cell_columns);
                 cell_at[cell_id] = {owner->second, run_cells.size() - 1};
                 return 0;
             });

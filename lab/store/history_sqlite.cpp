@@ -6,6 +6,7 @@
 // were stored when the read began read back as one snapshot. A stop signal (the `stop` flag)
 // ends any wait for a lock and any long statement.
 #include "store/history_backend.hpp"
+#include "store/history_schema.hpp"
 #include "store/interrupted.hpp"
 #include "text/utf8.hpp"
 
@@ -50,70 +51,9 @@ constexpr auto read_transaction_length = std::chrono::milliseconds(50);
 // cuts a long statement (a read, a check of the whole file) within a few milliseconds.
 constexpr int progress_steps = 10000;
 
-// The tables' columns are the fields of results.hpp: SQL type and default follow the C++
-// type. REAL columns may be NULL: SQLite cannot store a NaN and turns it into NULL, so NULL
-// reads back as NaN. An unsigned 64-bit count is stored as its bit pattern. Samples and
-// parameters are stored in their text forms (format_samples, format_params).
-template <class T>
-std::string sql_column_type(const T& default_value) {
-    if constexpr (std::is_same_v<T, double>) {
-        return "REAL";
-    } else if constexpr (std::is_same_v<T, std::string>) {
-        // The value is one of this file's own defaults ("complete", "op"), never user input.
-        std::string quoted = "'";
-        for (const char ch : default_value) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
-        return "TEXT NOT NULL DEFAULT " + quoted + "'";
-    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
-        return "TEXT NOT NULL DEFAULT ''";
-    } else if constexpr (std::is_same_v<T, bool>) {
-        return std::string("INTEGER NOT NULL DEFAULT ") + (default_value ? "1" : "0");
-    } else {
-        return "INTEGER NOT NULL DEFAULT " + std::to_string(static_cast<std::int64_t>(default_value));
-    }
-}
-
-template <class Record>
-std::string column_definition(const field<Record>& f) {
-    static const Record defaults{};
-    return std::string(f.name) + " " + visit_field(f, defaults, [](const auto& v) { return sql_column_type(v); });
-}
-
-std::string placeholders(std::size_t n) {
-    std::string out;
-    for (std::size_t i = 0; i < n; ++i) out += i ? ", ?" : "?";
-    return out;
-}
-
-// The schema of the current version, created in an empty file. The index on run_id keeps
-// reading a run's cells from scanning every cell ever stored; the one on name serves the
-// history of one row.
-std::string schema_sql() {
-    std::string sql = "CREATE TABLE runs (id INTEGER PRIMARY KEY";
-    for (const auto& f : context_fields()) sql += ", " + column_definition(f);
-    sql +=
-        ");\nCREATE TABLE cells (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), "
-        "name TEXT NOT NULL";
-    for (const auto& f : cell_fields()) sql += ", " + column_definition(f);
-    sql +=
-        ");\n"
-        "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL, value REAL,"
-        " UNIQUE (cell_id, name));\n"
-        "CREATE INDEX cells_by_name ON cells(name);\n"
-        "CREATE INDEX cells_by_run ON cells(run_id);\n"
-        "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
-    return sql;
-}
-
-struct db_closer {
-    // close_v2 rather than close: it cannot fail because a statement is still open.
-    void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
-};
-using db_handle = std::unique_ptr<sqlite3, db_closer>;
-
-struct stmt_finalizer {
-    void operator()(sqlite3_stmt* stmt) const noexcept { sqlite3_finalize(stmt); }
-};
-using stmt_handle = std::unique_ptr<sqlite3_stmt, stmt_finalizer>;
+// close_v2 rather than close: it cannot fail because a statement is still open.
+using db_handle = c_handle<sqlite3, sqlite3_close_v2>;
+using stmt_handle = c_handle<sqlite3_stmt, sqlite3_finalize>;
 
 void make_parent_directory(const std::string& path) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -178,6 +118,12 @@ public:
     // Runs SQL that returns no rows.
     void exec(const char* sql, std::string_view what) const {
         if (sqlite3_exec(db_.get(), sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(what);
+    }
+
+    // Ends the transaction under way, if any, for transaction (history_backend.hpp). SQLite
+    // rolls back by itself after some errors; ROLLBACK then has nothing to do.
+    void roll_back() const noexcept {
+        if (!sqlite3_get_autocommit(db_.get())) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     }
 
 private:
@@ -276,6 +222,8 @@ public:
         return *this;
     }
 
+    statement& bind_bool(bool value) { return bind_int(value ? 1 : 0); }
+
     statement& bind_real(double value) {
         // Explicit about what SQLite would do anyway: a NaN is stored as NULL.
         const int rc = std::isnan(value) ? sqlite3_bind_null(stmt_.get(), ++bound_)
@@ -310,6 +258,8 @@ public:
 
     std::int64_t read_int() { return sqlite3_column_int64(stmt_.get(), next_column()); }
 
+    bool read_bool() { return read_int() != 0; }
+
     double read_real() {
         const int column = next_column();
         if (sqlite3_column_type(stmt_.get(), column) == SQLITE_NULL) return std::numeric_limits<double>::quiet_NaN();
@@ -331,34 +281,6 @@ private:
     stmt_handle stmt_;
     int bound_ = 0;
     int read_ = 0;
-};
-
-// A transaction that rolls back unless committed, so any throw between begin and commit
-// leaves the file as it was.
-class transaction {
-public:
-    transaction(const database& db, const char* begin_sql, std::string_view what) : db_(db), what_(what) {
-        db_.exec(begin_sql, what_);
-    }
-
-    ~transaction() {
-        // SQLite rolls back by itself after some errors; ROLLBACK then has nothing to do.
-        if (!committed_ && !sqlite3_get_autocommit(db_.get()))
-            sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-
-    transaction(const transaction&) = delete;
-    transaction& operator=(const transaction&) = delete;
-
-    void commit() {
-        db_.exec("COMMIT", what_);
-        committed_ = true;
-    }
-
-private:
-    const database& db_;
-    std::string what_;
-    bool committed_ = false;
 };
 
 int user_version(const database& db) {
@@ -392,13 +314,8 @@ int history_version(const database& db) {
     const int version = user_version(db);
     const std::size_t tables = table_count(db);
     if (version == 0 && tables == 0) return 0;
-    if (version > schema_version)
-        db.reject("schema version " + std::to_string(version) + " is newer than this lab knows (" +
-                  std::to_string(schema_version) + ")");
-    const bool ours = version >= 1 && has_columns(columns_of(db, "runs"), context_fields(), version) &&
-                      has_columns(columns_of(db, "cells"), cell_fields(), version) &&
-                      (version < 2 || !columns_of(db, "metrics").empty());
-    if (!ours)
+    if (version > schema_version) db.reject(newer_version_message(version));
+    if (!has_history_tables(version, [&](const char* table) { return columns_of(db, table); }))
         db.reject("not a contend history: the file is an SQLite database of another schema (user_version " +
                   std::to_string(version) + ", " + std::to_string(tables) +
                   " tables); it was left untouched. Give --db a new file");
@@ -422,20 +339,9 @@ void migrate(const database& db) {
     const int found = history_version(db);
     if (found == schema_version) return;
     if (found == 0) {
-        db.exec(schema_sql().c_str(), "cannot create schema");
+        db.exec(schema_tables_sql(sqlite_sql).c_str(), "cannot create schema");
     } else {
-        // Each version adds columns (with their defaults) and tables; nothing is rewritten.
-        std::string sql;
-        for (const auto& f : context_fields())
-            if (f.since_schema > found) sql += "ALTER TABLE runs ADD COLUMN " + column_definition(f) + ";\n";
-        for (const auto& f : cell_fields())
-            if (f.since_schema > found) sql += "ALTER TABLE cells ADD COLUMN " + column_definition(f) + ";\n";
-        if (found < 2)
-            sql +=
-                "CREATE TABLE metrics (cell_id INTEGER NOT NULL REFERENCES cells(id), name TEXT NOT NULL,"
-                " value REAL, UNIQUE (cell_id, name));\n"
-                "CREATE INDEX metrics_by_cell ON metrics(cell_id);\n";
-        db.exec(sql.c_str(), "cannot migrate the schema");
+        db.exec(migration_sql(sqlite_sql, found).c_str(), "cannot migrate the schema");
     }
     // A pragma takes no bound parameters; the value is this file's own constant.
     db.exec(("PRAGMA user_version = " + std::to_string(schema_version)).c_str(), "cannot set schema version");
@@ -456,73 +362,40 @@ void check_intact(const database& db) {
                   " .recover` gets back what it still holds");
 }
 
-// Binds or reads one field, by its C++ type.
-template <class T>
-void bind_value(const database& db, statement& s, const T& value) {
-    if constexpr (std::is_same_v<T, double>) {
-        s.bind_real(value);
-    } else if constexpr (std::is_same_v<T, std::string>) {
-        s.bind_text(value);
-    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-        s.bind_text(format_samples(value));
-    } else if constexpr (std::is_same_v<T, param_list>) {
-        try {
-            s.bind_text(format_params(value));
-        } catch (const std::invalid_argument& e) {
-            db.reject(std::string("cannot append: ") + e.what());
-        }
-    } else if constexpr (std::is_same_v<T, bool>) {
-        s.bind_int(value ? 1 : 0);
-    } else {
-        s.bind_int(static_cast<std::int64_t>(value));
-    }
-}
-
-template <class T>
-void read_value(const database& db, statement& s, T& value) {
-    if constexpr (std::is_same_v<T, double>) {
-        value = s.read_real();
-    } else if constexpr (std::is_same_v<T, std::string>) {
-        value = s.read_text();
-    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, param_list>) {
-        const std::string text = s.read_text();
-        try {
-            if constexpr (std::is_same_v<T, param_list>) value = parse_params(text);
-            else value = parse_samples(text);
-        } catch (const std::invalid_argument& e) {
-            db.reject(std::string("stored value is malformed: ") + e.what());
-        }
-    } else if constexpr (std::is_same_v<T, bool>) {
-        value = s.read_int() != 0;
-    } else {
-        value = static_cast<T>(s.read_int());
+// bind_fields and read_fields (history_schema.hpp), a value the history cannot hold or a
+// stored value that is malformed refused in words.
+template <class Record>
+void bind_record(const database& db, statement& s, const Record& record,
+                 const std::vector<const field<Record>*>& fields) {
+    try {
+        bind_fields(s, record, fields);
+    } catch (const std::invalid_argument& e) {
+        db.reject(std::string("cannot append: ") + e.what());
     }
 }
 
 template <class Record>
-void bind_fields(const database& db, statement& s, const Record& record, std::span<const field<Record>> fields) {
-    for (const auto& f : fields) visit_field(f, record, [&](const auto& v) { bind_value(db, s, v); });
-}
-
-template <class Record>
-void read_fields(const database& db, statement& s, Record& record, const std::vector<const field<Record>*>& fields) {
-    for (const auto* f : fields) visit_field(*f, record, [&](auto& v) { read_value(db, s, v); });
+void read_record(const database& db, statement& s, Record& record, const std::vector<const field<Record>*>& fields) {
+    try {
+        read_fields(s, record, fields);
+    } catch (const std::invalid_argument& e) {
+        db.reject(std::string("stored value is malformed: ") + e.what());
+    }
 }
 
 std::int64_t insert_run(const database& db, const machine_context& c) {
-    const auto fields = fields_in(context_fields(), schema_version);
-    statement insert(db, "cannot append run",
-                     "INSERT INTO runs (" + column_list(fields) + ") VALUES (" + placeholders(fields.size()) + ")");
-    bind_fields(db, insert, c, context_fields());
+    statement insert(db, "cannot append run", insert_run_sql(sqlite_sql));
+    bind_record(db, insert, c, fields_in(context_fields(), schema_version));
     insert.step();
     return sqlite3_last_insert_rowid(db.get());
 }
 
+// `fields`: the cell fields of the current schema, as insert_cell_sql lists them.
 void insert_cell(const database& db, statement& insert, statement& insert_metric, std::int64_t run_id,
-                 const cell_result& cell) {
+                 const cell_result& cell, const std::vector<const field<cell_result>*>& fields) {
     insert.rewind();
     insert.bind_int(run_id).bind_text(cell.name());
-    bind_fields(db, insert, cell, cell_fields());
+    bind_record(db, insert, cell, fields);
     insert.step();
     const std::int64_t cell_id = sqlite3_last_insert_rowid(db.get());
     for (const auto& [name, value] : cell.metrics) {
@@ -575,14 +448,11 @@ public:
         const std::int64_t run_id = insert_run(db_, run.context);
         {
             const auto fields = fields_in(cell_fields(), schema_version);
-            statement insert(db_, "cannot append cell",
-                             "INSERT INTO cells (run_id, name, " + column_list(fields) + ") VALUES (?, ?, " +
-                                 placeholders(fields.size()) + ")");
-            statement insert_metric(db_, "cannot append metric",
-                                    "INSERT INTO metrics (cell_id, name, value) VALUES (?, ?, ?)");
+            statement insert(db_, "cannot append cell", insert_cell_sql(sqlite_sql));
+            statement insert_metric(db_, "cannot append metric", insert_metric_sql(sqlite_sql));
             for (const cell_result& cell : run.cells) {
                 throw_if_stopped(stop, undone);  // the transaction then rolls back
-                insert_cell(db_, insert, insert_metric, run_id, cell);
+                insert_cell(db_, insert, insert_metric, run_id, cell, fields);
             }
         }
         throw_if_stopped(stop, undone);
@@ -651,13 +521,13 @@ private:
                 select_run.rewind();
                 select_run.bind_int(stored.id);
                 if (!select_run.step()) db_.reject("run " + std::to_string(stored.id) + " vanished while being read");
-                read_fields(db_, select_run, stored.run.context, run_fields);
+                read_record(db_, select_run, stored.run.context, run_fields);
                 std::vector<std::int64_t> cell_ids;
                 select_cells.rewind();
                 select_cells.bind_int(stored.id);
                 while (select_cells.step()) {
                     cell_ids.push_back(select_cells.read_int());
-                    read_fields(db_, select_cells, stored.run.cells.emplace_back(), cell_columns);
+                    read_record(db_, select_cells, stored.run.cells.emplace_back(), cell_columns);
                 }
                 if (select_metrics) read_metrics(*select_metrics, stored, cell_ids);
                 result.push_back(std::move(stored));
@@ -689,10 +559,6 @@ private:
 };
 
 }  // namespace
-
-std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access, const std::atomic<int>* stop) {
-    return std::make_unique<sqlite_history>(path, access, stop);
-}
 
 void check_sqlite_appendable(const std::string& path, const std::atomic<int>* stop) {
     std::error_code ec;
@@ -727,6 +593,10 @@ void check_sqlite_appendable(const std::string& path, const std::atomic<int>* st
     if (::access(folder.c_str(), W_OK | X_OK) != 0)
         throw std::runtime_error("history: cannot write SQLite's journal beside the file: cannot write in the folder " +
                                  folder.string() + ": " + std::strerror(errno) + " (" + path + ")");
+}
+
+std::unique_ptr<backend> open_sqlite(const std::string& path, history_access access, const std::atomic<int>* stop) {
+    return std::make_unique<sqlite_history>(path, access, stop);
 }
 
 }  // namespace contend::lab::history_detail

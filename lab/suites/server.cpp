@@ -371,7 +371,7 @@ cell_result measure_server_cell(const server_kind& kind, const std::string& rout
         }
         ++cell.repetitions;
         timed_ns += wrk_seconds(o) * 1e9;
-        // The harness's rule for stopping early (harness.cpp, run_cell).
+        // The harness's rule for stopping early (harness.cpp, run_cell_in_process).
         if (cell.repetitions >= o.min_repetitions && cell.repetitions < o.repetitions) {
             if (settled(cell.ns_per_op, o.spread_to_stop) || timed_ns >= o.time_to_stop_s * 1e9) break;
         }

@@ -299,6 +299,11 @@ pipe_to_fd::pipe_to_fd(pipe_reader& reader, int fd, std::function<void()> wake)
 pipe_to_fd::~pipe_to_fd() = default;
 
 bool pipe_to_fd::drain(const read_result& r, fd_transfer& t, bool blocking) {
+    if (r.is_canceled) {
+        reader_->advance_to(r.buffer.start());
+        t.stop = fd_stop::canceled;
+        return true;
+    }
     const byte_sequence& buffer = r.buffer;
     const std::size_t size = buffer.size();
     std::size_t written = 0;
@@ -334,7 +339,10 @@ bool pipe_to_fd::drain(const read_result& r, fd_transfer& t, bool blocking) {
     }
     reader_->advance_to(buffer.end());
     t.bytes += size;
-    return false;
+    if (!r.is_completed) return false;
+    reader_->complete();
+    t = state_->finish(t, fd_stop::end_of_stream);
+    return true;
 }
 
 read_result pipe_to_fd::read_rethrowing(bool blocking, bool& got) {
@@ -418,16 +426,7 @@ fd_transfer pipe_to_fd::step() {
             }
         }
         have = false;
-        if (r.is_canceled) {
-            reader_->advance_to(r.buffer.start());
-            t.stop = fd_stop::canceled;
-            return t;
-        }
         if (drain(r, t, false)) return t;
-        if (r.is_completed) {
-            reader_->complete();
-            return st.finish(t, fd_stop::end_of_stream);
-        }
     }
 }
 
@@ -444,16 +443,7 @@ fd_transfer pipe_to_fd::run() {
             r = read_rethrowing(true, got);
         }
         have = false;
-        if (r.is_canceled) {
-            reader_->advance_to(r.buffer.start());
-            t.stop = fd_stop::canceled;
-            return t;
-        }
         if (drain(r, t, true)) return t;
-        if (r.is_completed) {
-            reader_->complete();
-            return st.finish(t, fd_stop::end_of_stream);
-        }
     }
 }
 

@@ -276,7 +276,7 @@ int busy_children() {
 TEST(Cotenant, ACellOnOneCpuBesideBusyLoopsSaysSoInItsNameAndLeavesNothingRunning) {
     auto o = quick();
     o.cotenant = {2, 19, true};
-    const auto cell = lab::run_cell(probe(), "selftest", 2, o);
+    const auto cell = lab::run_cell_in_process(probe(), "selftest", 2, o);
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     EXPECT_EQ(cell.name(), "selftest/cotenant_probe/one_cpu:yes/busy_loops:2/busy_nice:19/workers:2");
     EXPECT_EQ(cell.metric("worker_cpus"), 1);
@@ -286,7 +286,7 @@ TEST(Cotenant, ACellOnOneCpuBesideBusyLoopsSaysSoInItsNameAndLeavesNothingRunnin
     EXPECT_TRUE(cell.oversubscribed) << "two workers on one CPU";
     EXPECT_EQ(busy_children(), 0);
 
-    const auto quiet = lab::run_cell(probe(), "selftest", 2, quick());
+    const auto quiet = lab::run_cell_in_process(probe(), "selftest", 2, quick());
     ASSERT_TRUE(quiet.valid()) << quiet.detail;
     EXPECT_EQ(quiet.name(), "selftest/cotenant_probe/workers:2");
     EXPECT_EQ(quiet.metric("busy_loops_seen"), 0);
@@ -297,7 +297,7 @@ TEST(Cotenant, OneCpuWithAPinIsRefusedInTheCellToo) {
     auto o = quick();
     o.cotenant.one_cpu = true;
     o.pin = "compact";
-    const auto cell = lab::run_cell(probe(), "selftest", 2, o);
+    const auto cell = lab::run_cell_in_process(probe(), "selftest", 2, o);
     EXPECT_EQ(cell.status, "affinity_mismatch");
     EXPECT_EQ(cell.name(), "selftest/cotenant_probe/one_cpu:yes/workers:2");
 }

@@ -61,7 +61,7 @@ TEST(Harness, CalibrationShrinksAStepThatLastedFarTooLong) {
 }
 
 TEST(Harness, ACorrectContenderIsValidWithItsSamplesAndQuartiles) {
-    const auto cell = lab::run_cell(selftest("ok"), "selftest", 2, quick());
+    const auto cell = lab::run_cell_in_process(selftest("ok"), "selftest", 2, quick());
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     EXPECT_EQ(cell.repetitions, 3);
     ASSERT_EQ(cell.ns_per_op.size(), 3u);
@@ -72,7 +72,7 @@ TEST(Harness, ACorrectContenderIsValidWithItsSamplesAndQuartiles) {
 }
 
 TEST(Harness, AMiscountingContenderIsMarkedInvalidNotDropped) {
-    const auto cell = lab::run_cell(selftest("miscount"), "selftest", 2, quick());
+    const auto cell = lab::run_cell_in_process(selftest("miscount"), "selftest", 2, quick());
     EXPECT_EQ(cell.status, "wrong_count");
     EXPECT_FALSE(cell.valid());
     EXPECT_NE(cell.detail.find("counter ended at"), std::string::npos) << cell.detail;
@@ -81,14 +81,14 @@ TEST(Harness, AMiscountingContenderIsMarkedInvalidNotDropped) {
 TEST(Harness, AContenderThatStopsProgressingIsMarkedTimedOut) {
     auto o = quick();
     o.deadline_s = 0.2;
-    const auto cell = lab::run_cell(selftest("stall_polite"), "selftest", 2, o);
+    const auto cell = lab::run_cell_in_process(selftest("stall_polite"), "selftest", 2, o);
     EXPECT_EQ(cell.status, "timed_out");
 }
 
 TEST(Harness, AWrongAffinityRequestIsDetected) {
     auto o = quick();
     o.pin = "1000";  // a CPU this machine does not have
-    const auto cell = lab::run_cell(selftest("ok"), "selftest", 1, o);
+    const auto cell = lab::run_cell_in_process(selftest("ok"), "selftest", 1, o);
     EXPECT_EQ(cell.status, "affinity_mismatch") << cell.detail;
 }
 
@@ -96,21 +96,26 @@ TEST(Harness, PinnedWorkersReadTheirMaskBack) {
     const auto cpus = lab::allowed_cpus();
     auto o = quick();
     o.pin = "compact";
-    const auto cell = lab::run_cell(selftest("ok"), "selftest", 2, o);
+    const auto cell = lab::run_cell_in_process(selftest("ok"), "selftest", 2, o);
     ASSERT_TRUE(cell.valid()) << cell.detail;
     EXPECT_FALSE(cell.affinity.empty());
     EXPECT_EQ(cell.oversubscribed, cpus.size() < 2);
 }
 
-TEST(Harness, CpuListsParseAndPrint) {
-    EXPECT_EQ(lab::parse_cpu_list("0-2,5"), (std::vector<int>{0, 1, 2, 5}));
-    EXPECT_EQ(lab::parse_cpu_list("3,1,1"), (std::vector<int>{1, 3}));
-    EXPECT_EQ(lab::format_cpu_list({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
-    EXPECT_THROW(lab::parse_cpu_list(""), std::invalid_argument);
-    EXPECT_THROW(lab::parse_cpu_list("2-1"), std::invalid_argument);
-    EXPECT_THROW(lab::parse_cpu_list("x"), std::invalid_argument);
-    EXPECT_THROW(lab::placement("sideways", 2), std::invalid_argument);
-    EXPECT_EQ(lab::placement("none", 3).size(), 3u);
+TEST(Harness, ANeverMeasuredCellIsNamedAsAMeasuredOneAndSaysWhy) {
+    const auto& c = selftest("ok");
+    lab::cotenant_options run;
+    run.busy_loops = 2;
+    const auto cell = lab::unmeasured_cell(c, "selftest", 3, run, "skipped", "not run");
+    lab::cell_result named = lab::new_cell(c, "selftest", 3);
+    for (const auto& p : lab::added_cotenant_params(c.params, run)) named.params.push_back(p);
+    EXPECT_EQ(cell.name(), named.name());
+    EXPECT_NE(cell.name().find("busy_loops:2"), std::string::npos) << cell.name();
+    EXPECT_EQ(cell.operation, c.operation);
+    EXPECT_EQ(cell.status, "skipped");
+    EXPECT_EQ(cell.detail, "not run");
+    EXPECT_FALSE(cell.valid());
+    EXPECT_TRUE(cell.ns_per_op.empty());
 }
 
 TEST(Harness, GlobsSelectContenders) {
@@ -127,7 +132,7 @@ TEST(Harness, HoldSuiteRowsCarryTheirCriticalSectionLength) {
     for (const auto& c : hold->contenders)
         if (c.id() == "contend_mutex/cs_us:20") point = &c;
     ASSERT_NE(point, nullptr);
-    const auto cell = lab::run_cell(*point, "hold", 2, quick());
+    const auto cell = lab::run_cell_in_process(*point, "hold", 2, quick());
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     EXPECT_EQ(cell.name(), "hold/contend_mutex/cs_us:20/workers:2");
     EXPECT_TRUE(cell.has_fairness);
@@ -182,7 +187,7 @@ lab::contender item_contender(bool lose) {
 }  // namespace
 
 TEST(Harness, AWorkloadsMetricsAreKeptAsTheMedianOfItsRepetitions) {
-    const auto cell = lab::run_cell(item_contender(false), "pool", 2, quick());
+    const auto cell = lab::run_cell_in_process(item_contender(false), "pool", 2, quick());
     ASSERT_TRUE(cell.valid()) << cell.detail;
     EXPECT_EQ(cell.operation, "item");
     ASSERT_EQ(cell.metrics.size(), 2u);
@@ -203,7 +208,7 @@ TEST(Harness, AWorkloadsMetricsAreKeptAsTheMedianOfItsRepetitions) {
 }
 
 TEST(Harness, AWorkloadsOwnCheckMakesTheCellInvalidWithItsReason) {
-    const auto cell = lab::run_cell(item_contender(true), "pool", 1, quick());
+    const auto cell = lab::run_cell_in_process(item_contender(true), "pool", 1, quick());
     EXPECT_EQ(cell.status, "items_lost");
     EXPECT_NE(cell.detail.find("never arrived"), std::string::npos) << cell.detail;
 }
@@ -287,7 +292,7 @@ TEST(Fairness, SixtyFourWorkersInShortRepetitionsGetNoShareButTheReasonWhy) {
     // every worker, so a least-served share of 0.00 would say nothing about the lock.
     auto o = quick();
     o.repetitions = 2;
-    const auto cell = lab::run_cell(counter_lock("std_mutex"), "counter", 64, o);
+    const auto cell = lab::run_cell_in_process(counter_lock("std_mutex"), "counter", 64, o);
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     EXPECT_TRUE(cell.has_fairness);
     EXPECT_TRUE(std::isnan(cell.min_share));
@@ -310,7 +315,7 @@ TEST(Fairness, TwoWorkersInLongEnoughRepetitionsAreMeasured) {
     auto o = quick();
     o.min_time_s = 0.04;
     o.repetitions = 2;
-    const auto cell = lab::run_cell(counter_lock("std_mutex"), "counter", 2, o);
+    const auto cell = lab::run_cell_in_process(counter_lock("std_mutex"), "counter", 2, o);
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
     if (cell.fairness_reason.empty()) {
         EXPECT_GE(cell.min_share, 0);
@@ -320,7 +325,7 @@ TEST(Fairness, TwoWorkersInLongEnoughRepetitionsAreMeasured) {
         EXPECT_NE(cell.fairness_reason.find("had not run yet"), std::string::npos) << cell.fairness_reason;
         EXPECT_TRUE(std::isnan(cell.min_share));
     }
-    const auto one = lab::run_cell(counter_lock("std_mutex"), "counter", 1, quick());
+    const auto one = lab::run_cell_in_process(counter_lock("std_mutex"), "counter", 1, quick());
     EXPECT_FALSE(one.has_fairness) << "one worker has no share to tell";
     EXPECT_EQ(one.fairness_reason, "");
 }

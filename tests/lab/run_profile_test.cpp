@@ -173,7 +173,7 @@ TEST_F(RunProfile, TwoProcessesMergeTotalsTakeTheLongestSecondsAndKeepTheirLocks
     EXPECT_EQ(m.timeouts, 2u);
     EXPECT_EQ(m.wait_ns, 18000000u);
     EXPECT_DOUBLE_EQ(m.seconds, 4.0);
-    EXPECT_DOUBLE_EQ(m.contentions_per_s(), 600 / 4.0);
+    EXPECT_DOUBLE_EQ(m.contentions_per_second(), 600 / 4.0);
     ASSERT_EQ(m.locks.size(), 3u) << "the same address in two processes is two locks";
     EXPECT_EQ(m.locks[0].wait_ns, 900u);
     EXPECT_EQ(m.locks[1].pid, 11);

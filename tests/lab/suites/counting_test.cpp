@@ -51,7 +51,7 @@ TEST_P(EverySuiteContender, KeepsAnExactCountAtTwoWorkers) {
     o.repetitions = 1;
     o.deadline_s = 20;
     for (const auto& c : s->contenders) {
-        const auto cell = lab::run_cell(c, s->name, 2, o);
+        const auto cell = lab::run_cell_in_process(c, s->name, 2, o);
         EXPECT_TRUE(cell.valid()) << s->name << "/" << c.id() << ": " << cell.status << ": " << cell.detail;
         EXPECT_EQ(cell.has_fairness, c.is_lock);
     }

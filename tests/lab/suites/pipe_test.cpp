@@ -57,7 +57,7 @@ TEST(PipeSuite, EveryContenderDeliversItsBytesWithTheirChecksumAndReportsBytesPe
     const auto* s = lab::find_suite("pipe");
     ASSERT_NE(s, nullptr);
     for (const auto& c : s->contenders) {
-        const auto cell = lab::run_cell(c, "pipe", 2, quick_pool_options());
+        const auto cell = lab::run_cell_in_process(c, "pipe", 2, quick_pool_options());
         ASSERT_TRUE(cell.valid()) << c.id() << ": " << cell.status << ": " << cell.detail;
         EXPECT_GT(cell.metric("bytes_per_second"), 0) << c.id();
         EXPECT_GT(cell.cpu_ns_per_op, 0) << c.id();

@@ -74,7 +74,7 @@ TEST(PoolSuite, EveryContenderRunsItsItemsWithExactCountsAndReportsItemsPerMs) {
     const auto* s = lab::find_suite("pool");
     ASSERT_NE(s, nullptr);
     for (const auto& c : s->contenders) {
-        const auto cell = lab::run_cell(c, "pool", 2, quick_pool_options());
+        const auto cell = lab::run_cell_in_process(c, "pool", 2, quick_pool_options());
         ASSERT_TRUE(cell.valid()) << c.id() << ": " << cell.status << ": " << cell.detail;
         EXPECT_GT(cell.metric("items_per_ms"), 0) << c.id();
         EXPECT_GT(cell.metric("cpu_ns_per_item"), 0) << c.id();
