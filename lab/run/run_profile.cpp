@@ -1,17 +1,12 @@
 #include "run/run_profile.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,11 +19,10 @@
 
 #include "measure/harness.hpp"
 #include "model/statistics.hpp"
+#include "os/child_process.hpp"
 #include "store/results_io.hpp"
 #include "text/numbers.hpp"
 #include "text/utf8.hpp"
-
-extern char** environ;
 
 namespace contend::lab {
 namespace {
@@ -168,69 +162,29 @@ std::string source_of(std::string location) {
 // Runs the tool and returns what it printed on standard output; throws std::runtime_error
 // saying why there is nothing to read.
 std::string run_tool(const std::vector<std::string>& args, double timeout_s) {
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    std::vector<char*> argv;
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    child_spec spec;
+    spec.argv = args;
+    spec.input = child_stream::null;
+    spec.output = child_stream::pipe;
+    spec.errors = child_stream::null;
     // In a process group of its own, so that a tool stopped for taking too long is stopped
     // with whatever it started (a wrapper script's children would keep running).
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attributes, 0);
-    pid_t pid = 0;
-    const int spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
-    posix_spawnattr_destroy(&attributes);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    if (spawned != 0) {
-        ::close(out[0]);
-        throw std::runtime_error(args[0] + " could not be started: " + std::strerror(spawned));
+    spec.new_process_group = true;
+    spec.timeout_s = timeout_s;
+    spec.output_limit = std::size_t{16} << 20;  // far more than any table of sites
+    child_result r = run_child(spec);
+    switch (r.end) {
+        case child_end::not_started:
+            throw std::runtime_error(args[0] + " could not be started: " + std::strerror(r.value));
+        case child_end::timed_out:
+        case child_end::too_much_output:  // stopped the same way
+            throw std::runtime_error(args[0] + " did not finish within " + format_fixed(timeout_s, 0) + " s");
+        case child_end::signaled:
+            throw std::runtime_error(args[0] + " was killed by signal " + std::to_string(r.value));
+        case child_end::exited:
+            if (r.value != 0) throw std::runtime_error(args[0] + " exited with status " + std::to_string(r.value));
     }
-    std::string output;
-    bool timed_out = false;
-    const auto deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
-    for (;;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-            timed_out = true;
-            break;
-        }
-        pollfd p{out[0], POLLIN, 0};
-        const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
-        if (ready < 0 && errno != EINTR) break;
-        if (ready <= 0) continue;
-        char buf[65536];
-        const ssize_t n = ::read(out[0], buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        output.append(buf, static_cast<std::size_t>(n));
-        if (output.size() > (std::size_t{16} << 20)) {
-            timed_out = true;  // far more than any table of sites: stop it the same way
-            break;
-        }
-    }
-    ::close(out[0]);
-    if (timed_out) ::kill(-pid, SIGKILL);  // before the wait: the group's id is not free while the tool is a zombie
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (timed_out) throw std::runtime_error(args[0] + " did not finish within " + format_fixed(timeout_s, 0) + " s");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw std::runtime_error(args[0] + (WIFEXITED(status)
-                                                ? " exited with status " + std::to_string(WEXITSTATUS(status))
-                                                : " was killed by signal " + std::to_string(WTERMSIG(status))));
-    return output;
+    return std::move(r.output);
 }
 
 // Splits addr2line's -a -f -i output into the frames of each address, in order: each address
