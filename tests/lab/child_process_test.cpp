@@ -208,7 +208,8 @@ TEST(ChildProcess, AFunctionRunsInAForkedChild) {
 
 TEST(ChildProcess, ThePidIsPublishedAndSignalsCanBeResetInTheChild) {
     // SIGTERM ignored here would be inherited; listed as default, the child dies of it.
-    struct sigaction ignore {}, old{};
+    struct sigaction ignore {
+    }, old{};
     ignore.sa_handler = SIG_IGN;
     ASSERT_EQ(::sigaction(SIGTERM, &ignore, &old), 0);
     std::atomic<pid_t> published{0};
