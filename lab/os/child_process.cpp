@@ -318,7 +318,7 @@ child_result run_child(const child_spec& spec) {
     }
     const bool bounded = spec.timeout_s > 0;
     const auto deadline = child_clock::now() + std::chrono::duration_cast<child_clock::duration>(
-                                              std::chrono::duration<double>(bounded ? spec.timeout_s : 0));
+                                                   std::chrono::duration<double>(bounded ? spec.timeout_s : 0));
     const auto left_ms = [&] {
         return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - child_clock::now()).count();
     };
