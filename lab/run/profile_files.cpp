@@ -23,6 +23,9 @@
 namespace contend::lab {
 namespace {
 
+// The file's fields and names, declared once with the writer's (src/interpose/format/).
+using namespace contend::interpose::profile_format;
+
 using json = nlohmann::json;
 
 [[noreturn]] void refuse(const std::string& why) { throw profile_error(why); }
@@ -62,22 +65,22 @@ lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     if (!j.is_object()) refuse(where + "not an object");
     lock_profile l;
     l.pid = pid;
-    l.address = hex_address(j, "address", where);
-    l.acquisitions = whole_number(j, "acquisitions", where);
-    l.contended = whole_number(j, "contended", where);
-    l.wait_ns = whole_number(j, "wait_ns", where);
-    l.wait_p99_ns = whole_number(j, "wait_p99_ns", where);
-    l.wait_max_ns = whole_number(j, "wait_max_ns", where);
-    l.hold_samples = whole_number(j, "hold_samples", where);
-    l.hold_sampled_ns = whole_number(j, "hold_sampled_ns", where);
-    l.hold_p99_ns = whole_number(j, "hold_p99_ns", where);
-    const json& site = member(j, "site", where);
+    l.address = hex_address(j, lock_field::address, where);
+    l.acquisitions = whole_number(j, lock_field::acquisitions, where);
+    l.contended = whole_number(j, lock_field::contended, where);
+    l.wait_ns = whole_number(j, lock_field::wait_ns, where);
+    l.wait_p99_ns = whole_number(j, lock_field::wait_p99_ns, where);
+    l.wait_max_ns = whole_number(j, lock_field::wait_max_ns, where);
+    l.hold_samples = whole_number(j, lock_field::hold_samples, where);
+    l.hold_sampled_ns = whole_number(j, lock_field::hold_sampled_ns, where);
+    l.hold_p99_ns = whole_number(j, lock_field::hold_p99_ns, where);
+    const json& site = member(j, lock_field::site, where);
     const std::string in_site = where + "site: ";
     if (!site.is_object()) refuse(in_site + "not an object");
-    l.site.address = hex_address(site, "address", in_site);
-    l.site.module = text(site, "module", in_site);
-    l.site.module_address = hex_address(site, "module_address", in_site);
-    l.site.function = text(site, "function", in_site);
+    l.site.address = hex_address(site, site_field::address, in_site);
+    l.site.module = text(site, site_field::module, in_site);
+    l.site.module_address = hex_address(site, site_field::module_address, in_site);
+    l.site.function = text(site, site_field::function, in_site);
     return l;
 }
 
@@ -95,8 +98,8 @@ std::uint64_t profile_name_pid(std::string_view name) {
     std::size_t at = 0;
     std::uint64_t pid = 0, n = 0;
     if (!digits_at(name, at, pid)) return 0;
-    if (at < name.size() && name[at] == '-' && !digits_at(name, ++at, n)) return 0;
-    return name.substr(at) == ".json" ? pid : 0;
+    if (at < name.size() && name[at] == image_separator && !digits_at(name, ++at, n)) return 0;
+    return name.substr(at) == profile_suffix ? pid : 0;
 }
 
 // The whole file, refused when it is not a regular file or too large.
@@ -172,28 +175,28 @@ process_profile parse_profile(std::string_view bytes) {
         refuse(std::string("not JSON: ") + message_text(e.what(), 160));
     }
     if (!j.is_object()) refuse("not a JSON object");
-    const std::string format = text(j, "format");
+    const std::string format = text(j, file_field::format);
     if (format != profile_format_name)
         refuse("\"format\" is \"" + message_text(format, 60) + "\", not \"" + std::string(profile_format_name) +
                "\" (a library of another version of contend?)");
     process_profile p;
-    const std::uint64_t pid = whole_number(j, "pid");
+    const std::uint64_t pid = whole_number(j, file_field::pid);
     if (pid == 0 || pid > 0x7fffffff) refuse("\"pid\" " + std::to_string(pid) + " is not a process id");
     p.pid = static_cast<std::int64_t>(pid);
-    p.executable = text(j, "executable");
-    p.lock = text(j, "lock");
-    const json& seconds = member(j, "seconds", "");
+    p.executable = text(j, file_field::executable);
+    p.lock = text(j, file_field::lock);
+    const json& seconds = member(j, file_field::seconds, "");
     if (!seconds.is_number() || !std::isfinite(seconds.get<double>()) || seconds.get<double>() < 0)
         refuse("\"seconds\" is not a number >= 0");
     p.seconds = seconds.get<double>();
-    p.hold_sample_period = whole_number(j, "hold_sample_period");
-    p.acquisitions = whole_number(j, "acquisitions");
-    p.contended = whole_number(j, "contended");
-    p.trylock_busy = whole_number(j, "trylock_busy");
-    p.timeouts = whole_number(j, "timeouts");
-    p.wait_ns = whole_number(j, "wait_ns");
-    p.locks_dropped = whole_number(j, "locks_dropped");
-    const json& locks = member(j, "locks", "");
+    p.hold_sample_period = whole_number(j, file_field::hold_sample_period);
+    p.acquisitions = whole_number(j, file_field::acquisitions);
+    p.contended = whole_number(j, file_field::contended);
+    p.trylock_busy = whole_number(j, file_field::trylock_busy);
+    p.timeouts = whole_number(j, file_field::timeouts);
+    p.wait_ns = whole_number(j, file_field::wait_ns);
+    p.locks_dropped = whole_number(j, file_field::locks_dropped);
+    const json& locks = member(j, file_field::locks, "");
     if (!locks.is_array()) refuse("\"locks\" is not an array");
     std::set<std::uint64_t> seen;
     for (std::size_t i = 0; i < locks.size(); ++i) {
@@ -237,9 +240,10 @@ run_markers read_run_markers(const std::string& folder) {
         std::uint64_t pid = 0;
         if (!digits_at(name, at, pid) || pid == 0) continue;
         const std::string_view rest = std::string_view(name).substr(at);
-        if (rest == ".running") markers.unfinished.push_back(static_cast<std::int64_t>(pid));
-        else if (rest.starts_with(".loaded."))
-            markers.loaded.emplace_back(static_cast<std::int64_t>(pid), std::string(rest.substr(8)));
+        const std::string_view loaded = loaded_infix;
+        if (rest == running_suffix) markers.unfinished.push_back(static_cast<std::int64_t>(pid));
+        else if (rest.starts_with(loaded))
+            markers.loaded.emplace_back(static_cast<std::int64_t>(pid), std::string(rest.substr(loaded.size())));
     }
     std::sort(markers.loaded.begin(), markers.loaded.end());
     std::sort(markers.unfinished.begin(), markers.unfinished.end());

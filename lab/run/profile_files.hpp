@@ -1,6 +1,6 @@
 // `contend run --profile`, the interposer's side of it: the files the interposition library
 // leaves in the run's folder (one `<pid>.json` profile per process, its markers), read and
-// checked, and the folder itself. What the format is: src/interpose/profile.cpp writes it.
+// checked, and the folder itself. The format: src/interpose/format/profile_format.hpp.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "profile_format.hpp"  // src/interpose/format/: the format, declared once for both sides
+
 namespace contend::lab {
 
 // The "format" every profile file names; a file of another format is refused.
-inline constexpr std::string_view profile_format_name = "contend-interpose-profile/1";
+inline constexpr std::string_view profile_format_name = contend::interpose::profile_format::format_name;
 
 // A profile file that is not what the library writes: what() says what is wrong.
 class profile_error : public std::runtime_error {
