@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +49,20 @@ struct child_pipe {
     child_fd read, write;
 };
 
+// The child's standard input when it is fed: a connected pair of sockets rather than a pipe,
+// so that feeding a child that ended without reading fails with EPIPE (send_all's
+// MSG_NOSIGNAL) instead of raising SIGPIPE here. The child reads it as it would a pipe.
+child_pipe open_input_sockets() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+        throw std::system_error(errno, std::generic_category(), "socketpair");
+    ::shutdown(fds[0], SHUT_WR);  // one way: the child only reads
+    child_pipe p;
+    p.read.fd = fds[0];
+    p.write.fd = fds[1];
+    return p;
+}
+
 child_pipe open_child_pipe() {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
@@ -63,25 +78,6 @@ std::vector<char*> argv_pointers(std::vector<std::string>& strings) {
     for (auto& s : strings) p.push_back(s.data());
     p.push_back(nullptr);
     return p;
-}
-
-// Writes `text` to the child's standard input with SIGPIPE held back in this thread: a child
-// that ended without reading it makes the write fail with EPIPE, not kill us. The SIGPIPE
-// that write raised is taken back, unless one was pending already.
-void feed_input(int fd, const std::string& text) {
-    sigset_t pipe_only, old;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
-    sigset_t pending;
-    sigpending(&pending);
-    const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-    if (write_all(fd, text) == EPIPE && !was_pending) {
-        const timespec now{};
-        while (sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 double rusage_cpu_ns(const rusage& u) {
@@ -160,7 +156,7 @@ child_process child_process::start_function(const child_spec& spec, void (*body)
         p.null_fd.fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
         if (p.null_fd.fd < 0) throw std::system_error(errno, std::generic_category(), "open /dev/null");
     }
-    if (spec.input == child_stream::pipe) p.in = open_child_pipe();
+    if (spec.input == child_stream::pipe) p.in = open_input_sockets();
     if (spec.output == child_stream::pipe) p.out = open_child_pipe();
 
     const pid_t parent = ::getpid();
@@ -194,7 +190,7 @@ child_process child_process::start_function(const child_spec& spec, void (*body)
         }
     }
     if (spec.input == child_stream::pipe) {
-        feed_input(p.in.write.fd, spec.input_text);
+        (void)send_all(p.in.write.fd, spec.input_text);  // a child that ended without reading: EPIPE
         p.in.write.reset();
     }
     return c;

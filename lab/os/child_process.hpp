@@ -28,7 +28,9 @@
 namespace contend::lab {
 
 // Where one of the child's standard streams goes. `pipe` on standard input: the parent writes
-// child_spec::input_text, then closes it. On standard output: read with read_output (or
+// child_spec::input_text, then closes it (the channel is a connected pair of Unix sockets,
+// read as a pipe is, so that a child that ended without reading costs an EPIPE, never a
+// SIGPIPE here). On standard output: read with read_output (or
 // captured by run_child). On standard error: the same pipe as standard output (which must
 // be a pipe then), interleaved as the child writes them.
 enum class child_stream { inherit, null, pipe };
@@ -42,7 +44,8 @@ struct child_spec {
     child_stream input = child_stream::inherit;
     // With input == pipe: written whole by start() before it returns (a child that ends
     // without reading it is no error), so a child must read it before it fills its own
-    // output pipe (64 KiB), or each waits for the other: one line of settings, not a stream.
+    // output pipe (64 KiB) and the socket's buffer its input, or each waits for the other: one line of settings, not a
+    // stream.
     std::string input_text;
     child_stream output = child_stream::inherit;
     child_stream errors = child_stream::inherit;
@@ -86,8 +89,8 @@ struct child_result : child_exit {
 
 class child_process {
 public:
-    // Starts spec.argv[0] as described by `spec`. Throws std::system_error ("pipe2", "fork",
-    // "open /dev/null") when the child cannot be made; a program that cannot be executed
+    // Starts spec.argv[0] as described by `spec`. Throws std::system_error ("pipe2", "socketpair",
+    // "fork", "open /dev/null") when the child cannot be made; a program that cannot be executed
     // comes back as a child_process with start_error() set (its child already reaped).
     // Throws std::invalid_argument for an empty argv or errors on a pipe without output on one.
     static child_process start(const child_spec& spec);

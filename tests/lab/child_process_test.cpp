@@ -88,20 +88,23 @@ TEST(ChildProcess, OutputPastTheCapIsCutAndTheChildKilled) {
     EXPECT_EQ(r.output.substr(0, 17), "0123456789abcdef\n");
 }
 
-TEST(ChildProcess, StandardInputIsFedThenClosed) {
-    lab::child_spec spec = shell("cat; echo end");
+// The script run with `text` on its standard input.
+lab::child_result fed(const std::string& script, std::string text) {
+    lab::child_spec spec = shell(script);
     spec.input = lab::child_stream::pipe;
-    spec.input_text = "one line\nand another\n";
-    const auto r = lab::run_child(spec);
+    spec.input_text = std::move(text);
+    return lab::run_child(spec);
+}
+
+TEST(ChildProcess, StandardInputIsFedThenClosed) {
+    const auto r = fed("cat; echo end", "one line\nand another\n");
     EXPECT_EQ(r.end, lab::child_end::exited);
     EXPECT_EQ(r.output, "one line\nand another\nend\n");
 }
 
 TEST(ChildProcess, InputToAChildThatReadsNoneDoesNotKillUs) {
-    lab::child_spec spec = shell("exec 0<&-; exit 0");
-    spec.input = lab::child_stream::pipe;
-    spec.input_text = std::string(1 << 20, 'x');  // more than a pipe holds: the write meets EPIPE
-    const auto r = lab::run_child(spec);
+    // More than the channel holds: the write meets the closed end (EPIPE, no SIGPIPE).
+    const auto r = fed("exec 0<&-; exit 0", std::string(1 << 20, 'x'));
     EXPECT_EQ(r.end, lab::child_end::exited);
     EXPECT_EQ(r.value, 0);
 }
@@ -313,13 +316,19 @@ bool interrupt_until_seen(pthread_t writer) {
     return true;
 }
 
+// Fills `p`, so that the next write blocks, and sets what count_eintr answers (false: retry).
+bool blocks_next_write(test_pipe& p, bool stop) {
+    if (p.read < 0) return false;
+    p.fill();
+    eintr_seen = 0;
+    stop_on_eintr = stop;
+    return true;
+}
+
 TEST(WriteAll, RetriesAWriteInterruptedBySignal) {
     const interrupting_signal signal;
     test_pipe p;
-    ASSERT_GE(p.read, 0);
-    p.fill();
-    eintr_seen = 0;
-    stop_on_eintr = false;
+    ASSERT_TRUE(blocks_next_write(p, false));
     const std::string text(100000, 'x');
     int result = -1;
     std::thread writer([&] { result = lab::write_all(p.write, text, count_eintr); });
@@ -339,10 +348,7 @@ TEST(WriteAll, RetriesAWriteInterruptedBySignal) {
 TEST(WriteAll, StopsOnEintrWhenAskedTo) {
     const interrupting_signal signal;
     test_pipe p;
-    ASSERT_GE(p.read, 0);
-    p.fill();
-    eintr_seen = 0;
-    stop_on_eintr = true;
+    ASSERT_TRUE(blocks_next_write(p, true));
     int result = -1;
     std::thread writer([&] { result = lab::write_all(p.write, std::string(100, 'y'), count_eintr); });
     const bool interrupted = interrupt_until_seen(writer.native_handle());
