@@ -65,22 +65,22 @@ lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     if (!j.is_object()) refuse(where + "not an object");
     lock_profile l;
     l.pid = pid;
-    l.address = hex_address(j, lock_field::address, where);
-    l.acquisitions = whole_number(j, lock_field::acquisitions, where);
-    l.contended = whole_number(j, lock_field::contended, where);
-    l.wait_ns = whole_number(j, lock_field::wait_ns, where);
-    l.wait_p99_ns = whole_number(j, lock_field::wait_p99_ns, where);
-    l.wait_max_ns = whole_number(j, lock_field::wait_max_ns, where);
-    l.hold_samples = whole_number(j, lock_field::hold_samples, where);
-    l.hold_sampled_ns = whole_number(j, lock_field::hold_sampled_ns, where);
-    l.hold_p99_ns = whole_number(j, lock_field::hold_p99_ns, where);
-    const json& site = member(j, lock_field::site, where);
+    l.address = hex_address(j, fields::address, where);
+    l.acquisitions = whole_number(j, fields::acquisitions, where);
+    l.contended = whole_number(j, fields::contended, where);
+    l.wait_ns = whole_number(j, fields::wait_ns, where);
+    l.wait_p99_ns = whole_number(j, fields::wait_p99_ns, where);
+    l.wait_max_ns = whole_number(j, fields::wait_max_ns, where);
+    l.hold_samples = whole_number(j, fields::hold_samples, where);
+    l.hold_sampled_ns = whole_number(j, fields::hold_sampled_ns, where);
+    l.hold_p99_ns = whole_number(j, fields::hold_p99_ns, where);
+    const json& site = member(j, fields::site, where);
     const std::string in_site = where + "site: ";
     if (!site.is_object()) refuse(in_site + "not an object");
-    l.site.address = hex_address(site, site_field::address, in_site);
-    l.site.module = text(site, site_field::module, in_site);
-    l.site.module_address = hex_address(site, site_field::module_address, in_site);
-    l.site.function = text(site, site_field::function, in_site);
+    l.site.address = hex_address(site, fields::address, in_site);
+    l.site.module = text(site, fields::module, in_site);
+    l.site.module_address = hex_address(site, fields::module_address, in_site);
+    l.site.function = text(site, fields::function, in_site);
     return l;
 }
 
@@ -175,28 +175,28 @@ process_profile parse_profile(std::string_view bytes) {
         refuse(std::string("not JSON: ") + message_text(e.what(), 160));
     }
     if (!j.is_object()) refuse("not a JSON object");
-    const std::string format = text(j, file_field::format);
+    const std::string format = text(j, fields::format);
     if (format != profile_format_name)
         refuse("\"format\" is \"" + message_text(format, 60) + "\", not \"" + std::string(profile_format_name) +
                "\" (a library of another version of contend?)");
     process_profile p;
-    const std::uint64_t pid = whole_number(j, file_field::pid);
+    const std::uint64_t pid = whole_number(j, fields::pid);
     if (pid == 0 || pid > 0x7fffffff) refuse("\"pid\" " + std::to_string(pid) + " is not a process id");
     p.pid = static_cast<std::int64_t>(pid);
-    p.executable = text(j, file_field::executable);
-    p.lock = text(j, file_field::lock);
-    const json& seconds = member(j, file_field::seconds, "");
+    p.executable = text(j, fields::executable);
+    p.lock = text(j, fields::lock);
+    const json& seconds = member(j, fields::seconds, "");
     if (!seconds.is_number() || !std::isfinite(seconds.get<double>()) || seconds.get<double>() < 0)
         refuse("\"seconds\" is not a number >= 0");
     p.seconds = seconds.get<double>();
-    p.hold_sample_period = whole_number(j, file_field::hold_sample_period);
-    p.acquisitions = whole_number(j, file_field::acquisitions);
-    p.contended = whole_number(j, file_field::contended);
-    p.trylock_busy = whole_number(j, file_field::trylock_busy);
-    p.timeouts = whole_number(j, file_field::timeouts);
-    p.wait_ns = whole_number(j, file_field::wait_ns);
-    p.locks_dropped = whole_number(j, file_field::locks_dropped);
-    const json& locks = member(j, file_field::locks, "");
+    p.hold_sample_period = whole_number(j, fields::hold_sample_period);
+    p.acquisitions = whole_number(j, fields::acquisitions);
+    p.contended = whole_number(j, fields::contended);
+    p.trylock_busy = whole_number(j, fields::trylock_busy);
+    p.timeouts = whole_number(j, fields::timeouts);
+    p.wait_ns = whole_number(j, fields::wait_ns);
+    p.locks_dropped = whole_number(j, fields::locks_dropped);
+    const json& locks = member(j, fields::locks, "");
     if (!locks.is_array()) refuse("\"locks\" is not an array");
     std::set<std::uint64_t> seen;
     for (std::size_t i = 0; i < locks.size(); ++i) {

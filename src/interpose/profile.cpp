@@ -531,7 +531,7 @@ std::string executable_path() {
 // Where a call site is, for addr2line: the object, and the address in it that addr2line takes.
 void write_site(json_out& j, const void* site, const std::string& executable) {
     j.open('{');
-    j.key(site_field::address);
+    j.key(fields::address);
     j.hex(site);
     Dl_info info{};
     std::string module, function;
@@ -552,11 +552,11 @@ void write_site(json_out& j, const void* site, const std::string& executable) {
             std::free(demangled);
         }
     }
-    j.key(site_field::module);
+    j.key(fields::module);
     j.string(module.c_str());
-    j.key(site_field::module_address);
+    j.key(fields::module_address);
     j.hex(module_address);
-    j.key(site_field::function);
+    j.key(fields::function);
     j.string(function.c_str());
     j.close('}');
 }
@@ -618,18 +618,18 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
         return static_cast<std::uint64_t>(histogram::quantile(h, 0.99) * ns_per_tick);
     };
     j.open('{');
-    j.key(lock_field::address);
+    j.key(fields::address);
     j.hex(t.address);
-    j.field(lock_field::acquisitions, t.acquisitions);
-    j.field(lock_field::contended, t.contended);
-    j.field(lock_field::timeouts, t.timeouts);
-    j.field(lock_field::wait_ns, ns(t.wait_ticks));
-    j.field(lock_field::wait_p99_ns, p99_ns(t.waits));
-    j.field(lock_field::wait_max_ns, ns(t.wait_max));
-    j.field(lock_field::hold_samples, t.hold_samples);
-    j.field(lock_field::hold_sampled_ns, ns(t.hold_ticks));
-    j.field(lock_field::hold_p99_ns, p99_ns(t.holds));
-    j.key(lock_field::site);
+    j.field(fields::acquisitions, t.acquisitions);
+    j.field(fields::contended, t.contended);
+    j.field(fields::timeouts, t.timeouts);
+    j.field(fields::wait_ns, ns(t.wait_ticks));
+    j.field(fields::wait_p99_ns, p99_ns(t.waits));
+    j.field(fields::wait_max_ns, ns(t.wait_max));
+    j.field(fields::hold_samples, t.hold_samples);
+    j.field(fields::hold_sampled_ns, ns(t.hold_ticks));
+    j.field(fields::hold_p99_ns, p99_ns(t.holds));
+    j.key(fields::site);
     write_site(j, t.site, executable);
     j.close('}');
 }
@@ -667,23 +667,23 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
 
     json_out j;
     j.open('{');
-    j.key(file_field::format);
+    j.key(fields::format);
     j.string(format_name);
-    j.field(file_field::pid, static_cast<std::uint64_t>(state.pid));
-    j.key(file_field::executable);
+    j.field(fields::pid, static_cast<std::uint64_t>(state.pid));
+    j.key(fields::executable);
     j.string(executable.c_str());
-    j.key(file_field::lock);
+    j.key(fields::lock);
     j.string(lock_name(current_lock()));
-    j.key(file_field::seconds);
+    j.key(fields::seconds);
     j.real(seconds);
-    j.field(file_field::hold_sample_period, hold_sample_period());
-    j.field(file_field::acquisitions, acquisitions);
-    j.field(file_field::contended, contended);
-    j.field(file_field::trylock_busy, trylock_busy);
-    j.field(file_field::timeouts, timeouts);
-    j.field(file_field::wait_ns, static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
-    j.field(file_field::locks_dropped, state.locks_dropped.load());
-    j.key(file_field::locks);
+    j.field(fields::hold_sample_period, hold_sample_period());
+    j.field(fields::acquisitions, acquisitions);
+    j.field(fields::contended, contended);
+    j.field(fields::trylock_busy, trylock_busy);
+    j.field(fields::timeouts, timeouts);
+    j.field(fields::wait_ns, static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
+    j.field(fields::locks_dropped, state.locks_dropped.load());
+    j.key(fields::locks);
     j.open('[');
     for (const auto& t : lock_totals(records)) write_lock(j, t, ns_per_tick, executable);
     j.close(']');

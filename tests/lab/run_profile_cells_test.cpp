@@ -1,22 +1,15 @@
 // contend run, the row (run/profile_cells.hpp): the runs of a lock as one cell of the lab's
 // model, its metrics and status, and the program's params.
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "run/profile_cells.hpp"
 #include "run_profile_fixture.hpp"
 #include "store/results_io.hpp"
-#include "temp_dir.hpp"
 
 namespace {
 
-using contend_test::lock_json;
-using contend_test::profile_json;
-using json = nlohmann::json;
-using RunProfile = contend_test::temp_dir_test;
+using namespace contend_test;
 namespace lab = contend::lab;
 
 TEST_F(RunProfile, TheRowIsOneCellOfSuiteRunWithTheProfilesFiguresAndRoundTripsThroughJson) {

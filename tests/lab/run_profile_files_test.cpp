@@ -1,22 +1,15 @@
 // contend run --profile, reading the library's files (run/profile_files.hpp): a profile read
 // field by field, refused when it is not what the library writes, and a folder read whole.
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "run/profile_files.hpp"
 #include "run_profile_fixture.hpp"
-#include "store/results_io.hpp"
-#include "temp_dir.hpp"
 
 namespace {
 
-using contend_test::lock_json;
-using contend_test::profile_json;
-using json = nlohmann::json;
-using RunProfile = contend_test::temp_dir_test;
+using namespace contend_test;
 namespace lab = contend::lab;
 
 TEST_F(RunProfile, AValidFileReadsEveryFieldAsWritten) {

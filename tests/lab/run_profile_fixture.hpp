@@ -8,7 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.hpp"
+
 namespace contend_test {
+
+// Each test of contend run --profile in a fresh folder of its own.
+using RunProfile = temp_dir_test;
+using json = nlohmann::json;
 
 inline nlohmann::json lock_json(const std::string& address, std::uint64_t wait_ns, std::uint64_t contended = 10) {
     return {{"address", address},

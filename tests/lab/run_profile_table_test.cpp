@@ -1,22 +1,14 @@
 // contend run --profile, merging and the table (run/profile_table.hpp): processes merged, the
 // table's top locks and its escaping of hostile names.
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "run/profile_table.hpp"
 #include "run_profile_fixture.hpp"
-#include "store/results_io.hpp"
-#include "temp_dir.hpp"
 
 namespace {
 
-using contend_test::lock_json;
-using contend_test::profile_json;
-using json = nlohmann::json;
-using RunProfile = contend_test::temp_dir_test;
+using namespace contend_test;
 namespace lab = contend::lab;
 
 TEST_F(RunProfile, TwoProcessesMergeTotalsTakeTheLongestSecondsAndKeepTheirLocksApart) {

@@ -3,15 +3,11 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "run/site_names.hpp"
 #include "run_profile_fixture.hpp"
-#include "store/results_io.hpp"
-#include "temp_dir.hpp"
 
 // A function of this program for addr2line to name (outside the unnamed namespace: a global
 // symbol, its name unmangled).
@@ -19,10 +15,7 @@ extern "C" __attribute__((noinline, used)) int contend_profile_test_site() { ret
 
 namespace {
 
-using contend_test::lock_json;
-using contend_test::profile_json;
-using json = nlohmann::json;
-using RunProfile = contend_test::temp_dir_test;
+using namespace contend_test;
 namespace lab = contend::lab;
 
 // A site's module: not a file, a tool that fails or prints nonsense, all leave the library's

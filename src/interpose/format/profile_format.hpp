@@ -27,8 +27,9 @@ namespace contend::interpose::profile_format {
 
 inline constexpr char format_name[] = "contend-interpose-profile/1";
 
-// The fields of the file's object.
-namespace file_field {
+// Every field name of the three objects above, each once (a LOCK shares acquisitions,
+// contended, timeouts and wait_ns with the file; a SITE shares address with a LOCK).
+namespace fields {
 inline constexpr char format[] = "format";
 inline constexpr char pid[] = "pid";
 inline constexpr char executable[] = "executable";
@@ -42,30 +43,17 @@ inline constexpr char timeouts[] = "timeouts";
 inline constexpr char wait_ns[] = "wait_ns";
 inline constexpr char locks_dropped[] = "locks_dropped";
 inline constexpr char locks[] = "locks";
-}  // namespace file_field
-
-// The fields of one LOCK.
-namespace lock_field {
 inline constexpr char address[] = "address";
-inline constexpr char acquisitions[] = "acquisitions";
-inline constexpr char contended[] = "contended";
-inline constexpr char timeouts[] = "timeouts";
-inline constexpr char wait_ns[] = "wait_ns";
 inline constexpr char wait_p99_ns[] = "wait_p99_ns";
 inline constexpr char wait_max_ns[] = "wait_max_ns";
 inline constexpr char hold_samples[] = "hold_samples";
 inline constexpr char hold_sampled_ns[] = "hold_sampled_ns";
 inline constexpr char hold_p99_ns[] = "hold_p99_ns";
 inline constexpr char site[] = "site";
-}  // namespace lock_field
-
-// The fields of one SITE.
-namespace site_field {
-inline constexpr char address[] = "address";
 inline constexpr char module[] = "module";
 inline constexpr char module_address[] = "module_address";
 inline constexpr char function[] = "function";
-}  // namespace site_field
+}  // namespace fields
 
 // The parts of the files' names.
 inline constexpr char profile_suffix[] = ".json";
