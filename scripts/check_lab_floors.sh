@@ -2,13 +2,13 @@
 # Checks that the lab's folders are floors that only point down: a file under lab/<floor>/
 # may include headers of its own floor and of the floors below it, never of one above.
 # Floors, bottom first (docs/lab.md says what each holds):
-#   text model store measure suites run analyze pages tools cli
+#   os text model store measure suites run analyze pages tools cli
 # A folder under lab/ that is not a floor fails too: a new folder gets a place in the list.
 #   scripts/check_lab_floors.sh [LAB_DIR]    (default: the repository's lab/)
 # Exits 0 when every include points down or sideways, 1 listing each one that does not.
 set -euo pipefail
 lab=${1:-"$(dirname "$0")/../lab"}
-floors=(text model store measure suites run analyze pages tools cli)
+floors=(os text model store measure suites run analyze pages tools cli)
 declare -A rank
 for i in "${!floors[@]}"; do rank[${floors[$i]}]=$i; done
 

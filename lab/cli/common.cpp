@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "cli/cli.hpp"
+#include "os/write_all.hpp"
 #include "pages/report.hpp"
 #include "store/interrupted.hpp"
 #include "store/output_file.hpp"
@@ -99,7 +100,7 @@ extern "C" void on_out_of_memory() {
     const std::string message = std::string("contend ") + *memory_command +
                                 ": out of memory: the inputs (or the history) need more memory than this process "
                                 "may use (see ulimit -v); stopped, no output half written\n";
-    (void)!::write(STDERR_FILENO, message.data(), message.size());
+    (void)write_all(STDERR_FILENO, message);
     std::_Exit(exit_out_of_memory);
 }
 }  // namespace

@@ -8,7 +8,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,8 +15,10 @@
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
+#include <system_error>
 
 #include "measure/placement.hpp"
+#include "os/write_all.hpp"
 
 namespace contend::lab {
 namespace {
@@ -40,15 +41,24 @@ bool past(const timespec& now, const timespec& end) {
     return now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec);
 }
 
+// What a busy loop needs, read by the child from its copy of the parent's memory.
+struct busy_setup {
+    int report;
+    pid_t parent;
+    int nice;
+    timespec end;
+};
+
 // The child's side, between fork and exit: async-signal-safe calls only (the parent may have
 // threads). Reports 0 or setpriority's errno on `report`, then spins until one of its ends.
-[[noreturn]] void busy_child(int report, pid_t parent, int nice, timespec end) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(0);  // the parent died before the line above
+[[noreturn]] void busy_child(void* arg) {
+    const busy_setup& b = *static_cast<const busy_setup*>(arg);
     ::prctl(PR_SET_NAME, "contend_busy", 0, 0, 0);
-    const int result = ::setpriority(PRIO_PROCESS, 0, nice) == 0 ? 0 : errno;
-    (void)!::write(report, &result, sizeof result);
+    const int result = ::setpriority(PRIO_PROCESS, 0, b.nice) == 0 ? 0 : errno;
+    (void)write_all(b.report, {reinterpret_cast<const char*>(&result), sizeof result});
     if (result != 0) ::_exit(1);
+    const pid_t parent = b.parent;
+    const timespec end = b.end;
     close_all_descriptors();
     for (;;) {
         // A few milliseconds of nothing but the loop, then a look at the two ends.
@@ -108,16 +118,24 @@ void check_cotenant(const cotenant_options& o) {
     check_ranges(o.busy_loops, o.busy_nice);
     if (o.busy_loops == 0) return;
     // Whether this process may give a child that level: ask the kernel, in a child.
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::invalid_argument(std::string("--busy-nice: cannot try the level: ") + std::strerror(errno));
-    if (pid == 0) ::_exit(::setpriority(PRIO_PROCESS, 0, o.busy_nice) == 0 ? 0 : (errno & 0x7f) + 1);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    child_exit tried;
+    try {
+        child_process child = child_process::start_function(
+            {},
+            [](void* nice) {
+                ::_exit(::setpriority(PRIO_PROCESS, 0, *static_cast<const int*>(nice)) == 0 ? 0 : (errno & 0x7f) + 1);
+            },
+            const_cast<std::int32_t*>(&o.busy_nice));
+        tried = child.wait();
+    } catch (const std::system_error& e) {
+        throw std::invalid_argument(std::string("--busy-nice: cannot try the level: ") +
+                                    std::strerror(e.code().value()));
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+    const bool exited = tried.end == child_end::exited;
+    if (exited && tried.value == 0) return;
     errno = 0;
     const int own = ::getpriority(PRIO_PROCESS, 0);
-    const int error = WIFEXITED(status) ? WEXITSTATUS(status) - 1 : EPERM;
+    const int error = exited ? tried.value - 1 : EPERM;
     throw std::invalid_argument("--busy-nice " + std::to_string(o.busy_nice) +
                                 ": this process may not run a busy loop at that level (" + std::strerror(error) +
                                 "; it runs at nice " + std::to_string(own) +
@@ -183,19 +201,19 @@ busy_loops::busy_loops(std::int32_t count, std::int32_t nice, double max_seconds
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0)
         throw std::runtime_error(std::string("busy loops: pipe: ") + std::strerror(errno));
-    const pid_t parent = ::getpid();
-    const timespec end = after_seconds(max_seconds > 0 ? max_seconds : 0);
+    const busy_setup setup{report[1], ::getpid(), nice, after_seconds(max_seconds > 0 ? max_seconds : 0)};
+    child_spec spec;
+    spec.die_with_parent = true;  // a lab killed with SIGKILL takes them along
     for (std::int32_t i = 0; i < count; ++i) {
-        const pid_t pid = ::fork();
-        if (pid == 0) busy_child(report[1], parent, nice, end);
-        if (pid < 0) {
-            const int error = errno;
+        try {
+            children_.push_back(child_process::start_function(spec, busy_child, const_cast<busy_setup*>(&setup)));
+        } catch (const std::system_error& e) {
             ::close(report[0]);
             ::close(report[1]);
             stop();
-            throw std::runtime_error(std::string("busy loops: fork: ") + std::strerror(error));
+            throw std::runtime_error(std::string("busy loops: fork: ") + std::strerror(e.code().value()));
         }
-        pids_.push_back(pid);
+        pids_.push_back(children_.back().pid());
     }
     ::close(report[1]);
     for (std::int32_t i = 0; i < count; ++i) {
@@ -214,10 +232,9 @@ busy_loops::busy_loops(std::int32_t count, std::int32_t nice, double max_seconds
 busy_loops::~busy_loops() { stop(); }
 
 void busy_loops::stop() noexcept {
-    for (const pid_t pid : pids_) ::kill(pid, SIGKILL);
-    for (const pid_t pid : pids_)
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-        }
+    for (auto& child : children_) child.signal(SIGKILL);  // all first, then each reaped
+    for (auto& child : children_) child.kill_and_wait();
+    children_.clear();
     pids_.clear();
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/results.hpp"
+#include "os/child_process.hpp"
 
 namespace contend::lab {
 
@@ -86,7 +87,8 @@ public:
 
 private:
     void stop() noexcept;
-    std::vector<pid_t> pids_;
+    std::vector<child_process> children_;
+    std::vector<pid_t> pids_;  // children_'s, while they run
 };
 
 }  // namespace contend::lab

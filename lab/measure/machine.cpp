@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <fstream>
 #include <vector>
 
 #include "contend/wait_backend.hpp"
 #include "model/statistics.hpp"
 #include "model/version.hpp"
+#include "os/child_process.hpp"
 
 #ifndef CONTEND_LAB_BUILD_FLAGS
 #define CONTEND_LAB_BUILD_FLAGS "unknown"
@@ -43,12 +45,18 @@ std::string cpu_model() {
     return "unknown";
 }
 
-std::string command_output(const std::string& command) {
+// What the program printed on standard output, its trailing newlines removed; "" when it
+// could not run. Run without a shell; its standard error goes to /dev/null.
+std::string command_output(const std::vector<std::string>& argv) {
+    child_spec spec;
+    spec.argv = argv;
+    spec.output = child_stream::pipe;
+    spec.errors = child_stream::null;
     std::string out;
-    if (FILE* p = popen(command.c_str(), "r")) {
-        char buf[256];
-        while (std::fgets(buf, sizeof buf, p)) out += buf;
-        pclose(p);
+    try {
+        out = run_child(spec).output;
+    } catch (const std::exception&) {
+        return "";  // no pipe, no fork: no label, as when git is missing
     }
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
     return out;
@@ -82,7 +90,7 @@ machine_context read_machine_context(const std::string& label, const std::string
     machine_context c;
     c.date = utc_now();
     c.label = label.empty()
-                  ? command_output("git -C '" CONTEND_LAB_SOURCE_DIR "' describe --always --dirty --tags 2>/dev/null")
+                  ? command_output({"git", "-C", CONTEND_LAB_SOURCE_DIR, "describe", "--always", "--dirty", "--tags"})
                   : label;
     char host[256] = {};
     gethostname(host, sizeof host - 1);

@@ -1,14 +1,9 @@
 #include "run/cell_runner.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,10 +11,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "os/child_process.hpp"
 #include "store/results_io.hpp"
 #include "suites/suites.hpp"
-
-extern char** environ;
 
 namespace contend::lab {
 namespace {
@@ -48,18 +42,6 @@ std::string format_seconds(double s) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", s);
     return buf;
-}
-
-// Writes all of `text` to `fd`; false on an error other than EINTR.
-bool write_fully(int fd, const std::string& text) {
-    std::size_t at = 0;
-    while (at < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        at += static_cast<std::size_t>(n);
-    }
-    return true;
 }
 
 }  // namespace
@@ -110,34 +92,17 @@ cell_settings settings_from_json(const nlohmann::json& j) {
 
 std::optional<cell_result> run_cell_in_child(const std::string& executable, const cell_settings& settings,
                                              const std::atomic<int>* stop) {
-    int out[2], in[2];
-    if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    if (pipe2(in, O_CLOEXEC) != 0) {
-        close(out[0]);
-        close(out[1]);
-        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    }
-    std::string program = executable, mode = "__cell";
-    char* argv[] = {program.data(), mode.data(), nullptr};
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    close(in[0]);
-    if (spawned != 0) {
-        close(out[0]);
-        close(in[1]);
-        return failed_cell(settings, "crashed", std::string("could not start: ") + std::strerror(spawned));
-    }
-    // The settings: one line, then end of file. A child that died at once leaves the pipe
-    // without a reader; SIGPIPE is ignored by the CLI, and the child's exit tells the rest.
-    (void)write_fully(in[1], settings_to_json(settings).dump() + "\n");
-    close(in[1]);
+    // The settings: one line on its standard input, then end of file. A child that died at
+    // once leaves the pipe without a reader: the write fails, and the child's exit tells the rest.
+    child_spec spec;
+    // The file itself, never looked up in PATH.
+    spec.argv = {executable.find('/') == std::string::npos ? "./" + executable : executable, "__cell"};
+    spec.input = child_stream::pipe;
+    spec.input_text = settings_to_json(settings).dump() + "\n";
+    spec.output = child_stream::pipe;
+    child_process child = child_process::start(spec);
+    if (child.start_error() != 0)
+        return failed_cell(settings, "crashed", std::string("could not start: ") + std::strerror(child.start_error()));
 
     // A repetition (or calibration step) must finish within the deadline; allow the child
     // some grace on top to notice its own deadline and report.
@@ -148,27 +113,19 @@ std::optional<cell_result> run_cell_in_child(const std::string& executable, cons
     auto last_news = std::chrono::steady_clock::now();
     for (;;) {
         if (stop && stop->load() != 0) {
-            kill(pid, SIGKILL);
             stopped = true;
             break;
         }
         const auto waited = std::chrono::steady_clock::now() - last_news;
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(silence_limit - waited).count();
         if (left <= 0) {
-            kill(pid, SIGKILL);
             killed = true;
             break;
         }
         // Short polls: a stop request is noticed within 100 ms.
-        pollfd p{out[0], POLLIN, 0};
-        const int ready = poll(&p, 1, static_cast<int>(std::min<long long>(left, 100)));
-        if (ready < 0 && errno != EINTR) break;
-        if (ready <= 0) continue;
-        char chunk[4096];
-        const ssize_t n = read(out[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;  // the child closed its end: it is done
-        buffer.append(chunk, static_cast<std::size_t>(n));
+        const auto read = child.read_output(buffer, static_cast<int>(std::min<long long>(left, 100)));
+        if (read == child_process::read_result::end) break;  // the child closed its end: it is done
+        if (read == child_process::read_result::idle) continue;
         std::size_t newline;
         while ((newline = buffer.find('\n')) != std::string::npos) {
             const std::string line = buffer.substr(0, newline);
@@ -177,10 +134,7 @@ std::optional<cell_result> run_cell_in_child(const std::string& executable, cons
             if (line.rfind("cell ", 0) == 0) result_line = line.substr(5);
         }
     }
-    close(out[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    const child_exit ended = killed || stopped ? child.kill_and_wait() : child.wait();
     if (stopped) return std::nullopt;
     if (killed)
         return failed_cell(settings, "timed_out",
@@ -193,11 +147,9 @@ std::optional<cell_result> run_cell_in_child(const std::string& executable, cons
             return failed_cell(settings, "crashed", std::string("unreadable result: ") + e.what());
         }
     }
-    if (WIFSIGNALED(status))
-        return failed_cell(settings, "crashed", "killed by signal " + std::to_string(WTERMSIG(status)));
-    return failed_cell(
-        settings, "crashed",
-        "exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " and no result");
+    if (ended.end == child_end::signaled)
+        return failed_cell(settings, "crashed", "killed by signal " + std::to_string(ended.value));
+    return failed_cell(settings, "crashed", "exited with status " + std::to_string(ended.value) + " and no result");
 }
 
 int cell_child_main() {

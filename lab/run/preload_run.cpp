@@ -1,12 +1,10 @@
-// `contend run`'s process handling: fork, exec with LD_PRELOAD, pass signals on, wait.
+// `contend run`'s process handling: start the program with LD_PRELOAD, pass signals on, wait.
 #include "run/preload_run.hpp"
 
 #include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -22,6 +20,7 @@
 #include <system_error>
 
 #include "interpose/interpose_locks.hpp"
+#include "os/child_process.hpp"
 
 #ifndef CONTEND_INTERPOSE_BUILD_PATH
 #define CONTEND_INTERPOSE_BUILD_PATH ""
@@ -129,14 +128,6 @@ std::vector<std::string> child_environment(const preload_request& r) {
     if (!r.profile_path.empty()) env.push_back("CONTEND_INTERPOSE_PROFILE=" + r.profile_path);
     if (!r.run_dir.empty()) env.push_back("CONTEND_INTERPOSE_RUN_DIR=" + r.run_dir);
     return env;
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-    std::vector<char*> p;
-    p.reserve(strings.size() + 1);
-    for (auto& s : strings) p.push_back(s.data());
-    p.push_back(nullptr);
-    return p;
 }
 
 }  // namespace
@@ -270,63 +261,33 @@ program_status run_preloaded(const preload_request& r) {
     if (!std::filesystem::path(r.library).is_absolute())
         throw std::invalid_argument("the interposition library path " + r.library + " is not absolute");
 
-    std::vector<std::string> args = r.argv;
-    std::vector<std::string> env = child_environment(r);
-    std::vector<char*> argv = pointers(args);
-    std::vector<char*> envp = pointers(env);
-
-    // The exec's errno comes back through a close-on-exec pipe: EOF means it ran.
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+    child_spec spec;
+    spec.argv = r.argv;
+    spec.environment = child_environment(r);
+    // The program gets the dispositions contend was started with, not the ones set for
+    // waiting nor the lab's ignores (a program that writes to a closed pipe dies of SIGPIPE).
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP && (is_forwarded(sig) || sig == SIGCHLD))
+            (ignored_at_start[static_cast<std::size_t>(sig)] ? spec.ignored_signals : spec.default_signals)
+                .push_back(sig);
+    // Published as soon as it exists, so that a signal sent before the exec is passed on too.
+    spec.pid_out = &running_child;
+    struct clear_running_child {
+        ~clear_running_child() { running_child.store(0); }
+    } clear_after;
     const signals_while_waiting signals;
-    const pid_t child = fork();
-    if (child < 0) {
-        const int e = errno;
-        close(report[0]);
-        close(report[1]);
-        throw std::system_error(e, std::generic_category(), "fork");
-    }
-    if (child == 0) {
-        // The program gets the dispositions contend was started with, not the ones set for
-        // waiting nor the lab's ignores (a program that writes to a closed pipe dies of SIGPIPE).
-        for (int sig = 1; sig < NSIG; ++sig)
-            if (sig != SIGKILL && sig != SIGSTOP && (is_forwarded(sig) || sig == SIGCHLD))
-                signal(sig, ignored_at_start[static_cast<std::size_t>(sig)] ? SIG_IGN : SIG_DFL);
-        execvpe(argv[0], argv.data(), envp.data());
-        const int e = errno;
-        (void)!write(report[1], &e, sizeof e);
-        _exit(127);
-    }
-    running_child.store(child);
-    close(report[1]);
+    child_process child = child_process::start(spec);
     program_status status;
-    int e = 0;
-    ssize_t got;
-    do {
-        got = read(report[0], &e, sizeof e);
-    } while (got < 0 && errno == EINTR);
-    close(report[0]);
-    if (got == static_cast<ssize_t>(sizeof e)) status.start_error = e;
-    int w = 0;
-    struct rusage usage {};
-    while (wait4(child, &w, 0, &usage) < 0) {
-        if (errno != EINTR) {
-            running_child.store(0);
-            throw std::system_error(errno, std::generic_category(), "wait4");
-        }
+    if (child.start_error() != 0) {
+        status.start_error = child.start_error();
+        status.value = 127;  // the exit status of the child whose exec failed
+        return status;
     }
-    running_child.store(0);
-    if (status.start_error == 0) status.pid = child;
-    const auto ns = [](const timeval& t) {
-        return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_usec) * 1e3;
-    };
-    status.cpu_ns = ns(usage.ru_utime) + ns(usage.ru_stime);
-    if (WIFSIGNALED(w)) {
-        status.signalled = true;
-        status.value = WTERMSIG(w);
-    } else {
-        status.value = WEXITSTATUS(w);
-    }
+    status.pid = child.pid();
+    const child_exit ended = child.wait();
+    status.cpu_ns = ended.cpu_ns;
+    status.signalled = ended.end == child_end::signaled;
+    status.value = ended.value;
     return status;
 }
 

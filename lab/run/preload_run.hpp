@@ -29,7 +29,7 @@ struct preload_request {
     std::string library;  // the interposition library, an absolute path
     std::string profile_path;  // empty: no profile; else where the library writes it at exit
     // empty: none; else where the library leaves its marker at load (read_run_markers in
-    // run/run_profile.hpp)
+    // run/profile_files.hpp)
     std::string run_dir;
 };
 

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "os/write_all.hpp"
 #include "store/interrupted.hpp"
 
 namespace contend::lab {
@@ -103,23 +104,11 @@ fs::path target_of(const std::string& path) {
     return p.lexically_normal();
 }
 
+// Whether a stop signal came: write_all then gives up on an EINTR (a FIFO nobody reads
+// blocks until a signal) and returns it.
 bool stop_requested() {
     const std::atomic<int>* flag = stop_flag.load();
     return flag != nullptr && flag->load() != 0;
-}
-
-// Writes all of `text` to `fd`, retrying short writes and EINTR. Returns 0 or an errno:
-// EINTR when a stop signal interrupted the write (a FIFO nobody reads blocks until then).
-int write_all(int fd, std::string_view text) {
-    while (!text.empty()) {
-        const ssize_t n = ::write(fd, text.data(), text.size());
-        if (n < 0) {
-            if (errno == EINTR && !stop_requested()) continue;
-            return errno;
-        }
-        text.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return 0;
 }
 
 // Standard output ("-"), or an existing file that is not a regular file (a device, a FIFO):
@@ -130,7 +119,7 @@ void write_in_place(const std::string& what, const std::string& path, const std:
         // What stdio holds goes first, so the text lands after it; a failure there is this
         // output's failure too.
         if (std::fflush(stdout) != 0) fail_write(what, "(standard output)", "cannot write: " + errno_text(errno));
-        if (const int error = write_all(STDOUT_FILENO, text); error != 0) {
+        if (const int error = write_all(STDOUT_FILENO, text, stop_requested); error != 0) {
             if (error == EINTR) throw_if_stopped_writing(what, "(standard output)");
             fail_write(what, "(standard output)", "cannot write: " + errno_text(error));
         }
@@ -141,7 +130,7 @@ void write_in_place(const std::string& what, const std::string& path, const std:
     while ((fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC)) < 0 && errno == EINTR)
         throw_if_stopped_writing(what, path);
     if (fd < 0) fail_write(what, path, "cannot open: " + errno_text(errno));
-    int error = write_all(fd, text);
+    int error = write_all(fd, text, stop_requested);
     if (::close(fd) != 0 && error == 0) error = errno;
     if (error == EINTR) throw_if_stopped_writing(what, path);
     if (error != 0) fail_write(what, path, "cannot write: " + errno_text(error));
@@ -177,7 +166,7 @@ std::string write_temporary(const std::string& what, const std::string& path, co
         mode = 0666 & ~mask;
     }
     if (::fchmod(fd, mode) != 0) give_up("cannot set permissions: " + errno_text(errno));
-    if (const int error = write_all(fd, text); error != 0) {
+    if (const int error = write_all(fd, text, stop_requested); error != 0) {
         if (error == EINTR) {
             ::close(fd);
             remove_temporary(temporary);

@@ -15,13 +15,7 @@
 // with its reason. There is no calibration: wrk runs for a fixed time.
 #include "suites/server_suite.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -31,10 +25,13 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "measure/harness.hpp"
 #include "model/statistics.hpp"
+#include "os/child_process.hpp"
 
 namespace contend::lab {
 
@@ -52,38 +49,25 @@ constexpr double start_limit_s = 10, stop_limit_s = 10;
 
 // A child process with its standard output and error on one pipe.
 struct child {
-    pid_t pid = -1;
-    int out = -1;
+    child_process process;  // the destructor kills and reaps one still running
     std::string text;  // what it printed so far
 };
 
 // Starts argv[0] with PR_SET_PDEATHSIG, so that a cell's process killed for missing its
-// deadline leaves no server or wrk behind. Returns an error message or nothing.
+// deadline leaves no server or wrk behind. Returns an error message or nothing; a program
+// that cannot be executed is not an error here: it prints nothing and ends (reap says how).
 std::optional<std::string> start(const std::vector<std::string>& args, child& c) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        return std::string("fork: ") + std::strerror(errno);
+    child_spec spec;
+    spec.argv = args;
+    spec.output = child_stream::pipe;
+    spec.errors = child_stream::pipe;
+    spec.die_with_parent = true;
+    try {
+        c.process = child_process::start(spec);
+    } catch (const std::system_error& e) {
+        return std::string(std::string_view(e.what()).starts_with("fork") ? "fork: " : "pipe: ") +
+               std::strerror(e.code().value());
     }
-    if (pid == 0) {
-        // Only async-signal-safe calls between fork and exec: the parent may have threads.
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);
-        ::dup2(fds[1], STDOUT_FILENO);
-        ::dup2(fds[1], STDERR_FILENO);
-        ::execvp(argv[0], argv.data());
-        ::_exit(127);
-    }
-    ::close(fds[1]);
-    c.pid = pid;
-    c.out = fds[0];
     return std::nullopt;
 }
 
@@ -94,61 +78,26 @@ bool read_until(child& c, double limit_s, Done done) {
     const auto deadline =
         steady::now() + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(limit_s));
     while (!done(c.text)) {
-        if (c.out < 0) return false;
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
         if (left <= 0) return false;
-        pollfd p{c.out, POLLIN, 0};
-        const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-        if (ready < 0 && errno != EINTR) return false;
-        if (ready <= 0) continue;
-        char buf[4096];
-        const ssize_t n = ::read(c.out, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            ::close(c.out);
-            c.out = -1;
+        if (c.process.read_output(c.text, static_cast<int>(std::min<long long>(left, 1000))) ==
+            child_process::read_result::end)
             return done(c.text);
-        }
-        c.text.append(buf, static_cast<std::size_t>(n));
     }
     return true;
 }
 
-// Reaps c within limit_s; kills it if it does not exit by then. The status, or nothing when
-// it had to be killed. `usage`: the child's CPU time.
-std::optional<int> reap(child& c, double limit_s, rusage& usage) {
-    const auto deadline =
-        steady::now() + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(limit_s));
-    int status = 0;
-    for (;;) {
-        const pid_t r = ::wait4(c.pid, &status, WNOHANG, &usage);
-        if (r == c.pid) break;
-        if (r < 0 && errno != EINTR) return std::nullopt;
-        if (steady::now() >= deadline) {
-            ::kill(c.pid, SIGKILL);
-            ::wait4(c.pid, &status, 0, &usage);
-            c.pid = -1;
-            if (c.out >= 0) ::close(c.out);
-            c.out = -1;
-            return std::nullopt;
-        }
-        ::usleep(5000);
-    }
-    c.pid = -1;
-    if (c.out >= 0) ::close(c.out);
-    c.out = -1;
-    return status;
+// Reaps c within limit_s; kills it if it does not exit by then. How it ended, or nothing
+// when it had to be killed. `cpu_ns`: the child's CPU time.
+std::optional<child_exit> reap(child& c, double limit_s, double& cpu_ns) {
+    if (c.process.pid() == 0) return child_exit{child_end::not_started, c.process.start_error(), 0};
+    const auto ended = c.process.wait_for(limit_s);
+    cpu_ns = ended ? ended->cpu_ns : c.process.kill_and_wait().cpu_ns;
+    return ended;
 }
 
 // Kills and reaps what is left of c (after a failure).
-void discard(child& c) {
-    if (c.pid > 0) {
-        ::kill(c.pid, SIGKILL);
-        ::waitpid(c.pid, nullptr, 0);
-    }
-    if (c.out >= 0) ::close(c.out);
-    c = {};
-}
+void discard(child& c) { c = {}; }
 
 std::string last_lines(const std::string& text) {
     std::string t = text.size() > 400 ? "..." + text.substr(text.size() - 400) : text;
@@ -287,11 +236,13 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
         return fail("wrk_failed", *error);
     }
     read_until(wrk, seconds + stop_limit_s, [](const std::string&) { return false; });  // to the end
-    rusage ignored{};
+    double ignored = 0;
     const auto wrk_status = reap(wrk, 1, ignored);
-    if (!wrk_status || !WIFEXITED(*wrk_status) || WEXITSTATUS(*wrk_status) != 0) {
+    if (!wrk_status || wrk_status->end != child_end::exited || wrk_status->value != 0) {
         discard(server);
-        const bool missing = wrk_status && WIFEXITED(*wrk_status) && WEXITSTATUS(*wrk_status) == 127;
+        // Not executed (not in PATH), or a wrapper that said so with the shell's 127.
+        const bool missing = wrk_status && (wrk_status->end == child_end::not_started ||
+                                            (wrk_status->end == child_end::exited && wrk_status->value == 127));
         return fail("wrk_failed", missing ? std::string("wrk not found: run scripts/setup.sh (Debian package wrk)")
                                           : "wrk did not finish cleanly: " + last_lines(wrk.text));
     }
@@ -301,14 +252,12 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
         return fail("wrk_failed", "wrk's output could not be read: " + last_lines(wrk.text));
     }
 
-    ::kill(server.pid, SIGTERM);
+    server.process.signal(SIGTERM);
     read_until(server, stop_limit_s, [](const std::string&) { return false; });
-    rusage usage{};
-    const auto server_status = reap(server, 1, usage);
+    double cpu_ns = 0;
+    const auto server_status = reap(server, 1, cpu_ns);
     const auto totals = parse_totals(server.text);
     const double errors = report->socket_errors + report->non_2xx;
-    const double cpu_ns = (static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e9 +
-                           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e3);
 
     metrics.emplace_back("requests_per_second", report->requests_per_second);
     if (totals && totals->pipe_contentions)
@@ -322,12 +271,10 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
     metrics.emplace_back("errors", errors);
 
     if (!server_status) return fail("server_exit", "the server did not exit within 10 s of SIGTERM");
-    if (!WIFEXITED(*server_status) || WEXITSTATUS(*server_status) != 0)
-        return fail("server_exit",
-                    "the server ended with " +
-                        (WIFEXITED(*server_status) ? "status " + std::to_string(WEXITSTATUS(*server_status))
-                                                   : "signal " + std::to_string(WTERMSIG(*server_status))) +
-                        ": " + last_lines(server.text));
+    if (server_status->end != child_end::exited || server_status->value != 0)
+        return fail("server_exit", std::string("the server ended with ") +
+                                       (server_status->end == child_end::exited ? "status " : "signal ") +
+                                       std::to_string(server_status->value) + ": " + last_lines(server.text));
     if (!totals) return fail("server_exit", "the server printed no totals: " + last_lines(server.text));
     if (errors > 0) {
         char detail[160];

@@ -22,6 +22,7 @@
 #include <cstdlib>
 
 #include "interpose/exports.hpp"
+#include "interpose/format/profile_format.hpp"
 #include "interpose/lock_choice.hpp"
 #include "interpose/profile.hpp"
 
@@ -101,8 +102,8 @@ int exec_with_profile(Exec&& exec) noexcept {
     const char* dir = std::getenv("CONTEND_INTERPOSE_RUN_DIR");
     if (dir == nullptr || *dir != '/') return;
     char path[4096];
-    const int n = std::snprintf(path, sizeof path, "%s/%d.loaded.%s", dir, static_cast<int>(::getpid()),
-                                lock_name(current_lock()));
+    const int n = std::snprintf(path, sizeof path, "%s/%d%s%s", dir, static_cast<int>(::getpid()),
+                                contend::interpose::profile_format::loaded_infix, lock_name(current_lock()));
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof path) return;
     const int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) ::close(fd);

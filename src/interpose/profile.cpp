@@ -25,9 +25,13 @@
 #include <utility>
 #include <vector>
 
+#include "interpose/format/profile_format.hpp"
 #include "platform/tsan_sync.hpp"
 
 namespace contend::interpose::profile {
+
+// The file's fields and names, declared once with the reader's (format/profile_format.hpp).
+using namespace contend::interpose::profile_format;
 
 // A log-linear histogram of tick counts: exact below 8, then 8 buckets per power of two (each
 // under 13 % wide, so a percentile read off it is within about 6 % of the true value).
@@ -200,7 +204,8 @@ std::string file_in_directory(const char* suffix) {
 
 void make_running_marker() noexcept {
     char path[4096];
-    const int n = std::snprintf(path, sizeof path, "%s/%d.running", state.directory, static_cast<int>(state.pid));
+    const int n =
+        std::snprintf(path, sizeof path, "%s/%d%s", state.directory, static_cast<int>(state.pid), running_suffix);
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof path) return;
     const int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) ::close(fd);
@@ -210,7 +215,8 @@ void make_running_marker() noexcept {
 void remove_running_marker() noexcept {
     if (!state.marker_made) return;
     char path[4096];
-    const int n = std::snprintf(path, sizeof path, "%s/%d.running", state.directory, static_cast<int>(state.pid));
+    const int n =
+        std::snprintf(path, sizeof path, "%s/%d%s", state.directory, static_cast<int>(state.pid), running_suffix);
     if (n > 0 && static_cast<std::size_t>(n) < sizeof path) ::unlink(path);
     state.marker_made = false;
 }
@@ -526,7 +532,7 @@ std::string executable_path() {
 // Where a call site is, for addr2line: the object, and the address in it that addr2line takes.
 void write_site(json_out& j, const void* site, const std::string& executable) {
     j.open('{');
-    j.key("address");
+    j.key(fields::address);
     j.hex(site);
     Dl_info info{};
     std::string module, function;
@@ -547,11 +553,11 @@ void write_site(json_out& j, const void* site, const std::string& executable) {
             std::free(demangled);
         }
     }
-    j.key("module");
+    j.key(fields::module);
     j.string(module.c_str());
-    j.key("module_address");
+    j.key(fields::module_address);
     j.hex(module_address);
-    j.key("function");
+    j.key(fields::function);
     j.string(function.c_str());
     j.close('}');
 }
@@ -613,18 +619,18 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
         return static_cast<std::uint64_t>(histogram::quantile(h, 0.99) * ns_per_tick);
     };
     j.open('{');
-    j.key("address");
+    j.key(fields::address);
     j.hex(t.address);
-    j.field("acquisitions", t.acquisitions);
-    j.field("contended", t.contended);
-    j.field("timeouts", t.timeouts);
-    j.field("wait_ns", ns(t.wait_ticks));
-    j.field("wait_p99_ns", p99_ns(t.waits));
-    j.field("wait_max_ns", ns(t.wait_max));
-    j.field("hold_samples", t.hold_samples);
-    j.field("hold_sampled_ns", ns(t.hold_ticks));
-    j.field("hold_p99_ns", p99_ns(t.holds));
-    j.key("site");
+    j.field(fields::acquisitions, t.acquisitions);
+    j.field(fields::contended, t.contended);
+    j.field(fields::timeouts, t.timeouts);
+    j.field(fields::wait_ns, ns(t.wait_ticks));
+    j.field(fields::wait_p99_ns, p99_ns(t.waits));
+    j.field(fields::wait_max_ns, ns(t.wait_max));
+    j.field(fields::hold_samples, t.hold_samples);
+    j.field(fields::hold_sampled_ns, ns(t.hold_ticks));
+    j.field(fields::hold_p99_ns, p99_ns(t.holds));
+    j.key(fields::site);
     write_site(j, t.site, executable);
     j.close('}');
 }
@@ -662,23 +668,23 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
 
     json_out j;
     j.open('{');
-    j.key("format");
-    j.string("contend-interpose-profile/1");
-    j.field("pid", static_cast<std::uint64_t>(state.pid));
-    j.key("executable");
+    j.key(fields::format);
+    j.string(format_name);
+    j.field(fields::pid, static_cast<std::uint64_t>(state.pid));
+    j.key(fields::executable);
     j.string(executable.c_str());
-    j.key("lock");
+    j.key(fields::lock);
     j.string(state.lock_name);
-    j.key("seconds");
+    j.key(fields::seconds);
     j.real(seconds);
-    j.field("hold_sample_period", hold_sample_period());
-    j.field("acquisitions", acquisitions);
-    j.field("contended", contended);
-    j.field("trylock_busy", trylock_busy);
-    j.field("timeouts", timeouts);
-    j.field("wait_ns", static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
-    j.field("locks_dropped", state.locks_dropped.load());
-    j.key("locks");
+    j.field(fields::hold_sample_period, hold_sample_period());
+    j.field(fields::acquisitions, acquisitions);
+    j.field(fields::contended, contended);
+    j.field(fields::trylock_busy, trylock_busy);
+    j.field(fields::timeouts, timeouts);
+    j.field(fields::wait_ns, static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
+    j.field(fields::locks_dropped, state.locks_dropped.load());
+    j.key(fields::locks);
     j.open('[');
     for (const auto& t : lock_totals(records)) write_lock(j, t, ns_per_tick, executable);
     j.close(']');
@@ -717,7 +723,7 @@ std::string write_profile(bool snapshot) {
 
     const std::string text = profile_text(now, now_ticks);
     const std::string dir = state.directory, pid = std::to_string(state.pid);
-    const std::string temporary = dir + "/." + pid + ".json.tmp";
+    const std::string temporary = dir + "/" + temporary_prefix + pid + temporary_suffix;
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         complain(temporary);
@@ -729,10 +735,10 @@ std::string write_profile(bool snapshot) {
         ::unlink(temporary.c_str());
         return "";
     }
-    std::string final_path = file_in_directory(".json");
+    std::string final_path = file_in_directory(profile_suffix);
     if (snapshot) {
         for (int n = 1;; ++n) {
-            final_path = dir + "/" + pid + "-" + std::to_string(n) + ".json";
+            final_path = dir + "/" + pid + image_separator + std::to_string(n) + profile_suffix;
             if (::link(temporary.c_str(), final_path.c_str()) == 0) break;
             if (errno != EEXIST || n == 100000) {
                 complain(final_path);

@@ -2,13 +2,6 @@
 
 #include <cxxabi.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <regex>
@@ -16,8 +9,7 @@
 #include <vector>
 
 #include "measure/workload.hpp"
-
-extern char** environ;
+#include "os/child_process.hpp"
 
 namespace contend::lab {
 
@@ -41,52 +33,40 @@ namespace {
 
 // objdump, started without a shell, so that no path can run a command or break the quoting
 // (a folder named q'$(touch PWNED)'x or it's: tests/lab/disasm_test.cpp). Its stdout comes
-// through a pipe, its stderr goes to /dev/null.
+// through a pipe, read as it comes (the listing of a large binary is tens of MB), its stderr
+// goes to /dev/null.
 class objdump_process {
 public:
     explicit objdump_process(const std::string& executable) {
         // A path that starts with '-' would read as an option.
         const std::string path = executable.rfind('-', 0) == 0 ? "./" + executable : executable;
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-        std::vector<std::string> args{"objdump", "-d", "-C", "--no-show-raw-insn", path};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        const int spawned = ::posix_spawnp(&pid_, "objdump", &actions, nullptr, argv.data(), environ);
-        posix_spawn_file_actions_destroy(&actions);
-        ::close(fds[1]);
-        if (spawned != 0) {
-            ::close(fds[0]);
-            throw std::runtime_error(std::string("could not run objdump (") + std::strerror(spawned) +
+        child_spec spec;
+        spec.argv = {"objdump", "-d", "-C", "--no-show-raw-insn", path};
+        spec.output = child_stream::pipe;
+        spec.errors = child_stream::null;
+        child_ = child_process::start(spec);
+        if (child_.start_error() != 0)
+            throw std::runtime_error(std::string("could not run objdump (") + std::strerror(child_.start_error()) +
                                      "): install binutils");
-        }
-        out_ = ::fdopen(fds[0], "r");
-        if (!out_) {
-            ::close(fds[0]);
-            wait();
-            throw std::runtime_error("could not read objdump's output");
-        }
-    }
-    objdump_process(const objdump_process&) = delete;
-    objdump_process& operator=(const objdump_process&) = delete;
-    ~objdump_process() {  // after an exception: objdump ends on the closed pipe
-        if (out_) std::fclose(out_);
-        std::free(buf_);
-        if (pid_ > 0) wait();
     }
 
     // The next line of the listing, without its newline; false at the end.
     bool next_line(std::string& line) {
-        const ssize_t n = ::getline(&buf_, &cap_, out_);
-        if (n < 0) return false;
-        line.assign(buf_, static_cast<std::size_t>(n));
-        if (!line.empty() && line.back() == '\n') line.pop_back();
-        return true;
+        for (;;) {
+            if (const auto newline = buffer_.find('\n', at_); newline != std::string::npos) {
+                line.assign(buffer_, at_, newline - at_);
+                at_ = newline + 1;
+                return true;
+            }
+            buffer_.erase(0, at_);
+            at_ = 0;
+            if (child_.read_output(buffer_, 1000) == child_process::read_result::end) {
+                if (buffer_.empty()) return false;
+                line = std::move(buffer_);  // a last line without its newline
+                buffer_.clear();
+                return true;
+            }
+        }
     }
 
     // Reads the rest of the listing and waits for objdump: its exit status, or -1 when it
@@ -94,31 +74,16 @@ public:
     // function is found, lets a failure after it still be seen (objdump is not killed
     // by SIGPIPE halfway).
     int finish() {
-        char sink[1 << 16];
-        while (std::fread(sink, 1, sizeof sink, out_) > 0) {
-        }
-        std::fclose(out_);
-        out_ = nullptr;
-        std::free(buf_);
-        buf_ = nullptr;
-        return wait();
+        std::string sink;
+        while (child_.read_output(sink, 1000) != child_process::read_result::end) sink.clear();
+        const child_exit e = child_.wait();
+        return e.end == child_end::exited ? e.value : -1;
     }
 
 private:
-    int wait() {
-        int status = 0;
-        pid_t r;
-        while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
-        }
-        pid_ = -1;
-        if (r < 0) return -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-
-    pid_t pid_ = -1;
-    std::FILE* out_ = nullptr;
-    char* buf_ = nullptr;
-    std::size_t cap_ = 0;
+    child_process child_;  // after an exception, the destructor kills and reaps objdump
+    std::string buffer_;
+    std::size_t at_ = 0;
 };
 
 }  // namespace

@@ -1,0 +1,128 @@
+#include "run/profile_cells.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "measure/harness.hpp"
+#include "model/statistics.hpp"
+#include "store/results_io.hpp"
+#include "text/numbers.hpp"
+
+namespace contend::lab {
+
+param_list program_params(const std::vector<std::string>& argv) {
+    std::string name = argv.empty() ? "" : std::filesystem::path(argv.front()).filename().string();
+    for (auto& c : name) {
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                           c == '_' || c == '+' || c == '-';
+        if (!plain) c = '_';
+    }
+    if (name.size() > 64) name.resize(64);
+    if (name.empty()) name.push_back('_');
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    const auto mix = [&h](unsigned char byte) {
+        h ^= byte;
+        h *= 0x100000001b3ULL;
+    };
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+        const std::uint64_t n = argv[i].size();
+        for (int b = 0; b < 8; ++b) mix(static_cast<unsigned char>(n >> (8 * b)));
+        for (const char c : argv[i]) mix(static_cast<unsigned char>(c));
+    }
+    char args[24];
+    std::snprintf(args, sizeof args, "%012llx", static_cast<unsigned long long>(h >> 16));
+    return {{"program", name}, {"args", args}};
+}
+
+namespace {
+
+metric_list profile_metrics(const program_profile& p) {
+    const auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+    const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+    metric_list m;
+    // contentions_per_second under the name contend run has always published (docs/lab.md).
+    m.emplace_back("contentions_per_s", p.contentions_per_second());
+    m.emplace_back("acquisitions", static_cast<double>(p.acquisitions));
+    m.emplace_back("contended", static_cast<double>(p.contended));
+    m.emplace_back("trylock_busy", static_cast<double>(p.trylock_busy));
+    m.emplace_back("timeouts", static_cast<double>(p.timeouts));
+    m.emplace_back("wait_ms", ms(p.wait_ns));
+    std::uint64_t worst_p99 = 0;
+    for (const auto& l : p.locks) worst_p99 = std::max(worst_p99, l.wait_p99_ns);
+    m.emplace_back("wait_p99_us", p.locks.empty() ? not_measured : us(worst_p99));
+    m.emplace_back("locks_contended", static_cast<double>(p.locks.size()));
+    m.emplace_back("locks_dropped", static_cast<double>(p.locks_dropped));
+    m.emplace_back("processes", static_cast<double>(p.processes));
+    if (!p.locks.empty()) {
+        const auto& t = p.locks.front();
+        m.emplace_back("top_lock_acquisitions", static_cast<double>(t.acquisitions));
+        m.emplace_back("top_lock_contended", static_cast<double>(t.contended));
+        m.emplace_back("top_lock_wait_ms", ms(t.wait_ns));
+        m.emplace_back("top_lock_wait_p99_us", us(t.wait_p99_ns));
+        m.emplace_back("top_lock_hold_p99_us", t.hold_samples ? us(t.hold_p99_ns) : not_measured);
+        m.emplace_back("top_lock_hold_ms", t.estimated_hold_ns() / 1e6);
+    }
+    return m;
+}
+
+void set_status(cell_result& cell, const program_run& run) {
+    const program_status& s = run.status;
+    if (!run.not_interposed.empty() && s.start_error == 0 && !s.signalled && s.value == 0) {
+        cell.status = "not_interposed";
+        cell.detail = run.not_interposed;
+    } else if (s.start_error != 0) {
+        cell.status = "crashed";
+        cell.detail = std::string("could not start: ") + std::strerror(s.start_error);
+    } else if (s.signalled) {
+        cell.status = "crashed";
+        cell.detail = "killed by signal " + std::to_string(s.value);
+        if (const char* name = strsignal(s.value)) cell.detail.append(" (").append(name).append(")");
+    } else if (s.value != 0) {
+        cell.status = "failed";
+        cell.detail = "exit status " + std::to_string(s.value);
+    }
+}
+
+}  // namespace
+
+cell_result run_cell(const run_record_input& in) {
+    cell_result cell;
+    cell.suite = "run";
+    cell.contender = in.lock;
+    cell.params = program_params(in.argv);
+    if (in.profiled) cell.params.emplace_back("profile", "on");
+    cell.workers = 1;
+    cell.operation = "run";
+    cell.ops_per_worker = 1;
+    cell.repetitions = static_cast<std::int32_t>(in.runs.size());
+    std::vector<double> cpu;
+    // Each metric's values over the runs, in the order the first run that has it named it.
+    std::vector<std::pair<std::string, std::vector<double>>> metrics;
+    double lost = 0;
+    for (const auto& run : in.runs) {
+        cell.ns_per_op.push_back(run.wall_ns);
+        cpu.push_back(run.status.cpu_ns);
+        if (cell.valid()) set_status(cell, run);
+        if (in.profiled) lost = std::max(lost, static_cast<double>(run.processes_lost));
+        if (!run.profile) continue;
+        for (const auto& [name, value] : profile_metrics(*run.profile)) {
+            auto it = std::find_if(metrics.begin(), metrics.end(), [&](const auto& m) { return m.first == name; });
+            if (it == metrics.end()) it = metrics.insert(metrics.end(), {name, {}});
+            if (!std::isnan(value)) it->second.push_back(value);
+        }
+    }
+    summarize_samples(cell);
+    cell.cpu_ns_per_op = cpu.empty() ? 0 : median(cpu);
+    for (auto& [name, values] : metrics) {
+        check_metric_name(name);
+        cell.metrics.emplace_back(name, values.empty() ? not_measured : median(values));
+    }
+    // Not a median: one run's loss is the row's.
+    if (in.profiled) cell.metrics.emplace_back("processes_lost", lost);
+    return cell;
+}
+
+}  // namespace contend::lab

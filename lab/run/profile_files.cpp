@@ -1,0 +1,275 @@
+#include "run/profile_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+#include "model/statistics.hpp"
+#include "store/results_io.hpp"
+#include "text/numbers.hpp"
+#include "text/utf8.hpp"
+
+namespace contend::lab {
+namespace {
+
+// The file's fields and names, declared once with the writer's (src/interpose/format/).
+using namespace contend::interpose::profile_format;
+
+using json = nlohmann::json;
+
+[[noreturn]] void refuse(const std::string& why) { throw profile_error(why); }
+
+const json& member(const json& object, const char* key, const std::string& where) {
+    const auto it = object.find(key);
+    if (it == object.end()) refuse(where + "no \"" + key + "\"");
+    return *it;
+}
+
+std::uint64_t whole_number(const json& object, const char* key, const std::string& where = "") {
+    const json& v = member(object, key, where);
+    if (!v.is_number_unsigned()) refuse(where + "\"" + key + "\" is not a whole number >= 0 below 2^64");
+    return v.get<std::uint64_t>();
+}
+
+std::string text(const json& object, const char* key, const std::string& where = "") {
+    const json& v = member(object, key, where);
+    if (!v.is_string()) refuse(where + "\"" + key + "\" is not a string");
+    return v.get<std::string>();
+}
+
+// "0x" and 1 to 16 hex digits.
+std::uint64_t hex_address(const json& object, const char* key, const std::string& where) {
+    const std::string s = text(object, key, where);
+    std::uint64_t value = 0;
+    const bool prefixed = s.size() > 2 && s.size() <= 18 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    const auto [end, error] =
+        prefixed ? std::from_chars(s.data() + 2, s.data() + s.size(), value, 16) : std::from_chars_result{};
+    if (!prefixed || error != std::errc() || end != s.data() + s.size())
+        refuse(where + "\"" + key + "\" is not an address written 0x and hex digits: \"" + message_text(s, 40) + "\"");
+    return value;
+}
+
+lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
+    const std::string where = "locks[" + std::to_string(index) + "]: ";
+    if (!j.is_object()) refuse(where + "not an object");
+    lock_profile l;
+    l.pid = pid;
+    l.address = hex_address(j, fields::address, where);
+    l.acquisitions = whole_number(j, fields::acquisitions, where);
+    l.contended = whole_number(j, fields::contended, where);
+    l.wait_ns = whole_number(j, fields::wait_ns, where);
+    l.wait_p99_ns = whole_number(j, fields::wait_p99_ns, where);
+    l.wait_max_ns = whole_number(j, fields::wait_max_ns, where);
+    l.hold_samples = whole_number(j, fields::hold_samples, where);
+    l.hold_sampled_ns = whole_number(j, fields::hold_sampled_ns, where);
+    l.hold_p99_ns = whole_number(j, fields::hold_p99_ns, where);
+    const json& site = member(j, fields::site, where);
+    const std::string in_site = where + "site: ";
+    if (!site.is_object()) refuse(in_site + "not an object");
+    l.site.address = hex_address(site, fields::address, in_site);
+    l.site.module = text(site, fields::module, in_site);
+    l.site.module_address = hex_address(site, fields::module_address, in_site);
+    l.site.function = text(site, fields::function, in_site);
+    return l;
+}
+
+// 1 to 10 digits at `from`, read as a number; false when there are none or more.
+bool digits_at(std::string_view name, std::size_t& from, std::uint64_t& value) {
+    const std::size_t start = from;
+    while (from < name.size() && name[from] >= '0' && name[from] <= '9') ++from;
+    if (from == start || from - start > 10) return false;
+    value = std::stoull(std::string(name.substr(start, from - start)));
+    return true;
+}
+
+// `<pid>.json` or `<pid>-<n>.json`: the pid, or 0 for any other name.
+std::uint64_t profile_name_pid(std::string_view name) {
+    std::size_t at = 0;
+    std::uint64_t pid = 0, n = 0;
+    if (!digits_at(name, at, pid)) return 0;
+    if (at < name.size() && name[at] == image_separator && !digits_at(name, ++at, n)) return 0;
+    return name.substr(at) == profile_suffix ? pid : 0;
+}
+
+// The whole file, refused when it is not a regular file or too large.
+std::string read_regular_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) refuse(std::string("cannot open: ") + std::strerror(errno));
+    struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_it{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) refuse(std::string("cannot read: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) refuse("not a regular file");
+    if (static_cast<std::uint64_t>(st.st_size) > max_profile_bytes)
+        refuse("larger than " + std::to_string(max_profile_bytes >> 20) + " MiB");
+    std::string bytes;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) refuse(std::string("cannot read: ") + std::strerror(errno));
+        if (n == 0) break;
+        bytes.append(buf, static_cast<std::size_t>(n));
+        if (bytes.size() > max_profile_bytes) refuse("larger than " + std::to_string(max_profile_bytes >> 20) + " MiB");
+    }
+    return bytes;
+}
+
+}  // namespace
+
+std::string hex_text(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+double lock_profile::estimated_hold_ns() const {
+    if (hold_samples == 0) return not_measured;
+    return static_cast<double>(hold_sampled_ns) / static_cast<double>(hold_samples) * static_cast<double>(acquisitions);
+}
+
+std::string lock_profile::site_text() const {
+    std::string s;
+    if (!site.symbol.empty()) {
+        s = site.symbol;
+        if (!site.source.empty()) s.append(" at ").append(site.source);
+        if (!site.inlined_in.empty()) s.append(" (inlined in ").append(site.inlined_in).append(")");
+        // Without line information addr2line names the nearest symbol before the address,
+        // which in a stripped program may be another function: the place says where it is.
+        if (site.source.empty() && !site.module.empty())
+            s.append(" (")
+                .append(std::filesystem::path(site.module).filename().string())
+                .append("+")
+                .append(hex_text(site.module_address))
+                .append(")");
+    } else if (!site.function.empty()) {
+        s = site.function;
+    } else if (!site.module.empty()) {
+        s = std::filesystem::path(site.module).filename().string() + "+" + hex_text(site.module_address);
+    } else {
+        s = hex_text(site.address);
+    }
+    return message_text(s, 160);
+}
+
+process_profile parse_profile(std::string_view bytes) {
+    json j;
+    try {
+        j = parse_json_refusing_duplicate_keys(bytes);
+    } catch (const json_duplicate_key& e) {
+        refuse(e.what());
+    } catch (const std::exception& e) {
+        refuse(std::string("not JSON: ") + message_text(e.what(), 160));
+    }
+    if (!j.is_object()) refuse("not a JSON object");
+    const std::string format = text(j, fields::format);
+    if (format != profile_format_name)
+        refuse("\"format\" is \"" + message_text(format, 60) + "\", not \"" + std::string(profile_format_name) +
+               "\" (a library of another version of contend?)");
+    process_profile p;
+    const std::uint64_t pid = whole_number(j, fields::pid);
+    if (pid == 0 || pid > 0x7fffffff) refuse("\"pid\" " + std::to_string(pid) + " is not a process id");
+    p.pid = static_cast<std::int64_t>(pid);
+    p.executable = text(j, fields::executable);
+    p.lock = text(j, fields::lock);
+    const json& seconds = member(j, fields::seconds, "");
+    if (!seconds.is_number() || !std::isfinite(seconds.get<double>()) || seconds.get<double>() < 0)
+        refuse("\"seconds\" is not a number >= 0");
+    p.seconds = seconds.get<double>();
+    p.hold_sample_period = whole_number(j, fields::hold_sample_period);
+    p.acquisitions = whole_number(j, fields::acquisitions);
+    p.contended = whole_number(j, fields::contended);
+    p.trylock_busy = whole_number(j, fields::trylock_busy);
+    p.timeouts = whole_number(j, fields::timeouts);
+    p.wait_ns = whole_number(j, fields::wait_ns);
+    p.locks_dropped = whole_number(j, fields::locks_dropped);
+    const json& locks = member(j, fields::locks, "");
+    if (!locks.is_array()) refuse("\"locks\" is not an array");
+    std::set<std::uint64_t> seen;
+    for (std::size_t i = 0; i < locks.size(); ++i) {
+        p.locks.push_back(parse_lock(locks[i], p.pid, i));
+        if (!seen.insert(p.locks.back().address).second)
+            refuse("locks[" + std::to_string(i) + "]: the lock " + hex_text(p.locks.back().address) +
+                   " is listed twice");
+    }
+    return p;
+}
+
+profile_folder read_profile_folder(const std::string& folder) {
+    profile_folder result;
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+        if (const std::string name = it->path().filename().string(); profile_name_pid(name) != 0) names.push_back(name);
+    if (ec) result.errors.push_back(folder + ": cannot list the folder: " + ec.message());
+    std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+        return a.size() != b.size() ? a.size() < b.size() : a < b;  // by pid
+    });
+    for (const auto& name : names) {
+        try {
+            process_profile p = parse_profile(read_regular_file(folder + "/" + name));
+            if (static_cast<std::uint64_t>(p.pid) != profile_name_pid(name))
+                refuse("its \"pid\" is " + std::to_string(p.pid) + ", not the one in its name");
+            result.processes.push_back(std::move(p));
+        } catch (const profile_error& e) {
+            result.errors.push_back(name + ": " + e.what());
+        }
+    }
+    return result;
+}
+
+run_markers read_run_markers(const std::string& folder) {
+    run_markers markers;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        std::size_t at = 0;
+        std::uint64_t pid = 0;
+        if (!digits_at(name, at, pid) || pid == 0) continue;
+        const std::string_view rest = std::string_view(name).substr(at);
+        const std::string_view loaded = loaded_infix;
+        if (rest == running_suffix) markers.unfinished.push_back(static_cast<std::int64_t>(pid));
+        else if (rest.starts_with(loaded))
+            markers.loaded.emplace_back(static_cast<std::int64_t>(pid), std::string(rest.substr(loaded.size())));
+    }
+    std::sort(markers.loaded.begin(), markers.loaded.end());
+    std::sort(markers.unfinished.begin(), markers.unfinished.end());
+    return markers;
+}
+
+profile_directory::profile_directory(bool writable_by_all) {
+    std::string base = "/tmp";
+    if (const char* t = std::getenv("TMPDIR"); t && *t == '/') base = t;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    std::string pattern = base + "/contend-run-profile.XXXXXX";
+    if (!::mkdtemp(pattern.data()))
+        throw std::system_error(errno, std::generic_category(), "cannot create a profile folder in " + base);
+    path_ = pattern;
+    if (writable_by_all && ::chmod(path_.c_str(), 0733) != 0) {
+        const int e = errno;
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+        throw std::system_error(e, std::generic_category(),
+                                "cannot open the profile folder " + path_ + " to all users");
+    }
+}
+
+profile_directory::~profile_directory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+}
+
+}  // namespace contend::lab

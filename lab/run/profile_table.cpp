@@ -1,0 +1,119 @@
+#include "run/profile_table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "model/results.hpp"
+#include "model/statistics.hpp"
+#include "text/numbers.hpp"
+#include "text/utf8.hpp"
+
+namespace contend::lab {
+namespace {
+
+template <class T>
+void add_distinct(std::vector<T>& list, const T& value) {
+    if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+}  // namespace
+
+double program_profile::contentions_per_second() const {
+    return seconds > 0 ? static_cast<double>(contended) / seconds : not_measured;
+}
+
+program_profile merge_profiles(const std::vector<process_profile>& processes, std::int64_t main_pid) {
+    program_profile m;
+    m.main_pid = main_pid;
+    m.processes = processes.size();
+    for (const auto& p : processes) {
+        if (m.executable.empty() || p.pid == main_pid) m.executable = p.executable;
+        add_distinct(m.locks_named, p.lock);
+        add_distinct(m.hold_sample_periods, p.hold_sample_period);
+        m.seconds = std::max(m.seconds, p.seconds);
+        // Saturating: a hostile file's counts may be near 2^64.
+        const auto add = [](std::uint64_t& to, std::uint64_t v) { to = v > UINT64_MAX - to ? UINT64_MAX : to + v; };
+        add(m.acquisitions, p.acquisitions);
+        add(m.contended, p.contended);
+        add(m.trylock_busy, p.trylock_busy);
+        add(m.timeouts, p.timeouts);
+        add(m.wait_ns, p.wait_ns);
+        add(m.locks_dropped, p.locks_dropped);
+        m.locks.insert(m.locks.end(), p.locks.begin(), p.locks.end());
+    }
+    std::sort(m.locks.begin(), m.locks.end(), [](const lock_profile& a, const lock_profile& b) {
+        if (a.wait_ns != b.wait_ns) return a.wait_ns > b.wait_ns;
+        if (a.contended != b.contended) return a.contended > b.contended;
+        if (a.pid != b.pid) return a.pid < b.pid;
+        return a.address < b.address;
+    });
+    return m;
+}
+
+std::string profile_table(const program_profile& p, std::size_t top) {
+    std::ostringstream out;
+    const auto joined = [](const auto& list) {
+        std::string s;
+        for (const auto& v : list) {
+            if (!s.empty()) s += ", ";
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) s += message_text(v, 60);
+            else s += std::to_string(v);
+        }
+        return s;
+    };
+    const double contended_pct =
+        p.acquisitions ? 100.0 * static_cast<double>(p.contended) / static_cast<double>(p.acquisitions) : 0;
+    out << "\ncontend run --profile: " << message_text(p.executable.empty() ? "(unknown executable)" : p.executable)
+        << ", lock " << joined(p.locks_named) << ", " << p.processes << (p.processes == 1 ? " process" : " processes")
+        << (p.processes_lost ? " (" + std::to_string(p.processes_lost) + " more lost: the figures are theirs only)"
+                             : std::string())
+        << ", " << format_fixed(p.seconds, 3) << " s\n"
+        << "  " << p.acquisitions << " acquisitions, " << p.contended << " contended ("
+        << format_fixed(contended_pct, 2) << " %), " << format_fixed(p.contentions_per_second(), 0) << " contentions/s, "
+        << format_fixed(static_cast<double>(p.wait_ns) / 1e6, 3) << " ms waited in all; " << p.trylock_busy
+        << " trylock busy, " << p.timeouts << " timeouts\n"
+        << "  holds timed on 1 in " << joined(p.hold_sample_periods)
+        << " acquisitions on average (random gaps), of locks once contended\n";
+    if (p.locks.empty()) {
+        out << "  no lock was contended\n";
+    } else {
+        const bool several = p.processes > 1;
+        char line[512];
+        std::snprintf(line, sizeof line, "\n %4s  %-18s %s%14s %19s %11s %12s %12s %13s  %s\n", "rank", "lock",
+                      several ? "     pid " : "", "acquisitions", "contended", "wait ms", "p99 wait us", "p99 hold us",
+                      "est. hold ms", "site");
+        out << line;
+        const std::size_t shown = std::min(top, p.locks.size());
+        for (std::size_t i = 0; i < shown; ++i) {
+            const auto& l = p.locks[i];
+            const double pct =
+                l.acquisitions ? 100.0 * static_cast<double>(l.contended) / static_cast<double>(l.acquisitions) : 0;
+            const std::string contended = std::to_string(l.contended) + " (" + format_fixed(pct, 1) + " %)";
+            const std::string pid = several ? std::to_string(l.pid) : "";
+            std::snprintf(line, sizeof line, " %4zu  %-18s %*s%s%14llu %19s %11s %12s %12s %13s  ", i + 1,
+                          hex_text(l.address).c_str(), several ? 8 : 0, pid.c_str(), several ? " " : "",
+                          static_cast<unsigned long long>(l.acquisitions), contended.c_str(),
+                          format_fixed(static_cast<double>(l.wait_ns) / 1e6, 3).c_str(),
+                          format_fixed(static_cast<double>(l.wait_p99_ns) / 1e3, 1).c_str(),
+                          l.hold_samples ? format_fixed(static_cast<double>(l.hold_p99_ns) / 1e3, 3).c_str() : "-",
+                          format_fixed(l.estimated_hold_ns() / 1e6, 3).c_str());
+            out << line << l.site_text() << "\n";
+        }
+        if (p.locks.size() > shown) {
+            std::uint64_t rest_wait = 0;
+            for (std::size_t i = shown; i < p.locks.size(); ++i) rest_wait += p.locks[i].wait_ns;
+            out << "  ... and " << p.locks.size() - shown << " more contended lock"
+                << (p.locks.size() - shown == 1 ? "" : "s") << " ("
+                << format_fixed(static_cast<double>(rest_wait) / 1e6, 3) << " ms of wait)\n";
+        }
+        out << "  wait: time in contended acquisitions; p99 from the library's histogram (within ~6 %); hold p99 "
+               "from the sampled holds; est. hold = sampled mean hold x acquisitions\n";
+    }
+    if (p.locks_dropped > 0)
+        out << "  " << p.locks_dropped
+            << " more contended locks did not fit the library's table: their contentions are in the totals only\n";
+    return out.str();
+}
+
+}  // namespace contend::lab

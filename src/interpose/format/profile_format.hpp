@@ -1,0 +1,66 @@
+// The profile files of `contend run --profile`, declared once for the side that writes them
+// (the interposition library, src/interpose/profile.cpp) and the side that reads them (the
+// lab, lab/run/profile_files.cpp). Header-only and dependency-free: the library is a shared
+// object that links nothing of the lab, the lab links nothing of it, and both include this.
+//
+// One file per process image, one JSON object (docs/lab.md, "contend run"):
+//   {"format": format_name, "pid": N, "executable": "...", "lock": "...", "seconds": X,
+//    "hold_sample_period": N, "acquisitions": N, "contended": N, "trylock_busy": N,
+//    "timeouts": N, "wait_ns": N, "locks_dropped": N, "locks": [LOCK, ...]}
+//   LOCK: {"address": "0x..", "acquisitions": N, "contended": N, "timeouts": N, "wait_ns": N,
+//          "wait_p99_ns": N, "wait_max_ns": N, "hold_samples": N, "hold_sampled_ns": N,
+//          "hold_p99_ns": N, "site": SITE}
+//   SITE: {"address": "0x..", "module": "...", "module_address": "0x..", "function": "..."}
+// N: a whole number >= 0 below 2^64; X: a number >= 0; "0x..": "0x" and 1 to 16 hex digits.
+// A reader ignores fields it does not know, so a field may be added without a new format; a
+// change that an older reader would misread names a new format_name (its version after '/').
+//
+// The files in the folder (CONTEND_INTERPOSE_PROFILE), <pid> in decimal:
+//   <pid>.json          the profile of the process's last image
+//   <pid>-<n>.json      the profile of an image that exec'd (n = 1, 2, ...: the first free)
+//   .<pid>.json.tmp     a profile being written (renamed, or linked, once whole)
+//   <pid>.running       the process locked with the profile on and has not written it yet
+//   <pid>.loaded.<lock> the image loaded the library and took <lock> (in CONTEND_INTERPOSE_RUN_DIR)
+#pragma once
+
+namespace contend::interpose::profile_format {
+
+inline constexpr char format_name[] = "contend-interpose-profile/1";
+
+// Every field name of the three objects above, each once (a LOCK shares acquisitions,
+// contended, timeouts and wait_ns with the file; a SITE shares address with a LOCK).
+namespace fields {
+inline constexpr char format[] = "format";
+inline constexpr char pid[] = "pid";
+inline constexpr char executable[] = "executable";
+inline constexpr char lock[] = "lock";
+inline constexpr char seconds[] = "seconds";
+inline constexpr char hold_sample_period[] = "hold_sample_period";
+inline constexpr char acquisitions[] = "acquisitions";
+inline constexpr char contended[] = "contended";
+inline constexpr char trylock_busy[] = "trylock_busy";
+inline constexpr char timeouts[] = "timeouts";
+inline constexpr char wait_ns[] = "wait_ns";
+inline constexpr char locks_dropped[] = "locks_dropped";
+inline constexpr char locks[] = "locks";
+inline constexpr char address[] = "address";
+inline constexpr char wait_p99_ns[] = "wait_p99_ns";
+inline constexpr char wait_max_ns[] = "wait_max_ns";
+inline constexpr char hold_samples[] = "hold_samples";
+inline constexpr char hold_sampled_ns[] = "hold_sampled_ns";
+inline constexpr char hold_p99_ns[] = "hold_p99_ns";
+inline constexpr char site[] = "site";
+inline constexpr char module[] = "module";
+inline constexpr char module_address[] = "module_address";
+inline constexpr char function[] = "function";
+}  // namespace fields
+
+// The parts of the files' names.
+inline constexpr char profile_suffix[] = ".json";
+inline constexpr char image_separator = '-';
+inline constexpr char temporary_prefix[] = ".";
+inline constexpr char temporary_suffix[] = ".json.tmp";
+inline constexpr char running_suffix[] = ".running";
+inline constexpr char loaded_infix[] = ".loaded.";
+
+}  // namespace contend::interpose::profile_format

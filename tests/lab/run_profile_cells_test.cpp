@@ -1,0 +1,96 @@
+// contend run, the row (run/profile_cells.hpp): the runs of a lock as one cell of the lab's
+// model, its metrics and status, and the program's params.
+#include <string>
+#include <vector>
+
+#include "run/profile_cells.hpp"
+#include "run_profile_fixture.hpp"
+#include "store/results_io.hpp"
+
+namespace {
+
+using namespace contend_test;
+namespace lab = contend::lab;
+
+TEST_F(RunProfile, TheRowIsOneCellOfSuiteRunWithTheProfilesFiguresAndRoundTripsThroughJson) {
+    const auto m = lab::merge_profiles(
+        {lab::parse_profile(profile_json(7, {lock_json("0x10", 2000000), lock_json("0x20", 3000)}).dump())}, 7);
+    lab::program_status exited;
+    exited.pid = 7;
+    exited.cpu_ns = 5e6;
+    lab::run_result run;
+    run.context.date = "2026-01-01T00:00:00Z";
+    run.cells.push_back(
+        lab::run_cell({{"/usr/bin/prog", "--threads=8", "run"}, "ttas", true, {{exited, 2.5e9, m, 0, ""}}}));
+    const auto& c = run.cells[0];
+    EXPECT_EQ(c.name().substr(0, 27), "run/ttas/program:prog/args:") << c.name();
+    EXPECT_EQ(c.params.back(), (std::pair<std::string, std::string>{"profile", "on"}));
+    EXPECT_EQ(c.workers, 1);
+    EXPECT_EQ(c.operation, "run");
+    EXPECT_EQ(c.status, "ok");
+    EXPECT_EQ(c.ns_per_op, std::vector<double>{2.5e9});
+    EXPECT_DOUBLE_EQ(c.median_ns, 2.5e9);
+    EXPECT_DOUBLE_EQ(c.metric("contentions_per_s"), 200);
+    EXPECT_DOUBLE_EQ(c.metric("wait_ms"), 9);
+    EXPECT_DOUBLE_EQ(c.metric("top_lock_wait_ms"), 2);
+    EXPECT_DOUBLE_EQ(c.metric("wait_p99_us"), 2);
+    EXPECT_DOUBLE_EQ(c.metric("top_lock_hold_ms"), 0.4);
+    EXPECT_DOUBLE_EQ(c.metric("locks_contended"), 2);
+
+    const auto back = lab::run_from_json(lab::to_json(run));
+    ASSERT_EQ(back.cells.size(), 1u);
+    EXPECT_EQ(back.cells[0].name(), c.name());
+    EXPECT_EQ(back.cells[0].metrics.size(), c.metrics.size());
+    for (const auto& [name, value] : c.metrics) EXPECT_DOUBLE_EQ(back.cells[0].metric(name), value) << name;
+
+    lab::program_status failed;
+    failed.value = 3;
+    EXPECT_EQ(lab::run_cell({{"prog"}, "glibc", false, {{failed, 1e6, std::nullopt, 0, ""}}}).detail, "exit status 3");
+    lab::program_status killed;
+    killed.signalled = true;
+    killed.value = 9;
+    const auto k = lab::run_cell({{"prog"}, "glibc", false, {{killed, 1e6, std::nullopt, 0, ""}}});
+    EXPECT_EQ(k.status, "crashed");
+    EXPECT_EQ(k.detail.substr(0, 18), "killed by signal 9") << k.detail;
+    EXPECT_TRUE(k.metrics.empty());
+}
+
+TEST_F(RunProfile, SeveralRunsOfALockAreTheSamplesOfOneCellItsMetricsTheirMediansItsStatusTheFirstFailure) {
+    const auto profile_of = [](std::uint64_t wait_ns) {
+        auto j = profile_json(7, {lock_json("0x10", 1000)});
+        j["wait_ns"] = wait_ns;
+        return lab::merge_profiles({lab::parse_profile(j.dump())}, 7);
+    };
+    lab::program_status ok, failed;
+    failed.value = 3;
+    const auto c = lab::run_cell({{"prog"},
+                                  "contend_mutex",
+                                  true,
+                                  {{ok, 3e6, profile_of(1'000'000), 0, ""},
+                                   {ok, 1e6, profile_of(5'000'000), 0, ""},
+                                   {ok, 2e6, std::nullopt, 0, ""},
+                                   {ok, 4e6, profile_of(2'000'000), 0, ""}}});
+    EXPECT_EQ(c.repetitions, 4);
+    EXPECT_EQ(c.ns_per_op, (std::vector<double>{3e6, 1e6, 2e6, 4e6}));
+    EXPECT_DOUBLE_EQ(c.median_ns, 2.5e6);
+    EXPECT_DOUBLE_EQ(c.metric("wait_ms"), 2);  // the median of 1, 5 and 2: the unprofiled run has none
+    EXPECT_EQ(c.status, "ok");
+    const auto f =
+        lab::run_cell({{"prog"}, "glibc", false, {{ok, 1e6, std::nullopt, 0, ""}, {failed, 1e6, std::nullopt, 0, ""}}});
+    EXPECT_EQ(f.status, "failed");
+    EXPECT_EQ(f.detail, "exit status 3");
+}
+
+TEST_F(RunProfile, TheProgramParamsAreSafeAndTheArgumentsHashKeepsTheirBoundaries) {
+    const auto p = lab::program_params({"/weird dir/na/me\n\x1b\xff", "a"});
+    ASSERT_EQ(p.size(), 2u);
+    EXPECT_EQ(p[0].second, "me___");
+    EXPECT_NO_THROW(lab::check_params(p));
+    EXPECT_EQ(lab::program_params({"dir/"})[0].second, "_");
+    EXPECT_EQ(lab::program_params({std::string(300, 'x')})[0].second.size(), 64u);
+    EXPECT_NE(lab::program_params({"p", "a b"})[1].second, lab::program_params({"p", "a", "b"})[1].second);
+    EXPECT_EQ(lab::program_params({"p", "x"})[1].second, lab::program_params({"/bin/p", "x"})[1].second);
+    EXPECT_EQ(lab::program_params({"p", "x"})[1].second.size(), 12u);
+}
+
+}  // namespace

@@ -1,0 +1,109 @@
+// contend run --profile, reading the library's files (run/profile_files.hpp): a profile read
+// field by field, refused when it is not what the library writes, and a folder read whole.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "run/profile_files.hpp"
+#include "run_profile_fixture.hpp"
+
+namespace {
+
+using namespace contend_test;
+namespace lab = contend::lab;
+
+TEST_F(RunProfile, AValidFileReadsEveryFieldAsWritten) {
+    const auto p = lab::parse_profile(profile_json(42, {lock_json("0x7ffd5a1c3e40", 123456)}).dump());
+    EXPECT_EQ(p.pid, 42);
+    EXPECT_EQ(p.executable, "/usr/bin/prog");
+    EXPECT_EQ(p.lock, "contend_mutex");
+    EXPECT_DOUBLE_EQ(p.seconds, 1.5);
+    EXPECT_EQ(p.hold_sample_period, 64u);
+    EXPECT_EQ(p.acquisitions, 4000u);
+    EXPECT_EQ(p.contended, 300u);
+    EXPECT_EQ(p.trylock_busy, 2u);
+    EXPECT_EQ(p.timeouts, 1u);
+    EXPECT_EQ(p.wait_ns, 9000000u);
+    ASSERT_EQ(p.locks.size(), 1u);
+    const auto& l = p.locks[0];
+    EXPECT_EQ(l.pid, 42);
+    EXPECT_EQ(l.address, 0x7ffd5a1c3e40u);
+    EXPECT_EQ(l.wait_ns, 123456u);
+    EXPECT_EQ(l.hold_p99_ns, 700u);
+    EXPECT_EQ(l.site.address, 0x55d0c0a01234u);
+    EXPECT_EQ(l.site.module_address, 0x1234u);
+    EXPECT_EQ(l.site.function, "worker_loop");
+    EXPECT_DOUBLE_EQ(l.estimated_hold_ns(), 4000.0 / 10 * 1000);
+}
+
+TEST_F(RunProfile, AnotherFormatIsRefusedNamingBoth) {
+    auto j = profile_json(42);
+    j["format"] = "contend-interpose-profile/2";
+    try {
+        lab::parse_profile(j.dump());
+        FAIL() << "accepted";
+    } catch (const lab::profile_error& e) {
+        EXPECT_NE(std::string(e.what()).find("contend-interpose-profile/2"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("contend-interpose-profile/1"), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(RunProfile, MistypedOrHostileFieldsAreRefusedNotMisread) {
+    const auto refused = [](const std::string& text) {
+        EXPECT_THROW(lab::parse_profile(text), lab::profile_error) << text;
+    };
+    refused("");
+    refused("{");
+    refused("[]");
+    refused(profile_json(0).dump());  // no process has pid 0
+    auto j = profile_json(42);
+    j["acquisitions"] = -1;
+    refused(j.dump());
+    j["acquisitions"] = 1.5;
+    refused(j.dump());
+    refused(R"({"format": "contend-interpose-profile/1", "acquisitions": 18446744073709551616})");
+    j = profile_json(42);
+    j.erase("wait_ns");
+    refused(j.dump());
+    j = profile_json(42);
+    j["locks"] = "none";
+    refused(j.dump());
+    j = profile_json(42);
+    j["seconds"] = "1";
+    refused(j.dump());
+    for (const std::string address : {"7ffd", "0x", "0xzz", "0x1 ", "0x10000000000000000", "-0x1"}) {
+        auto l = lock_json("0x10", 1);
+        l["address"] = address;
+        refused(profile_json(42, {l}).dump());
+    }
+    // The same lock twice, and a duplicate key (nlohmann would keep only the last).
+    refused(profile_json(42, {lock_json("0x10", 1), lock_json("0x10", 2)}).dump());
+    std::string twice = profile_json(42).dump();
+    twice.insert(1, R"("locks": [{"address": "0x1"}], )");
+    refused(twice);
+}
+
+TEST_F(RunProfile, AFolderIsReadWholeAndEachBadFileIsNamedWithoutLosingTheOthers) {
+    write(path("100.json"), profile_json(100, {lock_json("0x10", 5)}).dump());
+    write(path("200.json"), "{\"format\": ");  // cut short
+    write(path("300.json"), profile_json(300).dump());
+    write(path(".400.json.tmp"), "{");  // the library's file being written: not read
+    write(path("notes.txt"), "{");
+    write(path("700.json"), profile_json(701).dump());  // its pid is not its name's
+    ASSERT_EQ(mkfifo(path("500.json").c_str(), 0600), 0);  // would block a plain read forever
+    write(path("elsewhere"), profile_json(600).dump());
+    std::filesystem::create_symlink(path("elsewhere"), path("600.json"));
+    const auto read = lab::read_profile_folder(dir_.string());
+    ASSERT_EQ(read.processes.size(), 2u);
+    EXPECT_EQ(read.processes[0].pid, 100);
+    EXPECT_EQ(read.processes[1].pid, 300);
+    std::string errors;
+    for (const auto& e : read.errors) errors += e + "\n";
+    EXPECT_EQ(read.errors.size(), 4u) << errors;
+    for (const char* name : {"200.json: not JSON", "500.json: ", "600.json: ", "700.json: "})
+        EXPECT_NE(errors.find(name), std::string::npos) << name << " not named in\n" << errors;
+    EXPECT_EQ(errors.find("400"), std::string::npos) << errors;
+    EXPECT_EQ(errors.find("notes"), std::string::npos) << errors;
+}
+
+}  // namespace

@@ -1,0 +1,52 @@
+// The profile files of contend run --profile as the tests write them: what the interposition
+// library writes, one lock or one process at a time, for the tests of each seam of
+// run/run_profile.hpp to change one field of.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "temp_dir.hpp"
+
+namespace contend_test {
+
+// Each test of contend run --profile in a fresh folder of its own.
+using RunProfile = temp_dir_test;
+using json = nlohmann::json;
+
+inline nlohmann::json lock_json(const std::string& address, std::uint64_t wait_ns, std::uint64_t contended = 10) {
+    return {{"address", address},
+            {"acquisitions", 1000},
+            {"contended", contended},
+            {"wait_ns", wait_ns},
+            {"wait_p99_ns", 2000},
+            {"wait_max_ns", 5000},
+            {"hold_samples", 10},
+            {"hold_sampled_ns", 4000},
+            {"hold_p99_ns", 700},
+            {"site",
+             {{"address", "0x55d0c0a01234"},
+              {"module", "/no/such/module"},
+              {"module_address", "0x1234"},
+              {"function", "worker_loop"}}}};
+}
+
+inline nlohmann::json profile_json(std::int64_t pid, std::vector<nlohmann::json> locks = {}, double seconds = 1.5) {
+    return {{"format", "contend-interpose-profile/1"},
+            {"pid", pid},
+            {"executable", "/usr/bin/prog"},
+            {"lock", "contend_mutex"},
+            {"seconds", seconds},
+            {"hold_sample_period", 64},
+            {"acquisitions", 4000},
+            {"contended", 300},
+            {"trylock_busy", 2},
+            {"timeouts", 1},
+            {"wait_ns", 9000000},
+            {"locks_dropped", 0},
+            {"locks", locks}};
+}
+
+}  // namespace contend_test

@@ -1,0 +1,72 @@
+// contend run --profile, merging and the table (run/profile_table.hpp): processes merged, the
+// table's top locks and its escaping of hostile names.
+#include <string>
+#include <vector>
+
+#include "run/profile_table.hpp"
+#include "run_profile_fixture.hpp"
+
+namespace {
+
+using namespace contend_test;
+namespace lab = contend::lab;
+
+TEST_F(RunProfile, TwoProcessesMergeTotalsTakeTheLongestSecondsAndKeepTheirLocksApart) {
+    std::vector<lab::process_profile> processes = {
+        lab::parse_profile(profile_json(10, {lock_json("0x1000", 50), lock_json("0x2000", 900)}, 2.0).dump()),
+        lab::parse_profile(profile_json(11, {lock_json("0x1000", 400)}, 4.0).dump())};
+    const auto m = lab::merge_profiles(processes, 11);
+    EXPECT_EQ(m.processes, 2u);
+    EXPECT_EQ(m.acquisitions, 8000u);
+    EXPECT_EQ(m.contended, 600u);
+    EXPECT_EQ(m.trylock_busy, 4u);
+    EXPECT_EQ(m.timeouts, 2u);
+    EXPECT_EQ(m.wait_ns, 18000000u);
+    EXPECT_DOUBLE_EQ(m.seconds, 4.0);
+    EXPECT_DOUBLE_EQ(m.contentions_per_second(), 600 / 4.0);
+    ASSERT_EQ(m.locks.size(), 3u) << "the same address in two processes is two locks";
+    EXPECT_EQ(m.locks[0].wait_ns, 900u);
+    EXPECT_EQ(m.locks[1].pid, 11);
+    EXPECT_EQ(m.locks[2].pid, 10);
+    EXPECT_EQ(m.locks_named, std::vector<std::string>{"contend_mutex"});
+}
+
+TEST_F(RunProfile, TheTableShowsTheTop20ByContendedWaitAndCountsTheRest) {
+    std::vector<json> locks;
+    for (int i = 1; i <= 25; ++i) {
+        char address[32];
+        std::snprintf(address, sizeof address, "0x%x", 0x1000 * i);
+        locks.push_back(lock_json(address, static_cast<std::uint64_t>(i) * 1000000, static_cast<std::uint64_t>(i)));
+    }
+    const auto m = lab::merge_profiles({lab::parse_profile(profile_json(7, locks).dump())}, 7);
+    const std::string table = lab::profile_table(m);
+    EXPECT_NE(table.find("/usr/bin/prog, lock contend_mutex, 1 process, 1.500 s"), std::string::npos) << table;
+    EXPECT_NE(table.find("200 contentions/s"), std::string::npos) << table;
+    EXPECT_NE(table.find("holds timed on 1 in 64 acquisitions on average (random gaps), of locks once contended"),
+              std::string::npos)
+        << table;
+    EXPECT_NE(table.find("... and 5 more contended locks (15.000 ms of wait)"), std::string::npos) << table;
+    // Rank 1 is the longest wait (0x19000, 25 ms), rank 20 the 20th (0x6000); 0x5000 is not shown.
+    const auto first = table.find("    1  0x19000 ");
+    const auto twentieth = table.find("   20  0x6000 ");
+    EXPECT_NE(first, std::string::npos) << table;
+    EXPECT_NE(twentieth, std::string::npos) << table;
+    EXPECT_LT(first, twentieth);
+    EXPECT_EQ(table.find("  0x5000 "), std::string::npos) << table;
+    EXPECT_NE(table.find("25.000"), std::string::npos) << "wait ms of the top lock:\n" << table;
+    EXPECT_NE(table.find("worker_loop"), std::string::npos) << "the library's function name as the site:\n" << table;
+}
+
+TEST_F(RunProfile, HostileNamesInAProfileReachTheTerminalEscaped) {
+    auto l = lock_json("0x10", 1);
+    l["site"]["function"] = "evil\x1b]0;pwned\x07\n\u202e";
+    auto p = profile_json(7, {l});
+    p["executable"] = "/bin/\x1b[2Jx";
+    const std::string table = lab::profile_table(lab::merge_profiles({lab::parse_profile(p.dump())}));
+    EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+    EXPECT_EQ(table.find('\x07'), std::string::npos) << table;
+    EXPECT_EQ(table.find("\u202e"), std::string::npos) << table;
+    EXPECT_NE(table.find("evil\\x1B]0;pwned"), std::string::npos) << table;
+}
+
+}  // namespace
