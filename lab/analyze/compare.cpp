@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/significance.hpp"
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "text/escape.hpp"
 #include "text/numbers.hpp"
 

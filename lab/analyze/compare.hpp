@@ -18,8 +18,9 @@
 // sees that the test cannot confirm at these repetitions. A slower undecided row fails the
 // gate (unless fail_on_undecided is false), for a doubling must not pass because the run was
 // short; the reason names the fewest repetitions a side that could decide it. So is a change of a side whose
-// repetitions fall into separate modes (model/statistics.hpp): the median of such a side is one mode's or between them,
-// and the U test cannot tell a move of the figure from a different mix of the modes. With a history (contend compare
+// repetitions fall into separate modes (results/statistics.hpp): the median of such a side is one mode's or between
+// them, and the U test cannot tell a move of the figure from a different mix of the modes. With a history (contend
+// compare
 // --db), a fourth test: the edge detector (analyze/edge_detector.hpp). A significant row whose benchmark's series shows
 // no change point between the two runs, although it has enough runs on each side to show one, is "noisy" too: the U
 // test saw two runs that differ, the history says runs differ that much anyway. Where the history has too few runs
@@ -73,7 +74,7 @@ struct compare_row {
     double p_value = std::numeric_limits<double>::quiet_NaN();  // NaN: not tested
     double base_spread = std::numeric_limits<double>::quiet_NaN();  // IQR / median; NaN below 2 samples
     double test_spread = std::numeric_limits<double>::quiet_NaN();
-    // A side whose repetitions fall into separate modes (find_modes, model/statistics.hpp, or
+    // A side whose repetitions fall into separate modes (find_modes, results/statistics.hpp, or
     // the lab's flag on the cell): its median is not one figure, so a change is noisy.
     bool base_modal = false, test_modal = false;
     compare_verdict verdict = compare_verdict::same;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "analyze/history_series.hpp"
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "text/numbers.hpp"
 
 namespace contend::lab {

@@ -10,7 +10,7 @@
 #include <new>
 #include <set>
 
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "store/interrupted.hpp"
 #include "store/results_io.hpp"
 

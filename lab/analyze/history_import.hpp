@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "analyze/inputs.hpp"
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

@@ -21,7 +21,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"

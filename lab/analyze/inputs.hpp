@@ -75,7 +75,7 @@ struct skipped_benchmark {
     std::string name;
     std::string reason;  // the cell's status, and its detail when it has one: "timed_out: ..."
     // The cell's status alone: "timed_out", "crashed", "wrong_count"..., or "skipped" (not run:
-    // its contender timed out at fewer workers in the same run, model/results.hpp).
+    // its contender timed out at fewer workers in the same run, results/results.hpp).
     std::string status;
 };
 

@@ -10,7 +10,7 @@
 
 #include "analyze/inputs.hpp"
 #include "cli/cli.hpp"
-#include "model/version.hpp"
+#include "results/version.hpp"
 #include "run/cell_runner.hpp"
 #include "store/interrupted.hpp"
 #include "store/output_file.hpp"

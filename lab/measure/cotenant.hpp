@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "model/results.hpp"
 #include "os/child_process.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

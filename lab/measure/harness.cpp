@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 
 namespace contend::lab {
 namespace {

@@ -23,7 +23,7 @@
 #include "measure/cotenant.hpp"
 #include "measure/placement.hpp"  // where the workers run (--pin); callers use it with the harness
 #include "measure/workload.hpp"
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

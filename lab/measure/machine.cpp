@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "contend/wait_backend.hpp"
-#include "model/statistics.hpp"
-#include "model/version.hpp"
 #include "os/child_process.hpp"
+#include "results/statistics.hpp"
+#include "results/version.hpp"
 
 #ifndef CONTEND_LAB_BUILD_FLAGS
 #define CONTEND_LAB_BUILD_FLAGS "unknown"

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 
 namespace contend::lab {
 namespace {

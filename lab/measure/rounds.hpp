@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "measure/harness.hpp"
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

@@ -24,7 +24,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
 #include "measure/cotenant.hpp"
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

@@ -18,9 +18,9 @@
 
 #include "analyze/inputs.hpp"
 #include "measure/cotenant.hpp"
-#include "model/statistics.hpp"
 #include "pages/assets.hpp"
 #include "pages/page_parts.hpp"
+#include "results/statistics.hpp"
 #include "store/interrupted.hpp"
 #include "store/results_io.hpp"
 #include "text/escape.hpp"

@@ -41,8 +41,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/results.hpp"
 #include "pages/page_parts.hpp"
+#include "results/results.hpp"
 #include "store/history.hpp"
 
 namespace contend::lab {

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "measure/harness.hpp"
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

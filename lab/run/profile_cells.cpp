@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "measure/harness.hpp"
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "store/results_io.hpp"
 #include "text/numbers.hpp"
 

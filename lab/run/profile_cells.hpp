@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 #include "run/preload_run.hpp"
 #include "run/profile_table.hpp"
 

@@ -15,7 +15,7 @@
 #include <set>
 #include <system_error>
 
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "store/results_io.hpp"
 #include "text/numbers.hpp"
 #include "text/utf8.hpp"

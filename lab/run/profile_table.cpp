@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "model/results.hpp"
-#include "model/statistics.hpp"
+#include "results/results.hpp"
+#include "results/statistics.hpp"
 #include "text/numbers.hpp"
 #include "text/utf8.hpp"
 
@@ -70,9 +70,9 @@ std::string profile_table(const program_profile& p, std::size_t top) {
                              : std::string())
         << ", " << format_fixed(p.seconds, 3) << " s\n"
         << "  " << p.acquisitions << " acquisitions, " << p.contended << " contended ("
-        << format_fixed(contended_pct, 2) << " %), " << format_fixed(p.contentions_per_second(), 0) << " contentions/s, "
-        << format_fixed(static_cast<double>(p.wait_ns) / 1e6, 3) << " ms waited in all; " << p.trylock_busy
-        << " trylock busy, " << p.timeouts << " timeouts\n"
+        << format_fixed(contended_pct, 2) << " %), " << format_fixed(p.contentions_per_second(), 0)
+        << " contentions/s, " << format_fixed(static_cast<double>(p.wait_ns) / 1e6, 3) << " ms waited in all; "
+        << p.trylock_busy << " trylock busy, " << p.timeouts << " timeouts\n"
         << "  holds timed on 1 in " << joined(p.hold_sample_periods)
         << " acquisitions on average (random gaps), of locks once contended\n";
     if (p.locks.empty()) {

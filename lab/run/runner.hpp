@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "measure/harness.hpp"
-#include "model/results.hpp"
+#include "results/results.hpp"
 #include "suites/suites.hpp"
 
 namespace contend::lab {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

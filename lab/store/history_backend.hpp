@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 #include "store/history.hpp"
 
 namespace contend::lab::history_detail {

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 #include "store/history_backend.hpp"
 
 namespace contend::lab::history_detail {

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 namespace contend::lab {
 

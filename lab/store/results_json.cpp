@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <unordered_set>
 
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 #include "store/output_file.hpp"
 
 namespace contend::lab {

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 #include "store/results_io.hpp"
 
 namespace contend::lab {

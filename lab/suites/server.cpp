@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "measure/harness.hpp"
-#include "model/statistics.hpp"
 #include "os/child_process.hpp"
+#include "results/statistics.hpp"
 
 namespace contend::lab {
 

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 #include "store/history_backend.hpp"
 #include "store/interrupted.hpp"
 #include "temp_dir.hpp"

@@ -1,4 +1,4 @@
-#include "model/statistics.hpp"
+#include "results/statistics.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The floor check of the lab (scripts/check_lab_floors.sh) on copies of the lab: it passes
 # on the lab as it is, and fails, naming the file, on an include from a floor to one above
-# it, and on a folder that is no floor. Usage: check_lab_floors_test.sh SOURCE_DIR
+# it (in quotes or angle brackets), on one that climbs out with "../", and on a folder that is
+# no floor. Usage: check_lab_floors_test.sh SOURCE_DIR
 set -uo pipefail
 src=$1
 work=$(mktemp -d)
@@ -20,9 +21,19 @@ out=$(bash "$src/scripts/check_lab_floors.sh" "$work/lab" 2>&1) && fail "an incl
 grep -q 'lab/measure/harness.hpp:[0-9]*: includes analyze/ from measure/' <<<"$out" || fail "the upward include is not named: $out"
 
 copy
-mkdir "$work/lab/misc" && echo '#include "model/results.hpp"' >"$work/lab/misc/helper.cpp"
+mkdir "$work/lab/misc" && echo '#include "results/results.hpp"' >"$work/lab/misc/helper.cpp"
 out=$(bash "$src/scripts/check_lab_floors.sh" "$work/lab" 2>&1) && fail "a folder that is no floor passed: $out"
 grep -q 'lab/misc/ is not a floor' <<<"$out" || fail "the folder is not named: $out"
+
+copy
+echo '#include <cli/cli.hpp>' >>"$work/lab/store/history.cpp"
+out=$(bash "$src/scripts/check_lab_floors.sh" "$work/lab" 2>&1) && fail "an include of cli/ in angle brackets from store/ passed: $out"
+grep -q 'lab/store/history.cpp:[0-9]*: includes cli/ from store/' <<<"$out" || fail "the angle-bracket include is not named: $out"
+
+copy
+echo '#include "../cli/cli.hpp"' >>"$work/lab/text/escape.cpp"
+out=$(bash "$src/scripts/check_lab_floors.sh" "$work/lab" 2>&1) && fail "an include that climbs out with ../ passed: $out"
+grep -q 'lab/text/escape.cpp:[0-9]*: includes ../cli/cli.hpp, a path that climbs out' <<<"$out" || fail "the ../ include is not named: $out"
 
 copy
 # Sideways and down pass: a suite including another suite's header and the workload contract.

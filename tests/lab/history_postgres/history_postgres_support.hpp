@@ -33,7 +33,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/results.hpp"
+#include "results/results.hpp"
 #include "run_cli.hpp"
 #include "store/history.hpp"
 #include "store/history_backend.hpp"

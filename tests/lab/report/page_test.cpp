@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model/results.hpp"
 #include "pages/report.hpp"
+#include "results/results.hpp"
 
 using namespace contend_test::report;
 

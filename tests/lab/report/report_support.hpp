@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/results.hpp"
 #include "pages/report.hpp"
+#include "results/results.hpp"
 #include "store/results_io.hpp"
 
 namespace contend_test::report {

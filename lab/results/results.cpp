@@ -1,4 +1,4 @@
-#include "model/results.hpp"
+#include "results/results.hpp"
 
 #include <algorithm>
 #include <array>

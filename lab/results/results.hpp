@@ -112,7 +112,7 @@ struct cell_result {
     std::int32_t repetitions = 0;  // completed repetitions
     std::vector<double> ns_per_op;  // one sample per repetition: wall ns / total ops
     double median_ns = 0, p25_ns = 0, p75_ns = 0;
-    // The repetitions fall into separate modes (find_modes in model/statistics.hpp): the
+    // The repetitions fall into separate modes (find_modes in results/statistics.hpp): the
     // median is not one figure, and compare calls a change of it noisy.
     bool modal = false;
     double cpu_ns_per_op = 0;  // median over repetitions of (sum of worker CPU ns) / ops

@@ -1,5 +1,5 @@
 // What `contend --version` prints and every run records: the project's version and the git
-// commit the lab was built from (lab/model/version_info.cmake writes them at each build).
+// commit the lab was built from (lab/results/version_info.cmake writes them at each build).
 #pragma once
 
 #include <string>
