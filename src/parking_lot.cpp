@@ -12,6 +12,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
 #include "parking_lot_cancellation.hpp"
+#include "platform/fork_child.hpp"
 #include "platform/tsan_sync.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
@@ -214,7 +215,6 @@ thread_data& this_thread() {
     return *slot.data;
 }
 
-#if !CONTEND_MODEL_CHECK
 // fork(): the child has one thread, the one that called fork, which was not parked (it was
 // calling fork). Every thread queued in a bucket, every thread holding or waiting for a
 // bucket lock or the slot pool's lock, is one that does not exist in the child: an unpark
@@ -239,8 +239,7 @@ void reset_in_fork_child() noexcept {
     internal::helgrind_unchecked(&pool().lock, sizeof pool().lock);
     new (&pool().lock) std::mutex;  // its holder, if any, is not in the child
 }
-[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_in_fork_child) == 0;
-#endif
+[[maybe_unused]] const bool fork_handler_registered = internal::at_fork_child(reset_in_fork_child);
 
 void enqueue(bucket& b, thread_data* td) noexcept {
     td->next = nullptr;

@@ -25,6 +25,7 @@
 #include <mutex>
 
 #include "contend/internal/atomic.hpp"
+#include "platform/fork_child.hpp"
 #include "platform/heavy_fence.hpp"
 #include "platform/tsan_sync.hpp"
 
@@ -53,7 +54,6 @@ void init_registry() noexcept {
     });
 }
 
-#if !CONTEND_MODEL_CHECK
 // fork(): the child's only thread (the forking one) is not waiting for any lock, so every
 // registration counted in a slot belongs to a thread that does not exist there. Left as it
 // was, an unlock in the child would look for those waiters (and a held mutex's unlock, the
@@ -68,8 +68,7 @@ void reset_slots_in_fork_child() noexcept {
         slot.store(rest, std::memory_order_relaxed);
     }
 }
-[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_slots_in_fork_child) == 0;
-#endif
+[[maybe_unused]] const bool fork_handler_registered = internal::at_fork_child(reset_slots_in_fork_child);
 
 // Decide the mode at load time, before main, so uncontended unlocks are fast from the
 // first one; the call_once in every registration covers use from other static initializers.
