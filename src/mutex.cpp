@@ -44,6 +44,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/tsan.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
@@ -51,7 +52,6 @@
 #include "parking_keys.hpp"
 #include "platform/fork_child.hpp"
 #include "platform/spin_wait.hpp"
-#include "platform/tsan_sync.hpp"
 #include "platform/yield.hpp"
 #include "waiter_registry.hpp"
 
@@ -129,7 +129,7 @@ cache_padded<internal::atomic<std::uint32_t>> yielding[internal::waiter_slot_cou
 bool in_fork_child = false;
 constexpr auto fork_child_designee_check = std::chrono::milliseconds(10);
 // Under helgrind these writes race by design with what the threads gone in the child did:
-// left unchecked (platform/tsan_sync.hpp).
+// left unchecked (contend/internal/tsan.hpp).
 void reset_in_fork_child() noexcept {
     internal::helgrind_unchecked(&in_fork_child, sizeof in_fork_child);
     internal::helgrind_unchecked(yielding, sizeof yielding);

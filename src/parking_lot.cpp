@@ -11,9 +11,9 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/tsan.hpp"
 #include "parking_lot_cancellation.hpp"
 #include "platform/fork_child.hpp"
-#include "platform/tsan_sync.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
 
@@ -226,7 +226,7 @@ thread_data& this_thread() {
 // loads, so it runs before the program's own child handlers, which may unlock mutexes.
 //
 // Under helgrind these writes race by design with what the threads gone in the child last did
-// there: what they rewrite is left unchecked from now on (platform/tsan_sync.hpp).
+// there: what they rewrite is left unchecked from now on (contend/internal/tsan.hpp).
 void reset_in_fork_child() noexcept {
     if (table* t = current_table.load(std::memory_order_relaxed)) {
         for (std::size_t i = 0; i < t->size; ++i) {

@@ -25,9 +25,9 @@
 #include <mutex>
 
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/tsan.hpp"
 #include "platform/fork_child.hpp"
 #include "platform/heavy_fence.hpp"
-#include "platform/tsan_sync.hpp"
 
 namespace contend::internal {
 
@@ -59,7 +59,7 @@ void init_registry() noexcept {
 // was, an unlock in the child would look for those waiters (and a held mutex's unlock, the
 // pthread_atfork pattern, would hand it to one). Every slot goes back to rest.
 // Under helgrind the stores race by design with those threads' registrations: the slots are
-// left unchecked from now on (platform/tsan_sync.hpp).
+// left unchecked from now on (contend/internal/tsan.hpp).
 void reset_slots_in_fork_child() noexcept {
     const std::uint32_t rest = light_mode ? waiter_slot_light : 0;
     for (std::size_t i = 0; i < waiter_slot_count; ++i) {

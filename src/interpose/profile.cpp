@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "contend/internal/tsan.hpp"
 #include "interpose/lock_choice.hpp"
-#include "platform/tsan_sync.hpp"
 
 namespace contend::interpose::profile {
 

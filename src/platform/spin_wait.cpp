@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "contend/cpu_relax.hpp"
-#include "platform/tsan_sync.hpp"
+#include "contend/internal/tsan.hpp"
 #include "platform/yield.hpp"
 
 namespace contend::internal {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "contend/internal/thread_id.hpp"
-#include "platform/tsan_sync.hpp"
+#include "contend/internal/tsan.hpp"
 #include "platform/yield.hpp"
 
 namespace contend::internal {
