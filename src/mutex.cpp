@@ -44,13 +44,14 @@
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/tsan.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
 #include "model/mutation.hpp"
 #include "parking_keys.hpp"
+#include "platform/fork_child.hpp"
 #include "platform/spin_wait.hpp"
-#include "platform/tsan_sync.hpp"
 #include "platform/yield.hpp"
 #include "waiter_registry.hpp"
 
@@ -127,17 +128,15 @@ cache_padded<internal::atomic<std::uint32_t>> yielding[internal::waiter_slot_cou
 // the child has one thread; its later threads see it through pthread_create.
 bool in_fork_child = false;
 constexpr auto fork_child_designee_check = std::chrono::milliseconds(10);
-#if !CONTEND_MODEL_CHECK
 // Under helgrind these writes race by design with what the threads gone in the child did:
-// left unchecked (platform/tsan_sync.hpp).
+// left unchecked (contend/internal/tsan.hpp).
 void reset_in_fork_child() noexcept {
     internal::helgrind_unchecked(&in_fork_child, sizeof in_fork_child);
     internal::helgrind_unchecked(yielding, sizeof yielding);
     in_fork_child = true;
     for (auto& y : yielding) y->store(0, std::memory_order_relaxed);  // those threads are not in the child
 }
-[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_in_fork_child) == 0;
-#endif
+[[maybe_unused]] const bool fork_handler_registered = internal::at_fork_child(reset_in_fork_child);
 
 std::uint32_t crowd_threshold() noexcept {
     // The CPUs this process may run on (taskset, cgroups' cpusets), read once.

@@ -11,9 +11,10 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/tsan.hpp"
 #include "parking_lot_cancellation.hpp"
+#include "platform/fork_child.hpp"
 #include "platform/spin_wait.hpp"
-#include "platform/tsan_sync.hpp"
 #include "platform/wait.hpp"
 #include "word_lock.hpp"
 
@@ -215,7 +216,6 @@ thread_data& this_thread() {
     return *slot.data;
 }
 
-#if !CONTEND_MODEL_CHECK
 // fork(): the child has one thread, the one that called fork, which was not parked (it was
 // calling fork). Every thread queued in a bucket, every thread holding or waiting for a
 // bucket lock or the slot pool's lock, is one that does not exist in the child: an unpark
@@ -227,7 +227,7 @@ thread_data& this_thread() {
 // loads, so it runs before the program's own child handlers, which may unlock mutexes.
 //
 // Under helgrind these writes race by design with what the threads gone in the child last did
-// there: what they rewrite is left unchecked from now on (platform/tsan_sync.hpp).
+// there: what they rewrite is left unchecked from now on (contend/internal/tsan.hpp).
 void reset_in_fork_child() noexcept {
     if (table* t = current_table.load(std::memory_order_relaxed)) {
         for (std::size_t i = 0; i < t->size; ++i) {
@@ -240,8 +240,7 @@ void reset_in_fork_child() noexcept {
     internal::helgrind_unchecked(&pool().lock, sizeof pool().lock);
     new (&pool().lock) std::mutex;  // its holder, if any, is not in the child
 }
-[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_in_fork_child) == 0;
-#endif
+[[maybe_unused]] const bool fork_handler_registered = internal::at_fork_child(reset_in_fork_child);
 
 void enqueue(bucket& b, thread_data* td) noexcept {
     td->next = nullptr;

@@ -15,6 +15,7 @@
 #include "contend/mutex.hpp"
 #include "contend/thin_lock.hpp"
 #include "model/mutation.hpp"
+#include "platform/background_threads.hpp"
 
 namespace contend::internal {
 namespace {
@@ -153,7 +154,6 @@ std::size_t sweep_locked(table_state& t, std::unique_lock<contend::mutex>& lk, b
     return deflated;
 }
 
-#if !CONTEND_MODEL_CHECK  // no background sweeper there (ensure_sweeper)
 void sweeper_main() {
     auto& t = state();
     std::unique_lock lk(t.lock);
@@ -173,18 +173,14 @@ void sweeper_main() {
         next_sweep = std::chrono::steady_clock::now() + t.interval;
     }
 }
-#endif
 
 // Starts the sweeper if fat locks exist, sweeps are on and none runs yet. Called without
 // the table's lock: creating a thread is a system call, and inflations wait on that lock.
 void ensure_sweeper(table_state& t) {
-#if CONTEND_MODEL_CHECK
-    // The model-checking build starts no thread of its own: an OS thread outside the model
-    // would run the library's model atomics unscheduled, and its timed waits on the real
-    // clock could never end an execution. A model runs a sweep from one of its own threads
-    // (thin_lock::deflate_idle_locks), where it races entries under the scheduler.
-    (void)t;
-#else
+    // Not in the model-checking build (platform/background_threads.hpp): a model runs a sweep
+    // from one of its own threads (thin_lock::deflate_idle_locks), where it races entries
+    // under the scheduler.
+    if constexpr (!internal::background_threads) return;
     {
         std::lock_guard guard(t.lock);
         if (t.sweeper_started || t.interval.count() == 0 || t.live == 0) return;
@@ -206,7 +202,6 @@ void ensure_sweeper(table_state& t) {
         t.sweeper_started = false;
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
-#endif
 }
 
 internal::atomic<std::uint32_t> failures_for_testing{0};  // sync_table_fail_allocations_for_testing

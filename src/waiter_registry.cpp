@@ -25,8 +25,9 @@
 #include <mutex>
 
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/tsan.hpp"
+#include "platform/fork_child.hpp"
 #include "platform/heavy_fence.hpp"
-#include "platform/tsan_sync.hpp"
 
 namespace contend::internal {
 
@@ -53,13 +54,12 @@ void init_registry() noexcept {
     });
 }
 
-#if !CONTEND_MODEL_CHECK
 // fork(): the child's only thread (the forking one) is not waiting for any lock, so every
 // registration counted in a slot belongs to a thread that does not exist there. Left as it
 // was, an unlock in the child would look for those waiters (and a held mutex's unlock, the
 // pthread_atfork pattern, would hand it to one). Every slot goes back to rest.
 // Under helgrind the stores race by design with those threads' registrations: the slots are
-// left unchecked from now on (platform/tsan_sync.hpp).
+// left unchecked from now on (contend/internal/tsan.hpp).
 void reset_slots_in_fork_child() noexcept {
     const std::uint32_t rest = light_mode ? waiter_slot_light : 0;
     for (std::size_t i = 0; i < waiter_slot_count; ++i) {
@@ -68,8 +68,7 @@ void reset_slots_in_fork_child() noexcept {
         slot.store(rest, std::memory_order_relaxed);
     }
 }
-[[maybe_unused]] const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, reset_slots_in_fork_child) == 0;
-#endif
+[[maybe_unused]] const bool fork_handler_registered = internal::at_fork_child(reset_slots_in_fork_child);
 
 // Decide the mode at load time, before main, so uncontended unlocks are fast from the
 // first one; the call_once in every registration covers use from other static initializers.

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "contend/internal/atomic.hpp"
-#include "platform/tsan_sync.hpp"
+#include "contend/internal/tsan.hpp"
 
 namespace contend::internal {
 

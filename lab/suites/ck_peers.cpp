@@ -1,7 +1,7 @@
 // Concurrency Kit's spinlocks. CK's headers are C and convert void* implicitly, which C++
 // rejects, so this file alone is compiled with -fpermissive (lab/CMakeLists.txt); the
 // lock and unlock paths stay inline, as they would be in a C caller.
-#include "measure/tsan_annotations.hpp"
+#include "contend/internal/tsan.hpp"
 #include "suites/lock_peers.hpp"
 
 extern "C" {
@@ -15,10 +15,10 @@ struct ck_ticket {
     ck_spinlock_ticket_t l = CK_SPINLOCK_TICKET_INITIALIZER;
     void lock() {
         ck_spinlock_ticket_lock(&l);
-        CONTEND_TSAN_ACQUIRE(&l);
+        contend::internal::tsan_only_acquired(&l);
     }
     void unlock() {
-        CONTEND_TSAN_RELEASE(&l);
+        contend::internal::tsan_only_releasing(&l);
         ck_spinlock_ticket_unlock(&l);
     }
 };
@@ -26,10 +26,10 @@ struct ck_fas {
     ck_spinlock_fas_t l = CK_SPINLOCK_FAS_INITIALIZER;
     void lock() {
         ck_spinlock_fas_lock(&l);
-        CONTEND_TSAN_ACQUIRE(&l);
+        contend::internal::tsan_only_acquired(&l);
     }
     void unlock() {
-        CONTEND_TSAN_RELEASE(&l);
+        contend::internal::tsan_only_releasing(&l);
         ck_spinlock_fas_unlock(&l);
     }
 };
@@ -39,10 +39,10 @@ struct ck_mcs {
     static thread_local ck_spinlock_mcs_context_t node;
     void lock() {
         ck_spinlock_mcs_lock(&l, &node);
-        CONTEND_TSAN_ACQUIRE(&l);
+        contend::internal::tsan_only_acquired(&l);
     }
     void unlock() {
-        CONTEND_TSAN_RELEASE(&l);
+        contend::internal::tsan_only_releasing(&l);
         ck_spinlock_mcs_unlock(&l, &node);
     }
 };

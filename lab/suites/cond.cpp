@@ -18,7 +18,7 @@
 #if CONTEND_HAVE_ABSL
 #include <absl/synchronization/mutex.h>
 
-#include "measure/tsan_annotations.hpp"
+#include "contend/internal/tsan.hpp"
 #endif
 
 namespace contend::lab {
@@ -44,10 +44,10 @@ struct absl_pair {
         absl_pair* p;
         explicit guard(absl_pair* pair) : p(pair) {
             p->m.Lock();
-            CONTEND_TSAN_ACQUIRE(&p->m);
+            contend::internal::tsan_only_acquired(&p->m);
         }
         ~guard() {
-            CONTEND_TSAN_RELEASE(&p->m);
+            contend::internal::tsan_only_releasing(&p->m);
             p->m.Unlock();
         }
         guard(const guard&) = delete;
@@ -58,9 +58,9 @@ struct absl_pair {
     absl_pair() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); }
     guard lock() { return guard(this); }
     void wait(guard&) {
-        CONTEND_TSAN_RELEASE(&m);
+        contend::internal::tsan_only_releasing(&m);
         cv.Wait(&m);
-        CONTEND_TSAN_ACQUIRE(&m);
+        contend::internal::tsan_only_acquired(&m);
     }
     void notify_one() { cv.Signal(); }
     void notify_all() { cv.SignalAll(); }

@@ -1,7 +1,7 @@
 // Adapters from each peer's lock API to lock()/unlock(). Kept apart from our own
 // contenders, as the baselines of a lab should be.
 #include "suites/lock_peers.hpp"
-#include "measure/tsan_annotations.hpp"
+#include "contend/internal/tsan.hpp"
 
 #include <optional>
 
@@ -52,10 +52,10 @@ struct absl_mutex_base {
     absl::Mutex m;
     void lock() {
         m.Lock();
-        CONTEND_TSAN_ACQUIRE(&m);
+        contend::internal::tsan_only_acquired(&m);
     }
     void unlock() {
-        CONTEND_TSAN_RELEASE(&m);
+        contend::internal::tsan_only_releasing(&m);
         m.Unlock();
     }
 };

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "measure/tsan_annotations.hpp"
+#include "contend/internal/tsan.hpp"
 #include "suites/pipe_suite.hpp"
 
 #if CONTEND_HAVE_RWQ
@@ -45,9 +45,9 @@ public:
         std::byte* buffer = nullptr;
         while (!free_.wait_dequeue_timed(buffer, poll_us))
             if (stop.load(std::memory_order_relaxed)) return 0;
-        CONTEND_TSAN_ACQUIRE(buffer);
+        contend::internal::tsan_only_acquired(buffer);
         std::memcpy(buffer, chunk.data(), chunk.size());
-        CONTEND_TSAN_RELEASE(buffer);
+        contend::internal::tsan_only_releasing(buffer);
         if (!full_.try_enqueue(buffer)) throw std::logic_error("rwq: the full queue is full");
         return chunk.size();
     }
@@ -60,9 +60,9 @@ public:
                 if (quit.load()) return;
                 continue;
             }
-            CONTEND_TSAN_ACQUIRE(buffer);
+            contend::internal::tsan_only_acquired(buffer);
             sink(std::span<const std::byte>(buffer, chunk_));
-            CONTEND_TSAN_RELEASE(buffer);
+            contend::internal::tsan_only_releasing(buffer);
             if (!free_.try_enqueue(buffer)) throw std::logic_error("rwq: the free queue is full");
         }
     }

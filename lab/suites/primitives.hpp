@@ -11,7 +11,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
-#include "measure/tsan_annotations.hpp"
+#include "contend/internal/tsan.hpp"
 
 namespace contend::lab {
 
@@ -59,10 +59,10 @@ struct c11_mtx_adapter {
     ~c11_mtx_adapter() { mtx_destroy(&m); }
     void lock() {
         mtx_lock(&m);
-        CONTEND_TSAN_ACQUIRE(&m);
+        contend::internal::tsan_only_acquired(&m);
     }
     void unlock() {
-        CONTEND_TSAN_RELEASE(&m);
+        contend::internal::tsan_only_releasing(&m);
         mtx_unlock(&m);
     }
 };

@@ -31,6 +31,7 @@
 #include <exception>
 #include <type_traits>
 
+#include "contend/internal/tsan.hpp"
 #include "contend/synchronization_error.hpp"
 #include "interpose/exports.hpp"
 #include "interpose/glibc_functions.hpp"
@@ -199,19 +200,8 @@ int glibc_wait(pthread_mutex_t* m, F&& wait) {
 // checks the plain accesses they order, and reports races that are not there. The wait tells
 // TSan to ignore its accesses too; the mutex's release and retake around it TSan models
 // itself, from the interceptor, and the order the parking lot passes on through this thread
-// (a slot, a bucket) it learns from the parking lot's annotations (platform/tsan_sync.hpp).
-#if defined(__SANITIZE_THREAD__)
-extern "C" void __tsan_ignore_thread_begin();
-extern "C" void __tsan_ignore_thread_end();
-struct tsan_ignored_wait {
-    tsan_ignored_wait() { __tsan_ignore_thread_begin(); }
-    ~tsan_ignored_wait() { __tsan_ignore_thread_end(); }
-    tsan_ignored_wait(const tsan_ignored_wait&) = delete;
-    tsan_ignored_wait& operator=(const tsan_ignored_wait&) = delete;
-};
-#else
-struct tsan_ignored_wait {};
-#endif
+// (a slot, a bucket) it learns from the parking lot's annotations (contend/internal/tsan.hpp).
+// dispatch_wait holds the ignore for the wait's whole length (tsan_ignored_thread).
 
 // Under helgrind (helgrind_notes.hpp), a wait on our condition variable with a mutex our lock
 // runs, as helgrind's model of glibc's wait tells it: the mutex released before the wait, and
@@ -256,7 +246,7 @@ int dispatch_wait(pthread_cond_t* c, pthread_mutex_t* m, Glibc&& to_glibc, Wait&
         if (tell) helgrind::woken(c);
         return 0;
     };
-    [[maybe_unused]] const tsan_ignored_wait ignored;
+    [[maybe_unused]] const contend::internal::tsan_ignored_thread ignored;
     try {
         return visit_mutex(
             m,

@@ -15,7 +15,7 @@
 // profile's: their fast path gained no instruction (a cond's signal and broadcast, one test
 // of the word they load anyway). Under helgrind each note is a request the tool handles.
 // What the library's parking lot does inside a wait it tells helgrind itself
-// (platform/tsan_sync.hpp). Built without valgrind's header, there are no notes and the flag
+// (contend/internal/tsan.hpp). Built without valgrind's header, there are no notes and the flag
 // is never set.
 #pragma once
 

@@ -10,8 +10,8 @@
 // mutexes order.
 #include <pthread.h>
 
+#include "contend/internal/tsan.hpp"
 #include "interpose/glibc_functions.hpp"
-#include "platform/tsan_sync.hpp"
 
 using contend::internal::tsan_acquired;
 using contend::internal::tsan_releasing;

@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "contend/internal/tsan.hpp"
 #include "interpose/format/profile_format.hpp"
-#include "platform/tsan_sync.hpp"
 
 namespace contend::interpose::profile {
 

@@ -41,6 +41,7 @@
 #include "model/mutation.hpp"
 #include "pipe/segment_pool.hpp"
 #include "platform/spin_wait.hpp"
+#include "platform/yield.hpp"
 
 namespace contend {
 namespace internal {
@@ -115,14 +116,8 @@ private:
 // on the 2-CPU VMs (both families). In time, not pauses, and yielding as it goes
 // (platform/spin_wait.hpp): a poll that shares its CPU with the other side lets it run
 // instead of burning the budget (docs/design/polling.md).
-#if CONTEND_MODEL_CHECK
-// In the model a poll's pause is a yield and 1 us of model time (platform/spin_wait.cpp): a
-// couple of them reach both ends of a poll (the other side answers, or the budget runs out and
-// the side sleeps) in few steps.
-constexpr std::chrono::microseconds wait_poll_budget{2};
-#else
-constexpr std::chrono::microseconds wait_poll_budget{40};
-#endif
+// (The model-checking build's budget is its own: platform/yield.hpp.)
+constexpr std::chrono::microseconds wait_poll_budget = internal::poll_budget(std::chrono::microseconds{40});
 // After the epoch moved, the other side is still inside its critical section for a few
 // stores: this long before taking the lock, so as not to queue behind it.
 constexpr std::chrono::nanoseconds leave_grace{400};

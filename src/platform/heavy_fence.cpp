@@ -1,7 +1,9 @@
+// The process-wide barrier on hardware (the model-checking build has heavy_fence_model.cpp
+// instead; CMakeLists.txt chooses).
 #include "platform/heavy_fence.hpp"
 #include "contend/internal/atomic.hpp"
 
-#if defined(__linux__) && !defined(CONTEND_PORTABLE_WAIT) && !CONTEND_MODEL_CHECK
+#if defined(__linux__) && !defined(CONTEND_PORTABLE_WAIT)
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,16 +21,7 @@
 
 namespace contend::internal {
 
-#if CONTEND_MODEL_CHECK
-
-// The model-checking build keeps the light unlock path (the registry in light mode) and models
-// the process-wide barrier as the fence it stands for: one scheduling point. The model's steps
-// are sequentially consistent anyway, so it cannot show what the barrier orders on hardware
-// (docs/design/model-checking.md says what that leaves to argument).
-bool heavy_fence_init() noexcept { return true; }
-void heavy_fence() noexcept { internal::thread_fence(std::memory_order_seq_cst); }
-
-#elif defined(CONTEND_HAVE_MEMBARRIER)
+#if defined(CONTEND_HAVE_MEMBARRIER)
 
 // Two barriers, the first that works chosen once (heavy_fence_init), and again once more if
 // it stops working:

@@ -1,6 +1,6 @@
-// helgrind's side of platform/tsan_sync.hpp: the client requests, out of line, and the flag
+// helgrind's side of contend/internal/tsan.hpp: the client requests, out of line, and the flag
 // that says whether to make them. Built only with valgrind's <valgrind/helgrind.h>.
-#include "platform/tsan_sync.hpp"
+#include "contend/internal/tsan.hpp"
 
 #if defined(CONTEND_HELGRIND_EDGES)
 #include <valgrind/helgrind.h>

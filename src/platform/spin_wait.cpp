@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "contend/cpu_relax.hpp"
-#include "platform/tsan_sync.hpp"
+#include "contend/internal/tsan.hpp"
 #include "platform/yield.hpp"
 
 namespace contend::internal {
@@ -66,7 +66,7 @@ namespace {
 // yield interval). Then the CPU is shared, most likely with the partner the poll waits for,
 // and a pause there only delays it: the next polls of this thread yield at every step,
 // until a yield comes back at once again.
-[[maybe_unused]] thread_local bool cpu_shared = false;  // (the model build has no use for it)
+thread_local bool cpu_shared = false;
 // How many yields in a row came back at once (nothing else to run here), up to
 // max_idle_yield_doublings: each one doubles the thread's interval between yields, up to 8
 // intervals (36 us on the AMD VM, about 10 us on the Intel one), so that a poll of the usual
@@ -89,16 +89,14 @@ spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds s
       spacing_(interval_ * (1 << idle_yields)) {}
 
 bool spin_wait::pause() noexcept {
-#if CONTEND_MODEL_CHECK
-    // The model runs one thread at a time and moves its clock only at a yield: a pause that
-    // only relaxed would neither let the awaited thread run nor ever spend the budget (the
-    // poll would end only at the step bound). So every pause is a yield, as on a CPU shared
-    // with the partner, and a poll ends after budget / 1 us of them.
-    if (clock::now() - start_ >= budget_) return false;
-    yield_cpu();
-    ++yields_;
-    return true;
-#else
+    if constexpr (every_pause_yields) {
+        // The model-checking build (platform/yield.hpp): every pause is a yield, as on a CPU
+        // shared with the partner, and a poll ends after budget / 1 us of them.
+        if (clock::now() - start_ >= budget_) return false;
+        yield_cpu();
+        ++yields_;
+        return true;
+    }
     if (!cpu_shared)
         for (std::uint32_t i = 0; i < relaxes_per_step_; ++i) cpu_relax();
     const auto now = clock::now();
@@ -116,7 +114,6 @@ bool spin_wait::pause() noexcept {
         spacing_ = interval_ * (1 << idle_yields);
     }
     return true;
-#endif
 }
 
 }  // namespace contend::internal

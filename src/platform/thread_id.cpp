@@ -8,11 +8,8 @@
 #include <vector>
 
 #include "contend/internal/thread_id.hpp"
-#include "platform/tsan_sync.hpp"
-
-#if CONTEND_MODEL_CHECK
-#include "contend/internal/model_atomic.hpp"
-#endif
+#include "contend/internal/tsan.hpp"
+#include "platform/yield.hpp"
 
 namespace contend::internal {
 namespace {
@@ -65,12 +62,10 @@ thread_local id_returner returner;
 std::uint32_t acquire_compact_thread_id() noexcept {
     if (returner.id != 0) return returner.id;
     id_pool& p = pool();
-#if CONTEND_MODEL_CHECK
     // The pool's std::mutex is no scheduling point of the model, but a thread taking it can be
     // preempted there: one point here lets a model run other threads between what the caller
     // did before asking for its id and the id it gets (a thread ending meanwhile hands its id on).
-    if (model::hooks::in_execution()) model::hooks::point(model::step_kind::fence, &p);
-#endif
+    preemption_point(&p);
     std::uint32_t id;
     {
         std::lock_guard guard(p.lock);

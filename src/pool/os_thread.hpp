@@ -42,6 +42,10 @@ private:
 // workers too, starts here, so a test can make any one of them fail.
 void fail_thread_starts_after(int starts) noexcept;
 
+// Whether this start must fail, by fail_thread_starts_after: for the two starts, pthread's
+// (os_thread_pthread.cpp) and the model-checking build's (os_thread_model.cpp).
+bool thread_start_refused() noexcept;
+
 // Names the calling thread (truncated to 15 bytes); best effort.
 void set_current_thread_name(const std::string& name) noexcept;
 

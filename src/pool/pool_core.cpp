@@ -50,7 +50,9 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "model/mutation.hpp"
+#include "platform/background_threads.hpp"
 #include "platform/spin_wait.hpp"
+#include "platform/yield.hpp"
 #include "pool/pool_core.hpp"
 
 namespace contend {
@@ -66,23 +68,12 @@ namespace {
 // 2-CPU VMs), so polling about a round trip's worth catches the next item of a steady
 // stream without either, at most doubling what a sleep would have cost when none comes.
 // How it was chosen: docs/design/pool.md.
-//
-// The model-checking build polls for 2 us of model time, two looks: there every pause is a yield
-// of 1 us (platform/spin_wait.cpp), and a longer poll only repeats the same look.
-#if CONTEND_MODEL_CHECK
-constexpr auto idle_poll_budget = std::chrono::microseconds(2);
-#else
-constexpr auto idle_poll_budget = std::chrono::microseconds(50);
-#endif
-// A sleeping worker above min_threads retires after this long without work.
-// Not in the model-checking build: there a sleeping worker waits untimed (the wait saturates to
-// no deadline) and never retires, so that a lost wake-up is a worker asleep for good, which the
-// checker reports, not an item delayed until the sleeper's timeout.
-#if CONTEND_MODEL_CHECK
-constexpr auto idle_retire_after = std::chrono::hours::max();
-#else
-constexpr auto idle_retire_after = std::chrono::seconds(5);
-#endif
+// (The model-checking build's budget is its own: platform/yield.hpp.)
+constexpr auto idle_poll_budget = internal::poll_budget(std::chrono::microseconds(50));
+// A sleeping worker above min_threads retires after this long without work; never in the
+// model-checking build, where a lost wake-up must leave a worker asleep for good
+// (platform/yield.hpp).
+constexpr auto idle_retire_after = internal::tidy_up_after(std::chrono::seconds(5));
 // Tokio and Go look at the global queue first every 61st item (docs/references.md,
 // tokio-scheduler), so that two items posting each other locally cannot keep a worker from
 // the global queue forever.
@@ -186,11 +177,10 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     // would end the process (std::terminate).
     try {
         for (std::size_t i = 0; i < min_n; ++i) spawn_worker(start_failure::rethrow);
-#if !CONTEND_MODEL_CHECK
-        // Not in the model-checking build: the gate's hill climbing and starvation checks read
-        // real time and CPU use, outside the model. A model pool runs its minimum of workers.
-        gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
-#endif
+        // Not in the model-checking build (platform/background_threads.hpp): the gate's hill
+        // climbing and starvation checks read real time and CPU use, outside the model.
+        if constexpr (background_threads)
+            gate = os_thread(options.name + "-gate", service_thread_stack, [this] { gate_main(); });
     } catch (const std::system_error& e) {
         shutdown();
         // what(): "contend::thread_pool 'NAME': a thread could not start: " and the reason.

@@ -29,7 +29,7 @@ contend::cache_padded<internal::atomic<std::uint64_t>> next_timer_id{std::in_pla
 }  // namespace
 
 timer_queue::timer_queue(std::string name, dispatch_fn dispatch)
-    : name_(std::move(name)), dispatch_(std::move(dispatch)) {}
+    : dispatch_(std::move(dispatch)), thread_(std::move(name) + "-timer", [this] { run(); }) {}
 
 timer_queue::~timer_queue() { close(); }
 
@@ -42,7 +42,7 @@ void timer_queue::close() {
         heap_.clear();
     }
     wake_.notify_all();
-    thread_.join();  // a second close() finds it joined already
+    thread_.stop();  // a second close() finds it stopped already
     // Outside the lock: a captured object's destructor may add or cancel a timer.
     for (auto& [id, node] : dropped) node->discard(node);
 }
@@ -54,7 +54,7 @@ std::uint64_t timer_queue::add(clock::time_point due, task_node* callback) {
     {
         std::lock_guard guard(lock_);
         if (stopping_) return 0;  // closed: `held` discards the callback
-        if (!thread_.joinable()) thread_ = os_thread(name_ + "-timer", service_thread_stack, [this] { run(); });
+        thread_.start_once();
         id = next_timer_id->fetch_add(1, std::memory_order_relaxed);
         pending_.emplace(id, held.node);
         try {

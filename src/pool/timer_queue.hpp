@@ -17,7 +17,7 @@
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/task.hpp"
 #include "contend/mutex.hpp"
-#include "pool/os_thread.hpp"
+#include "pool/service_thread.hpp"
 
 namespace contend::internal {
 
@@ -64,7 +64,6 @@ private:
     // Drops heap entries whose timer was cancelled, once they outnumber the live ones.
     void compact_if_stale();
 
-    const std::string name_;
     const dispatch_fn dispatch_;
     mutable contend::mutex lock_;
     contend::condition_variable wake_;
@@ -74,7 +73,7 @@ private:
     // The timers waiting, by id: the exact count, and the node that cancel() discards.
     std::unordered_map<std::uint64_t, task_node*> pending_;
     bool stopping_ = false;  // close() has begun: add() refuses, the thread ends
-    os_thread thread_;  // started by the first add()
+    service_thread thread_;  // started by the first add()
 };
 
 }  // namespace contend::internal

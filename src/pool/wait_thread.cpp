@@ -233,7 +233,9 @@ void wait_record::discard_firing(task_node* n) noexcept {
 }
 
 wait_thread::wait_thread(std::string name, dispatch_fn dispatch)
-    : state_(std::make_shared<wait_state>()), name_(std::move(name)), dispatch_(std::move(dispatch)) {}
+    : state_(std::make_shared<wait_state>()),
+      dispatch_(std::move(dispatch)),
+      thread_(std::move(name) + "-wait", [this] { run(); }) {}
 
 wait_thread::~wait_thread() { close(); }
 
@@ -258,7 +260,7 @@ void wait_thread::close() {
         s.inbox_stop = true;
     }
     s.inbox_wake.notify_all();
-    thread_.join();
+    thread_.stop();
     // Nothing posts any more (every event is unwatched and no record re-arms): release the
     // inbox's references, which would otherwise keep records and state alive in a cycle.
     std::lock_guard guard(s.inbox_lock);
@@ -283,7 +285,7 @@ std::shared_ptr<wait_record> wait_thread::add(void* event, bool auto_reset, std:
             r->ended.store(true, std::memory_order_release);
             return r;
         }
-        if (!thread_.joinable()) thread_ = os_thread(name_ + "-wait", service_thread_stack, [this] { run(); });
+        thread_.start_once();
         s.records.emplace(r.get(), r);
         try {
             if (r->has_timeout()) {

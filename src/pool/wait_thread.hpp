@@ -14,7 +14,7 @@
 
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/task.hpp"
-#include "pool/os_thread.hpp"
+#include "pool/service_thread.hpp"
 
 namespace contend::internal {
 
@@ -54,9 +54,8 @@ private:
     void run();
 
     std::shared_ptr<wait_state> state_;  // outlives this object while handles or tasks hold records
-    const std::string name_;
     const dispatch_fn dispatch_;
-    os_thread thread_;  // started by the first add()
+    service_thread thread_;  // started by the first add()
     bool closed_ = false;  // the destroying thread's own flag: close() ran
 };
 

@@ -1,4 +1,8 @@
-// Happens-before edges told to ThreadSanitizer by hand, beside the atomics that make them.
+// The one place that talks to ThreadSanitizer (and helgrind) by hand: the library's, the
+// interposer's and the lab's annotations all come from here. Internal: under include/ only
+// so that the lab, which sees no src/, can use it.
+//
+// tsan_acquired / tsan_releasing: happens-before edges, beside the atomics that make them.
 //
 // In an ordinary TSan build these calls repeat what TSan already learns from the atomic they
 // stand next to (the same address, the same direction), so they add no edge and hide no race.
@@ -27,6 +31,8 @@
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
 #elif defined(__has_include)
 #if __has_include(<valgrind/helgrind.h>)
 #define CONTEND_HELGRIND_EDGES 1
@@ -44,28 +50,35 @@ void helgrind_happens_before(const volatile void* address) noexcept;
 void helgrind_disable_checking(const volatile void* address, std::size_t size) noexcept;
 #endif
 
+// TSan alone, nothing elsewhere (not even helgrind's flag test): the edges of a lock that
+// synchronizes where TSan cannot see it (the lab's peers: Debian's absl, a shared library built
+// without TSan; Concurrency Kit's inline assembly; glibc's C11 mtx_t, which calls the internal
+// pthread functions TSan does not intercept). Without them TSan reports the counter such a lock
+// protects as a race. Their adapters are measured, so natively these are nothing.
+#if defined(__SANITIZE_THREAD__)
+inline void tsan_only_acquired(const volatile void* address) noexcept { __tsan_acquire(const_cast<void*>(address)); }
+inline void tsan_only_releasing(const volatile void* address) noexcept { __tsan_release(const_cast<void*>(address)); }
+#else
+inline void tsan_only_acquired(const volatile void*) noexcept {}
+inline void tsan_only_releasing(const volatile void*) noexcept {}
+#endif
+
 // After an acquire (load, RMW, or lock) of the atomic or mutex at `address`.
 inline void tsan_acquired(const volatile void* address) noexcept {
-#if defined(__SANITIZE_THREAD__)
-    __tsan_acquire(const_cast<void*>(address));
-#elif defined(CONTEND_HELGRIND_EDGES)
+#if defined(CONTEND_HELGRIND_EDGES)
     if (helgrind_running) [[unlikely]]
         helgrind_happens_after(address);
-#else
-    (void)address;
 #endif
+    tsan_only_acquired(address);
 }
 
 // Before a release (store, RMW, or unlock) of the atomic or mutex at `address`.
 inline void tsan_releasing(const volatile void* address) noexcept {
-#if defined(__SANITIZE_THREAD__)
-    __tsan_release(const_cast<void*>(address));
-#elif defined(CONTEND_HELGRIND_EDGES)
+#if defined(CONTEND_HELGRIND_EDGES)
     if (helgrind_running) [[unlikely]]
         helgrind_happens_before(address);
-#else
-    (void)address;
 #endif
+    tsan_only_releasing(address);
 }
 
 // Memory helgrind must not check: an atomic that is stored to with a plain store (helgrind
@@ -81,6 +94,20 @@ inline void helgrind_unchecked(const volatile void* address, std::size_t size) n
     (void)size;
 #endif
 }
+
+// For its lifetime TSan ignores the calling thread's accesses and synchronization (TSan
+// builds; nothing elsewhere). The interposer's cond wait holds one (cond_interpose.cpp says
+// why).
+struct tsan_ignored_thread {
+#if defined(__SANITIZE_THREAD__)
+    tsan_ignored_thread() noexcept { __tsan_ignore_thread_begin(); }
+    ~tsan_ignored_thread() { __tsan_ignore_thread_end(); }
+#else
+    tsan_ignored_thread() noexcept = default;
+#endif
+    tsan_ignored_thread(const tsan_ignored_thread&) = delete;
+    tsan_ignored_thread& operator=(const tsan_ignored_thread&) = delete;
+};
 
 // The initializer of the function-local static at `address`: `value`, with the static left
 // unchecked by helgrind (above). `static T* p = helgrind_static(&p, new T);`
