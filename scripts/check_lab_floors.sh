@@ -10,6 +10,7 @@
 # Exits 0 when every include points down or sideways, 1 listing each one that does not.
 set -euo pipefail
 lab=${1:-"$(dirname "$0")/../lab"}
+lab=${lab%/}  # one spelling of the prefix that grep prints before each file
 floors=(os text results store measure suites run analyze pages tools cli)
 declare -A rank
 for i in "${!floors[@]}"; do rank[${floors[$i]}]=$i; done

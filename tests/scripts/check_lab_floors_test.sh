@@ -29,6 +29,8 @@ copy
 echo '#include <cli/cli.hpp>' >>"$work/lab/store/history.cpp"
 out=$(bash "$src/scripts/check_lab_floors.sh" "$work/lab" 2>&1) && fail "an include of cli/ in angle brackets from store/ passed: $out"
 grep -q 'lab/store/history.cpp:[0-9]*: includes cli/ from store/' <<<"$out" || fail "the angle-bracket include is not named: $out"
+out=$(bash "$src/scripts/check_lab_floors.sh" "$work/lab/" 2>&1) && fail "with a trailing slash on the folder, the upward include passed: $out"
+grep -q 'lab/store/history.cpp:[0-9]*: includes cli/ from store/' <<<"$out" || fail "with a trailing slash, the file is misnamed: $out"
 
 copy
 echo '#include "../cli/cli.hpp"' >>"$work/lab/text/escape.cpp"
