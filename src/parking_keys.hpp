@@ -13,15 +13,19 @@
 // | space | bits set | user                  | parks under this key                               |
 // |-------|----------|-----------------------|----------------------------------------------------|
 // | 0x0   | none     | contend::mutex        | lock() waiters, FIFO; the head becomes designee    |
+// |       |          | contend::shared_mutex | readers (lock_shared, recursive or not)            |
 // |       |          | contend::thin_lock    | threads waiting for a thin word (the word itself)  |
 // |       |          | condition_variable    | its waiters (condition_variable.hpp, inline)       |
 // |       |          | manual/auto_reset_event | its waiters (src/event.cpp)                      |
 // |       |          | parking_lot's callers | whatever address they pass                         |
+// | 0x1   | 60       | contend::shared_mutex | writers (lock, try_lock_for/until)                 |
 // | 0x2   | 61       | monitor::             | wait() callers waiting for a pulse on the address  |
+// | 0x3   | 61, 60   | contend::shared_mutex | would-be upgraders (lock_upgrade)                  |
+// | 0x5   | 62, 60   | contend::shared_mutex | the upgrader waiting for the readers to leave      |
 // | 0x4   | 62       | contend::mutex        | the designee's naps (src/mutex.cpp)                |
 // | 0x8   | 63       | contend::mutex        | try_lock_for / try_lock_until waiters              |
 // | 0xC   | 63, 62   | monitor::             | threads waiting to enter the address               |
-// | other | -        | free                  | 0x1, 0x3, 0x5-0x7, 0x9-0xB, 0xD-0xF                |
+// | other | -        | free                  | 0x6, 0x7, 0x9-0xB, 0xD-0xF                         |
 //
 // Space 0 is for a primitive parking on its own address: nobody else owns that address, and
 // no two of these primitives share one (none holds another at its offset 0). monitor:: is
@@ -37,7 +41,10 @@ static_assert(sizeof(std::uintptr_t) == 8, "parking keys use the top bits of a 6
 
 enum class parking_space : std::uintptr_t {
     own = 0x0,
+    shared_writers = 0x1,
     monitor_pulse = 0x2,
+    shared_upgraders = 0x3,
+    shared_upgrading = 0x5,
     mutex_designee = 0x4,
     mutex_timed = 0x8,
     monitor_enter = 0xC,
@@ -61,5 +68,15 @@ inline const void* thin_lock_key(const void* word) noexcept { return parking_key
 // contend::monitor (src/monitor.cpp): two queues per address `a` in use.
 inline const void* monitor_enter_key(const void* a) noexcept { return parking_key(a, parking_space::monitor_enter); }
 inline const void* monitor_pulse_key(const void* a) noexcept { return parking_key(a, parking_space::monitor_pulse); }
+
+// contend::shared_mutex (src/shared_mutex.cpp): four queues per lock `m`.
+inline const void* shared_readers_key(const void* m) noexcept { return parking_key(m, parking_space::own); }
+inline const void* shared_writers_key(const void* m) noexcept { return parking_key(m, parking_space::shared_writers); }
+inline const void* shared_upgraders_key(const void* m) noexcept {
+    return parking_key(m, parking_space::shared_upgraders);
+}
+inline const void* shared_upgrading_key(const void* m) noexcept {
+    return parking_key(m, parking_space::shared_upgrading);
+}
 
 }  // namespace contend::internal

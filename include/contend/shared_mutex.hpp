@@ -1,0 +1,241 @@
+// contend::shared_mutex: an eight-byte reader-writer lock on the parking lot, phase-fair,
+// with upgradable reads.
+//
+// Names: the standard's SharedTimedMutex (so std::shared_lock, std::unique_lock and
+// std::condition_variable_any work unchanged) and Boost.Thread's UpgradeLockable
+// (lock_upgrade, unlock_upgrade_and_lock, ...).
+//
+// State word (64 bits):
+//
+//   | bit / field           | meaning                                                       |
+//   |-----------------------|---------------------------------------------------------------|
+//   | 0x01 WRITER           | a writer holds the lock (then the reader count is 0)          |
+//   | 0x02 UPGRADER         | an upgradable reader holds it (also counted as one reader)    |
+//   | 0x04 UPGRADING        | that upgrader waits for the other readers to leave            |
+//   | 0x08 READERS_PARKED   | readers may be parked (queue: the lock's address)             |
+//   | 0x10 WRITERS_PARKED   | writers may be parked; new readers queue behind them          |
+//   | 0x20 UPGRADERS_PARKED | would-be upgraders may be parked                              |
+//   | bits 6..63            | the number of readers holding the lock (upgrader included)    |
+//
+// Invariants: WRITER is never set while the reader count is above 0, and UPGRADING only
+// while UPGRADER is. A writer waits for the readers present to leave without claiming the
+// lock: it parks with WRITERS_PARKED set, which stops new readers, and the last reader out
+// hands it the lock.
+//
+// Fairness (phase-fair, after Brandenburg and Anderson's phase-fair reader-writer locks;
+// docs/references.md, phase-fair-rw): readers and writers alternate when both wait.
+//   - A writer waits for the readers present when it parked (new readers queue behind it),
+//     then for the writers ahead of it, each followed by one reader phase. Writers among
+//     themselves barge, as contend::mutex's do, and a writer's unlock hands the lock to the
+//     next parked writer directly whenever the parking lot's per-bucket deadline (0 to 1 ms)
+//     says it is time to be fair, so no writer starves behind other writers.
+//   - A reader waits for at most the writer holding the lock when it parked: that writer's
+//     unlock hands the lock to every parked reader at once (the count is added for them)
+//     before any parked writer gets it. A reader never waits behind an endless stream of
+//     writers, and a writer never behind an endless stream of readers.
+//   - Upgraders (one at a time) wait like readers behind parked writers; among themselves
+//     they retry in no order.
+//
+// Recursive reads: lock_shared() from a thread that already reads can deadlock when a
+// writer is parked (the writer waits for this thread's first read, and the second read waits
+// behind the writer), as in every writer-preferring lock. lock_shared_recursive() is the
+// mode that is safe for it: it waits only while a writer holds the lock, so it passes parked
+// writers and an upgrade in progress. Use it only from a thread that holds a read already,
+// or it lets readers starve writers.
+//
+// Costs: lock(), lock_shared() and lock_upgrade() are a load and one CAS when they can
+// take the lock; unlock() and unlock_shared() one CAS when nobody is parked (unlock_shared
+// retries while other readers change the count). A contended acquisition polls for up to
+// spin_budget (pausing, and yielding a CPU another thread needs), then parks; the slow paths
+// take one or two parking-lot bucket locks.
+//
+// Misuse: unlocking a mode that is not held (unlock() with no writer, unlock_shared() with no
+// reader, unlock_upgrade() with no upgrader) throws synchronization_error and leaves the lock
+// as it was. Ownership is not tracked: one thread releasing a mode another thread holds is
+// not detected. Not recursive for writers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "contend/internal/atomic.hpp"
+#include "contend/internal/deadline.hpp"
+
+namespace contend {
+
+class shared_mutex {
+public:
+    constexpr shared_mutex() noexcept = default;
+    shared_mutex(const shared_mutex&) = delete;
+    shared_mutex& operator=(const shared_mutex&) = delete;
+
+    // ---- exclusive (writer) ----
+    void lock() {
+        std::uint64_t s = 0;
+        if (!state_.compare_exchange_strong(s, writer_bit, std::memory_order_acquire, std::memory_order_relaxed))
+            [[unlikely]]
+            lock_slow(internal::no_deadline);
+    }
+    bool try_lock() noexcept {
+        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        while (writer_can_take(s)) {
+            if (state_.compare_exchange_weak(s, s | writer_bit, std::memory_order_acquire, std::memory_order_relaxed))
+                return true;
+        }
+        return false;
+    }
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+        return try_lock() || lock_slow(internal::deadline_after(d));
+    }
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+        return try_lock() || lock_slow(internal::to_deadline(t));
+    }
+    void unlock() {
+        std::uint64_t s = writer_bit;
+        if (!state_.compare_exchange_strong(s, 0, std::memory_order_release, std::memory_order_relaxed)) [[unlikely]]
+            unlock_slow();
+    }
+
+    // ---- shared (reader) ----
+    void lock_shared() {
+        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        if ((s & reader_blockers) ||
+            !state_.compare_exchange_strong(s, s + one_reader, std::memory_order_acquire, std::memory_order_relaxed))
+            [[unlikely]]
+            lock_shared_slow(internal::no_deadline, reader_blockers);
+    }
+    bool try_lock_shared() noexcept { return try_add_reader(reader_blockers); }
+    template <class Rep, class Period>
+    bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
+        return try_lock_shared() || lock_shared_slow(internal::deadline_after(d), reader_blockers);
+    }
+    template <class Clock, class Duration>
+    bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t) {
+        return try_lock_shared() || lock_shared_slow(internal::to_deadline(t), reader_blockers);
+    }
+    // A read by a thread that already holds one (see "Recursive reads" above): waits only
+    // while a writer holds the lock.
+    void lock_shared_recursive() {
+        if (!try_add_reader(writer_bit)) [[unlikely]]
+            lock_shared_slow(internal::no_deadline, writer_bit);
+    }
+    bool try_lock_shared_recursive() noexcept { return try_add_reader(writer_bit); }
+    template <class Clock, class Duration>
+    bool try_lock_shared_recursive_until(const std::chrono::time_point<Clock, Duration>& t) {
+        return try_add_reader(writer_bit) || lock_shared_slow(internal::to_deadline(t), writer_bit);
+    }
+    void unlock_shared() {
+        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        for (;;) {
+            if (!holds_plain_reader(s)) [[unlikely]]
+                misuse("contend::shared_mutex::unlock_shared: no reader holds the lock");
+            if (state_.compare_exchange_weak(s, s - one_reader, std::memory_order_release, std::memory_order_relaxed))
+                break;
+        }
+        if (s & reader_unlock_wakes) [[unlikely]]
+            after_reader_left(s - one_reader);
+    }
+
+    // ---- upgradable (at most one upgrader, alongside readers) ----
+    void lock_upgrade() {
+        if (!try_lock_upgrade()) [[unlikely]]
+            lock_upgrade_slow(internal::no_deadline);
+    }
+    bool try_lock_upgrade() noexcept {
+        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        while (!(s & upgrader_blockers)) {
+            if (state_.compare_exchange_weak(s, s + one_reader + upgrader_bit, std::memory_order_acquire,
+                                             std::memory_order_relaxed))
+                return true;
+        }
+        return false;
+    }
+    template <class Rep, class Period>
+    bool try_lock_upgrade_for(const std::chrono::duration<Rep, Period>& d) {
+        return try_lock_upgrade() || lock_upgrade_slow(internal::deadline_after(d));
+    }
+    template <class Clock, class Duration>
+    bool try_lock_upgrade_until(const std::chrono::time_point<Clock, Duration>& t) {
+        return try_lock_upgrade() || lock_upgrade_slow(internal::to_deadline(t));
+    }
+    void unlock_upgrade();
+    // Upgrade to exclusive: waits for the other readers to leave; new readers queue
+    // meanwhile (the upgrade has the next turn), and no writer can get in between.
+    void unlock_upgrade_and_lock() { upgrade_slow(internal::no_deadline); }
+    // One attempt: succeeds only if the upgrader is the only reader.
+    bool try_unlock_upgrade_and_lock() noexcept;
+    template <class Rep, class Period>
+    bool try_unlock_upgrade_and_lock_for(const std::chrono::duration<Rep, Period>& d) {
+        return try_unlock_upgrade_and_lock() || upgrade_slow(internal::deadline_after(d));
+    }
+    // On failure (deadline passed) the caller still holds the upgradable lock.
+    template <class Clock, class Duration>
+    bool try_unlock_upgrade_and_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+        return try_unlock_upgrade_and_lock() || upgrade_slow(internal::to_deadline(t));
+    }
+    // Downgrades. Each is atomic (no other writer can get in between) and lets the readers
+    // parked behind the writer in at once.
+    void unlock_and_lock_upgrade();
+    void unlock_and_lock_shared();
+    void unlock_upgrade_and_lock_shared();
+
+    // Snapshots, for assertions and diagnostics.
+    bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & writer_bit; }
+    std::uint64_t reader_count() const noexcept { return state_.load(std::memory_order_relaxed) >> reader_shift; }
+
+    // How long a contended acquisition polls before it parks (see the .cpp for why).
+    static constexpr std::chrono::nanoseconds spin_budget{4000};
+
+    static constexpr std::uint64_t writer_bit = 0x01;
+    static constexpr std::uint64_t upgrader_bit = 0x02;
+    static constexpr std::uint64_t upgrading_bit = 0x04;
+    static constexpr std::uint64_t readers_parked_bit = 0x08;
+    static constexpr std::uint64_t writers_parked_bit = 0x10;
+    static constexpr std::uint64_t upgraders_parked_bit = 0x20;
+    static constexpr unsigned reader_shift = 6;
+    static constexpr std::uint64_t one_reader = std::uint64_t{1} << reader_shift;
+
+private:
+    // What stops a new (non-recursive) reader: a writer holding, waiting, or an upgrade.
+    static constexpr std::uint64_t reader_blockers = writer_bit | writers_parked_bit | upgrading_bit;
+    static constexpr std::uint64_t upgrader_blockers = writer_bit | upgrader_bit | writers_parked_bit;
+    // A reader's unlock must look further when a writer is parked, an upgrade waits, or
+    // readers or upgraders are parked (they may be free to go once the count changes).
+    static constexpr std::uint64_t reader_unlock_wakes =
+        writers_parked_bit | upgrading_bit | readers_parked_bit | upgraders_parked_bit;
+
+    static constexpr bool writer_can_take(std::uint64_t s) noexcept { return !(s & writer_bit) && s < one_reader; }
+    // A reader other than the upgrader holds the lock.
+    static constexpr bool holds_plain_reader(std::uint64_t s) noexcept {
+        return (s >> reader_shift) > ((s & upgrader_bit) ? 1u : 0u);
+    }
+
+    bool try_add_reader(std::uint64_t blockers) noexcept {
+        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        while (!(s & blockers)) {
+            if (state_.compare_exchange_weak(s, s + one_reader, std::memory_order_acquire, std::memory_order_relaxed))
+                return true;
+        }
+        return false;
+    }
+
+    bool lock_slow(internal::deadline until);
+    bool lock_shared_slow(internal::deadline until, std::uint64_t blockers);
+    bool lock_upgrade_slow(internal::deadline until);
+    bool upgrade_slow(internal::deadline until);
+    void unlock_slow();
+    void after_reader_left(std::uint64_t s);
+    void release_to_writer();
+    void release_to_readers();
+    void wake_upgraders();
+    void after_writer_timeout();
+    [[noreturn]] static void misuse(const char* what);
+
+    internal::atomic<std::uint64_t> state_{0};
+};
+
+static_assert(sizeof(shared_mutex) == 8);
+
+}  // namespace contend
