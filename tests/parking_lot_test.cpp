@@ -142,9 +142,10 @@ TEST(ParkingLot, UnparkAllWithACallbackCountsTheThreadsAndGivesEachItsToken) {
     }
     ASSERT_TRUE(eventually([&] { return enqueued.load() == n; }, 60s));
     std::size_t seen = 99;
-    EXPECT_EQ(pl::unpark_all(&other, [&](std::size_t k) -> std::intptr_t { return seen = k, 5; }), 0u);
+    EXPECT_EQ(pl::unpark_all(&other, [&](pl::unpark_all_result r) -> std::intptr_t { return seen = r.threads, 5; }),
+              0u);
     EXPECT_EQ(seen, 0u) << "the callback runs with nobody parked too";
-    EXPECT_EQ(pl::unpark_all(&address, [&](std::size_t k) -> std::intptr_t { return seen = k, 7; }),
+    EXPECT_EQ(pl::unpark_all(&address, [&](pl::unpark_all_result r) -> std::intptr_t { return seen = r.threads, 7; }),
               static_cast<std::size_t>(n));
     EXPECT_EQ(seen, static_cast<std::size_t>(n));
     for (auto& t : threads) t.join();
