@@ -282,6 +282,22 @@ bool shared_mutex::lock_shared_slow(internal::deadline until, std::uint64_t bloc
     }
 }
 
+// lock_shared() added a reader to a stopped lock (`s`, with it): it takes itself out again,
+// as an unlock does, then waits.
+void shared_mutex::back_out_and_wait(std::uint64_t s) {
+    s = state_.fetch_sub(one_reader, std::memory_order_relaxed) - one_reader;
+    if (s & reader_unlock_wakes) after_reader_left(s);
+    lock_shared_slow(internal::no_deadline, reader_blockers);
+}
+
+// unlock_shared() found no reader to take out: put the count back, wake whoever the
+// transient count may have stopped, and report the misuse.
+void shared_mutex::undo_unlock_shared() {
+    const std::uint64_t s = state_.fetch_add(one_reader, std::memory_order_relaxed) + one_reader;
+    if (s & reader_unlock_wakes) after_reader_left(s);
+    misuse("contend::shared_mutex::unlock_shared: no reader holds the lock");
+}
+
 // A reader left; `s` is the state it left behind, with one of reader_unlock_wakes set.
 void shared_mutex::after_reader_left(std::uint64_t s) {
     if ((s & upgrading_bit) && readers_of(s) == 1) {

@@ -19,7 +19,8 @@
 //   |                       | new readers and upgraders queue behind it                     |
 //   | bits 7..63            | the number of readers holding the lock (upgrader included)    |
 //
-// Invariants: WRITER is never set while the reader count is above 0, and UPGRADING only
+// Invariants: WRITER is never set while the reader count is above 0 (but for readers that
+// added themselves and are backing out, having found the lock stopped), and UPGRADING only
 // while UPGRADER is. A writer does not claim the lock while readers hold it: it sets
 // WRITER_WAITING, which stops new readers, and takes the lock when the readers present have
 // left (polling while awake; parked, the last reader out wakes it).
@@ -45,11 +46,10 @@
 // writers and an upgrade in progress. Use it only from a thread that holds a read already,
 // or it lets readers starve writers.
 //
-// Costs: lock(), lock_shared() and lock_upgrade() are a load and one CAS when they can
-// take the lock; unlock() and unlock_shared() one CAS when nobody is parked (unlock_shared
-// retries while other readers change the count). A contended acquisition polls for up to
-// spin_budget (pausing, and yielding a CPU another thread needs), then parks; the slow paths
-// take one or two parking-lot bucket locks.
+// Costs: lock_shared() and unlock_shared() are one fetch_add / fetch_sub each; lock() and
+// lock_upgrade() a CAS when they can take the lock, unlock() a CAS when nobody waits. A contended acquisition polls for
+// up to spin_budget (pausing, and yielding a CPU another thread needs), then parks; the slow paths take one or two
+// parking-lot bucket locks.
 //
 // Misuse: unlocking a mode that is not held (unlock() with no writer, unlock_shared() with no
 // reader, unlock_upgrade() with no upgrader) throws synchronization_error and leaves the lock
@@ -103,10 +103,12 @@ public:
 
     // ---- shared (reader) ----
     void lock_shared() {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
-        if ((s & reader_blockers) || !state_.compare_exchange_strong(s, s + one_reader, std::memory_order_acquire,
-                                                                     std::memory_order_relaxed)) [[unlikely]]
-            lock_shared_slow(internal::no_deadline, reader_blockers);
+        // fetch_add, not load and CAS: on a line that readers of other CPUs keep taking, a
+        // load fetches it shared and the CAS must fetch it again, and a CAS can fail and
+        // retry where an add cannot. A reader that finds the lock stopped backs out.
+        const std::uint64_t s = state_.fetch_add(one_reader, std::memory_order_acquire);
+        if (s & reader_blockers) [[unlikely]]
+            back_out_and_wait(s + one_reader);
     }
     bool try_lock_shared() noexcept { return try_add_reader(reader_blockers); }
     template <class Rep, class Period>
@@ -129,13 +131,9 @@ public:
         return try_add_reader(writer_bit) || lock_shared_slow(internal::to_deadline(t), writer_bit);
     }
     void unlock_shared() {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
-        for (;;) {
-            if (!holds_plain_reader(s)) [[unlikely]]
-                misuse("contend::shared_mutex::unlock_shared: no reader holds the lock");
-            if (state_.compare_exchange_weak(s, s - one_reader, std::memory_order_release, std::memory_order_relaxed))
-                break;
-        }
+        const std::uint64_t s = state_.fetch_sub(one_reader, std::memory_order_release);
+        if (!holds_plain_reader(s)) [[unlikely]]
+            undo_unlock_shared();  // throws
         if (s & reader_unlock_wakes) [[unlikely]]
             after_reader_left(s - one_reader);
     }
@@ -233,6 +231,8 @@ private:
     bool lock_slow(internal::deadline until);
     bool announce_and_poll();
     bool lock_shared_slow(internal::deadline until, std::uint64_t blockers);
+    void back_out_and_wait(std::uint64_t s);
+    [[noreturn]] void undo_unlock_shared();
     bool lock_upgrade_slow(internal::deadline until);
     bool upgrade_slow(internal::deadline until);
     void unlock_slow();
