@@ -1,4 +1,5 @@
-// glibc's own pthread_mutex_* and pthread_cond_*: what every call we do not handle goes to.
+// glibc's own pthread_mutex_*, pthread_cond_* and pthread_rwlock_*: what every call we do not
+// handle goes to.
 #pragma once
 
 #include <pthread.h>
@@ -21,6 +22,17 @@ struct glibc_functions {
     int (*cond_clockwait)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*);
     int (*cond_signal)(pthread_cond_t*);
     int (*cond_broadcast)(pthread_cond_t*);
+    int (*rwlock_init)(pthread_rwlock_t*, const pthread_rwlockattr_t*);
+    int (*rwlock_destroy)(pthread_rwlock_t*);
+    int (*rwlock_rdlock)(pthread_rwlock_t*);
+    int (*rwlock_tryrdlock)(pthread_rwlock_t*);
+    int (*rwlock_timedrdlock)(pthread_rwlock_t*, const timespec*);
+    int (*rwlock_clockrdlock)(pthread_rwlock_t*, clockid_t, const timespec*);
+    int (*rwlock_wrlock)(pthread_rwlock_t*);
+    int (*rwlock_trywrlock)(pthread_rwlock_t*);
+    int (*rwlock_timedwrlock)(pthread_rwlock_t*, const timespec*);
+    int (*rwlock_clockwrlock)(pthread_rwlock_t*, clockid_t, const timespec*);
+    int (*rwlock_unlock)(pthread_rwlock_t*);
 };
 
 // Resolved with dlsym(RTLD_NEXT) on first use (the constructor resolves them all up front).

@@ -400,6 +400,39 @@ void check_fork() {
     ok("fork: the child finds a mutex another thread held locked, and one it held unlockable");
 }
 
+// Every pthread_rwlock function once, with the answers glibc gives (interpose_rwlocks checks
+// them in depth): two threads reading at once, a writer alone, the try and timed forms.
+void check_rwlock_calls() {
+    pthread_rwlock_t l;
+    expect_eq("rwlock", "init", pthread_rwlock_init(&l, nullptr), 0);
+    expect_eq("rwlock", "rdlock", pthread_rwlock_rdlock(&l), 0);
+    timespec t = after_ms(CLOCK_REALTIME, 1000);
+    on_thread([&] {
+        expect_eq("rwlock", "tryrdlock beside a reader", pthread_rwlock_tryrdlock(&l), 0);
+        expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+        expect_eq("rwlock", "trywrlock beside a reader", pthread_rwlock_trywrlock(&l), EBUSY);
+        timespec d = after_ms(CLOCK_MONOTONIC, 20);
+        expect_eq("rwlock", "clockwrlock beside a reader", pthread_rwlock_clockwrlock(&l, CLOCK_MONOTONIC, &d),
+                  ETIMEDOUT);
+        expect_eq("rwlock", "timedrdlock beside a reader", pthread_rwlock_timedrdlock(&l, &t), 0);
+        expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    });
+    expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    expect_eq("rwlock", "timedwrlock", pthread_rwlock_timedwrlock(&l, &t), 0);
+    expect_eq("rwlock", "wrlock by the writer", pthread_rwlock_wrlock(&l), EDEADLK);
+    on_thread([&] {
+        timespec d = after_ms(CLOCK_MONOTONIC, 20);
+        expect_eq("rwlock", "clockrdlock beside a writer", pthread_rwlock_clockrdlock(&l, CLOCK_MONOTONIC, &d),
+                  ETIMEDOUT);
+        expect_eq("rwlock", "tryrdlock beside a writer", pthread_rwlock_tryrdlock(&l), EBUSY);
+    });
+    expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    expect_eq("rwlock", "wrlock", pthread_rwlock_wrlock(&l), 0);
+    expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    expect_eq("rwlock", "destroy", pthread_rwlock_destroy(&l), 0);
+    ok("rwlock: init, the read, write, try, timed and clock forms, unlock, destroy");
+}
+
 // Process-shared objects stay glibc's. A process-shared cond with a private normal mutex is
 // the one documented difference: glibc waits, the interposer fails with EINVAL when it runs
 // the mutex (docs/interpose.md).
@@ -481,6 +514,7 @@ int main(int argc, char** argv) {
     check_cond_with_passthrough();
     check_cond_switching_mutex();
     check_fork();
+    check_rwlock_calls();
     const std::string active = std::getenv("CONTEND_INTERPOSE_EXPECT") ? std::getenv("CONTEND_INTERPOSE_EXPECT") : "";
     const bool interposed = active != "glibc" && active != "none";
     check_pshared(interposed);
