@@ -93,8 +93,7 @@ int write(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime) noexcep
         if (abstime == nullptr) {
             m.lock();
         } else {
-            const int rc =
-                with_deadline(clock, abstime, [&](auto t) { return m.try_lock_until(t) ? 0 : ETIMEDOUT; });
+            const int rc = with_deadline(clock, abstime, [&](auto t) { return m.try_lock_until(t) ? 0 : ETIMEDOUT; });
             if (rc != 0) return rc;
         }
         set_rwlock_writer(l, rwlock_thread_id());
@@ -105,8 +104,7 @@ int write(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime) noexcep
 // rdlock and wrlock, plain or timed (timed: abstime not null), in glibc's order of checks.
 template <bool writing>
 int acquire(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime) noexcept {
-    if (abstime != nullptr &&
-        ((clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) || !valid_nanoseconds(abstime)))
+    if (abstime != nullptr && ((clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) || !valid_nanoseconds(abstime)))
         return EINVAL;
     if (holds_write(l)) return EDEADLK;
     if (writing ? try_write(l) : try_read(l)) return 0;

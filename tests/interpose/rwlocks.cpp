@@ -252,12 +252,14 @@ void* torture_thread(void* arg) {
     const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(arg));
     for (int i = 0; i < torture_rounds; ++i) {
         const int op = static_cast<int>((id * 7 + static_cast<std::uint64_t>(i) * 13) % 16);
-        timespec d = after_ms(op % 2 ? CLOCK_MONOTONIC : CLOCK_REALTIME, 20'000);
+        // Each timed form's deadline on its own clock: timed* take CLOCK_REALTIME, clock* here
+        // CLOCK_MONOTONIC.
+        timespec real = after_ms(CLOCK_REALTIME, 20'000), mono = after_ms(CLOCK_MONOTONIC, 20'000);
         int rc;
         if (op < 3) {  // a write, one form each
             rc = op == 0   ? pthread_rwlock_wrlock(&torture_lock)
-                 : op == 1 ? pthread_rwlock_clockwrlock(&torture_lock, CLOCK_MONOTONIC, &d)
-                           : pthread_rwlock_timedwrlock(&torture_lock, &d);
+                 : op == 1 ? pthread_rwlock_clockwrlock(&torture_lock, CLOCK_MONOTONIC, &mono)
+                           : pthread_rwlock_timedwrlock(&torture_lock, &real);
             if (rc != 0) fail("torture", "a write", rc);
             write_table(id << 32 | static_cast<std::uint64_t>(i));
         } else if (op == 3) {
@@ -265,8 +267,8 @@ void* torture_thread(void* arg) {
             write_table(id << 32 | static_cast<std::uint64_t>(i));
         } else {
             rc = op < 8    ? pthread_rwlock_rdlock(&torture_lock)
-                 : op < 11 ? pthread_rwlock_timedrdlock(&torture_lock, &d)
-                 : op < 14 ? pthread_rwlock_clockrdlock(&torture_lock, CLOCK_MONOTONIC, &d)
+                 : op < 11 ? pthread_rwlock_timedrdlock(&torture_lock, &real)
+                 : op < 14 ? pthread_rwlock_clockrdlock(&torture_lock, CLOCK_MONOTONIC, &mono)
                            : pthread_rwlock_tryrdlock(&torture_lock);
             if (rc == EBUSY && op >= 14) continue;
             if (rc != 0) fail("torture", "a read", rc);
@@ -285,7 +287,8 @@ void* torture_thread(void* arg) {
 void check_torture() {
     pthread_t threads[torture_threads];
     for (int i = 0; i < torture_threads; ++i)
-        pthread_create(&threads[i], nullptr, torture_thread, reinterpret_cast<void*>(static_cast<std::uintptr_t>(i + 1)));
+        pthread_create(&threads[i], nullptr, torture_thread,
+                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(i + 1)));
     for (auto& t : threads) pthread_join(t, nullptr);
     ok("torture: no reader saw a torn table, no writer had company");
 }
