@@ -75,9 +75,9 @@ struct read_holds {
         lock[free_slot] = l;
         count[free_slot] = 1;
     }
-    // After a read of l was released. A read the table does not have was untracked (or,
-    // misuse, another thread's; then the count of untracked reads only errs high, which is
-    // the conservative side).
+    // After a read of l was released. A read the table does not have was one of the untracked
+    // (or, misuse, another thread's read, which POSIX leaves undefined: the untracked count
+    // then errs one low).
     void remove(const pthread_rwlock_t* l) noexcept {
         for (int i = 0; i < capacity; ++i) {
             if (lock[i] == l) {
