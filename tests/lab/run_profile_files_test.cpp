@@ -36,6 +36,37 @@ TEST_F(RunProfile, AValidFileReadsEveryFieldAsWritten) {
     EXPECT_DOUBLE_EQ(l.estimated_hold_ns(), 4000.0 / 10 * 1000);
 }
 
+TEST_F(RunProfile, ARwlocksReadsAndWritesAreReadApartAndAFileFromBeforeRwlocksReadsAsNone) {
+    auto j = profile_json(42, {rwlock_json("0x10", 3000, 8), lock_json("0x20", 1000)});
+    j["read_acquisitions"] = 600;
+    j["write_acquisitions"] = 400;
+    const auto p = lab::parse_profile(j.dump());
+    EXPECT_EQ(p.read_acquisitions, 600u);
+    EXPECT_EQ(p.write_acquisitions, 400u);
+    ASSERT_EQ(p.locks.size(), 2u);
+    const auto& rw = p.locks[0];
+    EXPECT_TRUE(rw.rwlock);
+    EXPECT_EQ(rw.read_acquisitions, 600u);
+    EXPECT_EQ(rw.read_contended, 4u);
+    EXPECT_EQ(rw.read_wait_ns, 1500u);
+    EXPECT_EQ(rw.write_acquisitions, 400u);
+    EXPECT_EQ(rw.write_contended, 4u);
+    EXPECT_EQ(rw.write_timeouts, 1u);
+    EXPECT_EQ(rw.write_wait_ns, 1500u);
+    EXPECT_FALSE(p.locks[1].rwlock);
+    EXPECT_EQ(p.locks[1].read_acquisitions, 0u);
+
+    const auto old = lab::parse_profile(profile_json(42, {lock_json("0x20", 1000)}).dump());
+    EXPECT_EQ(old.read_acquisitions + old.write_acquisitions, 0u);
+
+    auto other_kind = profile_json(42, {rwlock_json("0x10", 3000)});
+    other_kind["locks"][0]["kind"] = "semaphore";
+    EXPECT_THROW(lab::parse_profile(other_kind.dump()), lab::profile_error);
+    auto missing = profile_json(42, {rwlock_json("0x10", 3000)});
+    missing["locks"][0].erase("write_wait_ns");
+    EXPECT_THROW(lab::parse_profile(missing.dump()), lab::profile_error);
+}
+
 TEST_F(RunProfile, AnotherFormatIsRefusedNamingBoth) {
     auto j = profile_json(42);
     j["format"] = "contend-interpose-profile/2";
