@@ -65,6 +65,18 @@ std::uint64_t hex_address(const json& object, const char* key, const std::string
     return value;
 }
 
+// A rwlock's counts by mode, each a field of the file and a member of lock_profile.
+constexpr std::pair<const char*, std::uint64_t lock_profile::*> rwlock_counts[] = {
+    {fields::read_acquisitions, &lock_profile::read_acquisitions},
+    {fields::read_contended, &lock_profile::read_contended},
+    {fields::read_timeouts, &lock_profile::read_timeouts},
+    {fields::read_wait_ns, &lock_profile::read_wait_ns},
+    {fields::write_acquisitions, &lock_profile::write_acquisitions},
+    {fields::write_contended, &lock_profile::write_contended},
+    {fields::write_timeouts, &lock_profile::write_timeouts},
+    {fields::write_wait_ns, &lock_profile::write_wait_ns},
+};
+
 lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     const std::string where = "locks[" + std::to_string(index) + "]: ";
     if (!j.is_object()) refuse(where + "not an object");
@@ -92,14 +104,7 @@ lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
             refuse(where + "\"" + fields::kind + "\" is \"" + message_text(kind, 40) + "\", not \"" +
                    fields::rwlock_kind + "\"");
         l.rwlock = true;
-        l.read_acquisitions = whole_number(j, fields::read_acquisitions, where);
-        l.read_contended = whole_number(j, fields::read_contended, where);
-        l.read_timeouts = whole_number(j, fields::read_timeouts, where);
-        l.read_wait_ns = whole_number(j, fields::read_wait_ns, where);
-        l.write_acquisitions = whole_number(j, fields::write_acquisitions, where);
-        l.write_contended = whole_number(j, fields::write_contended, where);
-        l.write_timeouts = whole_number(j, fields::write_timeouts, where);
-        l.write_wait_ns = whole_number(j, fields::write_wait_ns, where);
+        for (const auto& [name, member] : rwlock_counts) l.*member = whole_number(j, name, where);
     }
     return l;
 }

@@ -22,17 +22,18 @@ struct glibc_functions {
     int (*cond_clockwait)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*);
     int (*cond_signal)(pthread_cond_t*);
     int (*cond_broadcast)(pthread_cond_t*);
-    int (*rwlock_init)(pthread_rwlock_t*, const pthread_rwlockattr_t*);
-    int (*rwlock_destroy)(pthread_rwlock_t*);
-    int (*rwlock_rdlock)(pthread_rwlock_t*);
-    int (*rwlock_tryrdlock)(pthread_rwlock_t*);
-    int (*rwlock_timedrdlock)(pthread_rwlock_t*, const timespec*);
-    int (*rwlock_clockrdlock)(pthread_rwlock_t*, clockid_t, const timespec*);
-    int (*rwlock_wrlock)(pthread_rwlock_t*);
-    int (*rwlock_trywrlock)(pthread_rwlock_t*);
-    int (*rwlock_timedwrlock)(pthread_rwlock_t*, const timespec*);
-    int (*rwlock_clockwrlock)(pthread_rwlock_t*, clockid_t, const timespec*);
-    int (*rwlock_unlock)(pthread_rwlock_t*);
+    // The rwlocks' typed from their declarations: a mismatch does not compile.
+    decltype(&::pthread_rwlock_init) rwlock_init;
+    decltype(&::pthread_rwlock_destroy) rwlock_destroy;
+    decltype(&::pthread_rwlock_rdlock) rwlock_rdlock;
+    decltype(&::pthread_rwlock_tryrdlock) rwlock_tryrdlock;
+    decltype(&::pthread_rwlock_timedrdlock) rwlock_timedrdlock;
+    decltype(&::pthread_rwlock_clockrdlock) rwlock_clockrdlock;
+    decltype(&::pthread_rwlock_wrlock) rwlock_wrlock;
+    decltype(&::pthread_rwlock_trywrlock) rwlock_trywrlock;
+    decltype(&::pthread_rwlock_timedwrlock) rwlock_timedwrlock;
+    decltype(&::pthread_rwlock_clockwrlock) rwlock_clockwrlock;
+    decltype(&::pthread_rwlock_unlock) rwlock_unlock;
 };
 
 // Resolved with dlsym(RTLD_NEXT) on first use (the constructor resolves them all up front).

@@ -24,11 +24,11 @@
 namespace contend::interpose::profile {
 
 inline std::uintptr_t* rwlock_record_word(pthread_rwlock_t* l) noexcept {
-    return reinterpret_cast<std::uintptr_t*>(rwlock_u64(l, rwlock_record_offset));
+    return reinterpret_cast<std::uintptr_t*>(rwlock_u64(l, rwlock_at.record));
 }
 // The acquisitions the rwlock counted and its record does not have yet: reads or writes.
 inline std::uint64_t* rwlock_count_word(pthread_rwlock_t* l, bool write) noexcept {
-    return rwlock_u64(l, write ? rwlock_write_count_offset : rwlock_read_count_offset);
+    return rwlock_u64(l, write ? rwlock_at.write_count : rwlock_at.read_count);
 }
 
 // After any acquisition of a profiled rwlock (a try, a wait, a timed wait that got it).

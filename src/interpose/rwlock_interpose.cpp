@@ -134,39 +134,36 @@ CONTEND_INTERPOSE_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t* l) {
     return s == side::ours || s == side::ours_profiled ? 0 : glibc().rwlock_destroy(l);
 }
 
+// Each read form beside its write form.
 CONTEND_INTERPOSE_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
     return lock<false>(l, CLOCK_REALTIME, nullptr, __builtin_return_address(0),
                        [l] { return glibc().rwlock_rdlock(l); });
 }
+CONTEND_INTERPOSE_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
+    return lock<true>(l, CLOCK_REALTIME, nullptr, __builtin_return_address(0),
+                      [l] { return glibc().rwlock_wrlock(l); });
+}
 
 CONTEND_INTERPOSE_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t* l) {
     return try_lock<false>(l, [l] { return glibc().rwlock_tryrdlock(l); });
+}
+CONTEND_INTERPOSE_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t* l) {
+    return try_lock<true>(l, [l] { return glibc().rwlock_trywrlock(l); });
 }
 
 CONTEND_INTERPOSE_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* abstime) {
     return lock<false>(l, CLOCK_REALTIME, abstime, __builtin_return_address(0),
                        [=] { return glibc().rwlock_timedrdlock(l, abstime); });
 }
-
-CONTEND_INTERPOSE_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime) {
-    return lock<false>(l, clock, abstime, __builtin_return_address(0),
-                       [=] { return glibc().rwlock_clockrdlock(l, clock, abstime); });
-}
-
-CONTEND_INTERPOSE_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
-    return lock<true>(l, CLOCK_REALTIME, nullptr, __builtin_return_address(0),
-                      [l] { return glibc().rwlock_wrlock(l); });
-}
-
-CONTEND_INTERPOSE_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t* l) {
-    return try_lock<true>(l, [l] { return glibc().rwlock_trywrlock(l); });
-}
-
 CONTEND_INTERPOSE_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* abstime) {
     return lock<true>(l, CLOCK_REALTIME, abstime, __builtin_return_address(0),
                       [=] { return glibc().rwlock_timedwrlock(l, abstime); });
 }
 
+CONTEND_INTERPOSE_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime) {
+    return lock<false>(l, clock, abstime, __builtin_return_address(0),
+                       [=] { return glibc().rwlock_clockrdlock(l, clock, abstime); });
+}
 CONTEND_INTERPOSE_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime) {
     return lock<true>(l, clock, abstime, __builtin_return_address(0),
                       [=] { return glibc().rwlock_clockwrlock(l, clock, abstime); });

@@ -28,26 +28,27 @@
 
 namespace contend::interpose {
 
+// x86-64's offsets (the table above); elsewhere rwlocks_supported is false and every rwlock
+// call passes through, so the offsets are never used.
+struct rwlock_offsets {
+    std::size_t shared, flags;  // glibc reads them to decide how to treat the object, and so do we
+    std::size_t writer;  // ours while we run the rwlock: the writer's id
+    std::size_t record, write_count, read_count;  // the profile's, under either side (profile_rwlock.hpp)
+};
+inline constexpr rwlock_offsets rwlock_at{
+    .shared = 28, .flags = 48, .writer = 24, .record = 16, .write_count = 32, .read_count = 40};
 #if defined(__x86_64__)
 inline constexpr bool rwlocks_supported = true;
-
-inline constexpr std::size_t rwlock_size = 56;
-inline constexpr std::size_t rwlock_record_offset = 16;
-inline constexpr std::size_t rwlock_writer_offset = 24;
-inline constexpr std::size_t rwlock_shared_offset = 28;
-inline constexpr std::size_t rwlock_write_count_offset = 32;
-inline constexpr std::size_t rwlock_read_count_offset = 40;
-inline constexpr std::size_t rwlock_flags_offset = 48;
-static_assert(sizeof(pthread_rwlock_t) == rwlock_size && alignof(pthread_rwlock_t) == 8);
+static_assert(sizeof(pthread_rwlock_t) == 56 && alignof(pthread_rwlock_t) == 8);
 static_assert(offsetof(pthread_rwlock_t, __data) == 0);
 static_assert(offsetof(__pthread_rwlock_arch_t, __readers) == 0 && offsetof(__pthread_rwlock_arch_t, __writers) == 4);
-static_assert(offsetof(__pthread_rwlock_arch_t, __pad3) == rwlock_record_offset);
-static_assert(offsetof(__pthread_rwlock_arch_t, __pad4) == rwlock_record_offset + 4);
-static_assert(offsetof(__pthread_rwlock_arch_t, __cur_writer) == rwlock_writer_offset);
-static_assert(offsetof(__pthread_rwlock_arch_t, __shared) == rwlock_shared_offset);
-static_assert(offsetof(__pthread_rwlock_arch_t, __rwelision) == rwlock_write_count_offset);
-static_assert(offsetof(__pthread_rwlock_arch_t, __pad2) == rwlock_read_count_offset);
-static_assert(offsetof(__pthread_rwlock_arch_t, __flags) == rwlock_flags_offset);
+static_assert(offsetof(__pthread_rwlock_arch_t, __pad3) == rwlock_at.record);
+static_assert(offsetof(__pthread_rwlock_arch_t, __pad4) == rwlock_at.record + 4);
+static_assert(offsetof(__pthread_rwlock_arch_t, __cur_writer) == rwlock_at.writer);
+static_assert(offsetof(__pthread_rwlock_arch_t, __shared) == rwlock_at.shared);
+static_assert(offsetof(__pthread_rwlock_arch_t, __rwelision) == rwlock_at.write_count);
+static_assert(offsetof(__pthread_rwlock_arch_t, __pad2) == rwlock_at.read_count);
+static_assert(offsetof(__pthread_rwlock_arch_t, __flags) == rwlock_at.flags);
 static_assert(sizeof(int) == 4 && sizeof(void*) == 8);
 
 // contend::shared_mutex in bytes 0..7: eight bytes, 8-aligned as the object is, all-zero its
@@ -57,13 +58,6 @@ static_assert(std::is_standard_layout_v<contend::shared_mutex>);
 static_assert(std::is_trivially_destructible_v<contend::shared_mutex>);
 #else
 inline constexpr bool rwlocks_supported = false;
-inline constexpr std::size_t rwlock_size = sizeof(pthread_rwlock_t);
-inline constexpr std::size_t rwlock_record_offset = 0;
-inline constexpr std::size_t rwlock_writer_offset = 0;
-inline constexpr std::size_t rwlock_shared_offset = 0;
-inline constexpr std::size_t rwlock_write_count_offset = 0;
-inline constexpr std::size_t rwlock_read_count_offset = 0;
-inline constexpr std::size_t rwlock_flags_offset = 0;
 #endif
 
 inline std::uint32_t* rwlock_u32(const pthread_rwlock_t* l, std::size_t offset) noexcept {
@@ -84,8 +78,8 @@ inline std::uint64_t* rwlock_u64(pthread_rwlock_t* l, std::size_t offset) noexce
 // that deadlock) that our phase-fair lock does not reproduce.
 inline bool rwlock_is_default_private(const pthread_rwlock_t* l) noexcept {
     if constexpr (!rwlocks_supported) return false;
-    return __atomic_load_n(rwlock_u32(l, rwlock_flags_offset), __ATOMIC_RELAXED) == 0 &&
-           __atomic_load_n(rwlock_u32(l, rwlock_shared_offset), __ATOMIC_RELAXED) == 0;
+    return __atomic_load_n(rwlock_u32(l, rwlock_at.flags), __ATOMIC_RELAXED) == 0 &&
+           __atomic_load_n(rwlock_u32(l, rwlock_at.shared), __ATOMIC_RELAXED) == 0;
 }
 
 inline contend::shared_mutex& as_shared_mutex(pthread_rwlock_t* l) noexcept {
@@ -96,10 +90,10 @@ inline contend::shared_mutex& as_shared_mutex(pthread_rwlock_t* l) noexcept {
 // by it before it releases: another thread reads either 0 or some other thread's id, never
 // its own, so a thread finding its own id holds the write lock.
 inline std::uint32_t rwlock_writer(const pthread_rwlock_t* l) noexcept {
-    return __atomic_load_n(rwlock_u32(l, rwlock_writer_offset), __ATOMIC_RELAXED);
+    return __atomic_load_n(rwlock_u32(l, rwlock_at.writer), __ATOMIC_RELAXED);
 }
 inline void set_rwlock_writer(pthread_rwlock_t* l, std::uint32_t id) noexcept {
-    __atomic_store_n(rwlock_u32(l, rwlock_writer_offset), id, __ATOMIC_RELAXED);
+    __atomic_store_n(rwlock_u32(l, rwlock_at.writer), id, __ATOMIC_RELAXED);
 }
 
 }  // namespace contend::interpose

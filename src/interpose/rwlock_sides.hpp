@@ -15,22 +15,12 @@
 
 #include "contend/shared_mutex.hpp"
 #include "interpose/glibc_functions.hpp"
+#include "interpose/no_throw.hpp"
 #include "interpose/rwlock_layout.hpp"
 #include "interpose/rwlock_thread.hpp"
 #include "interpose/timespec.hpp"
 
 namespace contend::interpose {
-
-// contend reports errors by exceptions; none may cross into C. A lock fails only to get memory
-// for its first park (EAGAIN); an unlock of a mode not held throws, and is EPERM.
-template <class F>
-int rwlock_no_throw(int error, F&& f) noexcept {
-    try {
-        return f();
-    } catch (...) {
-        return error;
-    }
-}
 
 struct our_rwlock {
     pthread_rwlock_t* l;
@@ -54,7 +44,7 @@ struct our_rwlock {
         contend::shared_mutex& m = as_shared_mutex(l);
         read_holds& reads = this_thread_reads();
         const bool recursive = reads.may_hold(l);
-        return rwlock_no_throw(EAGAIN, [&] {
+        return no_throw(EAGAIN, [&] {
             if (abstime == nullptr) {
                 if (recursive) m.lock_shared_recursive();
                 else m.lock_shared();
@@ -71,7 +61,7 @@ struct our_rwlock {
     }
     int write(clockid_t clock, const timespec* abstime) noexcept {
         contend::shared_mutex& m = as_shared_mutex(l);
-        return rwlock_no_throw(EAGAIN, [&] {
+        return no_throw(EAGAIN, [&] {
             if (abstime == nullptr) {
                 m.lock();
             } else {
@@ -89,12 +79,12 @@ struct our_rwlock {
         if (holds_write()) {
             // Cleared before the release: once released, another writer may write its own id.
             set_rwlock_writer(l, 0);
-            return rwlock_no_throw(EPERM, [&] {
+            return no_throw(EPERM, [&] {
                 m.unlock();
                 return 0;
             });
         }
-        const int rc = rwlock_no_throw(EPERM, [&] {
+        const int rc = no_throw(EPERM, [&] {
             m.unlock_shared();
             return 0;
         });

@@ -20,53 +20,11 @@
 #include <cstring>
 #include <string>
 
+#include "check_lines.hpp"
+
 namespace {
 
-[[noreturn]] void fail(const char* check, const char* why, int value = 0) {
-    std::printf("FAIL %s: %s (%d)\n", check, why, value);
-    std::fflush(stdout);
-    std::_Exit(1);
-}
-
-void expect_eq(const char* check, const char* what, long got, long want) {
-    if (got != want) {
-        std::printf("FAIL %s: %s is %ld, expected %ld\n", check, what, got, want);
-        std::fflush(stdout);
-        std::_Exit(1);
-    }
-}
-
-void ok(const char* check) {
-    std::printf("ok %s\n", check);
-    std::fflush(stdout);
-}
-
-timespec after_ms(clockid_t clock, long ms) {
-    timespec t{};
-    clock_gettime(clock, &t);
-    t.tv_nsec += (ms % 1000) * 1'000'000;
-    t.tv_sec += ms / 1000 + t.tv_nsec / 1'000'000'000;
-    t.tv_nsec %= 1'000'000'000;
-    return t;
-}
-
-bool reached(clockid_t clock, const timespec& t) {
-    timespec now{};
-    clock_gettime(clock, &now);
-    return now.tv_sec > t.tv_sec || (now.tv_sec == t.tv_sec && now.tv_nsec >= t.tv_nsec);
-}
-
-// Runs f on a thread and joins it.
-template <class F>
-void on_thread(F f) {
-    pthread_t t;
-    auto trampoline = [](void* p) -> void* {
-        (*static_cast<F*>(p))();
-        return nullptr;
-    };
-    if (pthread_create(&t, nullptr, trampoline, &f) != 0) fail("on_thread", "pthread_create");
-    pthread_join(t, nullptr);
-}
+using namespace interpose_test;
 
 void check_interposition() {
     const char* want = std::getenv("CONTEND_INTERPOSE_EXPECT");

@@ -19,46 +19,11 @@
 #include <cstring>
 #include <string>
 
+#include "check_lines.hpp"
+
 namespace {
 
-[[noreturn]] void fail(const char* check, const char* why, long value) {
-    std::printf("FAIL %s: %s (%ld)\n", check, why, value);
-    std::fflush(stdout);
-    std::_Exit(1);
-}
-
-void expect_eq(const char* check, const char* what, long got, long want) {
-    if (got != want) {
-        std::printf("FAIL %s: %s is %ld, expected %ld\n", check, what, got, want);
-        std::fflush(stdout);
-        std::_Exit(1);
-    }
-}
-
-void ok(const char* check) {
-    std::printf("ok %s\n", check);
-    std::fflush(stdout);
-}
-
-timespec after_ms(clockid_t clock, long ms) {
-    timespec t{};
-    clock_gettime(clock, &t);
-    t.tv_nsec += (ms % 1000) * 1'000'000;
-    t.tv_sec += ms / 1000 + t.tv_nsec / 1'000'000'000;
-    t.tv_nsec %= 1'000'000'000;
-    return t;
-}
-
-template <class F>
-void on_thread(F f) {
-    pthread_t t;
-    auto trampoline = [](void* p) -> void* {
-        (*static_cast<F*>(p))();
-        return nullptr;
-    };
-    if (pthread_create(&t, nullptr, trampoline, &f) != 0) fail("on_thread", "pthread_create", 0);
-    pthread_join(t, nullptr);
-}
+using namespace interpose_test;
 
 // Whether contend runs the default rwlock in this run.
 bool contend_runs_rwlocks() {
@@ -212,7 +177,7 @@ void check_pass_through(bool ours) {
         pthread_rwlockattr_setpshared(&a, p.pshared);
         pthread_rwlock_t l;
         expect_eq("kinds", "init", pthread_rwlock_init(&l, &a), 0);
-        if (!glibc_ran_a_read(&l)) fail("kinds", p.name, 0);
+        if (!glibc_ran_a_read(&l)) fail("kinds", p.name);
         // glibc's writer leaves its thread id, and glibc's own EDEADLK answers.
         expect_eq("kinds", "wrlock", pthread_rwlock_wrlock(&l), 0);
         expect_eq("kinds", "__cur_writer", l.__data.__cur_writer, gettid());
@@ -237,7 +202,7 @@ void read_table() {
     if (writers_inside.load() != 0) fail("torture", "a reader beside a writer", writers_inside.load());
     const std::uint64_t first = table[0].load(std::memory_order_relaxed);
     for (const auto& w : table)
-        if (w.load(std::memory_order_relaxed) != first) fail("torture", "a torn table", static_cast<long>(first));
+        if (w.load(std::memory_order_relaxed) != first) fail("torture", "a torn table", static_cast<int>(first));
     readers_inside.fetch_sub(1);
 }
 
