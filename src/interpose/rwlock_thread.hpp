@@ -50,10 +50,14 @@ struct read_holds {
     pthread_rwlock_t* lock[capacity] = {};
     std::uint32_t count[capacity] = {};
     std::uint32_t untracked = 0;
+    // The slots in use: a thread that holds no read (most reads and every write) pays one
+    // compare, not a scan of the table.
+    int used = 0;
 
     // Whether a read of l by this thread may be a re-acquisition.
     bool may_hold(const pthread_rwlock_t* l) const noexcept {
         if (untracked != 0) return true;
+        if (used == 0) return false;
         for (int i = 0; i < capacity; ++i)
             if (lock[i] == l) return true;
         return false;
@@ -74,14 +78,18 @@ struct read_holds {
         }
         lock[free_slot] = l;
         count[free_slot] = 1;
+        ++used;
     }
     // After a read of l was released. A read the table does not have was one of the untracked
     // (or, misuse, another thread's read, which POSIX leaves undefined: the untracked count
     // then errs one low).
     void remove(const pthread_rwlock_t* l) noexcept {
-        for (int i = 0; i < capacity; ++i) {
+        for (int i = 0; used != 0 && i < capacity; ++i) {
             if (lock[i] == l) {
-                if (--count[i] == 0) lock[i] = nullptr;
+                if (--count[i] == 0) {
+                    lock[i] = nullptr;
+                    --used;
+                }
                 return;
             }
         }
