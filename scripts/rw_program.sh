@@ -21,15 +21,17 @@
 # (contend_mutex) override what runs. Exit 2 for bad arguments or a missing binary, 1 if a run
 # failed or the outputs differ.
 set -u
-reps=${1:-3} num=${2:-20000} limit=${3:-120}
-for n in "$reps" "$num" "$limit"; do
-  [[ "$n" =~ ^[1-9][0-9]{0,8}$ ]] || { echo "usage: $0 [REPETITIONS] [NUM] [LIMIT_S] (whole numbers >= 1)" >&2; exit 2; }
-done
 contend=${CONTEND:-build/release/lab/contend}
 db_bench=${DB_BENCH:-db_bench}
 threads=${THREADS:-4}
 benchmarks=${BENCHMARKS:-fillrandom,readseq,seekrandom}
 lock=${LOCK:-contend_mutex}
+reps=${1:-3} num=${2:-20000} limit=${3:-120}
+whole() { [[ "$1" =~ ^[1-9][0-9]{0,8}$ ]]; }
+if ! whole "$reps" || ! whole "$num" || ! whole "$limit" || ! whole "$threads"; then
+  echo "usage: $0 [REPETITIONS] [NUM] [LIMIT_S] (whole numbers >= 1; THREADS too)" >&2
+  exit 2
+fi
 [ -x "$contend" ] || { echo "no contend at $contend (set CONTEND)" >&2; exit 2; }
 command -v "$db_bench" >/dev/null || { echo "no $db_bench (apt-get install rocksdb-tools, or set DB_BENCH)" >&2; exit 2; }
 work=$(mktemp -d)
