@@ -5,7 +5,7 @@
 // std::condition_variable_any work unchanged) and Boost.Thread's UpgradeLockable
 // (lock_upgrade, unlock_upgrade_and_lock, ...).
 //
-// State word (64 bits):
+// State word (32 bits), with the gate beside it:
 //
 //   | bit / field           | meaning                                                       |
 //   |-----------------------|---------------------------------------------------------------|
@@ -17,7 +17,12 @@
 //   | 0x20 UPGRADERS_PARKED | would-be upgraders may be parked                              |
 //   | 0x40 WRITER_WAITING   | a writer waits (polling, or parked and owed the next turn):   |
 //   |                       | new readers and upgraders queue behind it                     |
-//   | bits 7..63            | the number of readers holding the lock (upgrader included)    |
+//   | 0x80 WRITER_GATED     | the writer holding came through the gate, and opens it        |
+//   | bits 8..31            | the number of readers holding the lock (upgrader included)    |
+//
+// The gate is a contend::mutex that writers which meet another writer take first, so that
+// writers contending with writers wait in the mutex's way (one designee polls, the rest
+// sleep or yield) and only one of them waits on the word.
 //
 // Invariants: WRITER is never set while the reader count is above 0 (but for readers that
 // added themselves and are backing out, having found the lock stopped), and UPGRADING only
@@ -47,9 +52,10 @@
 // or it lets readers starve writers.
 //
 // Costs: lock_shared() and unlock_shared() are one fetch_add / fetch_sub each; lock() and
-// lock_upgrade() a CAS when they can take the lock, unlock() a CAS when nobody waits. A contended acquisition polls for
-// up to spin_budget (pausing, and yielding a CPU another thread needs), then parks; the slow paths take one or two
-// parking-lot bucket locks.
+// lock_upgrade() a CAS when they can take the lock, unlock() a CAS when nobody waits. A
+// contended acquisition polls for up to spin_budget (pausing, and yielding a CPU another
+// thread needs), then parks; a writer that meets another writer first takes the gate. The
+// slow paths take one or two parking-lot bucket locks.
 //
 // Misuse: unlocking a mode that is not held (unlock() with no writer, unlock_shared() with no
 // reader, unlock_upgrade() with no upgrader) throws synchronization_error and leaves the lock
