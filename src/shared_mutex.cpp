@@ -194,7 +194,7 @@ void shared_mutex::release_writer(shared_mutex::word keep) {
         shared_mutex::word s = state_.load(std::memory_order_relaxed);
         if ((s & readers_parked_bit) && release_writer_to_readers(s, keep)) return;
         if ((s & writers_parked_bit) && keep == 0) {
-            release_writer_to_writer();
+            wake_a_writer(true);
             return;
         }
         // Nobody parked (a polling writer takes the lock by itself). A waiter that parks
@@ -232,53 +232,27 @@ bool shared_mutex::release_writer_to_readers(shared_mutex::word s, shared_mutex:
     return released;
 }
 
-// A writer leaves with writers parked: the first is woken to race for the lock, or handed
-// it when it is time to be fair.
-void shared_mutex::release_writer_to_writer() {
-    shared_mutex::word after = 0;
+// A writer leaves (`from_writer`), or the last reader does, with writers parked: the first
+// is woken to race for the lock, or handed it when it is time to be fair (and, after a
+// reader, when no writer or recursive reader got in meanwhile).
+void shared_mutex::wake_a_writer(bool from_writer) {
+    word after = 0;
     parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
-        shared_mutex::word v = state_.load(std::memory_order_relaxed);
+        word v = state_.load(std::memory_order_relaxed);
         for (;;) {
-            shared_mutex::word n = v;
-            std::intptr_t token = retry_token;
+            word n = v;
             if (!r.did_unpark_thread || !r.may_have_more_threads) n &= ~writers_parked_bit;
-            if (r.did_unpark_thread && r.time_to_be_fair) {
-                n = taken_by_writer(n & ~writer_gated_bit);  // the lock stays held, now by the woken writer
-                token = handoff_token;
+            const bool hand = r.did_unpark_thread && r.time_to_be_fair && (from_writer || writer_can_take(v));
+            if (hand) {
+                n = taken_by_writer(n & ~writer_gated_bit);  // held on, now by the woken writer
             } else {
-                n &= ~(writer_bit | writer_gated_bit);
-                if (r.did_unpark_thread) n &= ~writer_waiting_bit;  // it renews this when it polls
+                if (from_writer) n &= ~(writer_bit | writer_gated_bit);
+                // Readers may come in while it wakes; it stops them again when it polls.
+                if (r.did_unpark_thread) n &= ~writer_waiting_bit;
             }
             if (state_.compare_exchange_weak(v, n, std::memory_order_acq_rel, std::memory_order_relaxed)) {
                 after = n;
-                return token;
-            }
-        }
-    });
-    after_release(after);
-}
-
-// The last reader left with writers parked.
-void shared_mutex::release_to_writer() {
-    shared_mutex::word after = 0;
-    parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
-        shared_mutex::word v = state_.load(std::memory_order_relaxed);
-        for (;;) {
-            shared_mutex::word n = v;
-            std::intptr_t token = retry_token;
-            if (!r.did_unpark_thread || !r.may_have_more_threads) n &= ~writers_parked_bit;
-            if (r.did_unpark_thread) {
-                if (r.time_to_be_fair && writer_can_take(v)) {
-                    n = taken_by_writer(n & ~writer_gated_bit);
-                    token = handoff_token;
-                } else {
-                    // Readers may come in while it wakes; it stops them again when it polls.
-                    n &= ~writer_waiting_bit;
-                }
-            }
-            if (state_.compare_exchange_weak(v, n, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-                after = n;
-                return token;
+                return hand ? handoff_token : retry_token;
             }
         }
     });
@@ -351,7 +325,7 @@ void shared_mutex::after_reader_left(shared_mutex::word s) {
     }
     if (readers_of(s) == 0 && (s & writers_parked_bit) && !(s & writer_bit)) {
         if (CONTEND_MUTATION(shared_mutex_last_reader_forgets_the_writer)) return;
-        release_to_writer();
+        wake_a_writer(false);
         return;
     }
     after_release(s);

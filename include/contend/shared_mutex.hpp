@@ -249,10 +249,9 @@ private:
     void unlock_slow();
     void release_writer(word keep);
     bool release_writer_to_readers(word s, word keep);
-    void release_writer_to_writer();
+    void wake_a_writer(bool from_writer);
     void after_reader_left(word s);
     void after_release(word s);
-    void release_to_writer();
     void release_to_readers();
     void wake_upgraders();
     void after_writer_timeout();
