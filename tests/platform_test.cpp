@@ -29,6 +29,10 @@
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/prefetch.hpp"
 #include "contend/internal/thread_id.hpp"
+#include "contend/internal/tsan.hpp"
+#if defined(CONTEND_HELGRIND_EDGES)
+#include <valgrind/valgrind.h>
+#endif
 #include "contend/mutex.hpp"
 #include "contend/wait_backend.hpp"
 #include "platform/heavy_fence.hpp"
@@ -44,6 +48,16 @@ extern char** environ;
 // "futex" or "portable": the backend of the library this program is linked with
 // (tests/expected_wait_backend.cpp, compiled per program).
 extern const char* const contend_test_expected_wait_backend;
+
+#if defined(CONTEND_HELGRIND_EDGES)
+// The slow paths tell helgrind their edges only under helgrind. The probe's answer outside
+// valgrind comes back as an int in a 64-bit register; compared as a long it once read
+// 4294967294, not -2, and every process took the helgrind paths.
+TEST(Platform, AProcessOutsideValgrindIsNotTakenForHelgrinds) {
+    ASSERT_EQ(RUNNING_ON_VALGRIND, 0u) << "this test runs outside valgrind";
+    EXPECT_FALSE(contend::internal::helgrind_running);
+}
+#endif
 
 TEST(Platform, CachePaddedOccupiesWholeLines) {
     static_assert(alignof(contend::cache_padded<char>) == contend::cache_line_size);

@@ -11,10 +11,13 @@ bool helgrind_running = false;
 
 namespace {
 // Before every dynamic initializer of default priority, so that the statics they make are
-// already left unchecked. Any other valgrind tool, or none, answers -2.
+// already left unchecked. Any other valgrind tool, or none, answers -2, compared as an int:
+// outside valgrind the default comes back through a 32-bit move on x86-64, so as a long it
+// reads 4294967294, and every process was taken for helgrind's (the slow paths made their
+// client requests everywhere; tests/platform_test.cpp holds the test).
 [[gnu::constructor(101)]] void detect_helgrind() noexcept {
     char probe = 0;
-    helgrind_running = VALGRIND_HG_GET_ABITS(&probe, nullptr, 1) != -2;
+    helgrind_running = static_cast<int>(VALGRIND_HG_GET_ABITS(&probe, nullptr, 1)) != -2;
 }
 }  // namespace
 
