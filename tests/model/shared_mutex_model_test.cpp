@@ -1,0 +1,266 @@
+// Models of contend::shared_mutex: readers against a writer, an upgrade against a reader
+// leaving, the downgrades with readers parked behind the writer, timed reads, writes and
+// upgrades whose deadlines the strategy may fire at any point while the lock changes hands,
+// and a recursive read passing a parked writer; then the mutations the checker must find.
+// Exclusion is checked at scheduling points inside each critical section; "nobody hangs" is
+// the checker's own deadlock report; "the lock is left usable" is a final round of blocking
+// acquisitions by the main thread once every other thread has finished.
+#include <chrono>
+#include <cstdint>
+
+#include "contend/internal/atomic.hpp"
+#include "contend/shared_mutex.hpp"
+#include "model_support.hpp"
+
+namespace {
+
+using namespace contend;
+using model_test::expect_found;
+using model_test::expect_holds;
+using model_test::expect_holds_under_every_strategy;
+
+shared_mutex rw;  // static: the same address, so the same parking-lot buckets, in every execution
+
+// Who is inside, as the lock's holders would see it. Each operation is a scheduling point, so
+// the checker can run another thread while one is inside. A reader and a writer each count
+// themselves in, then look for the other (as in Dekker's protocol): under the sequential
+// consistency the checker models, one of two that overlap sees the other.
+internal::atomic<int> readers_inside{0};
+internal::atomic<int> writers_inside{0};
+internal::atomic<int> upgraders_inside{0};
+// The writes so far, bumped by each writer inside: a holder that must have kept the lock
+// across an upgrade or a downgrade checks that nobody wrote in between.
+internal::atomic<int> version{0};
+
+void read_section() {
+    readers_inside.fetch_add(1);
+    model::check(writers_inside.load() == 0, "no writer holds the lock beside a reader");
+    readers_inside.fetch_sub(1);
+}
+
+// An upgrader is a reader too, and the only upgrader.
+void upgrade_section() {
+    model::check(upgraders_inside.fetch_add(1) == 0, "at most one thread holds the upgradable lock");
+    read_section();
+    upgraders_inside.fetch_sub(1);
+}
+
+// Returns the version it wrote.
+int write_section() {
+    model::check(writers_inside.fetch_add(1) == 0, "at most one writer holds the lock");
+    model::check(readers_inside.load() == 0, "no reader holds the lock beside a writer");
+    const int v = version.fetch_add(1) + 1;
+    model::check(writers_inside.load() == 1, "at most one writer holds the lock (inside)");
+    writers_inside.fetch_sub(1);
+    return v;
+}
+
+// Once every other thread has finished: nobody holds the lock, and every mode can still be
+// taken and released. A parked bit left set with nobody parked would make a blocking
+// acquisition here sleep for good, which the checker reports as a deadlock.
+void expect_usable() {
+    model::check(!rw.is_locked() && rw.reader_count() == 0, "nobody holds the lock at the end");
+    rw.lock_shared();
+    rw.unlock_shared();
+    rw.lock_upgrade();
+    rw.unlock_upgrade();
+    rw.lock();
+    rw.unlock();
+    model::check(!rw.is_locked() && rw.reader_count() == 0, "nobody holds the lock after the last round");
+}
+
+void read_once() {
+    rw.lock_shared();
+    read_section();
+    rw.unlock_shared();
+}
+
+void write_once() {
+    rw.lock();
+    write_section();
+    rw.unlock();
+}
+
+// Two readers against a writer: exclusion both ways, and no lost wake-up (a reader parked
+// behind the writer, the writer parked behind the readers: everyone finishes).
+void two_readers_and_a_writer() {
+    model::thread a(read_once);
+    model::thread b(read_once);
+    write_once();
+    a.join();
+    b.join();
+    model::check(version.load() == 1, "the one write happened");
+    expect_usable();
+}
+
+// Two writers against a reader: a writer's unlock that wakes the next writer or the readers.
+void two_writers_and_a_reader() {
+    model::thread a(write_once);
+    model::thread b(read_once);
+    write_once();
+    a.join();
+    b.join();
+    model::check(version.load() == 2, "both writes happened");
+    expect_usable();
+}
+
+// The upgrade waits for a reader that leaves meanwhile; a writer tries to get in between.
+// The upgrader reads the version with the upgradable lock and must find it unchanged once it
+// writes: an upgrade is atomic.
+void upgrade_against_a_reader_leaving() {
+    model::thread reader(read_once);
+    model::thread writer(write_once);
+    rw.lock_upgrade();
+    upgrade_section();
+    const int seen = version.load();
+    rw.unlock_upgrade_and_lock();
+    model::check(version.load() == seen, "no writer got in between the upgradable lock and the upgrade");
+    write_section();
+    rw.unlock();
+    reader.join();
+    writer.join();
+    model::check(version.load() == 2, "both writes happened");
+    expect_usable();
+}
+
+// The writer downgrades to a read with readers parked behind it (or arriving) and a writer
+// waiting: the readers get in, nobody writes in between, nobody hangs.
+void downgrade_to_shared() {
+    rw.lock();
+    model::thread a(read_once);
+    model::thread b(write_once);
+    const int mine = write_section();
+    rw.unlock_and_lock_shared();
+    model::check(version.load() == mine, "no writer got in between the write and the downgrade");
+    read_section();
+    rw.unlock_shared();
+    a.join();
+    b.join();
+    model::check(version.load() == 2, "both writes happened");
+    expect_usable();
+}
+
+// The writer downgrades to the upgradable lock with a reader parked behind it, and an
+// upgrader waiting its turn; then it upgrades again and finally leaves by way of a read.
+void downgrade_to_upgrade_and_back() {
+    rw.lock();
+    model::thread reader(read_once);
+    model::thread upgrader([] {
+        rw.lock_upgrade();
+        upgrade_section();
+        rw.unlock_upgrade();
+    });
+    const int mine = write_section();
+    rw.unlock_and_lock_upgrade();
+    model::check(version.load() == mine, "no writer got in between the write and the downgrade");
+    upgrade_section();
+    rw.unlock_upgrade_and_lock();
+    const int again = write_section();
+    rw.unlock_and_lock_upgrade();
+    rw.unlock_upgrade_and_lock_shared();
+    model::check(version.load() == again, "no writer got in between the downgrades");
+    read_section();
+    rw.unlock_shared();
+    reader.join();
+    upgrader.join();
+    expect_usable();
+}
+
+// Timed reads and writes against a writer that takes the lock, writes, and hands over to a
+// read: the deadlines fire whenever the strategy chooses, parked or not, and a waiter that
+// times out must leave the lock as usable as it found it.
+void timed_reader_and_writer_against_a_holder() {
+    rw.lock();
+    model::thread timed_reader([] {
+        if (rw.try_lock_shared_for(std::chrono::microseconds(20))) {
+            read_section();
+            rw.unlock_shared();
+        }
+    });
+    model::thread timed_writer([] {
+        if (rw.try_lock_for(std::chrono::microseconds(20))) {
+            write_section();
+            rw.unlock();
+        }
+    });
+    write_section();
+    rw.unlock_and_lock_shared();
+    read_section();
+    rw.unlock_shared();
+    timed_reader.join();
+    timed_writer.join();
+    expect_usable();
+}
+
+// A timed upgrade against a reader that leaves and a timed reader queued behind the upgrade:
+// on failure the upgrader still holds the upgradable lock, and either way nobody hangs.
+void timed_upgrade_against_a_reader_leaving() {
+    model::thread reader(read_once);
+    model::thread timed_reader([] {
+        if (rw.try_lock_shared_for(std::chrono::microseconds(20))) {
+            read_section();
+            rw.unlock_shared();
+        }
+    });
+    rw.lock_upgrade();
+    if (rw.try_unlock_upgrade_and_lock_for(std::chrono::microseconds(20))) {
+        write_section();
+        rw.unlock();
+    } else {
+        model::check(!rw.is_locked() && rw.reader_count() >= 1, "a failed upgrade keeps the upgradable lock");
+        upgrade_section();
+        rw.unlock_upgrade();
+    }
+    reader.join();
+    timed_reader.join();
+    expect_usable();
+}
+
+// A reader takes a second, recursive read while a writer may be parked waiting for its first
+// one: the recursive read must pass the parked writer (the plain lock_shared() would deadlock).
+void recursive_read_passes_a_parked_writer() {
+    model::thread writer(write_once);
+    rw.lock_shared();
+    read_section();
+    rw.lock_shared_recursive();
+    read_section();
+    rw.unlock_shared();
+    rw.unlock_shared();
+    writer.join();
+    model::check(version.load() == 1, "the write happened");
+    expect_usable();
+}
+
+TEST(SharedMutexModel, TwoReadersAndAWriterExcludeEachOtherAndAllFinish) {
+    expect_holds_under_every_strategy(two_readers_and_a_writer, 1);
+}
+
+TEST(SharedMutexModel, TwoWritersAndAReaderExcludeEachOtherAndAllFinish) {
+    expect_holds_under_every_strategy(two_writers_and_a_reader, 1);
+}
+
+TEST(SharedMutexModel, AnUpgradeWaitsForAReaderLeavingAndNoWriterGetsInBetween) {
+    expect_holds_under_every_strategy(upgrade_against_a_reader_leaving, 1);
+}
+
+TEST(SharedMutexModel, ADowngradeToAReadLetsTheParkedReadersInAndNoWriterBetween) {
+    expect_holds_under_every_strategy(downgrade_to_shared, 1);
+}
+
+TEST(SharedMutexModel, ADowngradeToTheUpgradableLockAndBackKeepsEveryoneGoing) {
+    expect_holds_under_every_strategy(downgrade_to_upgrade_and_back, 1);
+}
+
+TEST(SharedMutexModel, TimedReadsAndWritesTimingOutLeaveTheLockUsable) {
+    expect_holds_under_every_strategy(timed_reader_and_writer_against_a_holder, 1);
+}
+
+TEST(SharedMutexModel, ATimedUpgradeTimingOutKeepsTheUpgradableLockAndNobodyHangs) {
+    expect_holds_under_every_strategy(timed_upgrade_against_a_reader_leaving, 1);
+}
+
+TEST(SharedMutexModel, ARecursiveReadPassesAParkedWriter) {
+    expect_holds_under_every_strategy(recursive_read_passes_a_parked_writer, 2);
+}
+
+}  // namespace
