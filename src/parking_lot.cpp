@@ -463,7 +463,9 @@ unpark_result unpark_requeue_one(const void* from, internal::function_ref<const 
 
 }  // namespace detail
 
-std::size_t unpark_all(const void* address) {
+namespace detail {
+
+std::size_t unpark_all(const void* address, internal::function_ref<std::intptr_t(std::size_t)> callback) {
     thread_data* woken = nullptr;
     thread_data* woken_tail = nullptr;
     std::size_t count = 0;
@@ -477,7 +479,6 @@ std::size_t unpark_all(const void* address) {
                 else b.head = next;
                 if (b.tail == cur) b.tail = prev;
                 cur->next = nullptr;
-                cur->token = 0;
                 if (woken_tail) woken_tail->next = cur;
                 else woken = cur;
                 woken_tail = cur;
@@ -487,6 +488,8 @@ std::size_t unpark_all(const void* address) {
             }
             cur = next;
         }
+        const std::intptr_t token = callback(count);
+        for (thread_data* t = woken; t != nullptr; t = t->next) t->token = token;
         b.lock.unlock();
     }
     // Read each link before releasing its thread: once released, it may park again and
@@ -499,6 +502,12 @@ std::size_t unpark_all(const void* address) {
         woken = next;
     }
     return count;
+}
+
+}  // namespace detail
+
+std::size_t unpark_all(const void* address) {
+    return detail::unpark_all(address, [](std::size_t) -> std::intptr_t { return 0; });
 }
 
 table_stats stats() {

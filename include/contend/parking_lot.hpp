@@ -41,7 +41,7 @@ enum class park_status {
 
 struct park_result {
     park_status status = park_status::invalid;
-    // The value the unparker's callback returned (0 for unpark_all and for timeouts).
+    // The value the unparker's callback returned (0 for timeouts and for the unpark_all without a callback).
     std::intptr_t token = 0;
     // unpark_requeue_one moved the thread to another address's queue before it was unparked
     // or timed out there (then `token` is the last unparker's, on the other address).
@@ -67,6 +67,7 @@ unpark_result unpark_one(const void* address, internal::function_ref<std::intptr
 unpark_result unpark_requeue_one(const void* from, internal::function_ref<const void*(const void*)> target,
                                  internal::function_ref<bool(const void*)> validate,
                                  internal::function_ref<std::intptr_t(unpark_result)> callback);
+std::size_t unpark_all(const void* address, internal::function_ref<std::intptr_t(std::size_t)> callback);
 // Whether this thread's last park was requeued (read by a caller whose park threw).
 bool this_thread_was_requeued() noexcept;
 }  // namespace detail
@@ -138,6 +139,15 @@ unpark_result unpark_requeue_one(const void* from, Target&& target, Validate&& v
 
 // Unparks every thread parked on `address`; returns how many.
 std::size_t unpark_all(const void* address);
+
+// unpark_all, calling callback(n) under the bucket lock once the n threads (possibly 0) are
+// off the queue and before any is woken; its value becomes every one's token. A lock that
+// hands itself to all its parked readers at once counts them here, where no thread can
+// park on or leave the address. callback must not park or take a bucket lock.
+template <class Callback>
+std::size_t unpark_all(const void* address, Callback&& callback) {
+    return detail::unpark_all(address, callback);
+}
 
 // Diagnostics, for tests and the lab.
 struct table_stats {

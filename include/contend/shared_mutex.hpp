@@ -101,9 +101,8 @@ public:
     // ---- shared (reader) ----
     void lock_shared() {
         std::uint64_t s = state_.load(std::memory_order_relaxed);
-        if ((s & reader_blockers) ||
-            !state_.compare_exchange_strong(s, s + one_reader, std::memory_order_acquire, std::memory_order_relaxed))
-            [[unlikely]]
+        if ((s & reader_blockers) || !state_.compare_exchange_strong(s, s + one_reader, std::memory_order_acquire,
+                                                                     std::memory_order_relaxed)) [[unlikely]]
             lock_shared_slow(internal::no_deadline, reader_blockers);
     }
     bool try_lock_shared() noexcept { return try_add_reader(reader_blockers); }
@@ -226,7 +225,9 @@ private:
     bool lock_upgrade_slow(internal::deadline until);
     bool upgrade_slow(internal::deadline until);
     void unlock_slow();
+    void release_writer(std::uint64_t keep);
     void after_reader_left(std::uint64_t s);
+    void after_release(std::uint64_t s);
     void release_to_writer();
     void release_to_readers();
     void wake_upgraders();

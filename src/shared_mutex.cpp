@@ -1,0 +1,396 @@
+// contend::shared_mutex slow paths. The fast paths, the state word and the fairness policy
+// are in shared_mutex.hpp.
+//
+// Four queues per lock, keyed from its address (src/parking_keys.hpp):
+//   readers    lock_shared callers (recursive or not), woken all at once
+//   writers    lock callers, FIFO, woken one at a time
+//   upgraders  lock_upgrade callers, woken all at once to retry
+//   upgrading  the one upgrader waiting for the other readers to leave
+//
+// No lost wake-up: a thread parks only if its validate, run under its queue's bucket lock,
+// still sees itself blocked and has set its queue's PARKED bit; every release that unblocks
+// a queue whose bit it sees unparks that queue, under the same bucket lock. The PARKED bits
+// are conservative: a bit may outlive its waiters (a reader that timed out), and the next
+// release that looks finds the queue empty and clears it. The one bit that must not outlive
+// its waiters is WRITERS_PARKED, since it stops new readers: a writer that times out looks
+// at the writers' queue itself and clears the bit if it was the last (after_writer_timeout).
+//
+// Hand-offs: a writer's release gives the lock to every parked reader at once by adding
+// their count to the state in the unpark_all callback, where no reader can park or leave;
+// the last reader out gives it to the first parked writer (when no writer or recursive reader
+// got in first). The callbacks' CASes are acq_rel: they read the release sequence of every
+// reader that left, so a writer handed the lock is ordered after all their reads.
+#include "contend/shared_mutex.hpp"
+
+#include "contend/parking_lot.hpp"
+#include "contend/synchronization_error.hpp"
+#include "contention_counter.hpp"
+#include "model/mutation.hpp"
+#include "parking_keys.hpp"
+#include "platform/spin_wait.hpp"
+
+namespace contend {
+namespace {
+
+using internal::shared_readers_key;
+using internal::shared_upgraders_key;
+using internal::shared_upgrading_key;
+using internal::shared_writers_key;
+using parking_lot::park_status;
+
+constexpr std::intptr_t retry_token = 0;  // look at the state again
+constexpr std::intptr_t handoff_token = 1;  // you hold the lock (as a writer, or one reader)
+
+constexpr std::uint64_t readers_of(std::uint64_t s) noexcept { return s >> shared_mutex::reader_shift; }
+
+// Polls the state until ready(state) or spin_budget has passed. The budget is a time, not a
+// pause count (pause lengths differ severalfold between CPUs: platform/spin_wait.hpp), short
+// against a park and wake (tens of us on the VMs) and long against a critical section of a
+// few cache lines, so a contended lock whose holders are brief never sleeps.
+template <class Ready>
+bool poll_until(const internal::atomic<std::uint64_t>& state, Ready ready) {
+    internal::spin_wait wait(shared_mutex::spin_budget);
+    do {
+        if (ready(state.load(std::memory_order_relaxed))) return true;
+    } while (wait.pause());
+    return false;
+}
+
+// validate() for a park: true (park) while `blocked(state)`, after setting `parked_bit`.
+template <class Blocked>
+bool mark_parked(internal::atomic<std::uint64_t>& state, std::uint64_t parked_bit, Blocked blocked) {
+    std::uint64_t v = state.load(std::memory_order_relaxed);
+    for (;;) {
+        if (!blocked(v)) return false;
+        if ((v & parked_bit) ||
+            state.compare_exchange_weak(v, v | parked_bit, std::memory_order_relaxed, std::memory_order_relaxed))
+            return true;
+    }
+}
+
+}  // namespace
+
+void shared_mutex::misuse(const char* what) { throw synchronization_error(what); }
+
+// ---- writers ----
+
+bool shared_mutex::lock_slow(internal::deadline until) {
+    if (try_lock()) return true;
+    internal::count_contention();
+    bool spun = false;
+    for (;;) {
+        if (try_lock()) return true;
+        if (!spun) {
+            spun = true;
+            if (poll_until(state_, [](std::uint64_t v) { return writer_can_take(v); })) continue;
+        }
+        const auto result = parking_lot::park(
+            shared_writers_key(this),
+            [this] {
+                return mark_parked(state_, writers_parked_bit, [](std::uint64_t v) { return !writer_can_take(v); });
+            },
+            until);
+        if (result.status == park_status::unparked && result.token == handoff_token) return true;
+        if (result.status == park_status::timed_out) {
+            after_writer_timeout();
+            return false;
+        }
+    }
+}
+
+void shared_mutex::unlock_slow() {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    if (!(s & writer_bit)) misuse("contend::shared_mutex::unlock: no writer holds the lock");
+    release_writer(0);
+}
+
+// The writer leaves, keeping `keep` (0, one reader, or one reader and the upgrade).
+void shared_mutex::release_writer(std::uint64_t keep) {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    for (;;) {
+        if (s & readers_parked_bit) {
+            // Phase change: every parked reader gets the lock with the writer's leaving.
+            std::uint64_t after = 0;
+            parking_lot::unpark_all(shared_readers_key(this), [&](std::size_t n) -> std::intptr_t {
+                std::uint64_t v = state_.load(std::memory_order_relaxed);
+                std::uint64_t add = n * one_reader;
+                if (CONTEND_MUTATION(shared_mutex_readers_handed_uncounted)) add = 0;
+                while (!state_.compare_exchange_weak(v, ((v & ~(writer_bit | readers_parked_bit)) + keep) + add,
+                                                     std::memory_order_acq_rel, std::memory_order_relaxed)) {
+                }
+                after = ((v & ~(writer_bit | readers_parked_bit)) + keep) + add;
+                return handoff_token;
+            });
+            after_release(after);
+            return;
+        }
+        if ((s & writers_parked_bit) && keep == 0) {
+            std::uint64_t after = 0;
+            parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
+                std::uint64_t v = state_.load(std::memory_order_relaxed);
+                for (;;) {
+                    std::uint64_t n = v;
+                    std::intptr_t token = retry_token;
+                    if (!r.did_unpark_thread || !r.may_have_more_threads) n &= ~writers_parked_bit;
+                    // Hand the lock over when it is time to be fair; else free it and let
+                    // the woken writer race for it with any other (barging keeps the lock
+                    // busy while the woken thread is still waking up).
+                    if (r.did_unpark_thread && r.time_to_be_fair) token = handoff_token;
+                    else n &= ~writer_bit;
+                    if (state_.compare_exchange_weak(v, n, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+                        after = n;
+                        return token;
+                    }
+                }
+            });
+            // With writers still parked, the woken one retries and the readers wait their
+            // turn behind it; else the readers may go.
+            if (!(after & writers_parked_bit)) after_release(after);
+            return;
+        }
+        const std::uint64_t n = (s & ~writer_bit) + keep;
+        if (state_.compare_exchange_weak(s, n, std::memory_order_release, std::memory_order_relaxed)) {
+            after_release(n);
+            return;
+        }
+    }
+}
+
+void shared_mutex::unlock_and_lock_shared() {
+    if (!(state_.load(std::memory_order_relaxed) & writer_bit))
+        misuse("contend::shared_mutex::unlock_and_lock_shared: no writer holds the lock");
+    release_writer(one_reader);
+}
+
+void shared_mutex::unlock_and_lock_upgrade() {
+    if (!(state_.load(std::memory_order_relaxed) & writer_bit))
+        misuse("contend::shared_mutex::unlock_and_lock_upgrade: no writer holds the lock");
+    release_writer(one_reader | upgrader_bit);
+}
+
+// Called when the state is free of writers and readers and WRITERS_PARKED is set.
+void shared_mutex::release_to_writer() {
+    std::uint64_t after = 0;
+    parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
+        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        for (;;) {
+            std::uint64_t n = v;
+            std::intptr_t token = retry_token;
+            if (!r.did_unpark_thread || !r.may_have_more_threads) n &= ~writers_parked_bit;
+            // A barging writer or a recursive reader may have got in since: then the woken
+            // writer only retries.
+            if (r.did_unpark_thread && writer_can_take(v)) {
+                n |= writer_bit;
+                token = handoff_token;
+            }
+            if (state_.compare_exchange_weak(v, n, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+                after = n;
+                return token;
+            }
+        }
+    });
+    after_release(after);
+}
+
+// A writer timed out: if it was the last parked writer, WRITERS_PARKED must not keep new
+// readers out. Another parked writer, if any, is woken to retry (it parks again if the lock
+// is still held, setting the bit again).
+void shared_mutex::after_writer_timeout() {
+    std::uint64_t after = 0;
+    parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
+        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        for (;;) {
+            std::uint64_t n = v;
+            if (!r.did_unpark_thread && !CONTEND_MUTATION(shared_mutex_timed_out_writer_leaves_its_bit))
+                n &= ~writers_parked_bit;
+            if (state_.compare_exchange_weak(v, n, std::memory_order_relaxed, std::memory_order_relaxed)) {
+                after = n;
+                return retry_token;
+            }
+        }
+    });
+    if (!(after & writers_parked_bit)) after_release(after);  // else the woken writer retries
+}
+
+// ---- readers ----
+
+bool shared_mutex::lock_shared_slow(internal::deadline until, std::uint64_t blockers) {
+    if (try_add_reader(blockers)) return true;
+    internal::count_contention();
+    bool spun = false;
+    for (;;) {
+        if (try_add_reader(blockers)) return true;
+        if (!spun) {
+            spun = true;
+            if (poll_until(state_, [blockers](std::uint64_t v) { return !(v & blockers); })) continue;
+        }
+        const auto result = parking_lot::park(
+            shared_readers_key(this),
+            [this, blockers] {
+                return mark_parked(state_, readers_parked_bit,
+                                   [blockers](std::uint64_t v) { return (v & blockers) != 0; });
+            },
+            until);
+        if (result.status == park_status::unparked && result.token == handoff_token) return true;
+        // A stale READERS_PARKED left by a timeout is cleared by the next release that looks.
+        if (result.status == park_status::timed_out) return false;
+    }
+}
+
+// A reader left; `s` is the state it left behind, with one of reader_unlock_wakes set.
+void shared_mutex::after_reader_left(std::uint64_t s) {
+    if ((s & upgrading_bit) && readers_of(s) == 1) {
+        parking_lot::unpark_one(shared_upgrading_key(this));  // the upgrader is alone now
+        return;
+    }
+    if (readers_of(s) == 0 && (s & writers_parked_bit)) {
+        if (CONTEND_MUTATION(shared_mutex_last_reader_forgets_the_writer)) return;
+        release_to_writer();
+        return;
+    }
+    after_release(s);
+}
+
+// Whoever changed the state to `s` without a writer in it lets in the parked readers and
+// upgraders that nothing stops any more.
+void shared_mutex::after_release(std::uint64_t s) {
+    if (s & writer_bit) return;  // the writer's own release will look
+    if (readers_of(s) == 0 && (s & writers_parked_bit)) {
+        release_to_writer();
+        return;
+    }
+    if ((s & readers_parked_bit) && !(s & (writers_parked_bit | upgrading_bit))) {
+        release_to_readers();
+        return;
+    }
+    if ((s & upgraders_parked_bit) && !(s & upgrader_blockers)) wake_upgraders();
+}
+
+// Readers are parked and nothing but a stale bit or a bit just cleared stops them.
+void shared_mutex::release_to_readers() {
+    std::uint64_t after = 0;
+    parking_lot::unpark_all(shared_readers_key(this), [&](std::size_t n) -> std::intptr_t {
+        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        for (;;) {
+            if (v & writer_bit) {
+                // A writer got in first: the readers park again, and its release hands
+                // them the lock.
+                if (state_.compare_exchange_weak(v, v & ~readers_parked_bit, std::memory_order_relaxed,
+                                                 std::memory_order_relaxed)) {
+                    after = v & ~readers_parked_bit;
+                    return retry_token;
+                }
+                continue;
+            }
+            const std::uint64_t next = (v & ~readers_parked_bit) + n * one_reader;
+            if (state_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+                after = next;
+                return handoff_token;
+            }
+        }
+    });
+    if ((after & upgraders_parked_bit) && !(after & upgrader_blockers)) wake_upgraders();
+}
+
+// ---- upgraders ----
+
+bool shared_mutex::lock_upgrade_slow(internal::deadline until) {
+    internal::count_contention();
+    bool spun = false;
+    for (;;) {
+        if (try_lock_upgrade()) return true;
+        if (!spun) {
+            spun = true;
+            if (poll_until(state_, [](std::uint64_t v) { return !(v & upgrader_blockers); })) continue;
+        }
+        const auto result = parking_lot::park(
+            shared_upgraders_key(this),
+            [this] {
+                return mark_parked(state_, upgraders_parked_bit,
+                                   [](std::uint64_t v) { return (v & upgrader_blockers) != 0; });
+            },
+            until);
+        if (result.status == park_status::timed_out) return false;
+    }
+}
+
+void shared_mutex::wake_upgraders() {
+    parking_lot::unpark_all(shared_upgraders_key(this), [this](std::size_t) -> std::intptr_t {
+        state_.fetch_and(~upgraders_parked_bit, std::memory_order_relaxed);
+        return retry_token;
+    });
+}
+
+void shared_mutex::unlock_upgrade() {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    for (;;) {
+        if (!(s & upgrader_bit) || (s & upgrading_bit))
+            misuse("contend::shared_mutex::unlock_upgrade: no upgrader holds the lock");
+        if (state_.compare_exchange_weak(s, s - one_reader - upgrader_bit, std::memory_order_release,
+                                         std::memory_order_relaxed))
+            break;
+    }
+    after_reader_left(s - one_reader - upgrader_bit);
+}
+
+void shared_mutex::unlock_upgrade_and_lock_shared() {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    for (;;) {
+        if (!(s & upgrader_bit) || (s & upgrading_bit))
+            misuse("contend::shared_mutex::unlock_upgrade_and_lock_shared: no upgrader holds the lock");
+        if (state_.compare_exchange_weak(s, s - upgrader_bit, std::memory_order_release, std::memory_order_relaxed))
+            break;
+    }
+    after_release(s - upgrader_bit);
+}
+
+bool shared_mutex::try_unlock_upgrade_and_lock() noexcept {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    while ((s & upgrader_bit) && readers_of(s) == 1) {
+        if (state_.compare_exchange_weak(s, (s - one_reader - upgrader_bit - (s & upgrading_bit)) | writer_bit,
+                                         std::memory_order_acquire, std::memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+bool shared_mutex::upgrade_slow(internal::deadline until) {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    if (!(s & upgrader_bit)) misuse("contend::shared_mutex::unlock_upgrade_and_lock: no upgrader holds the lock");
+    // Announce the upgrade: new readers queue from here on, so the readers present drain.
+    while (!(s & upgrading_bit) && readers_of(s) > 1 && !CONTEND_MUTATION(shared_mutex_upgrade_does_not_announce)) {
+        if (state_.compare_exchange_weak(s, s | upgrading_bit, std::memory_order_relaxed, std::memory_order_relaxed))
+            break;
+    }
+    bool spun = false;
+    for (;;) {
+        if (CONTEND_MUTATION(shared_mutex_upgrade_does_not_wait)) {
+            s = state_.load(std::memory_order_relaxed);
+            while (!state_.compare_exchange_weak(s, (s & ~(upgrader_bit | upgrading_bit)) - one_reader + writer_bit,
+                                                 std::memory_order_acquire, std::memory_order_relaxed)) {
+            }
+            return true;
+        }
+        if (try_unlock_upgrade_and_lock()) return true;
+        if (!spun) {
+            spun = true;
+            if (poll_until(state_, [](std::uint64_t v) { return readers_of(v) == 1; })) continue;
+        }
+        const auto result = parking_lot::park(
+            shared_upgrading_key(this),
+            [this] {
+                const std::uint64_t v = state_.load(std::memory_order_relaxed);
+                return (v & upgrading_bit) && readers_of(v) > 1;
+            },
+            until);
+        if (result.status == park_status::timed_out) {
+            if (try_unlock_upgrade_and_lock()) return true;
+            // Give up the upgrade, keep the upgradable read, and let in the readers it stopped.
+            const std::uint64_t before = state_.fetch_and(~upgrading_bit, std::memory_order_relaxed);
+            after_release(before & ~upgrading_bit);
+            return false;
+        }
+    }
+}
+
+}  // namespace contend

@@ -1,0 +1,420 @@
+// contend::shared_mutex: the exclusive side passes every lock's conformance tests; these add
+// the shared, upgradable and timed sides, the fairness policy and misuse.
+#include "contend/shared_mutex.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <vector>
+
+#include "contend/mutex.hpp"
+#include "lock_conformance.hpp"
+
+namespace contend_test {
+
+using SharedMutexes = ::testing::Types<contend::shared_mutex>;
+INSTANTIATE_TYPED_TEST_SUITE_P(SharedMutex, LockConformance, SharedMutexes);
+
+namespace {
+
+using contend::shared_mutex;
+
+// Runs `fn` on a thread that publishes its kernel id first; joins on destruction.
+class blocker {
+public:
+    template <class Fn>
+    explicit blocker(Fn fn)
+        : thread_([this, fn] {
+              box_.publish();
+              fn();
+              done_.store(true);
+          }) {}
+    ~blocker() { thread_.join(); }
+    int tid() const { return box_.get(); }
+    bool done() const { return done_.load(); }
+    // Waits (bounded) until the thread sleeps in the kernel, i.e. has parked.
+    bool parked() const { return eventually_blocked({tid()}); }
+
+private:
+    tid_box box_;
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST(SharedMutex, IsEightBytesAndStartsFree) {
+    static_assert(sizeof(shared_mutex) == 8);
+    shared_mutex m;
+    EXPECT_FALSE(m.is_locked());
+    EXPECT_EQ(m.reader_count(), 0u);
+}
+
+TEST(SharedMutex, ReadersHoldTheLockTogetherAndKeepWritersOut) {
+    shared_mutex m;
+    m.lock_shared();
+    EXPECT_TRUE(m.try_lock_shared());
+    EXPECT_EQ(m.reader_count(), 2u);
+    EXPECT_FALSE(m.try_lock());
+    EXPECT_FALSE(m.try_lock_for(1ms));
+    m.unlock_shared();
+    m.unlock_shared();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(SharedMutex, AWriterKeepsReadersOutAndATimedReadGivesUpAtItsDeadline) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock();
+    EXPECT_FALSE(m.try_lock_shared());
+    EXPECT_FALSE(m.try_lock_shared_recursive());
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(m.try_lock_shared_for(20ms));
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 20ms);
+    EXPECT_FALSE(m.try_lock_upgrade_for(1ms));
+    m.unlock();
+    EXPECT_TRUE(m.try_lock_shared());  // the timed-out reader's parked bit stops nobody
+    m.unlock_shared();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(SharedMutex, AParkedWriterStopsNewReadersButNotARecursiveRead) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock_shared();
+    std::atomic<bool> wrote{false};
+    blocker writer([&] {
+        m.lock();
+        wrote.store(true);
+        m.unlock();
+    });
+    ASSERT_TRUE(writer.parked());
+    EXPECT_FALSE(m.try_lock_shared()) << "a new reader passed a parked writer";
+    // This thread reads already: a recursive read must not wait behind the writer.
+    m.lock_shared_recursive();
+    EXPECT_EQ(m.reader_count(), 2u);
+    m.unlock_shared();
+    EXPECT_FALSE(wrote.load());
+    m.unlock_shared();  // the last reader out hands the lock to the writer
+    EXPECT_TRUE(eventually([&] { return writer.done(); }));
+    EXPECT_TRUE(wrote.load());
+}
+
+TEST(SharedMutex, AWritersReleaseLetsEveryParkedReaderInBeforeTheNextWriter) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock();
+    std::atomic<int> readers_in{0};
+    std::atomic<int> readers_seen_by_writer{-1};
+    std::atomic<bool> release_readers{false};
+    std::vector<std::unique_ptr<blocker>> readers;
+    std::vector<int> tids;
+    for (int i = 0; i < 3; ++i) {
+        readers.push_back(std::make_unique<blocker>([&] {
+            m.lock_shared();
+            readers_in.fetch_add(1);
+            eventually([&] { return release_readers.load(); }, 30s);
+            m.unlock_shared();
+        }));
+        tids.push_back(readers.back()->tid());
+    }
+    ASSERT_TRUE(eventually_blocked(tids));
+    blocker writer([&] {
+        m.lock();
+        readers_seen_by_writer.store(readers_in.load());
+        m.unlock();
+    });
+    ASSERT_TRUE(writer.parked());
+    m.unlock();  // phase change: the three readers, then the writer
+    EXPECT_TRUE(eventually([&] { return readers_in.load() == 3; }));
+    EXPECT_FALSE(writer.done());
+    release_readers.store(true);
+    EXPECT_TRUE(eventually([&] { return writer.done(); }));
+    EXPECT_EQ(readers_seen_by_writer.load(), 3);
+}
+
+TEST(SharedMutex, AWriterIsNotStarvedByAStreamOfReaders) {
+    watchdog dog(120s);
+    shared_mutex m;
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> readers;
+    for (int i = 0; i < 4; ++i) {
+        readers.emplace_back([&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::shared_lock lock(m);
+                for (int w = 0; w < 50; ++w) contend::cpu_relax();
+            }
+        });
+    }
+    int writes = 0;
+    const bool all = eventually(
+        [&] {
+            std::unique_lock lock(m);
+            return ++writes == 200;
+        },
+        60s);
+    stop.store(true);
+    for (auto& t : readers) t.join();
+    EXPECT_TRUE(all) << "only " << writes << " writes got in among the readers";
+}
+
+TEST(SharedMutex, AReaderIsNotStarvedByAStreamOfWriters) {
+    watchdog dog(120s);
+    shared_mutex m;
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> writers;
+    for (int i = 0; i < 4; ++i) {
+        writers.emplace_back([&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::unique_lock lock(m);
+                for (int w = 0; w < 50; ++w) contend::cpu_relax();
+            }
+        });
+    }
+    int reads = 0;
+    const bool all = eventually(
+        [&] {
+            std::shared_lock lock(m);
+            return ++reads == 200;
+        },
+        60s);
+    stop.store(true);
+    for (auto& t : writers) t.join();
+    EXPECT_TRUE(all) << "only " << reads << " reads got in among the writers";
+}
+
+TEST(SharedMutex, OneUpgraderReadsBesideReadersAndKeepsWritersAndOtherUpgradersOut) {
+    shared_mutex m;
+    m.lock_shared();
+    ASSERT_TRUE(m.try_lock_upgrade());
+    EXPECT_TRUE(m.try_lock_shared());
+    EXPECT_FALSE(m.try_lock_upgrade());
+    EXPECT_FALSE(m.try_lock());
+    EXPECT_EQ(m.reader_count(), 3u);
+    m.unlock_shared();
+    m.unlock_shared();
+    EXPECT_FALSE(m.try_lock()) << "the upgrader alone still keeps writers out";
+    m.unlock_upgrade();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(SharedMutex, AnUpgradeWaitsForTheOtherReadersAndStopsNewOnes) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock_shared();
+    std::atomic<bool> upgraded{false};
+    blocker upgrader([&] {
+        m.lock_upgrade();
+        m.unlock_upgrade_and_lock();
+        upgraded.store(true);
+        m.unlock_and_lock_upgrade();  // downgrade, then leave
+        m.unlock_upgrade();
+    });
+    ASSERT_TRUE(eventually([&] { return (m.reader_count() == 2 && !m.try_lock_shared()); }))
+        << "the waiting upgrade did not stop new readers";
+    EXPECT_FALSE(upgraded.load());
+    m.unlock_shared();
+    EXPECT_TRUE(eventually([&] { return upgrader.done(); }));
+    EXPECT_TRUE(upgraded.load());
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(SharedMutex, ATimedUpgradeThatGivesUpKeepsTheUpgradableReadAndLetsStoppedReadersIn) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock_shared();
+    std::atomic<bool> reader_in{false};
+    std::unique_ptr<blocker> reader;
+    std::atomic<int> outcome{-1};
+    blocker upgrader([&] {
+        m.lock_upgrade();
+        outcome.store(m.try_unlock_upgrade_and_lock_for(100ms) ? 1 : 0);
+        EXPECT_FALSE(m.try_lock_upgrade()) << "the upgradable read was lost";
+        eventually([&] { return reader_in.load(); }, 30s);
+        m.unlock_upgrade();
+    });
+    ASSERT_TRUE(eventually([&] { return m.reader_count() == 2 && !m.try_lock_shared(); }));
+    reader = std::make_unique<blocker>([&] {
+        m.lock_shared();  // stopped by the upgrade until it gives up
+        reader_in.store(true);
+        m.unlock_shared();
+    });
+    EXPECT_TRUE(eventually([&] { return upgrader.done(); }));
+    EXPECT_EQ(outcome.load(), 0);
+    EXPECT_TRUE(reader_in.load());
+    reader.reset();
+    m.unlock_shared();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(SharedMutex, TryUpgradeSucceedsOnlyForTheOnlyReader) {
+    shared_mutex m;
+    m.lock_upgrade();
+    m.lock_shared();
+    EXPECT_FALSE(m.try_unlock_upgrade_and_lock());
+    m.unlock_shared();
+    ASSERT_TRUE(m.try_unlock_upgrade_and_lock());
+    EXPECT_TRUE(m.is_locked());
+    EXPECT_EQ(m.reader_count(), 0u);
+    m.unlock_and_lock_shared();
+    EXPECT_EQ(m.reader_count(), 1u);
+    EXPECT_TRUE(m.try_lock_upgrade());
+    m.unlock_upgrade_and_lock_shared();
+    EXPECT_EQ(m.reader_count(), 2u);
+    m.unlock_shared();
+    m.unlock_shared();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(SharedMutex, ADowngradeLetsTheParkedReadersInAtOnce) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock();
+    std::atomic<int> in{0};
+    blocker a([&] {
+        m.lock_shared();
+        in.fetch_add(1);
+        m.unlock_shared();
+    });
+    blocker b([&] {
+        m.lock_shared();
+        in.fetch_add(1);
+        m.unlock_shared();
+    });
+    ASSERT_TRUE(eventually_blocked({a.tid(), b.tid()}));
+    m.unlock_and_lock_shared();
+    EXPECT_TRUE(eventually([&] { return in.load() == 2; })) << "readers stayed parked behind a downgraded writer";
+    EXPECT_FALSE(m.try_lock());
+    m.unlock_shared();
+    EXPECT_TRUE(eventually([&] { return a.done() && b.done(); }));
+}
+
+TEST(SharedMutex, AWriterThatTimesOutWhileReadersHoldDoesNotKeepNewReadersOut) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock_shared();
+    std::atomic<int> got{-1};
+    blocker writer([&] { got.store(m.try_lock_for(100ms) ? 1 : 0); });
+    EXPECT_TRUE(eventually([&] { return writer.done(); }));
+    EXPECT_EQ(got.load(), 0);
+    EXPECT_TRUE(m.try_lock_shared()) << "a writer gone by its deadline still stops readers";
+    m.unlock_shared();
+    m.unlock_shared();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(SharedMutex, UnlockingAModeThatIsNotHeldThrowsAndChangesNothing) {
+    shared_mutex m;
+    EXPECT_THROW(m.unlock_shared(), contend::synchronization_error);
+    EXPECT_THROW(m.unlock_upgrade(), contend::synchronization_error);
+    EXPECT_THROW(m.unlock_and_lock_shared(), contend::synchronization_error);
+    EXPECT_THROW(m.unlock_upgrade_and_lock(), contend::synchronization_error);
+    m.lock_upgrade();
+    EXPECT_THROW(m.unlock_shared(), contend::synchronization_error) << "only the upgrader reads";
+    EXPECT_THROW(m.unlock(), contend::synchronization_error);
+    m.unlock_upgrade();
+    m.lock_shared();
+    EXPECT_THROW(m.unlock(), contend::synchronization_error);
+    EXPECT_THROW(m.unlock_upgrade(), contend::synchronization_error);
+    m.unlock_shared();
+    EXPECT_EQ(m.reader_count(), 0u);
+    EXPECT_TRUE(m.try_lock());
+    EXPECT_THROW(m.unlock_shared(), contend::synchronization_error);
+    m.unlock();
+    EXPECT_FALSE(m.is_locked());
+}
+
+TEST(SharedMutex, WorksWithTheStandardLocksAndConditionVariableAny) {
+    watchdog dog(60s);
+    shared_mutex m;
+    std::condition_variable_any cv;
+    bool ready = false;
+    std::thread t([&] {
+        std::unique_lock lock(m);
+        ready = true;
+        cv.notify_all();
+    });
+    {
+        std::shared_lock lock(m);
+        EXPECT_TRUE(cv.wait_for(lock, 30s, [&] { return ready; }));
+    }
+    t.join();
+    std::shared_lock timed(m, 10ms);
+    EXPECT_TRUE(timed.owns_lock());
+}
+
+TEST(SharedMutex, AWaitingWriterIsCountedAsAContention) {
+    watchdog dog(60s);
+    shared_mutex m;
+    m.lock_shared();
+    const auto before = contend::lock_contention_count();
+    blocker writer([&] {
+        m.lock();
+        m.unlock();
+    });
+    ASSERT_TRUE(writer.parked());
+    m.unlock_shared();
+    EXPECT_TRUE(eventually([&] { return writer.done(); }));
+    EXPECT_GT(contend::lock_contention_count(), before);
+}
+
+// Readers, writers, upgraders and timed acquisitions at once, more threads than cores: every
+// read sees a consistent table, writes exclude everyone, and every write is counted.
+TEST(SharedMutex, MixedModesKeepTheTableWholeAndLoseNoWrite) {
+    watchdog dog(240s);
+    shared_mutex m;
+    constexpr int lines = 8;
+    long table[lines] = {};
+    std::atomic<long> torn{0};
+    std::atomic<long> writes{0};
+    const long per_thread = scaled(20000);
+    run_threads(8, [&](int id) {
+        for (long i = 0; i < per_thread; ++i) {
+            const int op = static_cast<int>((i * 7 + id) % 10);
+            if (op < 6) {
+                const bool got = (op == 5) ? m.try_lock_shared_for(1ms) : (m.lock_shared(), true);
+                if (!got) continue;
+                for (int l = 1; l < lines; ++l)
+                    if (table[l] != table[0]) torn.fetch_add(1);
+                m.unlock_shared();
+            } else if (op < 8) {
+                const bool got = (op == 7) ? m.try_lock_for(1ms) : (m.lock(), true);
+                if (!got) continue;
+                for (long& v : table) ++v;
+                writes.fetch_add(1);
+                if (i % 2) {
+                    m.unlock_and_lock_shared();
+                    if (table[lines - 1] != table[0]) torn.fetch_add(1);
+                    m.unlock_shared();
+                } else {
+                    m.unlock();
+                }
+            } else {
+                m.lock_upgrade();
+                const long seen = table[0];
+                if (op == 9 && m.try_unlock_upgrade_and_lock_for(1ms)) {
+                    for (long& v : table) ++v;
+                    writes.fetch_add(1);
+                    m.unlock();
+                } else {
+                    if (table[lines - 1] != seen) torn.fetch_add(1);
+                    m.unlock_upgrade();
+                }
+            }
+        }
+    });
+    EXPECT_EQ(torn.load(), 0);
+    EXPECT_EQ(table[0], writes.load());
+    EXPECT_EQ(m.reader_count(), 0u);
+    EXPECT_FALSE(m.is_locked());
+}
+
+}  // namespace contend_test
