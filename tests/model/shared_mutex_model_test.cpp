@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "contend/event.hpp"
 #include "contend/internal/atomic.hpp"
 #include "contend/shared_mutex.hpp"
 #include "model_support.hpp"
@@ -17,7 +18,6 @@ namespace {
 using namespace contend;
 using model_test::expect_found;
 using model_test::expect_holds;
-using model_test::expect_holds_under_every_strategy;
 
 shared_mutex rw;  // static: the same address, so the same parking-lot buckets, in every execution
 
@@ -231,36 +231,130 @@ void recursive_read_passes_a_parked_writer() {
     expect_usable();
 }
 
+// A reader that holds the lock waits for a second reader to join it, while a timed writer
+// queues between them: the second reader is held back by the parked writer (new readers
+// queue behind it), the writer cannot get in before the first reader leaves, so the writer
+// must time out, and its leaving must let the queued reader in.
+manual_reset_event second_reader_in;
+
+void a_timed_writer_giving_up_lets_the_readers_behind_it_in() {
+    rw.lock_shared();
+    model::thread writer([] {
+        if (rw.try_lock_for(std::chrono::microseconds(20))) {
+            write_section();
+            rw.unlock();
+        }
+    });
+    model::thread reader([] {
+        rw.lock_shared();
+        read_section();
+        second_reader_in.set();
+        rw.unlock_shared();
+    });
+    second_reader_in.wait();
+    rw.unlock_shared();
+    writer.join();
+    reader.join();
+    expect_usable();
+}
+
+// Each model runs the strategies that find its bugs (the mutations below) and stays within a
+// few hundred schedules of each: the model stage of the test command has a time budget
+// (docs/design/model-checking.md, "Costs and budgets").
+void sampled(model::strategy_kind strategy, const std::function<void()>& body) {
+    expect_holds({.strategy = strategy, .executions = model_test::sampled_schedules}, body);
+}
+
+void bounded(unsigned preemptions, const std::function<void()>& body) {
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = preemptions}, body);
+}
+
 TEST(SharedMutexModel, TwoReadersAndAWriterExcludeEachOtherAndAllFinish) {
-    expect_holds_under_every_strategy(two_readers_and_a_writer, 1);
+    sampled(model::strategy_kind::pct, two_readers_and_a_writer);
+    sampled(model::strategy_kind::random, two_readers_and_a_writer);
+    bounded(1, two_readers_and_a_writer);
 }
 
 TEST(SharedMutexModel, TwoWritersAndAReaderExcludeEachOtherAndAllFinish) {
-    expect_holds_under_every_strategy(two_writers_and_a_reader, 1);
+    sampled(model::strategy_kind::pct, two_writers_and_a_reader);
+    bounded(1, two_writers_and_a_reader);
 }
 
 TEST(SharedMutexModel, AnUpgradeWaitsForAReaderLeavingAndNoWriterGetsInBetween) {
-    expect_holds_under_every_strategy(upgrade_against_a_reader_leaving, 1);
+    sampled(model::strategy_kind::pct, upgrade_against_a_reader_leaving);
+    sampled(model::strategy_kind::random, upgrade_against_a_reader_leaving);
+    bounded(1, upgrade_against_a_reader_leaving);
 }
 
 TEST(SharedMutexModel, ADowngradeToAReadLetsTheParkedReadersInAndNoWriterBetween) {
-    expect_holds_under_every_strategy(downgrade_to_shared, 1);
+    sampled(model::strategy_kind::pct, downgrade_to_shared);
+    bounded(1, downgrade_to_shared);
 }
 
 TEST(SharedMutexModel, ADowngradeToTheUpgradableLockAndBackKeepsEveryoneGoing) {
-    expect_holds_under_every_strategy(downgrade_to_upgrade_and_back, 1);
+    sampled(model::strategy_kind::random, downgrade_to_upgrade_and_back);
+    bounded(1, downgrade_to_upgrade_and_back);
 }
 
 TEST(SharedMutexModel, TimedReadsAndWritesTimingOutLeaveTheLockUsable) {
-    expect_holds_under_every_strategy(timed_reader_and_writer_against_a_holder, 1);
+    sampled(model::strategy_kind::random, timed_reader_and_writer_against_a_holder);
+    bounded(1, timed_reader_and_writer_against_a_holder);
+}
+
+TEST(SharedMutexModel, ATimedWriterGivingUpLetsTheReadersQueuedBehindItIn) {
+    sampled(model::strategy_kind::pct, a_timed_writer_giving_up_lets_the_readers_behind_it_in);
+    bounded(1, a_timed_writer_giving_up_lets_the_readers_behind_it_in);
 }
 
 TEST(SharedMutexModel, ATimedUpgradeTimingOutKeepsTheUpgradableLockAndNobodyHangs) {
-    expect_holds_under_every_strategy(timed_upgrade_against_a_reader_leaving, 1);
+    sampled(model::strategy_kind::random, timed_upgrade_against_a_reader_leaving);
+    bounded(1, timed_upgrade_against_a_reader_leaving);
 }
 
 TEST(SharedMutexModel, ARecursiveReadPassesAParkedWriter) {
-    expect_holds_under_every_strategy(recursive_read_passes_a_parked_writer, 2);
+    sampled(model::strategy_kind::pct, recursive_read_passes_a_parked_writer);
+    bounded(1, recursive_read_passes_a_parked_writer);
+}
+
+// ---- mutations ----
+
+// The last reader out sees WRITERS_PARKED and wakes nobody: the parked writer sleeps for good.
+TEST(SharedMutexModel, ALastReaderThatForgetsTheParkedWriterIsFound) {
+    expect_found("shared_mutex_last_reader_forgets_the_writer", two_readers_and_a_writer, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::random});
+}
+
+// A writer's release hands the parked readers the lock without adding them to the count:
+// their unlocks find no reader (a misuse error thrown), or a writer gets in beside them.
+TEST(SharedMutexModel, ReadersHandedTheLockUncountedAreFound) {
+    expect_found("shared_mutex_readers_handed_uncounted", two_readers_and_a_writer, 2000, model_test::every_strategy);
+}
+
+// A writer that times out as the last parked one leaves WRITERS_PARKED set: new readers
+// queue behind a writer that is not there, and nobody wakes them.
+TEST(SharedMutexModel, ATimedOutWriterLeavingItsParkedBitIsFound) {
+    expect_found("shared_mutex_timed_out_writer_leaves_its_bit", a_timed_writer_giving_up_lets_the_readers_behind_it_in,
+                 2000, {model::strategy_kind::pct, model::strategy_kind::bounded});
+}
+
+// The upgrade takes WRITER without waiting for the other readers to leave: a writer beside a
+// reader.
+TEST(SharedMutexModel, AnUpgradeThatDoesNotWaitForTheReadersIsFound) {
+    expect_found("shared_mutex_upgrade_does_not_wait", upgrade_against_a_reader_leaving, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::random});
+}
+
+// The upgrade waits without setting UPGRADING: it never parks (its validate sees no upgrade)
+// and spins.
+TEST(SharedMutexModel, AnUpgradeThatDoesNotAnnounceItselfIsFound) {
+    expect_found("shared_mutex_upgrade_does_not_announce", upgrade_against_a_reader_leaving, 2000,
+                 {model::strategy_kind::pct});
+}
+
+// The last reader but the upgrader leaves and does not wake it: the upgrade sleeps for good.
+TEST(SharedMutexModel, AReaderThatLeavesTheUpgraderParkedIsFound) {
+    expect_found("shared_mutex_reader_leaves_the_upgrader_parked", upgrade_against_a_reader_leaving, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::random});
 }
 
 }  // namespace
