@@ -109,26 +109,33 @@ private:
     }
     void upgrader_out() { upgraders_inside_.fetch_sub(1, std::memory_order_seq_cst); }
 
+    // A plain read or write, taken one of three ways: blocking, timed, or one try. Returns
+    // the writes made.
+    long plain(bool writer, int how, std::mt19937& rng) {
+        if (writer) {
+            if (!(how == 0 ? (rw_.lock(), true) : how == 1 ? rw_.try_lock_for(some_time(rng)) : rw_.try_lock()))
+                return 0;
+            write();
+            rw_.unlock();
+            return 1;
+        }
+        if (how == 0   ? (rw_.lock_shared(), true)
+            : how == 1 ? rw_.try_lock_shared_for(some_time(rng))
+                       : rw_.try_lock_shared()) {
+            check_read();
+            rw_.unlock_shared();
+        }
+        return 0;
+    }
+
     // One reader's operation; returns the writes it made (an upgrade writes).
     long read_op(std::mt19937& rng) {
-        switch (std::uniform_int_distribution<int>(0, 5)(rng)) {
+        const int op = std::uniform_int_distribution<int>(0, 5)(rng);
+        switch (op) {
             case 0:
-                rw_.lock_shared();
-                check_read();
-                rw_.unlock_shared();
-                return 0;
             case 1:
-                if (rw_.try_lock_shared_for(some_time(rng))) {
-                    check_read();
-                    rw_.unlock_shared();
-                }
-                return 0;
             case 2:
-                if (rw_.try_lock_shared()) {
-                    check_read();
-                    rw_.unlock_shared();
-                }
-                return 0;
+                return plain(false, op, rng);
             case 3: {  // a recursive read, with writers parked or not
                 rw_.lock_shared();
                 const std::uint64_t v = check_read();
@@ -177,22 +184,12 @@ private:
 
     // One writer's operation; returns the writes it made.
     long write_op(std::mt19937& rng) {
-        switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
+        const int op = std::uniform_int_distribution<int>(0, 4)(rng);
+        switch (op) {
             case 0:
-                rw_.lock();
-                write();
-                rw_.unlock();
-                return 1;
             case 1:
-                if (!rw_.try_lock_for(some_time(rng))) return 0;
-                write();
-                rw_.unlock();
-                return 1;
             case 2:
-                if (!rw_.try_lock()) return 0;
-                write();
-                rw_.unlock();
-                return 1;
+                return plain(true, op, rng);
             case 3: {  // a downgrade to a read
                 rw_.lock();
                 write();

@@ -7,6 +7,10 @@
 // acquisitions by the main thread once every other thread has finished.
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <ostream>
+#include <vector>
 
 #include "contend/event.hpp"
 #include "contend/internal/atomic.hpp"
@@ -262,62 +266,54 @@ void a_timed_writer_giving_up_lets_the_readers_behind_it_in() {
     expect_usable();
 }
 
-// Each model runs the strategies that find its bugs (the mutations below) and stays within a
-// few hundred schedules of each: the model stage of the test command has a time budget
-// (docs/design/model-checking.md, "Costs and budgets").
-void sampled(model::strategy_kind strategy, const std::function<void()>& body) {
-    expect_holds({.strategy = strategy, .executions = model_test::sampled_schedules}, body);
+// Each model runs the sampling strategies that find its bugs (the mutations below),
+// sampled_schedules executions each, then every schedule with one preemption: a few hundred
+// schedules of each, as the other families' models, since the model stage of the test command
+// has a time budget (docs/design/model-checking.md, "Costs and budgets").
+void expect_holds_under(std::initializer_list<model::strategy_kind> sampling, const std::function<void()>& body) {
+    for (const auto strategy : sampling)
+        expect_holds({.strategy = strategy, .executions = model_test::sampled_schedules}, body);
+    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = 1}, body);
 }
 
-void bounded(unsigned preemptions, const std::function<void()>& body) {
-    expect_holds({.strategy = model::strategy_kind::bounded, .executions = 5000, .preemptions = preemptions}, body);
-}
+constexpr auto by_pct = model::strategy_kind::pct;
+constexpr auto by_random = model::strategy_kind::random;
+constexpr auto by_bounded = model::strategy_kind::bounded;
 
 TEST(SharedMutexModel, TwoReadersAndAWriterExcludeEachOtherAndAllFinish) {
-    sampled(model::strategy_kind::pct, two_readers_and_a_writer);
-    sampled(model::strategy_kind::random, two_readers_and_a_writer);
-    bounded(1, two_readers_and_a_writer);
+    expect_holds_under({by_pct, by_random}, two_readers_and_a_writer);
 }
 
 TEST(SharedMutexModel, TwoWritersAndAReaderExcludeEachOtherAndAllFinish) {
-    sampled(model::strategy_kind::pct, two_writers_and_a_reader);
-    bounded(1, two_writers_and_a_reader);
+    expect_holds_under({by_pct}, two_writers_and_a_reader);
 }
 
 TEST(SharedMutexModel, AnUpgradeWaitsForAReaderLeavingAndNoWriterGetsInBetween) {
-    sampled(model::strategy_kind::pct, upgrade_against_a_reader_leaving);
-    sampled(model::strategy_kind::random, upgrade_against_a_reader_leaving);
-    bounded(1, upgrade_against_a_reader_leaving);
+    expect_holds_under({by_pct, by_random}, upgrade_against_a_reader_leaving);
 }
 
 TEST(SharedMutexModel, ADowngradeToAReadLetsTheParkedReadersInAndNoWriterBetween) {
-    sampled(model::strategy_kind::pct, downgrade_to_shared);
-    bounded(1, downgrade_to_shared);
+    expect_holds_under({by_pct}, downgrade_to_shared);
 }
 
 TEST(SharedMutexModel, ADowngradeToTheUpgradableLockAndBackKeepsEveryoneGoing) {
-    sampled(model::strategy_kind::random, downgrade_to_upgrade_and_back);
-    bounded(1, downgrade_to_upgrade_and_back);
+    expect_holds_under({by_random}, downgrade_to_upgrade_and_back);
 }
 
 TEST(SharedMutexModel, TimedReadsAndWritesTimingOutLeaveTheLockUsable) {
-    sampled(model::strategy_kind::random, timed_reader_and_writer_against_a_holder);
-    bounded(1, timed_reader_and_writer_against_a_holder);
+    expect_holds_under({by_random}, timed_reader_and_writer_against_a_holder);
 }
 
 TEST(SharedMutexModel, ATimedWriterGivingUpLetsTheReadersQueuedBehindItIn) {
-    sampled(model::strategy_kind::pct, a_timed_writer_giving_up_lets_the_readers_behind_it_in);
-    bounded(1, a_timed_writer_giving_up_lets_the_readers_behind_it_in);
+    expect_holds_under({by_pct}, a_timed_writer_giving_up_lets_the_readers_behind_it_in);
 }
 
 TEST(SharedMutexModel, ATimedUpgradeTimingOutKeepsTheUpgradableLockAndNobodyHangs) {
-    sampled(model::strategy_kind::random, timed_upgrade_against_a_reader_leaving);
-    bounded(1, timed_upgrade_against_a_reader_leaving);
+    expect_holds_under({by_random}, timed_upgrade_against_a_reader_leaving);
 }
 
 TEST(SharedMutexModel, ARecursiveReadPassesAParkedWriter) {
-    sampled(model::strategy_kind::pct, recursive_read_passes_a_parked_writer);
-    bounded(1, recursive_read_passes_a_parked_writer);
+    expect_holds_under({by_pct}, recursive_read_passes_a_parked_writer);
 }
 
 // Not a mutation of the lock but of the caller: the same model with a plain second read,
@@ -331,52 +327,53 @@ TEST(SharedMutexModel, APlainSecondReadBehindAParkedWriterIsFoundAsTheDocumented
 }
 
 // ---- mutations ----
-// Each test lists the strategies that find its mutation within 2,000 executions; the figures
-// (executions until found, PCT / random / bounded with one preemption) are from the 2-vCPU
-// VM, and docs/design/model-checking.md has them in its table.
+// Each row names a mutation point of src/shared_mutex.cpp, the model that must find it, and
+// the strategies that find it within 2,000 executions. The figures (executions until found,
+// PCT / random / bounded with one preemption; "missed": not within 2,000) are from the 2-vCPU
+// VM; docs/design/model-checking.md has them in its table.
+struct mutation_case {
+    const char* name;
+    void (*model)();
+    std::vector<model::strategy_kind> strategies;
+};
 
-// The last reader out sees WRITERS_PARKED and wakes nobody: the parked writer sleeps for good
-// (7 / 316 / missed).
-TEST(SharedMutexModel, ALastReaderThatForgetsTheParkedWriterIsFound) {
-    expect_found("shared_mutex_last_reader_forgets_the_writer", two_readers_and_a_writer, 2000,
-                 {model::strategy_kind::pct, model::strategy_kind::random});
+const std::vector<mutation_case> mutations = {
+    // The last reader out sees WRITERS_PARKED and wakes nobody: the parked writer sleeps for
+    // good (7 / 316 / missed).
+    {"shared_mutex_last_reader_forgets_the_writer", two_readers_and_a_writer, {by_pct, by_random}},
+    // A writer's release hands the parked readers the lock without adding them to the count:
+    // their unlocks find no reader (a misuse error thrown), or a writer gets in beside them
+    // (6 / 474 / 41).
+    {"shared_mutex_readers_handed_uncounted", two_readers_and_a_writer, {by_pct, by_random, by_bounded}},
+    // A writer that times out as the last parked one leaves WRITERS_PARKED set: new readers
+    // queue behind a writer that is not there, and nobody wakes them. Only a reader that
+    // waits for another reader shows it: any release that comes later clears the bit
+    // (1 / 1,718 / 1).
+    {"shared_mutex_timed_out_writer_leaves_its_bit",
+     a_timed_writer_giving_up_lets_the_readers_behind_it_in,
+     {by_pct, by_bounded}},
+    // The upgrade takes WRITER without waiting for the other readers to leave: a writer
+    // beside a reader (87 / 72 / missed).
+    {"shared_mutex_upgrade_does_not_wait", upgrade_against_a_reader_leaving, {by_pct, by_random}},
+    // The upgrade waits without setting UPGRADING: it never parks (its validate sees no
+    // upgrade) and spins on the parking lot for as long as the reader is kept off the CPU,
+    // which PCT does: more than max_steps scheduling points (85 / missed / missed).
+    {"shared_mutex_upgrade_does_not_announce", upgrade_against_a_reader_leaving, {by_pct}},
+    // The last reader but the upgrader leaves and does not wake it: the upgrade sleeps for
+    // good (85 / 41 / missed).
+    {"shared_mutex_reader_leaves_the_upgrader_parked", upgrade_against_a_reader_leaving, {by_pct, by_random}},
+};
+
+void PrintTo(const mutation_case& c, std::ostream* os) { *os << c.name; }
+
+class SharedMutexMutation : public testing::TestWithParam<mutation_case> {};
+
+TEST_P(SharedMutexMutation, IsFound) {
+    for (const auto strategy : GetParam().strategies) expect_found(GetParam().name, GetParam().model, 2000, {strategy});
 }
 
-// A writer's release hands the parked readers the lock without adding them to the count:
-// their unlocks find no reader (a misuse error thrown), or a writer gets in beside them
-// (6 / 474 / 41).
-TEST(SharedMutexModel, ReadersHandedTheLockUncountedAreFound) {
-    expect_found("shared_mutex_readers_handed_uncounted", two_readers_and_a_writer, 2000, model_test::every_strategy);
-}
-
-// A writer that times out as the last parked one leaves WRITERS_PARKED set: new readers
-// queue behind a writer that is not there, and nobody wakes them. Only a reader that waits
-// for another reader shows it: any release that comes later clears the bit (1 / 1,718 / 1).
-TEST(SharedMutexModel, ATimedOutWriterLeavingItsParkedBitIsFound) {
-    expect_found("shared_mutex_timed_out_writer_leaves_its_bit", a_timed_writer_giving_up_lets_the_readers_behind_it_in,
-                 2000, {model::strategy_kind::pct, model::strategy_kind::bounded});
-}
-
-// The upgrade takes WRITER without waiting for the other readers to leave: a writer beside a
-// reader (87 / 72 / missed).
-TEST(SharedMutexModel, AnUpgradeThatDoesNotWaitForTheReadersIsFound) {
-    expect_found("shared_mutex_upgrade_does_not_wait", upgrade_against_a_reader_leaving, 2000,
-                 {model::strategy_kind::pct, model::strategy_kind::random});
-}
-
-// The upgrade waits without setting UPGRADING: it never parks (its validate sees no upgrade)
-// and spins on the parking lot for as long as the reader is kept off the CPU, which PCT does:
-// reported as more than max_steps scheduling points (85 / missed / missed).
-TEST(SharedMutexModel, AnUpgradeThatDoesNotAnnounceItselfIsFound) {
-    expect_found("shared_mutex_upgrade_does_not_announce", upgrade_against_a_reader_leaving, 2000,
-                 {model::strategy_kind::pct});
-}
-
-// The last reader but the upgrader leaves and does not wake it: the upgrade sleeps for good
-// (85 / 41 / missed).
-TEST(SharedMutexModel, AReaderThatLeavesTheUpgraderParkedIsFound) {
-    expect_found("shared_mutex_reader_leaves_the_upgrader_parked", upgrade_against_a_reader_leaving, 2000,
-                 {model::strategy_kind::pct, model::strategy_kind::random});
-}
+// ctest names each test by its mutation (PrintTo above): model/SharedMutexModel/
+// SharedMutexMutation.IsFound/shared_mutex_...
+INSTANTIATE_TEST_SUITE_P(SharedMutexModel, SharedMutexMutation, testing::ValuesIn(mutations));
 
 }  // namespace
