@@ -8,7 +8,9 @@
 //                              bare_cas_pair is the physical floor: one CAS-acquire and one
 //                              release store; thin_lock_inflated and mutex_via_index split the
 //                              inflated thin_lock's cost; model_mutex_bits_in_word prices an
-//                              alternative design of it
+//                              alternative design of it; bare_cas_cas_pair (CAS to acquire and
+//                              to release) is the floor of a lock whose release must be a
+//                              read-modify-write, beside the reader-writer locks' two sides
 //   counter/<lock>/threads:N   N = 2 and 64: the inflated thin_lock in parts (mutex_via_index,
 //                              mutex_with_owner[_not_cleared], mutex_with_thread_owner) beside
 //                              thin_lock and contend_mutex, measured the same way so that
@@ -36,6 +38,7 @@
 #include <ctime>
 #include <initializer_list>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -45,6 +48,7 @@
 #include "contend/internal/thread_id.hpp"
 #include "contend/internal/waiter_slots.hpp"
 #include "contend/mutex.hpp"
+#include "contend/shared_mutex.hpp"
 #include "contend/spin_lock.hpp"
 #include "contend/thin_lock.hpp"
 
@@ -58,6 +62,29 @@ struct bare_cas_pair {
             expected = 0;
     }
     void unlock() noexcept { state.store(0, std::memory_order_release); }
+};
+
+// Two locked instructions, the floor of a lock whose release must be a read-modify-write
+// (a reader-writer lock's reader count): CAS to acquire, CAS to release.
+struct bare_cas_cas_pair {
+    std::atomic<std::uint8_t> state{0};
+    void lock() noexcept {
+        std::uint8_t expected = 0;
+        while (!state.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed))
+            expected = 0;
+    }
+    void unlock() noexcept {
+        std::uint8_t expected = 1;
+        state.compare_exchange_strong(expected, 0, std::memory_order_release, std::memory_order_relaxed);
+    }
+};
+
+// A reader-writer lock taken for reading, as lock()/unlock().
+template <class SharedLock>
+struct read_side {
+    SharedLock l;
+    void lock() { l.lock_shared(); }
+    void unlock() { l.unlock_shared(); }
 };
 
 template <class Lock>
@@ -354,6 +381,12 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("uncontended/mutex_via_index", uncontended<mutex_via_index>);
     benchmark::RegisterBenchmark("uncontended/model_mutex_bits_in_word", uncontended<model_mutex_bits_in_word>);
     benchmark::RegisterBenchmark("uncontended/std_mutex", uncontended<std::mutex>);
+    benchmark::RegisterBenchmark("uncontended/bare_cas_cas_pair", uncontended<bare_cas_cas_pair>);
+    benchmark::RegisterBenchmark("uncontended/contend_shared_mutex_write", uncontended<contend::shared_mutex>);
+    benchmark::RegisterBenchmark("uncontended/contend_shared_mutex_read",
+                                 uncontended<read_side<contend::shared_mutex>>);
+    benchmark::RegisterBenchmark("uncontended/std_shared_mutex_write", uncontended<std::shared_mutex>);
+    benchmark::RegisterBenchmark("uncontended/std_shared_mutex_read", uncontended<read_side<std::shared_mutex>>);
     benchmark::RegisterBenchmark("uncontended/backoff_spin_lock", uncontended<contend::backoff_spin_lock>);
     benchmark::RegisterBenchmark("uncontended/sleeping_spin_lock", uncontended<contend::sleeping_spin_lock>);
     benchmark::RegisterBenchmark("uncontended/ttas_lock", uncontended<contend::ttas_lock>);

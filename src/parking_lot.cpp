@@ -465,49 +465,53 @@ unpark_result unpark_requeue_one(const void* from, internal::function_ref<const 
 
 namespace detail {
 
-std::size_t unpark_all(const void* address, internal::function_ref<std::intptr_t(std::size_t)> callback) {
+std::size_t unpark_all(const void* address, internal::function_ref<std::intptr_t(unpark_all_result)> callback) {
     thread_data* woken = nullptr;
     thread_data* woken_tail = nullptr;
     std::size_t count = 0;
     {
         bucket& b = lock_bucket(address);
+        for (thread_data* cur = b.head; cur != nullptr; cur = cur->next)
+            if (cur->address.load(std::memory_order_relaxed) == address) ++count;
+        const std::intptr_t token = callback({count, count > 0 && time_to_be_fair(b)});
+        if (token == keep_parked) count = 0;
         thread_data* prev = nullptr;
-        for (thread_data* cur = b.head; cur != nullptr;) {
+        for (thread_data* cur = b.head; cur != nullptr && count > 0;) {
             thread_data* next = cur->next;
             if (cur->address.load(std::memory_order_relaxed) == address) {
                 if (prev) prev->next = next;
                 else b.head = next;
                 if (b.tail == cur) b.tail = prev;
                 cur->next = nullptr;
+                cur->token = token;
                 if (woken_tail) woken_tail->next = cur;
                 else woken = cur;
                 woken_tail = cur;
-                ++count;
             } else {
                 prev = cur;
             }
             cur = next;
         }
-        const std::intptr_t token = callback(count);
-        for (thread_data* t = woken; t != nullptr; t = t->next) t->token = token;
         b.lock.unlock();
     }
     // Read each link before releasing its thread: once released, it may park again and
     // reuse `next` for another queue.
+    std::size_t released = 0;
     while (woken) {
         thread_data* next = woken->next;
         internal::tsan_releasing(&woken->parked);
         woken->parked.store(0, std::memory_order_release);
         internal::wake_one(woken->parked);
         woken = next;
+        ++released;
     }
-    return count;
+    return released;
 }
 
 }  // namespace detail
 
 std::size_t unpark_all(const void* address) {
-    return detail::unpark_all(address, [](std::size_t) -> std::intptr_t { return 0; });
+    return detail::unpark_all(address, [](unpark_all_result) -> std::intptr_t { return 0; });
 }
 
 table_stats stats() {

@@ -125,6 +125,33 @@ TEST(ParkingLot, UnparkAllWakesEveryThreadOnTheAddress) {
     EXPECT_EQ(unparked.load(), n);
 }
 
+TEST(ParkingLot, UnparkAllWithACallbackCountsTheThreadsAndGivesEachItsToken) {
+    watchdog dog(120s);
+    constexpr int n = 8;
+    int address = 0;
+    int other = 0;
+    std::atomic<int> enqueued{0};
+    std::vector<std::intptr_t> tokens(n, -1);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+            const auto r = pl::park(
+                &address, [] { return true; }, [&] { enqueued.fetch_add(1); }, steady::now() + 60s);
+            tokens[i] = r.was_unparked() ? r.token : -2;
+        });
+    }
+    ASSERT_TRUE(eventually([&] { return enqueued.load() == n; }, 60s));
+    std::size_t seen = 99;
+    EXPECT_EQ(pl::unpark_all(&other, [&](pl::unpark_all_result r) -> std::intptr_t { return seen = r.threads, 5; }),
+              0u);
+    EXPECT_EQ(seen, 0u) << "the callback runs with nobody parked too";
+    EXPECT_EQ(pl::unpark_all(&address, [&](pl::unpark_all_result r) -> std::intptr_t { return seen = r.threads, 7; }),
+              static_cast<std::size_t>(n));
+    EXPECT_EQ(seen, static_cast<std::size_t>(n));
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < n; ++i) EXPECT_EQ(tokens[i], 7) << "thread " << i;
+}
+
 TEST(ParkingLot, TwoHundredFiftySixThreadsOnTwoHundredFiftySixAddressesWhileTheTableGrows) {
     watchdog dog(240s);
     constexpr int n = 256;
@@ -373,9 +400,14 @@ TEST(ParkingKeys, EachUserHasItsOwnSpaceAndTheValuesAreStable) {
     EXPECT_EQ(at(ci::thin_lock_key(object)), a);
     EXPECT_EQ(at(ci::monitor_enter_key(object)), a ^ (std::uintptr_t{3} << 62));
     EXPECT_EQ(at(ci::monitor_pulse_key(object)), a ^ (std::uintptr_t{1} << 61));
-    const std::set<const void*> distinct{ci::mutex_untimed_key(object), ci::mutex_timed_key(object),
-                                         ci::mutex_designee_key(object), ci::monitor_enter_key(object),
-                                         ci::monitor_pulse_key(object)};
-    EXPECT_EQ(distinct.size(), 5u);
+    EXPECT_EQ(at(ci::shared_readers_key(object)), a);
+    EXPECT_EQ(at(ci::shared_writers_key(object)), a ^ (std::uintptr_t{1} << 60));
+    EXPECT_EQ(at(ci::shared_upgraders_key(object)), a ^ (std::uintptr_t{3} << 60));
+    EXPECT_EQ(at(ci::shared_upgrading_key(object)), a ^ (std::uintptr_t{5} << 60));
+    const std::set<const void*> distinct{ci::mutex_untimed_key(object),    ci::mutex_timed_key(object),
+                                         ci::mutex_designee_key(object),   ci::monitor_enter_key(object),
+                                         ci::monitor_pulse_key(object),    ci::shared_writers_key(object),
+                                         ci::shared_upgraders_key(object), ci::shared_upgrading_key(object)};
+    EXPECT_EQ(distinct.size(), 8u);
     EXPECT_EQ(a >> ci::parking_space_shift, 0u) << "a user-space address with its top bits set";
 }

@@ -10,6 +10,7 @@
 #include "contend/parking_lot.hpp"
 #include "contend/pipe.hpp"
 #include "contend/pipe_fd.hpp"
+#include "contend/shared_mutex.hpp"
 #include "contend/spin_lock.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contend/thin_lock.hpp"

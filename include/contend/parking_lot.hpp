@@ -59,6 +59,15 @@ struct unpark_result {
     bool time_to_be_fair = false;  // the bucket's fairness deadline passed (only when a thread was unparked)
 };
 
+// An unpark_all callback's answer that leaves every thread parked.
+inline constexpr std::intptr_t keep_parked = INTPTR_MIN;
+
+// What an unpark_all callback learns, under the bucket lock.
+struct unpark_all_result {
+    std::size_t threads = 0;  // taken off the queue, to be woken
+    bool time_to_be_fair = false;  // the bucket's fairness deadline passed (only when threads > 0)
+};
+
 namespace detail {
 park_result park(const void* address, internal::function_ref<bool()> validate,
                  internal::function_ref<void()> before_sleep, clock::time_point deadline, const void* requeue_context,
@@ -67,7 +76,7 @@ unpark_result unpark_one(const void* address, internal::function_ref<std::intptr
 unpark_result unpark_requeue_one(const void* from, internal::function_ref<const void*(const void*)> target,
                                  internal::function_ref<bool(const void*)> validate,
                                  internal::function_ref<std::intptr_t(unpark_result)> callback);
-std::size_t unpark_all(const void* address, internal::function_ref<std::intptr_t(std::size_t)> callback);
+std::size_t unpark_all(const void* address, internal::function_ref<std::intptr_t(unpark_all_result)> callback);
 // Whether this thread's last park was requeued (read by a caller whose park threw).
 bool this_thread_was_requeued() noexcept;
 }  // namespace detail
@@ -140,10 +149,12 @@ unpark_result unpark_requeue_one(const void* from, Target&& target, Validate&& v
 // Unparks every thread parked on `address`; returns how many.
 std::size_t unpark_all(const void* address);
 
-// unpark_all, calling callback(n) under the bucket lock once the n threads (possibly 0) are
-// off the queue and before any is woken; its value becomes every one's token. A lock that
-// hands itself to all its parked readers at once counts them here, where no thread can
-// park on or leave the address. callback must not park or take a bucket lock.
+// unpark_all, calling callback(unpark_all_result) under the bucket lock once the threads
+// (possibly none) are off the queue and before any is woken; its value becomes every one's
+// token, or, if it returns keep_parked, no thread is unparked at all (a lock that learns here
+// that the parked threads' turn has not come). A lock that hands itself to all its parked
+// readers at once counts them here, where no thread can park on or leave the address.
+// callback must not park or take a bucket lock. Returns how many threads it unparked.
 template <class Callback>
 std::size_t unpark_all(const void* address, Callback&& callback) {
     return detail::unpark_all(address, callback);

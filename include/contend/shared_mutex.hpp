@@ -1,5 +1,5 @@
-// contend::shared_mutex: an eight-byte reader-writer lock on the parking lot, phase-fair,
-// with upgradable reads.
+// contend::shared_mutex: an eight-byte reader-writer lock on the parking lot, with upgradable
+// reads; writers stop new readers, and the lock changes phase fairly at least once per ms.
 //
 // Names: the standard's SharedTimedMutex (so std::shared_lock, std::unique_lock and
 // std::condition_variable_any work unchanged) and Boost.Thread's UpgradeLockable
@@ -13,27 +13,29 @@
 //   | 0x02 UPGRADER         | an upgradable reader holds it (also counted as one reader)    |
 //   | 0x04 UPGRADING        | that upgrader waits for the other readers to leave            |
 //   | 0x08 READERS_PARKED   | readers may be parked (queue: the lock's address)             |
-//   | 0x10 WRITERS_PARKED   | writers may be parked; new readers queue behind them          |
+//   | 0x10 WRITERS_PARKED   | writers may be parked                                         |
 //   | 0x20 UPGRADERS_PARKED | would-be upgraders may be parked                              |
-//   | bits 6..63            | the number of readers holding the lock (upgrader included)    |
+//   | 0x40 WRITER_WAITING   | a writer waits (polling, or parked and owed the next turn):   |
+//   |                       | new readers and upgraders queue behind it                     |
+//   | bits 7..63            | the number of readers holding the lock (upgrader included)    |
 //
 // Invariants: WRITER is never set while the reader count is above 0, and UPGRADING only
-// while UPGRADER is. A writer waits for the readers present to leave without claiming the
-// lock: it parks with WRITERS_PARKED set, which stops new readers, and the last reader out
-// hands it the lock.
+// while UPGRADER is. A writer does not claim the lock while readers hold it: it sets
+// WRITER_WAITING, which stops new readers, and takes the lock when the readers present have
+// left (polling while awake; parked, the last reader out wakes it).
 //
-// Fairness (phase-fair, after Brandenburg and Anderson's phase-fair reader-writer locks;
-// docs/references.md, phase-fair-rw): readers and writers alternate when both wait.
-//   - A writer waits for the readers present when it parked (new readers queue behind it),
-//     then for the writers ahead of it, each followed by one reader phase. Writers among
-//     themselves barge, as contend::mutex's do, and a writer's unlock hands the lock to the
-//     next parked writer directly whenever the parking lot's per-bucket deadline (0 to 1 ms)
-//     says it is time to be fair, so no writer starves behind other writers.
-//   - A reader waits for at most the writer holding the lock when it parked: that writer's
-//     unlock hands the lock to every parked reader at once (the count is added for them)
-//     before any parked writer gets it. A reader never waits behind an endless stream of
-//     writers, and a writer never behind an endless stream of readers.
-//   - Upgraders (one at a time) wait like readers behind parked writers; among themselves
+// Fairness: a waiting writer stops new readers, so a writer never waits behind an endless
+// stream of readers, only for the readers present (and for its turn among writers). Writers,
+// and readers released by a writer, otherwise barge: a release wakes the next waiters and
+// lets them race for the lock, because handing a lock to a thread that is still asleep
+// leaves it idle for a wake-up (tens of us; a timeslice when threads outnumber CPUs). At
+// least about once per millisecond (the parking lot's per-bucket fairness deadline, 0 to
+// 1 ms) a release hands the lock over instead: to the next parked writer when the last reader
+// leaves, and to every parked reader at once when a writer leaves (their count added for
+// them, the phase change of phase-fair locks; docs/references.md, phase-fair-rw). So neither
+// class starves: a parked reader waits for at most about 1 ms of writers, and a parked
+// writer for the readers present and about 1 ms per writer ahead of it.
+//   - Upgraders (one at a time) wait like readers behind waiting writers; among themselves
 //     they retry in no order.
 //
 // Recursive reads: lock_shared() from a thread that already reads can deadlock when a
@@ -79,7 +81,8 @@ public:
     bool try_lock() noexcept {
         std::uint64_t s = state_.load(std::memory_order_relaxed);
         while (writer_can_take(s)) {
-            if (state_.compare_exchange_weak(s, s | writer_bit, std::memory_order_acquire, std::memory_order_relaxed))
+            if (state_.compare_exchange_weak(s, taken_by_writer(s), std::memory_order_acquire,
+                                             std::memory_order_relaxed))
                 return true;
         }
         return false;
@@ -193,19 +196,26 @@ public:
     static constexpr std::uint64_t readers_parked_bit = 0x08;
     static constexpr std::uint64_t writers_parked_bit = 0x10;
     static constexpr std::uint64_t upgraders_parked_bit = 0x20;
-    static constexpr unsigned reader_shift = 6;
+    static constexpr std::uint64_t writer_waiting_bit = 0x40;
+    static constexpr unsigned reader_shift = 7;
     static constexpr std::uint64_t one_reader = std::uint64_t{1} << reader_shift;
 
 private:
     // What stops a new (non-recursive) reader: a writer holding, waiting, or an upgrade.
-    static constexpr std::uint64_t reader_blockers = writer_bit | writers_parked_bit | upgrading_bit;
-    static constexpr std::uint64_t upgrader_blockers = writer_bit | upgrader_bit | writers_parked_bit;
+    static constexpr std::uint64_t reader_blockers = writer_bit | writer_waiting_bit | upgrading_bit;
+    static constexpr std::uint64_t upgrader_blockers = writer_bit | upgrader_bit | writer_waiting_bit;
     // A reader's unlock must look further when a writer is parked, an upgrade waits, or
-    // readers or upgraders are parked (they may be free to go once the count changes).
+    // readers or upgraders are parked (they may be free to go once the count changes). A
+    // writer that polls sees the count reach 0 by itself.
     static constexpr std::uint64_t reader_unlock_wakes =
         writers_parked_bit | upgrading_bit | readers_parked_bit | upgraders_parked_bit;
 
     static constexpr bool writer_can_take(std::uint64_t s) noexcept { return !(s & writer_bit) && s < one_reader; }
+    // The state once a writer takes the lock from `s`: a waiting writer's announcement is
+    // used up (other waiting writers renew theirs).
+    static constexpr std::uint64_t taken_by_writer(std::uint64_t s) noexcept {
+        return (s | writer_bit) & ~writer_waiting_bit;
+    }
     // A reader other than the upgrader holds the lock.
     static constexpr bool holds_plain_reader(std::uint64_t s) noexcept {
         return (s >> reader_shift) > ((s & upgrader_bit) ? 1u : 0u);
@@ -221,11 +231,14 @@ private:
     }
 
     bool lock_slow(internal::deadline until);
+    bool announce_and_poll();
     bool lock_shared_slow(internal::deadline until, std::uint64_t blockers);
     bool lock_upgrade_slow(internal::deadline until);
     bool upgrade_slow(internal::deadline until);
     void unlock_slow();
     void release_writer(std::uint64_t keep);
+    bool release_writer_to_readers(std::uint64_t s, std::uint64_t keep);
+    void release_writer_to_writer();
     void after_reader_left(std::uint64_t s);
     void after_release(std::uint64_t s);
     void release_to_writer();
