@@ -47,14 +47,14 @@ using parking_lot::park_status;
 constexpr std::intptr_t retry_token = 0;  // look at the state again
 constexpr std::intptr_t handoff_token = 1;  // you hold the lock (as a writer, or one reader)
 
-constexpr std::uint64_t readers_of(std::uint64_t s) noexcept { return s >> shared_mutex::reader_shift; }
+constexpr shared_mutex::word readers_of(shared_mutex::word s) noexcept { return s >> shared_mutex::reader_shift; }
 
 // Polls the state until ready(state) or spin_budget has passed. The budget is a time, not a
 // pause count (pause lengths differ severalfold between CPUs: platform/spin_wait.hpp), short
 // against a park and wake (tens of us on the VMs) and long against a critical section of a
 // few cache lines, so a contended lock whose holders are brief never sleeps.
 template <class Ready>
-bool poll_until(const internal::atomic<std::uint64_t>& state, Ready ready) {
+bool poll_until(const internal::atomic<shared_mutex::word>& state, Ready ready) {
     internal::spin_wait wait(shared_mutex::spin_budget);
     do {
         if (ready(state.load(std::memory_order_relaxed))) return true;
@@ -65,8 +65,8 @@ bool poll_until(const internal::atomic<std::uint64_t>& state, Ready ready) {
 // validate() for a park: true (park) while `blocked(state)`, after setting every bit of
 // `parked_bit`.
 template <class Blocked>
-bool mark_parked(internal::atomic<std::uint64_t>& state, std::uint64_t parked_bit, Blocked blocked) {
-    std::uint64_t v = state.load(std::memory_order_relaxed);
+bool mark_parked(internal::atomic<shared_mutex::word>& state, shared_mutex::word parked_bit, Blocked blocked) {
+    shared_mutex::word v = state.load(std::memory_order_relaxed);
     for (;;) {
         if (!blocked(v)) return false;
         if ((v & parked_bit) == parked_bit ||
@@ -84,13 +84,24 @@ void shared_mutex::misuse(const char* what) { throw synchronization_error(what);
 bool shared_mutex::lock_slow(internal::deadline until) {
     if (try_lock()) return true;
     internal::count_contention();
+    // Behind the other waiting writers first.
+    if (until == internal::no_deadline) gate_.lock();
+    else if (!gate_.try_lock_until(until)) return false;
+    if (lock_gated(until)) return true;
+    gate_.unlock();
+    return false;
+}
+
+// The gate's holder, the one writer that waits on the state: polls, then parks (the writers'
+// queue holds at most this thread).
+bool shared_mutex::lock_gated(internal::deadline until) {
     for (;;) {
         if (announce_and_poll()) return true;
         const auto result = parking_lot::park(
             shared_writers_key(this),
             [this] {
                 return mark_parked(state_, writers_parked_bit | writer_waiting_bit,
-                                   [](std::uint64_t v) { return !writer_can_take(v); });
+                                   [](shared_mutex::word v) { return !writer_can_take(v); });
             },
             until);
         if (result.status == park_status::unparked && result.token == handoff_token) return true;
@@ -109,14 +120,16 @@ bool shared_mutex::lock_slow(internal::deadline until) {
 // (docs/design/shared_mutex.md).
 bool shared_mutex::announce_and_poll() {
     internal::spin_wait wait(spin_budget);
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    shared_mutex::word s = state_.load(std::memory_order_relaxed);
     for (;;) {
         while (writer_can_take(s)) {
-            if (state_.compare_exchange_weak(s, taken_by_writer(s), std::memory_order_acquire,
+            if (state_.compare_exchange_weak(s, taken_by_gated_writer(s), std::memory_order_acquire,
                                              std::memory_order_relaxed))
                 return true;
         }
-        if (!(s & writer_waiting_bit))
+        // Only readers need stopping: a writer holding the lock leaves it to the gate's
+        // holder or to a barging writer, either way without waiting for this bit.
+        if (!(s & writer_waiting_bit) && readers_of(s) > 0)
             state_.compare_exchange_weak(s, s | writer_waiting_bit, std::memory_order_relaxed,
                                          std::memory_order_relaxed);
         if (!wait.pause()) return false;
@@ -125,28 +138,33 @@ bool shared_mutex::announce_and_poll() {
 }
 
 void shared_mutex::unlock_slow() {
-    if (!(state_.load(std::memory_order_relaxed) & writer_bit))
-        misuse("contend::shared_mutex::unlock: no writer holds the lock");
+    const word s = state_.load(std::memory_order_relaxed);
+    if (!(s & writer_bit)) misuse("contend::shared_mutex::unlock: no writer holds the lock");
     release_writer(0);
+    if (s & writer_gated_bit) gate_.unlock();  // the next waiting writer's turn
 }
 
 void shared_mutex::unlock_and_lock_shared() {
     if (!(state_.load(std::memory_order_relaxed) & writer_bit))
         misuse("contend::shared_mutex::unlock_and_lock_shared: no writer holds the lock");
+    const bool gated = state_.load(std::memory_order_relaxed) & writer_gated_bit;
     release_writer(one_reader);
+    if (gated) gate_.unlock();
 }
 
 void shared_mutex::unlock_and_lock_upgrade() {
     if (!(state_.load(std::memory_order_relaxed) & writer_bit))
         misuse("contend::shared_mutex::unlock_and_lock_upgrade: no writer holds the lock");
+    const bool gated = state_.load(std::memory_order_relaxed) & writer_gated_bit;
     release_writer(one_reader | upgrader_bit);
+    if (gated) gate_.unlock();
 }
 
 // The writer leaves, keeping `keep` (0; or one reader, and maybe the upgrade, for a
 // downgrade).
-void shared_mutex::release_writer(std::uint64_t keep) {
+void shared_mutex::release_writer(shared_mutex::word keep) {
     for (;;) {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        shared_mutex::word s = state_.load(std::memory_order_relaxed);
         if ((s & readers_parked_bit) && release_writer_to_readers(s, keep)) return;
         if ((s & writers_parked_bit) && keep == 0) {
             release_writer_to_writer();
@@ -154,7 +172,7 @@ void shared_mutex::release_writer(std::uint64_t keep) {
         }
         // Nobody parked (a polling writer takes the lock by itself). A waiter that parks
         // meanwhile fails the CAS, and the release looks again.
-        const std::uint64_t n = (s & ~writer_bit) + keep;
+        const shared_mutex::word n = (s & ~(writer_bit | writer_gated_bit)) + keep;
         if (state_.compare_exchange_strong(s, n, std::memory_order_release, std::memory_order_relaxed)) {
             after_release(n);
             return;
@@ -165,19 +183,19 @@ void shared_mutex::release_writer(std::uint64_t keep) {
 // A downgrade, or a release with no writer waiting, lets every parked reader in; with
 // writers waiting, only when the readers' turn is due. Returns false (nothing done, the lock
 // still held) when it is not.
-bool shared_mutex::release_writer_to_readers(std::uint64_t s, std::uint64_t keep) {
+bool shared_mutex::release_writer_to_readers(shared_mutex::word s, shared_mutex::word keep) {
     const bool writers_wait = keep == 0 && (s & (writers_parked_bit | writer_waiting_bit));
-    std::uint64_t after = 0;
+    shared_mutex::word after = 0;
     bool released = false;
     parking_lot::unpark_all(shared_readers_key(this), [&](parking_lot::unpark_all_result r) -> std::intptr_t {
         if (writers_wait && !r.time_to_be_fair) return parking_lot::keep_parked;
-        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        shared_mutex::word v = state_.load(std::memory_order_relaxed);
         const bool hand = r.time_to_be_fair || keep != 0;
-        std::uint64_t add = hand ? r.threads * one_reader : 0;
+        shared_mutex::word add = hand ? r.threads * one_reader : 0;
         if (CONTEND_MUTATION(shared_mutex_readers_handed_uncounted)) add = 0;
-        std::uint64_t next = 0;
+        shared_mutex::word next = 0;
         do {
-            next = ((v & ~(writer_bit | readers_parked_bit)) + keep) + add;
+            next = ((v & ~(writer_bit | writer_gated_bit | readers_parked_bit)) + keep) + add;
         } while (!state_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed));
         after = next;
         released = true;
@@ -190,18 +208,18 @@ bool shared_mutex::release_writer_to_readers(std::uint64_t s, std::uint64_t keep
 // A writer leaves with writers parked: the first is woken to race for the lock, or handed
 // it when it is time to be fair.
 void shared_mutex::release_writer_to_writer() {
-    std::uint64_t after = 0;
+    shared_mutex::word after = 0;
     parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
-        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        shared_mutex::word v = state_.load(std::memory_order_relaxed);
         for (;;) {
-            std::uint64_t n = v;
+            shared_mutex::word n = v;
             std::intptr_t token = retry_token;
             if (!r.did_unpark_thread || !r.may_have_more_threads) n &= ~writers_parked_bit;
             if (r.did_unpark_thread && r.time_to_be_fair) {
-                n = taken_by_writer(n);  // the lock stays held, now by the woken writer
+                n = taken_by_gated_writer(n);  // the lock stays held, now by the woken writer
                 token = handoff_token;
             } else {
-                n &= ~writer_bit;
+                n &= ~(writer_bit | writer_gated_bit);
                 if (r.did_unpark_thread) n &= ~writer_waiting_bit;  // it renews this when it polls
             }
             if (state_.compare_exchange_weak(v, n, std::memory_order_acq_rel, std::memory_order_relaxed)) {
@@ -215,16 +233,16 @@ void shared_mutex::release_writer_to_writer() {
 
 // The last reader left with writers parked.
 void shared_mutex::release_to_writer() {
-    std::uint64_t after = 0;
+    shared_mutex::word after = 0;
     parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
-        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        shared_mutex::word v = state_.load(std::memory_order_relaxed);
         for (;;) {
-            std::uint64_t n = v;
+            shared_mutex::word n = v;
             std::intptr_t token = retry_token;
             if (!r.did_unpark_thread || !r.may_have_more_threads) n &= ~writers_parked_bit;
             if (r.did_unpark_thread) {
                 if (r.time_to_be_fair && writer_can_take(v)) {
-                    n = taken_by_writer(n);
+                    n = taken_by_gated_writer(n);
                     token = handoff_token;
                 } else {
                     // Readers may come in while it wakes; it stops them again when it polls.
@@ -243,11 +261,11 @@ void shared_mutex::release_to_writer() {
 // A writer timed out. If it was the last parked writer, nothing may stay stopped for it;
 // another parked writer, if any, is woken to retry (it renews WRITER_WAITING when it polls).
 void shared_mutex::after_writer_timeout() {
-    std::uint64_t after = 0;
+    shared_mutex::word after = 0;
     parking_lot::unpark_one(shared_writers_key(this), [&](parking_lot::unpark_result r) -> std::intptr_t {
-        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        shared_mutex::word v = state_.load(std::memory_order_relaxed);
         for (;;) {
-            std::uint64_t n = v;
+            shared_mutex::word n = v;
             if (!CONTEND_MUTATION(shared_mutex_timed_out_writer_leaves_its_bit)) {
                 n &= ~writer_waiting_bit;
                 if (!r.did_unpark_thread) n &= ~writers_parked_bit;
@@ -263,17 +281,17 @@ void shared_mutex::after_writer_timeout() {
 
 // ---- readers ----
 
-bool shared_mutex::lock_shared_slow(internal::deadline until, std::uint64_t blockers) {
+bool shared_mutex::lock_shared_slow(internal::deadline until, shared_mutex::word blockers) {
     if (try_add_reader(blockers)) return true;
     internal::count_contention();
     for (;;) {
         if (try_add_reader(blockers)) return true;
-        if (poll_until(state_, [blockers](std::uint64_t v) { return !(v & blockers); })) continue;
+        if (poll_until(state_, [blockers](shared_mutex::word v) { return !(v & blockers); })) continue;
         const auto result = parking_lot::park(
             shared_readers_key(this),
             [this, blockers] {
                 return mark_parked(state_, readers_parked_bit,
-                                   [blockers](std::uint64_t v) { return (v & blockers) != 0; });
+                                   [blockers](shared_mutex::word v) { return (v & blockers) != 0; });
             },
             until);
         if (result.status == park_status::unparked && result.token == handoff_token) return true;
@@ -282,8 +300,24 @@ bool shared_mutex::lock_shared_slow(internal::deadline until, std::uint64_t bloc
     }
 }
 
+// lock_shared() added a reader to a stopped lock (`s`, with it): it takes itself out again,
+// as an unlock does, then waits.
+void shared_mutex::back_out_and_wait(shared_mutex::word s) {
+    s = state_.fetch_sub(one_reader, std::memory_order_relaxed) - one_reader;
+    if (s & reader_unlock_wakes) after_reader_left(s);
+    lock_shared_slow(internal::no_deadline, reader_blockers);
+}
+
+// unlock_shared() found no reader to take out: put the count back, wake whoever the
+// transient count may have stopped, and report the misuse.
+void shared_mutex::undo_unlock_shared() {
+    const shared_mutex::word s = state_.fetch_add(one_reader, std::memory_order_relaxed) + one_reader;
+    if (s & reader_unlock_wakes) after_reader_left(s);
+    misuse("contend::shared_mutex::unlock_shared: no reader holds the lock");
+}
+
 // A reader left; `s` is the state it left behind, with one of reader_unlock_wakes set.
-void shared_mutex::after_reader_left(std::uint64_t s) {
+void shared_mutex::after_reader_left(shared_mutex::word s) {
     if ((s & upgrading_bit) && readers_of(s) == 1) {
         if (!CONTEND_MUTATION(shared_mutex_reader_leaves_the_upgrader_parked))
             parking_lot::unpark_one(shared_upgrading_key(this));  // the upgrader is alone now
@@ -300,7 +334,7 @@ void shared_mutex::after_reader_left(std::uint64_t s) {
 // Whoever changed the state to `s` lets in the parked readers and upgraders that nothing
 // stops any more. (Parked writers are woken only by the releases that free the lock for
 // them: the last reader's and a writer's.)
-void shared_mutex::after_release(std::uint64_t s) {
+void shared_mutex::after_release(shared_mutex::word s) {
     if (s & writer_bit) return;  // the holder's release will look
     if ((s & readers_parked_bit) && !(s & reader_blockers)) {
         release_to_readers();
@@ -312,15 +346,15 @@ void shared_mutex::after_release(std::uint64_t s) {
 // Parked readers whom nothing stops: woken to race for the lock, or handed it (counted for
 // them) when their turn is due.
 void shared_mutex::release_to_readers() {
-    std::uint64_t after = 0;
+    shared_mutex::word after = 0;
     parking_lot::unpark_all(shared_readers_key(this), [&](parking_lot::unpark_all_result r) -> std::intptr_t {
-        std::uint64_t v = state_.load(std::memory_order_relaxed);
+        shared_mutex::word v = state_.load(std::memory_order_relaxed);
         for (;;) {
             // Stopped again since (a writer took the lock or waits): they stay parked, and
             // whoever clears that lets them in.
             if (v & reader_blockers) return parking_lot::keep_parked;
-            const std::uint64_t add = r.time_to_be_fair ? r.threads * one_reader : 0;
-            const std::uint64_t next = (v & ~readers_parked_bit) + add;
+            const shared_mutex::word add = r.time_to_be_fair ? r.threads * one_reader : 0;
+            const shared_mutex::word next = (v & ~readers_parked_bit) + add;
             if (state_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
                 after = next;
                 return r.time_to_be_fair ? handoff_token : retry_token;
@@ -336,12 +370,12 @@ bool shared_mutex::lock_upgrade_slow(internal::deadline until) {
     internal::count_contention();
     for (;;) {
         if (try_lock_upgrade()) return true;
-        if (poll_until(state_, [](std::uint64_t v) { return !(v & upgrader_blockers); })) continue;
+        if (poll_until(state_, [](shared_mutex::word v) { return !(v & upgrader_blockers); })) continue;
         const auto result = parking_lot::park(
             shared_upgraders_key(this),
             [this] {
                 return mark_parked(state_, upgraders_parked_bit,
-                                   [](std::uint64_t v) { return (v & upgrader_blockers) != 0; });
+                                   [](shared_mutex::word v) { return (v & upgrader_blockers) != 0; });
             },
             until);
         if (result.status == park_status::timed_out) return false;
@@ -356,7 +390,7 @@ void shared_mutex::wake_upgraders() {
 }
 
 void shared_mutex::unlock_upgrade() {
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    shared_mutex::word s = state_.load(std::memory_order_relaxed);
     for (;;) {
         if (!(s & upgrader_bit) || (s & upgrading_bit))
             misuse("contend::shared_mutex::unlock_upgrade: no upgrader holds the lock");
@@ -368,7 +402,7 @@ void shared_mutex::unlock_upgrade() {
 }
 
 void shared_mutex::unlock_upgrade_and_lock_shared() {
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    shared_mutex::word s = state_.load(std::memory_order_relaxed);
     for (;;) {
         if (!(s & upgrader_bit) || (s & upgrading_bit))
             misuse("contend::shared_mutex::unlock_upgrade_and_lock_shared: no upgrader holds the lock");
@@ -379,7 +413,7 @@ void shared_mutex::unlock_upgrade_and_lock_shared() {
 }
 
 bool shared_mutex::try_unlock_upgrade_and_lock() noexcept {
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    shared_mutex::word s = state_.load(std::memory_order_relaxed);
     while ((s & upgrader_bit) && readers_of(s) == 1) {
         if (state_.compare_exchange_weak(s, taken_by_writer(s - one_reader - upgrader_bit - (s & upgrading_bit)),
                                          std::memory_order_acquire, std::memory_order_relaxed))
@@ -389,7 +423,7 @@ bool shared_mutex::try_unlock_upgrade_and_lock() noexcept {
 }
 
 bool shared_mutex::upgrade_slow(internal::deadline until) {
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    shared_mutex::word s = state_.load(std::memory_order_relaxed);
     if (!(s & upgrader_bit)) misuse("contend::shared_mutex::unlock_upgrade_and_lock: no upgrader holds the lock");
     // Announce the upgrade: new readers queue from here on, so the readers present drain.
     while (!(s & upgrading_bit) && readers_of(s) > 1 && !CONTEND_MUTATION(shared_mutex_upgrade_does_not_announce)) {
@@ -408,19 +442,19 @@ bool shared_mutex::upgrade_slow(internal::deadline until) {
         if (try_unlock_upgrade_and_lock()) return true;
         if (!spun) {
             spun = true;
-            if (poll_until(state_, [](std::uint64_t v) { return readers_of(v) == 1; })) continue;
+            if (poll_until(state_, [](shared_mutex::word v) { return readers_of(v) == 1; })) continue;
         }
         const auto result = parking_lot::park(
             shared_upgrading_key(this),
             [this] {
-                const std::uint64_t v = state_.load(std::memory_order_relaxed);
+                const shared_mutex::word v = state_.load(std::memory_order_relaxed);
                 return (v & upgrading_bit) && readers_of(v) > 1;
             },
             until);
         if (result.status == park_status::timed_out) {
             if (try_unlock_upgrade_and_lock()) return true;
             // Give up the upgrade, keep the upgradable read, and let in the readers it stopped.
-            const std::uint64_t before = state_.fetch_and(~upgrading_bit, std::memory_order_relaxed);
+            const shared_mutex::word before = state_.fetch_and(~upgrading_bit, std::memory_order_relaxed);
             after_release(before & ~upgrading_bit);
             return false;
         }

@@ -19,7 +19,8 @@
 //   |                       | new readers and upgraders queue behind it                     |
 //   | bits 7..63            | the number of readers holding the lock (upgrader included)    |
 //
-// Invariants: WRITER is never set while the reader count is above 0, and UPGRADING only
+// Invariants: WRITER is never set while the reader count is above 0 (but for readers that
+// added themselves and are backing out, having found the lock stopped), and UPGRADING only
 // while UPGRADER is. A writer does not claim the lock while readers hold it: it sets
 // WRITER_WAITING, which stops new readers, and takes the lock when the readers present have
 // left (polling while awake; parked, the last reader out wakes it).
@@ -45,11 +46,10 @@
 // writers and an upgrade in progress. Use it only from a thread that holds a read already,
 // or it lets readers starve writers.
 //
-// Costs: lock(), lock_shared() and lock_upgrade() are a load and one CAS when they can
-// take the lock; unlock() and unlock_shared() one CAS when nobody is parked (unlock_shared
-// retries while other readers change the count). A contended acquisition polls for up to
-// spin_budget (pausing, and yielding a CPU another thread needs), then parks; the slow paths
-// take one or two parking-lot bucket locks.
+// Costs: lock_shared() and unlock_shared() are one fetch_add / fetch_sub each; lock() and
+// lock_upgrade() a CAS when they can take the lock, unlock() a CAS when nobody waits. A contended acquisition polls for
+// up to spin_budget (pausing, and yielding a CPU another thread needs), then parks; the slow paths take one or two
+// parking-lot bucket locks.
 //
 // Misuse: unlocking a mode that is not held (unlock() with no writer, unlock_shared() with no
 // reader, unlock_upgrade() with no upgrader) throws synchronization_error and leaves the lock
@@ -62,24 +62,26 @@
 
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
+#include "contend/mutex.hpp"
 
 namespace contend {
 
 class shared_mutex {
 public:
+    using word = std::uint32_t;  // the state word
     constexpr shared_mutex() noexcept = default;
     shared_mutex(const shared_mutex&) = delete;
     shared_mutex& operator=(const shared_mutex&) = delete;
 
     // ---- exclusive (writer) ----
     void lock() {
-        std::uint64_t s = 0;
+        word s = 0;
         if (!state_.compare_exchange_strong(s, writer_bit, std::memory_order_acquire, std::memory_order_relaxed))
             [[unlikely]]
             lock_slow(internal::no_deadline);
     }
     bool try_lock() noexcept {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        word s = state_.load(std::memory_order_relaxed);
         while (writer_can_take(s)) {
             if (state_.compare_exchange_weak(s, taken_by_writer(s), std::memory_order_acquire,
                                              std::memory_order_relaxed))
@@ -96,17 +98,19 @@ public:
         return try_lock() || lock_slow(internal::to_deadline(t));
     }
     void unlock() {
-        std::uint64_t s = writer_bit;
+        word s = writer_bit;
         if (!state_.compare_exchange_strong(s, 0, std::memory_order_release, std::memory_order_relaxed)) [[unlikely]]
             unlock_slow();
     }
 
     // ---- shared (reader) ----
     void lock_shared() {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
-        if ((s & reader_blockers) || !state_.compare_exchange_strong(s, s + one_reader, std::memory_order_acquire,
-                                                                     std::memory_order_relaxed)) [[unlikely]]
-            lock_shared_slow(internal::no_deadline, reader_blockers);
+        // fetch_add, not load and CAS: on a line that readers of other CPUs keep taking, a
+        // load fetches it shared and the CAS must fetch it again, and a CAS can fail and
+        // retry where an add cannot. A reader that finds the lock stopped backs out.
+        const word s = state_.fetch_add(one_reader, std::memory_order_acquire);
+        if (s & reader_blockers) [[unlikely]]
+            back_out_and_wait(s + one_reader);
     }
     bool try_lock_shared() noexcept { return try_add_reader(reader_blockers); }
     template <class Rep, class Period>
@@ -129,13 +133,9 @@ public:
         return try_add_reader(writer_bit) || lock_shared_slow(internal::to_deadline(t), writer_bit);
     }
     void unlock_shared() {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
-        for (;;) {
-            if (!holds_plain_reader(s)) [[unlikely]]
-                misuse("contend::shared_mutex::unlock_shared: no reader holds the lock");
-            if (state_.compare_exchange_weak(s, s - one_reader, std::memory_order_release, std::memory_order_relaxed))
-                break;
-        }
+        const word s = state_.fetch_sub(one_reader, std::memory_order_release);
+        if (!holds_plain_reader(s)) [[unlikely]]
+            undo_unlock_shared();  // throws
         if (s & reader_unlock_wakes) [[unlikely]]
             after_reader_left(s - one_reader);
     }
@@ -146,7 +146,7 @@ public:
             lock_upgrade_slow(internal::no_deadline);
     }
     bool try_lock_upgrade() noexcept {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        word s = state_.load(std::memory_order_relaxed);
         while (!(s & upgrader_blockers)) {
             if (state_.compare_exchange_weak(s, s + one_reader + upgrader_bit, std::memory_order_acquire,
                                              std::memory_order_relaxed))
@@ -185,44 +185,44 @@ public:
 
     // Snapshots, for assertions and diagnostics.
     bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & writer_bit; }
-    std::uint64_t reader_count() const noexcept { return state_.load(std::memory_order_relaxed) >> reader_shift; }
+    std::uint32_t reader_count() const noexcept { return state_.load(std::memory_order_relaxed) >> reader_shift; }
 
     // How long a contended acquisition polls before it parks (see the .cpp for why).
     static constexpr std::chrono::nanoseconds spin_budget{4000};
 
-    static constexpr std::uint64_t writer_bit = 0x01;
-    static constexpr std::uint64_t upgrader_bit = 0x02;
-    static constexpr std::uint64_t upgrading_bit = 0x04;
-    static constexpr std::uint64_t readers_parked_bit = 0x08;
-    static constexpr std::uint64_t writers_parked_bit = 0x10;
-    static constexpr std::uint64_t upgraders_parked_bit = 0x20;
-    static constexpr std::uint64_t writer_waiting_bit = 0x40;
-    static constexpr unsigned reader_shift = 7;
-    static constexpr std::uint64_t one_reader = std::uint64_t{1} << reader_shift;
+    static constexpr word writer_bit = 0x01;
+    static constexpr word upgrader_bit = 0x02;
+    static constexpr word upgrading_bit = 0x04;
+    static constexpr word readers_parked_bit = 0x08;
+    static constexpr word writers_parked_bit = 0x10;
+    static constexpr word upgraders_parked_bit = 0x20;
+    static constexpr word writer_waiting_bit = 0x40;
+    static constexpr word writer_gated_bit = 0x80;
+    static constexpr unsigned reader_shift = 8;
+    static constexpr word one_reader = word{1} << reader_shift;
 
 private:
     // What stops a new (non-recursive) reader: a writer holding, waiting, or an upgrade.
-    static constexpr std::uint64_t reader_blockers = writer_bit | writer_waiting_bit | upgrading_bit;
-    static constexpr std::uint64_t upgrader_blockers = writer_bit | upgrader_bit | writer_waiting_bit;
+    static constexpr word reader_blockers = writer_bit | writer_waiting_bit | upgrading_bit;
+    static constexpr word upgrader_blockers = writer_bit | upgrader_bit | writer_waiting_bit;
     // A reader's unlock must look further when a writer is parked, an upgrade waits, or
     // readers or upgraders are parked (they may be free to go once the count changes). A
     // writer that polls sees the count reach 0 by itself.
-    static constexpr std::uint64_t reader_unlock_wakes =
+    static constexpr word reader_unlock_wakes =
         writers_parked_bit | upgrading_bit | readers_parked_bit | upgraders_parked_bit;
 
-    static constexpr bool writer_can_take(std::uint64_t s) noexcept { return !(s & writer_bit) && s < one_reader; }
+    static constexpr bool writer_can_take(word s) noexcept { return !(s & writer_bit) && s < one_reader; }
     // The state once a writer takes the lock from `s`: a waiting writer's announcement is
     // used up (other waiting writers renew theirs).
-    static constexpr std::uint64_t taken_by_writer(std::uint64_t s) noexcept {
-        return (s | writer_bit) & ~writer_waiting_bit;
-    }
+    static constexpr word taken_by_writer(word s) noexcept { return (s | writer_bit) & ~writer_waiting_bit; }
+    static constexpr word taken_by_gated_writer(word s) noexcept { return taken_by_writer(s) | writer_gated_bit; }
     // A reader other than the upgrader holds the lock.
-    static constexpr bool holds_plain_reader(std::uint64_t s) noexcept {
+    static constexpr bool holds_plain_reader(word s) noexcept {
         return (s >> reader_shift) > ((s & upgrader_bit) ? 1u : 0u);
     }
 
-    bool try_add_reader(std::uint64_t blockers) noexcept {
-        std::uint64_t s = state_.load(std::memory_order_relaxed);
+    bool try_add_reader(word blockers) noexcept {
+        word s = state_.load(std::memory_order_relaxed);
         while (!(s & blockers)) {
             if (state_.compare_exchange_weak(s, s + one_reader, std::memory_order_acquire, std::memory_order_relaxed))
                 return true;
@@ -231,23 +231,31 @@ private:
     }
 
     bool lock_slow(internal::deadline until);
+    bool lock_gated(internal::deadline until);
     bool announce_and_poll();
-    bool lock_shared_slow(internal::deadline until, std::uint64_t blockers);
+    bool lock_shared_slow(internal::deadline until, word blockers);
+    void back_out_and_wait(word s);
+    [[noreturn]] void undo_unlock_shared();
     bool lock_upgrade_slow(internal::deadline until);
     bool upgrade_slow(internal::deadline until);
     void unlock_slow();
-    void release_writer(std::uint64_t keep);
-    bool release_writer_to_readers(std::uint64_t s, std::uint64_t keep);
+    void release_writer(word keep);
+    bool release_writer_to_readers(word s, word keep);
     void release_writer_to_writer();
-    void after_reader_left(std::uint64_t s);
-    void after_release(std::uint64_t s);
+    void after_reader_left(word s);
+    void after_release(word s);
     void release_to_writer();
     void release_to_readers();
     void wake_upgraders();
     void after_writer_timeout();
     [[noreturn]] static void misuse(const char* what);
 
-    internal::atomic<std::uint64_t> state_{0};
+    internal::atomic<word> state_{0};
+    // Writers that find the lock busy queue here first, so that only one of them (the
+    // gate's holder) waits on the state word; the gate's own parking (a designee, a FIFO
+    // queue, a crowd that yields) is contend::mutex's. Beside the word, not at its address:
+    // the mutex parks under its own address, and the readers park under the word's.
+    mutex gate_;
 };
 
 static_assert(sizeof(shared_mutex) == 8);
