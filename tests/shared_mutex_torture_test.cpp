@@ -42,7 +42,7 @@ public:
         run_threads(readers + writers, [&](int t) {
             std::mt19937 rng(seed_ + static_cast<std::uint32_t>(t));
             long writes = 0;
-            for (long i = 0; i < operations; ++i) writes += t < readers ? read_op(rng) : write_op(rng);
+            for (long i = 0; i < operations; ++i) writes += one_op(t >= readers, rng);
             writes_.fetch_add(writes, std::memory_order_relaxed);
         });
     }
@@ -128,96 +128,94 @@ private:
         return 0;
     }
 
-    // One reader's operation; returns the writes it made (an upgrade writes).
-    long read_op(std::mt19937& rng) {
+    // One thread's operation; returns the writes it made. A reader reads plainly, recursively,
+    // with the upgradable lock, or upgrades to write; a writer writes plainly or downgrades.
+    long one_op(bool writer, std::mt19937& rng) {
         const int op = std::uniform_int_distribution<int>(0, 5)(rng);
-        switch (op) {
-            case 0:
-            case 1:
-            case 2:
-                return plain(false, op, rng);
-            case 3: {  // a recursive read, with writers parked or not
-                rw_.lock_shared();
-                const std::uint64_t v = check_read();
-                rw_.lock_shared_recursive();
-                check_unchanged(v, "a write got in while a reader held its first read");
-                rw_.unlock_shared();
-                check_unchanged(v, "a write got in while a reader held its first read");
-                rw_.unlock_shared();
-                return 0;
-            }
-            case 4: {  // the upgradable lock, left as it was taken or by way of a read
-                rw_.lock_upgrade();
-                upgrader_in();
-                const std::uint64_t v = check_read();
-                upgrader_out();
-                if (rng() % 2 == 0) {
-                    rw_.unlock_upgrade();
-                } else {
-                    rw_.unlock_upgrade_and_lock_shared();
-                    check_unchanged(v, "a write got in between the upgradable lock and the read");
-                    rw_.unlock_shared();
-                }
-                return 0;
-            }
-            default: {  // an upgrade to write, timed or not
-                if (!rw_.try_lock_upgrade_for(some_time(rng))) return 0;
-                upgrader_in();
-                const std::uint64_t v = check_read();
-                upgrader_out();
-                const bool timed = rng() % 2 == 0;
-                if (timed && !rw_.try_unlock_upgrade_and_lock_for(some_time(rng))) {
-                    upgrader_in();  // still the upgrader
-                    check_unchanged(v, "a write got in while a failed upgrade held the upgradable lock");
-                    upgrader_out();
-                    rw_.unlock_upgrade();
-                    return 0;
-                }
-                if (!timed) rw_.unlock_upgrade_and_lock();
-                check_unchanged(v, "a write got in between the upgradable lock and the upgrade");
-                write();
-                rw_.unlock();
-                return 1;
-            }
-        }
+        if (op < 3) return plain(writer, op, rng);
+        if (writer) return op == 3 ? downgrade_to_read() : downgrade_to_upgrade(rng);
+        if (op == 3) return recursive_read();
+        return op == 4 ? upgradable_read(rng) : upgrade_to_write(rng);
     }
 
-    // One writer's operation; returns the writes it made.
-    long write_op(std::mt19937& rng) {
-        const int op = std::uniform_int_distribution<int>(0, 4)(rng);
-        switch (op) {
-            case 0:
-            case 1:
-            case 2:
-                return plain(true, op, rng);
-            case 3: {  // a downgrade to a read
-                rw_.lock();
-                write();
-                const std::uint64_t v = table_.version;
-                rw_.unlock_and_lock_shared();
-                check_unchanged(v, "a write got in between a write and its downgrade to a read");
-                rw_.unlock_shared();
-                return 1;
-            }
-            default: {  // a downgrade to the upgradable lock, then up again or out
-                rw_.lock();
-                write();
-                const std::uint64_t v = table_.version;
-                rw_.unlock_and_lock_upgrade();
-                upgrader_in();
-                check_unchanged(v, "a write got in between a write and its downgrade to the upgradable lock");
-                upgrader_out();
-                if (rng() % 2 == 0) {
-                    rw_.unlock_upgrade();
-                    return 1;
-                }
-                rw_.unlock_upgrade_and_lock();
-                check_unchanged(v, "a write got in between a downgrade and the upgrade back");
-                write();
-                rw_.unlock();
-                return 2;
-            }
+    // A recursive read, with writers parked or not.
+    long recursive_read() {
+        rw_.lock_shared();
+        const std::uint64_t v = check_read();
+        rw_.lock_shared_recursive();
+        check_unchanged(v, "a write got in while a reader held its first read");
+        rw_.unlock_shared();
+        check_unchanged(v, "a write got in while a reader held its first read");
+        rw_.unlock_shared();
+        return 0;
+    }
+
+    // The upgradable lock, left as it was taken or by way of a read.
+    long upgradable_read(std::mt19937& rng) {
+        rw_.lock_upgrade();
+        upgrader_in();
+        const std::uint64_t v = check_read();
+        upgrader_out();
+        if (rng() % 2 == 0) {
+            rw_.unlock_upgrade();
+            return 0;
         }
+        rw_.unlock_upgrade_and_lock_shared();
+        check_unchanged(v, "a write got in between the upgradable lock and the read");
+        rw_.unlock_shared();
+        return 0;
+    }
+
+    // An upgrade to write, timed or not.
+    long upgrade_to_write(std::mt19937& rng) {
+        if (!rw_.try_lock_upgrade_for(some_time(rng))) return 0;
+        upgrader_in();
+        const std::uint64_t v = check_read();
+        upgrader_out();
+        const bool timed = rng() % 2 == 0;
+        if (timed && !rw_.try_unlock_upgrade_and_lock_for(some_time(rng))) {
+            upgrader_in();  // still the upgrader
+            check_unchanged(v, "a write got in while a failed upgrade held the upgradable lock");
+            upgrader_out();
+            rw_.unlock_upgrade();
+            return 0;
+        }
+        if (!timed) rw_.unlock_upgrade_and_lock();
+        check_unchanged(v, "a write got in between the upgradable lock and the upgrade");
+        write();
+        rw_.unlock();
+        return 1;
+    }
+
+    // A write, then a downgrade to a read.
+    long downgrade_to_read() {
+        rw_.lock();
+        write();
+        const std::uint64_t v = table_.version;
+        rw_.unlock_and_lock_shared();
+        check_unchanged(v, "a write got in between a write and its downgrade to a read");
+        rw_.unlock_shared();
+        return 1;
+    }
+
+    // A write, then a downgrade to the upgradable lock, then up again or out.
+    long downgrade_to_upgrade(std::mt19937& rng) {
+        rw_.lock();
+        write();
+        const std::uint64_t v = table_.version;
+        rw_.unlock_and_lock_upgrade();
+        upgrader_in();
+        check_unchanged(v, "a write got in between a write and its downgrade to the upgradable lock");
+        upgrader_out();
+        if (rng() % 2 == 0) {
+            rw_.unlock_upgrade();
+            return 1;
+        }
+        rw_.unlock_upgrade_and_lock();
+        check_unchanged(v, "a write got in between a downgrade and the upgrade back");
+        write();
+        rw_.unlock();
+        return 2;
     }
 
     const std::uint32_t seed_;
