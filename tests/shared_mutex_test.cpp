@@ -360,6 +360,36 @@ TEST(SharedMutex, AWaitingWriterIsCountedAsAContention) {
     EXPECT_GT(contend::lock_contention_count(), before);
 }
 
+// Writers contending with writers queue at the internal gate, writers facing readers wait on
+// the word, and the two hand the lock to each other: the writer that opens the gate must be
+// the one that holds it (a hand-off once passed the gate's mark on to a writer that had not
+// passed it, and both opened it: synchronization_error from the gate).
+TEST(SharedMutex, WritersThroughTheGateAndAroundItHandTheLockToEachOther) {
+    watchdog dog(240s);
+    shared_mutex m;
+    long value = 0;
+    std::atomic<long> writes{0};
+    const long per_thread = scaled(100000);
+    run_threads(16, [&](int id) {
+        std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(id + 1);
+        for (long i = 0; i < per_thread; ++i) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            if (x % 2) {
+                std::shared_lock lock(m);
+                // Long enough that writers meet readers and park around the gate.
+                for (int w = 0; w < 64; ++w) contend::cpu_relax();
+            } else {
+                std::unique_lock lock(m);
+                value = value + 1;
+                writes.fetch_add(1, std::memory_order_relaxed);
+            }
+        }
+    });
+    EXPECT_EQ(value, writes.load());
+    EXPECT_FALSE(m.is_locked());
+    EXPECT_EQ(m.reader_count(), 0u);
+}
+
 // Readers, writers, upgraders and timed acquisitions at once, more threads than cores: every
 // read sees a consistent table, writes exclude everyone, and every write is counted.
 TEST(SharedMutex, MixedModesKeepTheTableWholeAndLoseNoWrite) {

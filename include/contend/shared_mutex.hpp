@@ -230,9 +230,10 @@ private:
         return false;
     }
 
+    enum class wait_result { taken, timed_out, writer_seen };
     bool lock_slow(internal::deadline until);
-    bool lock_gated(internal::deadline until);
-    bool announce_and_poll();
+    wait_result wait_for_state(internal::deadline until, bool gated);
+    wait_result announce_and_poll(bool gated);
     bool lock_shared_slow(internal::deadline until, word blockers);
     void back_out_and_wait(word s);
     [[noreturn]] void undo_unlock_shared();
@@ -251,9 +252,10 @@ private:
     [[noreturn]] static void misuse(const char* what);
 
     internal::atomic<word> state_{0};
-    // Writers that find the lock busy queue here first, so that only one of them (the
-    // gate's holder) waits on the state word; the gate's own parking (a designee, a FIFO
-    // queue, a crowd that yields) is contend::mutex's. Beside the word, not at its address:
+    // Writers that find another writer holding the lock queue here first, so that only one
+    // of them (the gate's holder) waits on the state word; the gate's own parking (a
+    // designee, a FIFO queue, a crowd that yields) is contend::mutex's. (Writers that find
+    // only readers wait on the word directly: their wait is the readers' drain.) Beside the word, not at its address:
     // the mutex parks under its own address, and the readers park under the word's.
     mutex gate_;
 };
