@@ -234,6 +234,7 @@ private:
     bool lock_slow(internal::deadline until);
     wait_result wait_for_state(internal::deadline until, bool gated);
     wait_result announce_and_poll(bool gated);
+    void open_gate();
     bool lock_shared_slow(internal::deadline until, word blockers);
     void back_out_and_wait(word s);
     [[noreturn]] void undo_unlock_shared();

@@ -69,7 +69,8 @@ int run_program(const CLI::App& run, const run_args& a) {
 command add_run(CLI::App& app) {
     auto a = std::make_shared<run_args>();
     auto* run = app.add_subcommand(
-        "run", "Run a program with contend's locks in place of its pthread mutexes (preloaded; no recompiling)");
+        "run",
+        "Run a program with contend's locks in place of its pthread mutexes and rwlocks (preloaded; no recompiling)");
     run->footer(
         "Exit status: the program's own; 128+N if a signal N killed it; 127 if it was not found, 126 if it could not "
         "be executed; 2 for bad arguments and programs the library cannot be loaded into (static, set-user-ID: "

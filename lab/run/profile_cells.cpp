@@ -56,6 +56,23 @@ metric_list profile_metrics(const program_profile& p) {
     m.emplace_back("locks_contended", static_cast<double>(p.locks.size()));
     m.emplace_back("locks_dropped", static_cast<double>(p.locks_dropped));
     m.emplace_back("processes", static_cast<double>(p.processes));
+    // A program's rwlocks, each mode apart, only when it took one (so a program of mutexes only
+    // has the row it had before rwlocks were profiled).
+    if (p.read_acquisitions + p.write_acquisitions > 0) {
+        std::uint64_t read_contended = 0, write_contended = 0, read_wait = 0, write_wait = 0;
+        for (const auto& l : p.locks) {
+            read_contended += l.read_contended;
+            write_contended += l.write_contended;
+            read_wait += l.read_wait_ns;
+            write_wait += l.write_wait_ns;
+        }
+        m.emplace_back("rwlock_read_acquisitions", static_cast<double>(p.read_acquisitions));
+        m.emplace_back("rwlock_write_acquisitions", static_cast<double>(p.write_acquisitions));
+        m.emplace_back("rwlock_read_contended", static_cast<double>(read_contended));
+        m.emplace_back("rwlock_write_contended", static_cast<double>(write_contended));
+        m.emplace_back("rwlock_read_wait_ms", ms(read_wait));
+        m.emplace_back("rwlock_write_wait_ms", ms(write_wait));
+    }
     if (!p.locks.empty()) {
         const auto& t = p.locks.front();
         m.emplace_back("top_lock_acquisitions", static_cast<double>(t.acquisitions));

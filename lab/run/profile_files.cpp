@@ -42,6 +42,11 @@ std::uint64_t whole_number(const json& object, const char* key, const std::strin
     return v.get<std::uint64_t>();
 }
 
+// A count a file from before rwlocks were profiled does not have: 0 when absent.
+std::uint64_t optional_whole_number(const json& object, const char* key, const std::string& where = "") {
+    return object.contains(key) ? whole_number(object, key, where) : 0;
+}
+
 std::string text(const json& object, const char* key, const std::string& where = "") {
     const json& v = member(object, key, where);
     if (!v.is_string()) refuse(where + "\"" + key + "\" is not a string");
@@ -59,6 +64,18 @@ std::uint64_t hex_address(const json& object, const char* key, const std::string
         refuse(where + "\"" + key + "\" is not an address written 0x and hex digits: \"" + message_text(s, 40) + "\"");
     return value;
 }
+
+// A rwlock's counts by mode, each a field of the file and a member of lock_profile.
+constexpr std::pair<const char*, std::uint64_t lock_profile::*> rwlock_counts[] = {
+    {fields::read_acquisitions, &lock_profile::read_acquisitions},
+    {fields::read_contended, &lock_profile::read_contended},
+    {fields::read_timeouts, &lock_profile::read_timeouts},
+    {fields::read_wait_ns, &lock_profile::read_wait_ns},
+    {fields::write_acquisitions, &lock_profile::write_acquisitions},
+    {fields::write_contended, &lock_profile::write_contended},
+    {fields::write_timeouts, &lock_profile::write_timeouts},
+    {fields::write_wait_ns, &lock_profile::write_wait_ns},
+};
 
 lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     const std::string where = "locks[" + std::to_string(index) + "]: ";
@@ -81,6 +98,14 @@ lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     l.site.module = text(site, fields::module, in_site);
     l.site.module_address = hex_address(site, fields::module_address, in_site);
     l.site.function = text(site, fields::function, in_site);
+    if (j.contains(fields::kind)) {
+        const std::string kind = text(j, fields::kind, where);
+        if (kind != fields::rwlock_kind)
+            refuse(where + "\"" + fields::kind + "\" is \"" + message_text(kind, 40) + "\", not \"" +
+                   fields::rwlock_kind + "\"");
+        l.rwlock = true;
+        for (const auto& [name, member] : rwlock_counts) l.*member = whole_number(j, name, where);
+    }
     return l;
 }
 
@@ -196,6 +221,8 @@ process_profile parse_profile(std::string_view bytes) {
     p.timeouts = whole_number(j, fields::timeouts);
     p.wait_ns = whole_number(j, fields::wait_ns);
     p.locks_dropped = whole_number(j, fields::locks_dropped);
+    p.read_acquisitions = optional_whole_number(j, fields::read_acquisitions);
+    p.write_acquisitions = optional_whole_number(j, fields::write_acquisitions);
     const json& locks = member(j, fields::locks, "");
     if (!locks.is_array()) refuse("\"locks\" is not an array");
     std::set<std::uint64_t> seen;

@@ -41,6 +41,11 @@ struct lock_profile {
     std::uint64_t acquisitions = 0, contended = 0, wait_ns = 0, wait_p99_ns = 0, wait_max_ns = 0;
     std::uint64_t hold_samples = 0, hold_sampled_ns = 0, hold_p99_ns = 0;
     lock_site site;
+    // A pthread rwlock (the file's "kind": "rwlock"): the counts above are its reads and
+    // writes together, these each mode's; all 0 for a mutex.
+    bool rwlock = false;
+    std::uint64_t read_acquisitions = 0, read_contended = 0, read_timeouts = 0, read_wait_ns = 0;
+    std::uint64_t write_acquisitions = 0, write_contended = 0, write_timeouts = 0, write_wait_ns = 0;
 
     // hold_sampled_ns / hold_samples * acquisitions; NaN without a sampled hold.
     double estimated_hold_ns() const;
@@ -56,13 +61,16 @@ struct process_profile {
     double seconds = 0;
     std::uint64_t hold_sample_period = 0;
     std::uint64_t acquisitions = 0, contended = 0, trylock_busy = 0, timeouts = 0, wait_ns = 0, locks_dropped = 0;
+    // Of the acquisitions, the rwlocks' reads and writes (0 in a file from before rwlocks).
+    std::uint64_t read_acquisitions = 0, write_acquisitions = 0;
     std::vector<lock_profile> locks;
 };
 
 // Parses the text of one file. Refuses (profile_error) anything but one object of the format
 // above: another "format", a missing or mistyped field, a count that is not a whole number
-// >= 0 (or past 2^64), an address that is not a hex string, duplicate keys. Unknown fields
-// are ignored: a later library may add some without changing the format's name.
+// >= 0 (or past 2^64), an address that is not a hex string, duplicate keys, a lock "kind"
+// other than "rwlock". Unknown fields are ignored: a later library may add some without
+// changing the format's name; the rwlocks' fields are optional (files from before them).
 process_profile parse_profile(std::string_view text);
 
 // What a profile folder held: the processes read (by pid), and one line per file that could

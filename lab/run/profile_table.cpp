@@ -17,6 +17,19 @@ void add_distinct(std::vector<T>& list, const T& value) {
     if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
 }
 
+// The line under a rwlock's row: each mode's acquisitions, contended ones, wait and timeouts.
+std::string rwlock_line(const lock_profile& l) {
+    const auto mode = [](const char* name, std::uint64_t acquisitions, std::uint64_t contended, std::uint64_t wait_ns,
+                         std::uint64_t timeouts) {
+        std::string s = std::string(name) + " " + std::to_string(acquisitions) + " (" + std::to_string(contended) +
+                        " contended, " + format_fixed(static_cast<double>(wait_ns) / 1e6, 3) + " ms";
+        if (timeouts > 0) s += ", " + std::to_string(timeouts) + " timed out";
+        return s + ")";
+    };
+    return "        rwlock: " + mode("reads", l.read_acquisitions, l.read_contended, l.read_wait_ns, l.read_timeouts) +
+           ", " + mode("writes", l.write_acquisitions, l.write_contended, l.write_wait_ns, l.write_timeouts) + "\n";
+}
+
 }  // namespace
 
 double program_profile::contentions_per_second() const {
@@ -40,6 +53,8 @@ program_profile merge_profiles(const std::vector<process_profile>& processes, st
         add(m.timeouts, p.timeouts);
         add(m.wait_ns, p.wait_ns);
         add(m.locks_dropped, p.locks_dropped);
+        add(m.read_acquisitions, p.read_acquisitions);
+        add(m.write_acquisitions, p.write_acquisitions);
         m.locks.insert(m.locks.end(), p.locks.begin(), p.locks.end());
     }
     std::sort(m.locks.begin(), m.locks.end(), [](const lock_profile& a, const lock_profile& b) {
@@ -72,8 +87,11 @@ std::string profile_table(const program_profile& p, std::size_t top) {
         << "  " << p.acquisitions << " acquisitions, " << p.contended << " contended ("
         << format_fixed(contended_pct, 2) << " %), " << format_fixed(p.contentions_per_second(), 0)
         << " contentions/s, " << format_fixed(static_cast<double>(p.wait_ns) / 1e6, 3) << " ms waited in all; "
-        << p.trylock_busy << " trylock busy, " << p.timeouts << " timeouts\n"
-        << "  holds timed on 1 in " << joined(p.hold_sample_periods)
+        << p.trylock_busy << " trylock busy, " << p.timeouts << " timeouts\n";
+    if (p.read_acquisitions + p.write_acquisitions > 0)
+        out << "  of the acquisitions, rwlock reads " << p.read_acquisitions << " and writes " << p.write_acquisitions
+            << "\n";
+    out << "  holds timed on 1 in " << joined(p.hold_sample_periods)
         << " acquisitions on average (random gaps), of locks once contended\n";
     if (p.locks.empty()) {
         out << "  no lock was contended\n";
@@ -99,6 +117,7 @@ std::string profile_table(const program_profile& p, std::size_t top) {
                           l.hold_samples ? format_fixed(static_cast<double>(l.hold_p99_ns) / 1e3, 3).c_str() : "-",
                           format_fixed(l.estimated_hold_ns() / 1e6, 3).c_str());
             out << line << l.site_text() << "\n";
+            if (l.rwlock) out << rwlock_line(l);
         }
         if (p.locks.size() > shown) {
             std::uint64_t rest_wait = 0;
@@ -109,6 +128,9 @@ std::string profile_table(const program_profile& p, std::size_t top) {
         }
         out << "  wait: time in contended acquisitions; p99 from the library's histogram (within ~6 %); hold p99 "
                "from the sampled holds; est. hold = sampled mean hold x acquisitions\n";
+        if (std::any_of(p.locks.begin(), p.locks.end(), [](const lock_profile& l) { return l.rwlock; }))
+            out << "  a rwlock's row counts its reads and writes together (p99 over both; no hold timed); the line "
+                   "under it, each mode\n";
     }
     if (p.locks_dropped > 0)
         out << "  " << p.locks_dropped

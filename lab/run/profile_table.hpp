@@ -24,6 +24,7 @@ struct program_profile {
     std::vector<std::uint64_t> hold_sample_periods;  // each distinct period
     double seconds = 0;
     std::uint64_t acquisitions = 0, contended = 0, trylock_busy = 0, timeouts = 0, wait_ns = 0, locks_dropped = 0;
+    std::uint64_t read_acquisitions = 0, write_acquisitions = 0;  // the rwlocks', within acquisitions
     std::vector<lock_profile> locks;
 
     // Contended acquisitions per second (the bench suites' contentions_per_second); NaN when
@@ -32,8 +33,9 @@ struct program_profile {
 };
 program_profile merge_profiles(const std::vector<process_profile>& processes, std::int64_t main_pid = 0);
 
-// The table printed at exit: a header for the program, the `top` locks by contended wait,
-// and a line for the rest.
+// The table printed at exit: a header for the program, the `top` locks by contended wait
+// (a rwlock's with a second line, its reads and writes apart), and a line for the rest. A
+// program that took no rwlock gets the table it got before rwlocks were profiled.
 std::string profile_table(const program_profile& profile, std::size_t top = 20);
 
 }  // namespace contend::lab

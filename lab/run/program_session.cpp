@@ -90,7 +90,10 @@ std::string lock_help() {
     std::string help = "The lock for the program's normal mutexes, one of:";
     for (const auto& l : interpose_locks())
         help += "\n  " + l.name + (l.alias.empty() ? "" : " (or " + l.alias + ")") + ": " + l.description;
-    return help + "\n";
+    // The rwlocks' lock is not a choice of its own: contend has one reader-writer lock.
+    return help +
+           "\nIts default (process-private, reader-preferring) pthread rwlocks run on contend::shared_mutex under "
+           "every lock but glibc, which leaves them glibc's.\n";
 }
 
 std::string program_file(const std::string& program, const char* search_path) {

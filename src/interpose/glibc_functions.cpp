@@ -57,6 +57,17 @@ glibc_functions recursion_stand_ins() noexcept {
     f.cond_clockwait = stand_in<decltype(f.cond_clockwait)>();
     f.cond_signal = stand_in<decltype(f.cond_signal)>();
     f.cond_broadcast = stand_in<decltype(f.cond_broadcast)>();
+    f.rwlock_init = stand_in<decltype(f.rwlock_init)>();
+    f.rwlock_destroy = stand_in<decltype(f.rwlock_destroy)>();
+    f.rwlock_rdlock = stand_in<decltype(f.rwlock_rdlock)>();
+    f.rwlock_tryrdlock = stand_in<decltype(f.rwlock_tryrdlock)>();
+    f.rwlock_timedrdlock = stand_in<decltype(f.rwlock_timedrdlock)>();
+    f.rwlock_clockrdlock = stand_in<decltype(f.rwlock_clockrdlock)>();
+    f.rwlock_wrlock = stand_in<decltype(f.rwlock_wrlock)>();
+    f.rwlock_trywrlock = stand_in<decltype(f.rwlock_trywrlock)>();
+    f.rwlock_timedwrlock = stand_in<decltype(f.rwlock_timedwrlock)>();
+    f.rwlock_clockwrlock = stand_in<decltype(f.rwlock_clockwrlock)>();
+    f.rwlock_unlock = stand_in<decltype(f.rwlock_unlock)>();
 #if defined(__x86_64__)
     f.mutex_init = &compat_mutex_init;
     f.mutex_destroy = &compat_mutex_destroy;
@@ -106,6 +117,17 @@ const glibc_functions& resolve_all() noexcept {
     resolve(f.cond_clockwait, "pthread_cond_clockwait");
     resolve(f.cond_signal, "pthread_cond_signal", cond_version);
     resolve(f.cond_broadcast, "pthread_cond_broadcast", cond_version);
+    resolve(f.rwlock_init, "pthread_rwlock_init");
+    resolve(f.rwlock_destroy, "pthread_rwlock_destroy");
+    resolve(f.rwlock_rdlock, "pthread_rwlock_rdlock");
+    resolve(f.rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+    resolve(f.rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+    resolve(f.rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+    resolve(f.rwlock_wrlock, "pthread_rwlock_wrlock");
+    resolve(f.rwlock_trywrlock, "pthread_rwlock_trywrlock");
+    resolve(f.rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+    resolve(f.rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+    resolve(f.rwlock_unlock, "pthread_rwlock_unlock");
     resolving = false;
     const glibc_functions* expected = nullptr;
     published.compare_exchange_strong(expected, &f, std::memory_order_acq_rel);

@@ -1,4 +1,5 @@
-// glibc's own pthread_mutex_* and pthread_cond_*: what every call we do not handle goes to.
+// glibc's own pthread_mutex_*, pthread_cond_* and pthread_rwlock_*: what every call we do not
+// handle goes to.
 #pragma once
 
 #include <pthread.h>
@@ -21,6 +22,18 @@ struct glibc_functions {
     int (*cond_clockwait)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*);
     int (*cond_signal)(pthread_cond_t*);
     int (*cond_broadcast)(pthread_cond_t*);
+    // The rwlocks' typed from their declarations: a mismatch does not compile.
+    decltype(&::pthread_rwlock_init) rwlock_init;
+    decltype(&::pthread_rwlock_destroy) rwlock_destroy;
+    decltype(&::pthread_rwlock_rdlock) rwlock_rdlock;
+    decltype(&::pthread_rwlock_tryrdlock) rwlock_tryrdlock;
+    decltype(&::pthread_rwlock_timedrdlock) rwlock_timedrdlock;
+    decltype(&::pthread_rwlock_clockrdlock) rwlock_clockrdlock;
+    decltype(&::pthread_rwlock_wrlock) rwlock_wrlock;
+    decltype(&::pthread_rwlock_trywrlock) rwlock_trywrlock;
+    decltype(&::pthread_rwlock_timedwrlock) rwlock_timedwrlock;
+    decltype(&::pthread_rwlock_clockwrlock) rwlock_clockwrlock;
+    decltype(&::pthread_rwlock_unlock) rwlock_unlock;
 };
 
 // Resolved with dlsym(RTLD_NEXT) on first use (the constructor resolves them all up front).

@@ -34,10 +34,14 @@ namespace contend::interpose::helgrind {
 // The notes below running() are out of line: a request's argument block stays out of the
 // frames of the profile's path, which shares the noted path.
 
-// Whether this process runs under helgrind (any other tool, or none, answers -2).
+// Whether this process runs under helgrind (any other tool, or none, answers -2). Compared as
+// an int: outside valgrind the request's default comes back through a 32-bit move on x86-64
+// (valgrind.h hands the int -2 to the asm, and the upper half of the register is zero), so the
+// long reads 4294967294, and a compare with -2 as a long took every process for helgrind's:
+// every mutex call went down the noted path.
 inline bool running() noexcept {
     char probe = 0;
-    return VALGRIND_HG_GET_ABITS(&probe, nullptr, 1) != -2;
+    return static_cast<int>(VALGRIND_HG_GET_ABITS(&probe, nullptr, 1)) != -2;
 }
 // Before our lock reads or writes the mutex: its bytes are the lock's, whose accesses only
 // our atomics order. Again on every call: memory allocated anew is checked again.

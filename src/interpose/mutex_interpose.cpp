@@ -18,6 +18,7 @@
 #include "interpose/glibc_layout.hpp"
 #include "interpose/helgrind_notes.hpp"
 #include "interpose/lock_choice.hpp"
+#include "interpose/no_throw.hpp"
 #include "interpose/our_locks.hpp"
 #include "interpose/profile.hpp"
 #include "interpose/timespec.hpp"
@@ -25,18 +26,6 @@
 using namespace contend::interpose;
 
 namespace {
-
-// contend reports errors by exceptions; none may cross into C. A lock can only fail to get
-// memory for its first park (EAGAIN); an unlock of a lock that is not held, where contend
-// notices it, is EPERM, as an error-checking mutex would say.
-template <class F>
-int no_throw(int error, F&& f) noexcept {
-    try {
-        return f();
-    } catch (...) {
-        return error;
-    }
-}
 
 // A kind-0 mutex under our locks that glibc's own pthread_mutex_lock holds (it recorded an
 // owner, which our locks never do): code bound to glibc, not to us, shares it with the

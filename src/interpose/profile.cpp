@@ -27,6 +27,8 @@
 
 #include "contend/internal/tsan.hpp"
 #include "interpose/format/profile_format.hpp"
+#include "interpose/profile_rwlock.hpp"
+#include "interpose/rwlock_layout.hpp"
 
 namespace contend::interpose::profile {
 
@@ -90,6 +92,10 @@ struct lock_record {
     std::atomic<std::uint64_t> contended{0}, wait_ticks{0}, wait_max{0}, timeouts{0};
     std::atomic<std::uint64_t> hold_samples{0}, hold_ticks{0};
     histogram waits, holds;
+    // A rwlock's record (profile_rwlock.hpp): the fields above count reads and writes together,
+    // these the reads among them; no hold is timed.
+    std::atomic<bool> rwlock{false};
+    std::atomic<std::uint64_t> read_acquisitions{0}, read_contended{0}, read_wait_ticks{0}, read_timeouts{0};
 };
 
 namespace {
@@ -112,7 +118,7 @@ struct profile_state {
     // acquisition, its exit, and the writer: never on a lock's path.
     std::atomic_flag stripes_lock = ATOMIC_FLAG_INIT;
     stripe* stripes[max_stripes] = {};
-    std::uint64_t exited_acquisitions = 0, exited_trylock_busy = 0;
+    std::uint64_t exited_acquisitions = 0, exited_trylock_busy = 0, exited_reads = 0, exited_writes = 0;
     pthread_key_t exit_key{};
     // `<pid>.running` is made in the profile's folder at the process's first acquisition and
     // removed when its profile is written (or it had none to write): one left at the end is a
@@ -140,20 +146,34 @@ bool is_ours(const lock_record* r) noexcept {
     return r >= state.records && r < state.records + state.records_used.load(std::memory_order_acquire);
 }
 
-// What a mutex still counts for its record, read without trusting that the mutex is still
-// alive: process_vm_readv fails on an unmapped page instead of faulting, and the bytes count
-// only if they still point back to this record from a mutex of kind 0.
-std::uint64_t residual(const lock_record& r, const void* mutex) {
+// What a lock still counts for its record (all its acquisitions, and of them the reads),
+// read without trusting that the lock is still alive: process_vm_readv fails on an unmapped
+// page instead of faulting, and the bytes count only if they still point back to this record
+// from a mutex of kind 0 or a rwlock of the kind we profile.
+struct counts_left {
+    std::uint64_t all = 0, reads = 0;
+};
+template <class Object>
+bool copy_of(const void* address, Object& copy) {
+    iovec local{&copy, sizeof copy}, remote{const_cast<void*>(address), sizeof copy};
+    return ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof copy);
+}
+counts_left residual(const lock_record& r, const void* lock) {
+    const auto mine = reinterpret_cast<std::uintptr_t>(&r);
+    if (r.rwlock.load(std::memory_order_relaxed)) {
+        pthread_rwlock_t copy;
+        if (!copy_of(lock, copy) || *rwlock_record_word(&copy) != mine || !rwlock_is_default_private(&copy)) return {};
+        const std::uint64_t reads = *rwlock_count_word(&copy, false);
+        return {reads + *rwlock_count_word(&copy, true), reads};
+    }
     pthread_mutex_t copy;
-    iovec local{&copy, sizeof copy}, remote{const_cast<void*>(mutex), sizeof copy};
-    if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof copy)) return 0;
-    if (*record_word(&copy) != reinterpret_cast<std::uintptr_t>(&r) || mutex_kind(&copy) != 0) return 0;
-    return *count_word(&copy);
+    if (!copy_of(lock, copy) || *record_word(&copy) != mine || mutex_kind(&copy) != 0) return {};
+    return {*count_word(&copy), 0};
 }
 
 void clear_record(lock_record& r) noexcept {
-    for (auto* c :
-         {&r.acquisitions, &r.contended, &r.wait_ticks, &r.wait_max, &r.timeouts, &r.hold_samples, &r.hold_ticks})
+    for (auto* c : {&r.acquisitions, &r.contended, &r.wait_ticks, &r.wait_max, &r.timeouts, &r.hold_samples,
+                    &r.hold_ticks, &r.read_acquisitions, &r.read_contended, &r.read_wait_ticks, &r.read_timeouts})
         c->store(0, std::memory_order_relaxed);
     r.waits.clear();
     r.holds.clear();
@@ -187,6 +207,8 @@ void stripe_exits(void* p) noexcept {
     stripes_guard g;
     state.exited_acquisitions += s->acquisitions();
     state.exited_trylock_busy += s->trylock_busy.load(std::memory_order_relaxed);
+    state.exited_reads += s->rwlock_reads.load(std::memory_order_relaxed);
+    state.exited_writes += s->rwlock_writes.load(std::memory_order_relaxed);
     for (auto& slot : state.stripes)
         if (slot == s) slot = nullptr;
     // A later destructor of this thread may lock again: it registers anew, and counts from 0.
@@ -194,6 +216,8 @@ void stripe_exits(void* p) noexcept {
     s->gap.store(0, std::memory_order_relaxed);
     s->consumed.store(0, std::memory_order_relaxed);
     s->trylock_busy.store(0, std::memory_order_relaxed);
+    s->rwlock_reads.store(0, std::memory_order_relaxed);
+    s->rwlock_writes.store(0, std::memory_order_relaxed);
     s->registered = false;
 }
 
@@ -237,17 +261,21 @@ void start_again_in_child() noexcept {
     for (lock_record* r = state.records; r < state.records + records; ++r) {
         if (r->address.load(std::memory_order_relaxed) == nullptr) continue;
         clear_record(*r);
-        r->acquisitions.store(0 - residual(*r, r->address.load(std::memory_order_relaxed)), std::memory_order_relaxed);
+        const counts_left left = residual(*r, r->address.load(std::memory_order_relaxed));
+        r->acquisitions.store(0 - left.all, std::memory_order_relaxed);
+        r->read_acquisitions.store(0 - left.reads, std::memory_order_relaxed);
     }
     clear_record(state.dropped);
     state.locks_dropped.store(0);
     for (auto& slot : state.stripes) slot = nullptr;
-    state.exited_acquisitions = state.exited_trylock_busy = 0;
+    state.exited_acquisitions = state.exited_trylock_busy = state.exited_reads = state.exited_writes = 0;
     stripe& s = this_thread_stripe;
     s.until_sample.store(0, std::memory_order_relaxed);
     s.gap.store(0, std::memory_order_relaxed);
     s.consumed.store(0, std::memory_order_relaxed);
     s.trylock_busy.store(0, std::memory_order_relaxed);
+    s.rwlock_reads.store(0, std::memory_order_relaxed);
+    s.rwlock_writes.store(0, std::memory_order_relaxed);
     s.registered = false;
     s.pending = stripe::note{};
     s.timing = nullptr;
@@ -366,8 +394,10 @@ void end_hold_sample(pthread_mutex_t* m) noexcept {
     n.hold = now - s.hold_start;
 }
 
-lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
-    if (lock_record* r = record_of(m)) return r;
+namespace {
+// The record a lock's record word points to, made and installed there if it has none.
+lock_record* record_in(std::uintptr_t* word, const void* address, const void* site, bool rwlock) noexcept {
+    if (auto* r = reinterpret_cast<lock_record*>(__atomic_load_n(word, __ATOMIC_ACQUIRE))) return r;
     const std::size_t i = state.records_used.load(std::memory_order_relaxed) < max_records
                               ? state.records_used.fetch_add(1, std::memory_order_acq_rel)
                               : max_records;
@@ -377,13 +407,19 @@ lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
     }
     lock_record* r = &state.records[i];
     r->site.store(site, std::memory_order_relaxed);
-    r->address.store(m, std::memory_order_release);
+    r->rwlock.store(rwlock, std::memory_order_relaxed);
+    r->address.store(address, std::memory_order_release);
     std::uintptr_t expected = 0;
-    if (__atomic_compare_exchange_n(record_word(m), &expected, reinterpret_cast<std::uintptr_t>(r), false,
-                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (__atomic_compare_exchange_n(word, &expected, reinterpret_cast<std::uintptr_t>(r), false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
         return r;
     r->address.store(nullptr, std::memory_order_release);  // another thread's record won
     return reinterpret_cast<lock_record*>(expected);
+}
+}  // namespace
+
+lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept {
+    return record_in(record_word(m), m, site, false);
 }
 
 void contended(pthread_mutex_t* m, lock_record* r, std::uint64_t wait) noexcept {
@@ -410,6 +446,53 @@ void retire(pthread_mutex_t* m) noexcept {
     if (!is_ours(r) || r->address.load(std::memory_order_relaxed) != m) return;
     r->acquisitions.fetch_add(take_count(m), std::memory_order_relaxed);
     __atomic_store_n(record_word(m), 0, __ATOMIC_RELEASE);
+}
+
+// --- rwlocks (profile_rwlock.hpp) -------------------------------------------------------------
+
+lock_record* rwlock_record_for(pthread_rwlock_t* l, const void* site) noexcept {
+    return record_in(rwlock_record_word(l), l, site, true);
+}
+
+namespace {
+// What the rwlock counted since its record last took it: its two words emptied (exchanged:
+// other readers may be adding to the read count meanwhile).
+void take_rwlock_counts(pthread_rwlock_t* l, lock_record* r) noexcept {
+    const std::uint64_t reads = __atomic_exchange_n(rwlock_count_word(l, false), 0, __ATOMIC_RELAXED);
+    const std::uint64_t writes = __atomic_exchange_n(rwlock_count_word(l, true), 0, __ATOMIC_RELAXED);
+    r->acquisitions.fetch_add(reads + writes, std::memory_order_relaxed);
+    r->read_acquisitions.fetch_add(reads, std::memory_order_relaxed);
+}
+}  // namespace
+
+void rwlock_contended(pthread_rwlock_t* l, lock_record* r, bool write, std::uint64_t wait) noexcept {
+    r->contended.fetch_add(1, std::memory_order_relaxed);
+    r->wait_ticks.fetch_add(wait, std::memory_order_relaxed);
+    if (!write) {
+        r->read_contended.fetch_add(1, std::memory_order_relaxed);
+        r->read_wait_ticks.fetch_add(wait, std::memory_order_relaxed);
+    }
+    if (r == &state.dropped) return;  // no record: counted in the totals only
+    take_rwlock_counts(l, r);
+    std::uint64_t max = r->wait_max.load(std::memory_order_relaxed);
+    while (wait > max && !r->wait_max.compare_exchange_weak(max, wait, std::memory_order_relaxed)) {
+    }
+    r->waits.add(wait);
+}
+
+void rwlock_timed_out(lock_record* r, bool write, std::uint64_t wait) noexcept {
+    timed_out(r, wait);
+    if (!write) {
+        r->read_timeouts.fetch_add(1, std::memory_order_relaxed);
+        r->read_wait_ticks.fetch_add(wait, std::memory_order_relaxed);
+    }
+}
+
+void rwlock_retire(pthread_rwlock_t* l) noexcept {
+    auto* r = reinterpret_cast<lock_record*>(__atomic_load_n(rwlock_record_word(l), __ATOMIC_ACQUIRE));
+    if (!is_ours(r) || r->address.load(std::memory_order_relaxed) != l || !r->rwlock.load()) return;
+    take_rwlock_counts(l, r);
+    __atomic_store_n(rwlock_record_word(l), 0, __ATOMIC_RELEASE);
 }
 
 bool start_from_environment(const char* lock_name) noexcept {
@@ -572,10 +655,18 @@ struct lock_total {
     std::uint64_t acquisitions = 0, contended = 0, timeouts = 0, wait_ticks = 0, wait_max = 0;
     std::uint64_t hold_samples = 0, hold_ticks = 0;
     histogram::counts waits{}, holds{};
+    bool rwlock = false;  // the counts below only for a rwlock
+    std::uint64_t read_acquisitions = 0, read_contended = 0, read_timeouts = 0, read_wait_ticks = 0;
 
     void add(const lock_record& r) {
         if (site == nullptr) site = r.site.load(std::memory_order_relaxed);
-        acquisitions += r.acquisitions.load(std::memory_order_relaxed) + residual(r, address);
+        const counts_left left = residual(r, address);
+        acquisitions += r.acquisitions.load(std::memory_order_relaxed) + left.all;
+        rwlock = rwlock || r.rwlock.load(std::memory_order_relaxed);
+        read_acquisitions += r.read_acquisitions.load(std::memory_order_relaxed) + left.reads;
+        read_contended += r.read_contended.load(std::memory_order_relaxed);
+        read_timeouts += r.read_timeouts.load(std::memory_order_relaxed);
+        read_wait_ticks += r.read_wait_ticks.load(std::memory_order_relaxed);
         contended += r.contended.load(std::memory_order_relaxed);
         timeouts += r.timeouts.load(std::memory_order_relaxed);
         wait_ticks += r.wait_ticks.load(std::memory_order_relaxed);
@@ -632,19 +723,37 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
     j.field(fields::hold_p99_ns, p99_ns(t.holds));
     j.key(fields::site);
     write_site(j, t.site, executable);
+    if (t.rwlock) {
+        j.key(fields::kind);
+        j.string(fields::rwlock_kind);
+        j.field(fields::read_acquisitions, t.read_acquisitions);
+        j.field(fields::read_contended, t.read_contended);
+        j.field(fields::read_timeouts, t.read_timeouts);
+        j.field(fields::read_wait_ns, ns(t.read_wait_ticks));
+        j.field(fields::write_acquisitions, t.acquisitions - t.read_acquisitions);
+        j.field(fields::write_contended, t.contended - t.read_contended);
+        j.field(fields::write_timeouts, t.timeouts - t.read_timeouts);
+        j.field(fields::write_wait_ns, ns(t.wait_ticks) - ns(t.read_wait_ticks));
+    }
     j.close('}');
 }
 
-// Acquisitions and busy trylocks: the live threads' stripes and the exited threads' totals.
-std::pair<std::uint64_t, std::uint64_t> stripe_totals() noexcept {
+// Acquisitions, busy trylocks, and the rwlocks' reads and writes: the live threads' stripes
+// and the exited threads' totals.
+struct stripe_counts {
+    std::uint64_t acquisitions, trylock_busy, reads, writes;
+};
+stripe_counts stripe_totals() noexcept {
     stripes_guard g;
-    std::uint64_t acquisitions = state.exited_acquisitions, busy = state.exited_trylock_busy;
+    stripe_counts c{state.exited_acquisitions, state.exited_trylock_busy, state.exited_reads, state.exited_writes};
     for (const stripe* s : state.stripes) {
         if (s == nullptr) continue;
-        acquisitions += s->acquisitions();
-        busy += s->trylock_busy.load(std::memory_order_relaxed);
+        c.acquisitions += s->acquisitions();
+        c.trylock_busy += s->trylock_busy.load(std::memory_order_relaxed);
+        c.reads += s->rwlock_reads.load(std::memory_order_relaxed);
+        c.writes += s->rwlock_writes.load(std::memory_order_relaxed);
     }
-    return {acquisitions, busy};
+    return c;
 }
 
 std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
@@ -653,7 +762,7 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     const double ns_per_tick = elapsed_ticks > 0 ? seconds * 1e9 / static_cast<double>(elapsed_ticks) : 1.0;
     const std::string executable = executable_path();
 
-    const auto [acquisitions, trylock_busy] = stripe_totals();
+    const auto [acquisitions, trylock_busy, reads, writes] = stripe_totals();
 
     const std::size_t records = std::min(state.records_used.load(), max_records);
     std::uint64_t contended = state.dropped.contended.load(), timeouts = state.dropped.timeouts.load(),
@@ -684,6 +793,8 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     j.field(fields::timeouts, timeouts);
     j.field(fields::wait_ns, static_cast<std::uint64_t>(static_cast<double>(wait_ticks) * ns_per_tick));
     j.field(fields::locks_dropped, state.locks_dropped.load());
+    j.field(fields::read_acquisitions, reads);
+    j.field(fields::write_acquisitions, writes);
     j.key(fields::locks);
     j.open('[');
     for (const auto& t : lock_totals(records)) write_lock(j, t, ns_per_tick, executable);
@@ -719,7 +830,8 @@ std::string write_profile(bool snapshot) {
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     const std::uint64_t now_ticks = ticks();
-    if (stripe_totals().first == 0) return "";  // a process that never locked (a shell between the program and us)
+    if (stripe_totals().acquisitions == 0)
+        return "";  // a process that never locked (a shell between the program and us)
 
     const std::string text = profile_text(now, now_ticks);
     const std::string dir = state.directory, pid = std::to_string(state.pid);

@@ -85,6 +85,8 @@ struct stripe {
     // for the CAS to drain it, and a second counter cost 0.5 ns a lock and unlock.)
     std::atomic<std::uint64_t> until_sample{0}, gap{0}, consumed{0};
     std::atomic<std::uint64_t> trylock_busy{0};
+    // Of the acquisitions, the reads and writes of rwlocks (profile_rwlock.hpp).
+    std::atomic<std::uint64_t> rwlock_reads{0}, rwlock_writes{0};
     std::uint64_t acquisitions() const noexcept {
         const std::uint64_t g = gap.load(std::memory_order_relaxed), u = until_sample.load(std::memory_order_relaxed);
         return consumed.load(std::memory_order_relaxed) + (g > u ? g - u : 0);

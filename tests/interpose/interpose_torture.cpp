@@ -20,53 +20,11 @@
 #include <cstring>
 #include <string>
 
+#include "check_lines.hpp"
+
 namespace {
 
-[[noreturn]] void fail(const char* check, const char* why, int value = 0) {
-    std::printf("FAIL %s: %s (%d)\n", check, why, value);
-    std::fflush(stdout);
-    std::_Exit(1);
-}
-
-void expect_eq(const char* check, const char* what, long got, long want) {
-    if (got != want) {
-        std::printf("FAIL %s: %s is %ld, expected %ld\n", check, what, got, want);
-        std::fflush(stdout);
-        std::_Exit(1);
-    }
-}
-
-void ok(const char* check) {
-    std::printf("ok %s\n", check);
-    std::fflush(stdout);
-}
-
-timespec after_ms(clockid_t clock, long ms) {
-    timespec t{};
-    clock_gettime(clock, &t);
-    t.tv_nsec += (ms % 1000) * 1'000'000;
-    t.tv_sec += ms / 1000 + t.tv_nsec / 1'000'000'000;
-    t.tv_nsec %= 1'000'000'000;
-    return t;
-}
-
-bool reached(clockid_t clock, const timespec& t) {
-    timespec now{};
-    clock_gettime(clock, &now);
-    return now.tv_sec > t.tv_sec || (now.tv_sec == t.tv_sec && now.tv_nsec >= t.tv_nsec);
-}
-
-// Runs f on a thread and joins it.
-template <class F>
-void on_thread(F f) {
-    pthread_t t;
-    auto trampoline = [](void* p) -> void* {
-        (*static_cast<F*>(p))();
-        return nullptr;
-    };
-    if (pthread_create(&t, nullptr, trampoline, &f) != 0) fail("on_thread", "pthread_create");
-    pthread_join(t, nullptr);
-}
+using namespace interpose_test;
 
 void check_interposition() {
     const char* want = std::getenv("CONTEND_INTERPOSE_EXPECT");
@@ -400,6 +358,39 @@ void check_fork() {
     ok("fork: the child finds a mutex another thread held locked, and one it held unlockable");
 }
 
+// Every pthread_rwlock function once, with the answers glibc gives (interpose_rwlocks checks
+// them in depth): two threads reading at once, a writer alone, the try and timed forms.
+void check_rwlock_calls() {
+    pthread_rwlock_t l;
+    expect_eq("rwlock", "init", pthread_rwlock_init(&l, nullptr), 0);
+    expect_eq("rwlock", "rdlock", pthread_rwlock_rdlock(&l), 0);
+    timespec t = after_ms(CLOCK_REALTIME, 1000);
+    on_thread([&] {
+        expect_eq("rwlock", "tryrdlock beside a reader", pthread_rwlock_tryrdlock(&l), 0);
+        expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+        expect_eq("rwlock", "trywrlock beside a reader", pthread_rwlock_trywrlock(&l), EBUSY);
+        timespec d = after_ms(CLOCK_MONOTONIC, 20);
+        expect_eq("rwlock", "clockwrlock beside a reader", pthread_rwlock_clockwrlock(&l, CLOCK_MONOTONIC, &d),
+                  ETIMEDOUT);
+        expect_eq("rwlock", "timedrdlock beside a reader", pthread_rwlock_timedrdlock(&l, &t), 0);
+        expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    });
+    expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    expect_eq("rwlock", "timedwrlock", pthread_rwlock_timedwrlock(&l, &t), 0);
+    expect_eq("rwlock", "wrlock by the writer", pthread_rwlock_wrlock(&l), EDEADLK);
+    on_thread([&] {
+        timespec d = after_ms(CLOCK_MONOTONIC, 20);
+        expect_eq("rwlock", "clockrdlock beside a writer", pthread_rwlock_clockrdlock(&l, CLOCK_MONOTONIC, &d),
+                  ETIMEDOUT);
+        expect_eq("rwlock", "tryrdlock beside a writer", pthread_rwlock_tryrdlock(&l), EBUSY);
+    });
+    expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    expect_eq("rwlock", "wrlock", pthread_rwlock_wrlock(&l), 0);
+    expect_eq("rwlock", "unlock", pthread_rwlock_unlock(&l), 0);
+    expect_eq("rwlock", "destroy", pthread_rwlock_destroy(&l), 0);
+    ok("rwlock: init, the read, write, try, timed and clock forms, unlock, destroy");
+}
+
 // Process-shared objects stay glibc's. A process-shared cond with a private normal mutex is
 // the one documented difference: glibc waits, the interposer fails with EINVAL when it runs
 // the mutex (docs/interpose.md).
@@ -481,6 +472,7 @@ int main(int argc, char** argv) {
     check_cond_with_passthrough();
     check_cond_switching_mutex();
     check_fork();
+    check_rwlock_calls();
     const std::string active = std::getenv("CONTEND_INTERPOSE_EXPECT") ? std::getenv("CONTEND_INTERPOSE_EXPECT") : "";
     const bool interposed = active != "glibc" && active != "none";
     check_pshared(interposed);

@@ -201,6 +201,41 @@ TEST_P(ProfileUnderEachLock, ItsCountsAgreeWithTheProgramsOwn) {
     else EXPECT_EQ(module, CONTEND_TEST_SELF_COUNTING);
 }
 
+// A rwlock's reads and writes apart (rw_self_counting.cpp): the program's own counts by mode,
+// exact for the acquisitions and the failed tries, and the contended waits within the count
+// tolerance below them, as the mutex's (a lock call may find the rwlock free after the try).
+TEST_P(ProfileUnderEachLock, ARwlocksReadsAndWritesAgreeWithTheProgramsOwn) {
+    scratch_dir dir;
+    const finished f = run({CONTEND_TEST_RW_SELF_COUNTING, "1000"}, preload_env(GetParam(), dir.profile()), dir.path());
+    ASSERT_EQ(f.status, 0) << f.out << f.err;
+    auto own = parse_line(f.out);
+    ASSERT_TRUE(own.count("reads") && own.count("write_contentions")) << f.out;
+    const auto profiles = profiles_in(dir.profile());
+    ASSERT_EQ(profiles.size(), 1u);
+    const json& p = profiles.front();
+    expect_counts_add_up(p);
+    EXPECT_EQ(p["read_acquisitions"].get<double>(), own["reads"]);
+    EXPECT_EQ(p["write_acquisitions"].get<double>(), own["writes"]);
+    EXPECT_EQ(p["acquisitions"].get<double>(), own["reads"] + own["writes"]);
+    EXPECT_EQ(p["trylock_busy"].get<double>(), own["busy"]);
+    ASSERT_EQ(p["locks"].size(), 1u) << p.dump();
+    const json& l = p["locks"][0];
+    EXPECT_EQ(l["kind"], "rwlock");
+    EXPECT_EQ(l["read_acquisitions"].get<double>(), own["reads"]);
+    EXPECT_EQ(l["write_acquisitions"].get<double>(), own["writes"]);
+    EXPECT_EQ(l["acquisitions"].get<double>(), own["reads"] + own["writes"]);
+    for (const char* mode : {"read", "write"}) {
+        const double counted = own[std::string(mode) + "_contentions"];
+        const double profiled = l[std::string(mode) + "_contended"].get<double>();
+        EXPECT_LE(profiled, counted) << mode;
+        EXPECT_GE(profiled, (1 - CONTEND_TEST_COUNT_TOLERANCE) * counted) << mode;
+        EXPECT_GT(l[std::string(mode) + "_wait_ns"].get<double>(), 0) << mode;
+        EXPECT_EQ(l[std::string(mode) + "_timeouts"], 0) << mode;
+    }
+    EXPECT_EQ(l["read_contended"].get<double>() + l["write_contended"].get<double>(), l["contended"].get<double>());
+    EXPECT_EQ(l["hold_samples"], 0);  // no hold of a rwlock is timed
+}
+
 // Over 10,000 rounds on contend's mutex: one to three seconds, in every build, long beside
 // the start and exit the profile's seconds include (2,000 rounds of glibc's under TSan ran
 // 0.16 s, and those were 3.7 % of it). The spin locks are left out: with the machine busy, a

@@ -5,6 +5,7 @@
 
 #include "run/profile_cells.hpp"
 #include "run_profile_fixture.hpp"
+#include "store/history.hpp"
 #include "store/results_io.hpp"
 
 namespace {
@@ -79,6 +80,42 @@ TEST_F(RunProfile, SeveralRunsOfALockAreTheSamplesOfOneCellItsMetricsTheirMedian
         lab::run_cell({{"prog"}, "glibc", false, {{ok, 1e6, std::nullopt, 0, ""}, {failed, 1e6, std::nullopt, 0, ""}}});
     EXPECT_EQ(f.status, "failed");
     EXPECT_EQ(f.detail, "exit status 3");
+}
+
+// A program's rwlocks in its row: each mode's acquisitions, contended ones and wait, in the JSON
+// results and the history's rows; a program that took no rwlock has none of these metrics.
+TEST_F(RunProfile, ARowCarriesTheRwlocksReadsAndWritesApartThroughTheJsonAndTheHistory) {
+    auto j = profile_json(7, {rwlock_json("0x10", 4000000, 8), lock_json("0x20", 1000)});
+    j["read_acquisitions"] = 600;
+    j["write_acquisitions"] = 400;
+    lab::program_status ok;
+    lab::run_result run;
+    run.context.date = "2026-01-01T00:00:00Z";
+    run.cells.push_back(lab::run_cell(
+        {{"prog"}, "contend_mutex", true, {{ok, 1e6, lab::merge_profiles({lab::parse_profile(j.dump())}, 7), 0, ""}}}));
+    const std::pair<const char*, double> expected[] = {
+        {"rwlock_read_acquisitions", 600}, {"rwlock_write_acquisitions", 400}, {"rwlock_read_contended", 4},
+        {"rwlock_write_contended", 4},     {"rwlock_read_wait_ms", 2},         {"rwlock_write_wait_ms", 2}};
+    {
+        lab::history_store history(path("h.db"));
+        history.append(run);
+    }
+    const auto stored = lab::history_store(path("h.db"), lab::history_access::read_only).runs();
+    ASSERT_EQ(stored.size(), 1u);
+    const auto from_json = lab::run_from_json(lab::to_json(run));
+    // The row as made, as read back from the JSON results, and as read back from the history.
+    for (const auto& cells : {run.cells, from_json.cells, stored[0].cells}) {
+        ASSERT_EQ(cells.size(), 1u);
+        for (const auto& [name, value] : expected) EXPECT_DOUBLE_EQ(cells[0].metric(name), value) << name;
+    }
+
+    const auto mutexes = lab::run_cell(
+        {{"prog"},
+         "contend_mutex",
+         true,
+         {{ok, 1e6, lab::merge_profiles({lab::parse_profile(profile_json(7, {lock_json("0x20", 1)}).dump())}, 7), 0,
+           ""}}});
+    for (const auto& [name, value] : mutexes.metrics) EXPECT_EQ(name.find("rwlock"), std::string::npos) << name;
 }
 
 TEST_F(RunProfile, TheProgramParamsAreSafeAndTheArgumentsHashKeepsTheirBoundaries) {

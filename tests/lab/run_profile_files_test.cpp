@@ -36,6 +36,37 @@ TEST_F(RunProfile, AValidFileReadsEveryFieldAsWritten) {
     EXPECT_DOUBLE_EQ(l.estimated_hold_ns(), 4000.0 / 10 * 1000);
 }
 
+TEST_F(RunProfile, ARwlocksReadsAndWritesAreReadApartAndAFileFromBeforeRwlocksReadsAsNone) {
+    auto j = profile_json(42, {rwlock_json("0x10", 3000, 8), lock_json("0x20", 1000)});
+    j["read_acquisitions"] = 600;
+    j["write_acquisitions"] = 400;
+    const auto p = lab::parse_profile(j.dump());
+    EXPECT_EQ(std::make_pair(p.read_acquisitions, p.write_acquisitions),
+              (std::pair<std::uint64_t, std::uint64_t>{600, 400}));
+    ASSERT_EQ(p.locks.size(), 2u);
+    const auto& rw = p.locks[0];
+    EXPECT_TRUE(rw.rwlock);
+    // Each mode's counts as rwlock_json wrote them: acquisitions, contended, timeouts, wait.
+    const std::vector<std::uint64_t> reads = {rw.read_acquisitions, rw.read_contended, rw.read_timeouts,
+                                              rw.read_wait_ns},
+                                     writes = {rw.write_acquisitions, rw.write_contended, rw.write_timeouts,
+                                               rw.write_wait_ns};
+    EXPECT_EQ(reads, (std::vector<std::uint64_t>{600, 4, 0, 1500}));
+    EXPECT_EQ(writes, (std::vector<std::uint64_t>{400, 4, 1, 1500}));
+    EXPECT_FALSE(p.locks[1].rwlock);
+    EXPECT_EQ(p.locks[1].read_acquisitions, 0u);
+
+    const auto old = lab::parse_profile(profile_json(42, {lock_json("0x20", 1000)}).dump());
+    EXPECT_EQ(old.read_acquisitions + old.write_acquisitions, 0u);
+
+    auto other_kind = profile_json(42, {rwlock_json("0x10", 3000)});
+    other_kind["locks"][0]["kind"] = "semaphore";
+    EXPECT_THROW(lab::parse_profile(other_kind.dump()), lab::profile_error);
+    auto missing = profile_json(42, {rwlock_json("0x10", 3000)});
+    missing["locks"][0].erase("write_wait_ns");
+    EXPECT_THROW(lab::parse_profile(missing.dump()), lab::profile_error);
+}
+
 TEST_F(RunProfile, AnotherFormatIsRefusedNamingBoth) {
     auto j = profile_json(42);
     j["format"] = "contend-interpose-profile/2";

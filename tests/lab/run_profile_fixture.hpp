@@ -33,6 +33,22 @@ inline nlohmann::json lock_json(const std::string& address, std::uint64_t wait_n
               {"function", "worker_loop"}}}};
 }
 
+// A rwlock's lock: lock_json's counts (1,000 acquisitions, `contended`) split 600 reads and
+// 400 writes, the contended and the wait in two even halves.
+inline nlohmann::json rwlock_json(const std::string& address, std::uint64_t wait_ns, std::uint64_t contended = 10) {
+    auto j = lock_json(address, wait_ns, contended);
+    j["kind"] = "rwlock";
+    j["read_acquisitions"] = 600;
+    j["read_contended"] = contended / 2;
+    j["read_timeouts"] = 0;
+    j["read_wait_ns"] = wait_ns / 2;
+    j["write_acquisitions"] = 400;
+    j["write_contended"] = contended - contended / 2;
+    j["write_timeouts"] = 1;
+    j["write_wait_ns"] = wait_ns - wait_ns / 2;
+    return j;
+}
+
 inline nlohmann::json profile_json(std::int64_t pid, std::vector<nlohmann::json> locks = {}, double seconds = 1.5) {
     return {{"format", "contend-interpose-profile/1"},
             {"pid", pid},

@@ -57,6 +57,27 @@ TEST_F(RunProfile, TheTableShowsTheTop20ByContendedWaitAndCountsTheRest) {
     EXPECT_NE(table.find("worker_loop"), std::string::npos) << "the library's function name as the site:\n" << table;
 }
 
+TEST_F(RunProfile, ARwlocksRowHasALineWithItsReadsAndWritesAndAProgramOfMutexesOnlyHasNone) {
+    auto j = profile_json(7, {rwlock_json("0x10", 4000000, 8), lock_json("0x20", 1000)});
+    j["read_acquisitions"] = 600;
+    j["write_acquisitions"] = 400;
+    const std::string table = lab::profile_table(lab::merge_profiles({lab::parse_profile(j.dump())}, 7));
+    EXPECT_NE(table.find("  of the acquisitions, rwlock reads 600 and writes 400\n"), std::string::npos) << table;
+    const auto row = table.find("    1  0x10 ");
+    const auto line = table.find(
+        "        rwlock: reads 600 (4 contended, 2.000 ms), writes 400 (4 contended, 2.000 ms, "
+        "1 timed out)\n");
+    ASSERT_NE(row, std::string::npos) << table;
+    ASSERT_NE(line, std::string::npos) << table;
+    EXPECT_LT(row, line);
+    EXPECT_LT(line, table.find("    2  0x20 ")) << "the line is under its own row:\n" << table;
+    EXPECT_NE(table.find("a rwlock's row counts its reads and writes together"), std::string::npos) << table;
+
+    const std::string mutexes =
+        lab::profile_table(lab::merge_profiles({lab::parse_profile(profile_json(7, {lock_json("0x20", 1)}).dump())}));
+    EXPECT_EQ(mutexes.find("rwlock"), std::string::npos) << mutexes;
+}
+
 TEST_F(RunProfile, HostileNamesInAProfileReachTheTerminalEscaped) {
     auto l = lock_json("0x10", 1);
     l["site"]["function"] = "evil\x1b]0;pwned\x07\n\u202e";

@@ -6,10 +6,17 @@
 // One file per process image, one JSON object (docs/lab.md, "contend run"):
 //   {"format": format_name, "pid": N, "executable": "...", "lock": "...", "seconds": X,
 //    "hold_sample_period": N, "acquisitions": N, "contended": N, "trylock_busy": N,
-//    "timeouts": N, "wait_ns": N, "locks_dropped": N, "locks": [LOCK, ...]}
+//    "timeouts": N, "wait_ns": N, "locks_dropped": N, "read_acquisitions": N,
+//    "write_acquisitions": N, "locks": [LOCK, ...]}
 //   LOCK: {"address": "0x..", "acquisitions": N, "contended": N, "timeouts": N, "wait_ns": N,
 //          "wait_p99_ns": N, "wait_max_ns": N, "hold_samples": N, "hold_sampled_ns": N,
-//          "hold_p99_ns": N, "site": SITE}
+//          "hold_p99_ns": N, "site": SITE[, RWLOCK]}
+//   RWLOCK (a pthread rwlock's, whose counts above are its reads and writes together):
+//          "kind": "rwlock", "read_acquisitions": N, "read_contended": N, "read_timeouts": N,
+//          "read_wait_ns": N, "write_acquisitions": N, "write_contended": N,
+//          "write_timeouts": N, "write_wait_ns": N
+// The file's read_acquisitions and write_acquisitions are its rwlocks' (both within its
+// acquisitions). A LOCK without "kind" is a mutex (files before rwlocks were profiled).
 //   SITE: {"address": "0x..", "module": "...", "module_address": "0x..", "function": "..."}
 // N: a whole number >= 0 below 2^64; X: a number >= 0; "0x..": "0x" and 1 to 16 hex digits.
 // A reader ignores fields it does not know, so a field may be added without a new format; a
@@ -27,8 +34,9 @@ namespace contend::interpose::profile_format {
 
 inline constexpr char format_name[] = "contend-interpose-profile/1";
 
-// Every field name of the three objects above, each once (a LOCK shares acquisitions,
-// contended, timeouts and wait_ns with the file; a SITE shares address with a LOCK).
+// Every field name of the objects above, each once (a LOCK shares acquisitions, contended,
+// timeouts and wait_ns with the file, and RWLOCK read_ and write_acquisitions; a SITE shares
+// address with a LOCK).
 namespace fields {
 inline constexpr char format[] = "format";
 inline constexpr char pid[] = "pid";
@@ -53,6 +61,16 @@ inline constexpr char site[] = "site";
 inline constexpr char module[] = "module";
 inline constexpr char module_address[] = "module_address";
 inline constexpr char function[] = "function";
+inline constexpr char kind[] = "kind";
+inline constexpr char rwlock_kind[] = "rwlock";  // kind's one value
+inline constexpr char read_acquisitions[] = "read_acquisitions";
+inline constexpr char read_contended[] = "read_contended";
+inline constexpr char read_timeouts[] = "read_timeouts";
+inline constexpr char read_wait_ns[] = "read_wait_ns";
+inline constexpr char write_acquisitions[] = "write_acquisitions";
+inline constexpr char write_contended[] = "write_contended";
+inline constexpr char write_timeouts[] = "write_timeouts";
+inline constexpr char write_wait_ns[] = "write_wait_ns";
 }  // namespace fields
 
 // The parts of the files' names.
