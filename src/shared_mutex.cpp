@@ -320,7 +320,8 @@ void shared_mutex::undo_unlock_shared() {
 // A reader left; `s` is the state it left behind, with one of reader_unlock_wakes set.
 void shared_mutex::after_reader_left(shared_mutex::word s) {
     if ((s & upgrading_bit) && readers_of(s) == 1) {
-        parking_lot::unpark_one(shared_upgrading_key(this));  // the upgrader is alone now
+        if (!CONTEND_MUTATION(shared_mutex_reader_leaves_the_upgrader_parked))
+            parking_lot::unpark_one(shared_upgrading_key(this));  // the upgrader is alone now
         return;
     }
     if (readers_of(s) == 0 && (s & writers_parked_bit) && !(s & writer_bit)) {
