@@ -87,11 +87,15 @@ bool shared_mutex::lock_slow(internal::deadline until) {
     for (;;) {
         // A writer that finds readers waits on the state directly: with WRITER_WAITING set
         // the readers present drain, and its wait is theirs. One that finds another writer
-        // holding or waiting at the gate queues behind the writers at the gate first, so
-        // that writers contending with writers do not all poll the state word (16 writers
-        // polling and re-announcing on one line ran 3.4x slower than glibc's lock on the
-        // 16-core Intel machine; docs/design/shared_mutex.md).
-        if ((state_.load(std::memory_order_relaxed) & writer_bit) || gate_.is_locked()) {
+        // holding queues behind the writers at the gate first, so that writers contending
+        // with writers do not all poll the state word (16 writers polling and re-announcing
+        // on one line ran 3.4x slower than glibc's lock on the 16-core Intel machine;
+        // docs/design/shared_mutex.md). Only a writer holding sends it there, never the gate
+        // alone: a writer woken from the writers' queue to retry carries the wake-up of the
+        // writers still parked there, and may leave for the gate only when a holder's release
+        // will pass that wake-up on (going to the gate of a free lock, it left the gate's
+        // holder parked on the word for ever: the torture's hang).
+        if (state_.load(std::memory_order_relaxed) & writer_bit) {
             if (until == internal::no_deadline) gate_.lock();
             else if (!gate_.try_lock_until(until)) return false;
             const wait_result r = wait_for_state(until, true);
@@ -192,7 +196,7 @@ void shared_mutex::unlock_and_lock_upgrade() {
 void shared_mutex::release_writer(shared_mutex::word keep) {
     for (;;) {
         shared_mutex::word s = state_.load(std::memory_order_relaxed);
-        if ((s & readers_parked_bit) && release_writer_to_readers(s, keep)) return;
+        if ((s & readers_parked_bit) && release_writer_to_readers(keep)) return;
         if ((s & writers_parked_bit) && keep == 0) {
             wake_a_writer(true);
             return;
@@ -210,23 +214,27 @@ void shared_mutex::release_writer(shared_mutex::word keep) {
 // A downgrade, or a release with no writer waiting, lets every parked reader in; with
 // writers waiting, only when the readers' turn is due. Returns false (nothing done, the lock
 // still held) when it is not.
-bool shared_mutex::release_writer_to_readers(shared_mutex::word s, shared_mutex::word keep) {
-    const bool writers_wait = keep == 0 && (s & (writers_parked_bit | writer_waiting_bit));
-    shared_mutex::word after = 0;
+bool shared_mutex::release_writer_to_readers(shared_mutex::word keep) {
+    word after = 0;
     bool released = false;
     parking_lot::unpark_all(shared_readers_key(this), [&](parking_lot::unpark_all_result r) -> std::intptr_t {
-        if (writers_wait && !r.time_to_be_fair) return parking_lot::keep_parked;
-        shared_mutex::word v = state_.load(std::memory_order_relaxed);
-        const bool hand = r.time_to_be_fair || keep != 0;
-        shared_mutex::word add = hand ? r.threads * one_reader : 0;
-        if (CONTEND_MUTATION(shared_mutex_readers_handed_uncounted)) add = 0;
-        shared_mutex::word next = 0;
-        do {
-            next = ((v & ~(writer_bit | writer_gated_bit | readers_parked_bit)) + keep) + add;
-        } while (!state_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed));
-        after = next;
-        released = true;
-        return hand ? handoff_token : retry_token;
+        // Whether writers wait is decided here, on the word as the CAS finds it: a writer
+        // that parked since the release began must not see the lock freed for readers it
+        // then stops again, with nobody left to wake it (the torture's hang).
+        word v = state_.load(std::memory_order_relaxed);
+        for (;;) {
+            const bool writers_wait = keep == 0 && (v & (writers_parked_bit | writer_waiting_bit));
+            if (writers_wait && !r.time_to_be_fair) return parking_lot::keep_parked;
+            const bool hand = r.time_to_be_fair || keep != 0;
+            word add = hand ? static_cast<word>(r.threads) * one_reader : 0;
+            if (CONTEND_MUTATION(shared_mutex_readers_handed_uncounted)) add = 0;
+            const word next = ((v & ~(writer_bit | writer_gated_bit | readers_parked_bit)) + keep) + add;
+            if (state_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+                after = next;
+                released = true;
+                return hand ? handoff_token : retry_token;
+            }
+        }
     });
     if (released) after_release(after);
     return released;

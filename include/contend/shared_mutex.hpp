@@ -248,7 +248,7 @@ private:
     bool upgrade_slow(internal::deadline until);
     void unlock_slow();
     void release_writer(word keep);
-    bool release_writer_to_readers(word s, word keep);
+    bool release_writer_to_readers(word keep);
     void wake_a_writer(bool from_writer);
     void after_reader_left(word s);
     void after_release(word s);
