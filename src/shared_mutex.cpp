@@ -28,6 +28,13 @@
 // a writer handed the lock is ordered after all their reads.
 #include "contend/shared_mutex.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
@@ -79,6 +86,134 @@ bool mark_parked(internal::atomic<shared_mutex::word>& state, shared_mutex::word
 
 void shared_mutex::misuse(const char* what) { throw synchronization_error(what); }
 
+// ---- reader bias ----
+
+namespace {
+
+// The bias's clock, in ticks of 2^10 units: on x86-64 the time-stamp counter's cycles (a tick
+// is then 0.3 to 0.5 us; a TSC read cost about 12 ns on the 2-vCPU EPYC VM, the steady clock
+// 30), elsewhere (and in the model-checking build, on the model's clock) nanoseconds. Only
+// differences of ticks are used, so their length in ns does not matter: an inhibition is a
+// multiple of a revocation measured on the same clock. Kept modulo 2^16 in bias_until_, where
+// 0 means "not inhibited" (an until that falls on 0 is stored as 1).
+std::uint64_t bias_clock() noexcept {
+#if defined(__x86_64__) && !CONTEND_MODEL_CHECK
+    return __rdtsc() >> 10;
+#else
+    return static_cast<std::uint64_t>(internal::clock::now().time_since_epoch().count()) >> 10;
+#endif
+}
+std::uint16_t nonzero(std::uint64_t t) noexcept {
+    const auto v = static_cast<std::uint16_t>(t);
+    return v == 0 ? 1 : v;
+}
+// The longest inhibition, 4095 ticks (1 to 2 ms of TSC): a larger difference is a wrapped
+// clock, not an inhibition.
+constexpr std::int16_t max_inhibit_ticks = 0x0fff;
+
+// What stops a reader from biasing the lock: a writer holding, waiting or parked, an upgrade,
+// or a bias already (or being revoked).
+constexpr shared_mutex::word bias_blockers = shared_mutex::writer_bit | shared_mutex::writer_waiting_bit |
+                                             shared_mutex::writers_parked_bit | shared_mutex::upgrading_bit |
+                                             shared_mutex::read_bias_bit | shared_mutex::revoking_bit;
+
+}  // namespace
+
+// A read went through the count (state `s` before it added itself). If the lock is biased
+// already, this thread's next read tries its slot; otherwise, every look_interval reads, the
+// reader biases the lock when nothing stops it and no revocation inhibits it. It holds its
+// read meanwhile, so no writer holds the lock.
+void shared_mutex::after_counted_read(internal::reader_row& r, word s) noexcept {
+    auto& slot = r.slot_for(this);
+    if (!(s & read_bias_bit)) {
+        r.countdown = internal::reader_row::look_interval;
+        if (const std::uint16_t until = bias_until_.load(std::memory_order_relaxed); until != 0) {
+            const auto left = static_cast<std::int16_t>(until - static_cast<std::uint16_t>(bias_clock()));
+            if (left > 0 && left <= max_inhibit_ticks) return;
+            // Over, or so far off that the clock wrapped past it: forget it, so that a lock left
+            // alone for a while does not seem inhibited when the ticks come round again.
+            bias_until_.store(0, std::memory_order_relaxed);
+        }
+        word v = state_.load(std::memory_order_relaxed);
+        for (;;) {
+            if (v & bias_blockers) return;
+            if (state_.compare_exchange_weak(v, v | read_bias_bit, std::memory_order_relaxed,
+                                             std::memory_order_relaxed))
+                break;
+        }
+    }
+    if (slot.load(std::memory_order_relaxed) == nullptr)
+        slot.store(internal::reader_row::hint(), std::memory_order_relaxed);
+}
+
+namespace {
+
+// After a revocation that took `took`, the bias stays off for bias_inhibit_factor times as
+// long: at least two ticks (one could end at once), at most half the ticks' range.
+std::uint16_t inhibit_ticks(std::uint64_t took) noexcept {
+    return static_cast<std::uint16_t>(
+        std::clamp<std::uint64_t>(took * shared_mutex::bias_inhibit_factor + 2, 2, max_inhibit_ticks));
+}
+
+}  // namespace
+
+// Takes the bias back, so that a writer (or an upgrade) can wait for the count alone. One
+// revoker at a time: the one whose CAS set REVOKING scans the rows and clears both bits; others
+// wait for it. A reader cannot enter through its row while REVOKING is set, and every reader
+// that entered before it was set is seen by the scans (enter_biased). False if `until` passed:
+// the revoker then clears REVOKING alone, and the bias stays.
+bool shared_mutex::revoke_bias(internal::deadline until, word stop) {
+    for (;;) {
+        word s = state_.load(std::memory_order_relaxed);
+        if (!(s & read_bias_bit)) return true;
+        if (s & revoking_bit) {
+            // Another thread revokes: wait until it is done.
+            if (!internal::wait_while([this] { return (state_.load(std::memory_order_relaxed) & revoking_bit) != 0; },
+                                      until))
+                return false;
+            continue;
+        }
+        if (!state_.compare_exchange_strong(s, s | revoking_bit | stop, std::memory_order_seq_cst,
+                                            std::memory_order_relaxed))
+            continue;
+        const std::uint64_t started = bias_clock();
+        const bool drained = CONTEND_MUTATION(shared_mutex_revocation_skips_the_scan) ||
+                             internal::wait_while([this] { return internal::any_reader_slot_holds(this); }, until);
+        if (!drained) {
+            if (CONTEND_MUTATION(shared_mutex_timed_out_revoker_keeps_revoking)) return false;
+            state_.fetch_and(~revoking_bit, std::memory_order_relaxed);
+            // WRITER_WAITING must not outlive its writer (an upgrade clears its UPGRADING itself).
+            if (stop == writer_waiting_bit) after_writer_timeout();
+            return false;
+        }
+        const std::uint64_t done = bias_clock();
+        bias_until_.store(nonzero(done + inhibit_ticks(done - started)), std::memory_order_relaxed);
+        // acq_rel: the readers' slot releases were read (acquire) by the scan; the clear
+        // publishes nothing new but keeps the word's release sequence.
+        state_.fetch_and(~(read_bias_bit | revoking_bit), std::memory_order_acq_rel);
+        return true;
+    }
+}
+
+// revoke_bias with one look at the rows: false (the bias kept) if a reader holds a slot or
+// another thread is revoking.
+bool shared_mutex::try_revoke_bias() noexcept {
+    word s = state_.load(std::memory_order_relaxed);
+    for (;;) {
+        if (!(s & read_bias_bit)) return true;
+        if (s & revoking_bit) return false;
+        if (state_.compare_exchange_weak(s, s | revoking_bit, std::memory_order_seq_cst, std::memory_order_relaxed))
+            break;
+    }
+    if (internal::any_reader_slot_holds(this)) {
+        state_.fetch_and(~revoking_bit, std::memory_order_relaxed);
+        return false;
+    }
+    bias_until_.store(nonzero(bias_clock() + inhibit_ticks(0)), std::memory_order_relaxed);
+    state_.fetch_and(~(read_bias_bit | revoking_bit), std::memory_order_acq_rel);
+    return true;
+}
+
 // ---- writers ----
 
 bool shared_mutex::lock_slow(internal::deadline until) {
@@ -95,6 +230,10 @@ bool shared_mutex::lock_slow(internal::deadline until) {
         // writers still parked there, and may leave for the gate only when a holder's release
         // will pass that wake-up on (going to the gate of a free lock, it left the gate's
         // holder parked on the word for ever: the torture's hang).
+        if (state_.load(std::memory_order_relaxed) & read_bias_bit) {
+            if (!revoke_bias(until, writer_waiting_bit)) return false;
+            continue;
+        }
         if (state_.load(std::memory_order_relaxed) & writer_bit) {
             if (until == internal::no_deadline) gate_.lock();
             else if (!gate_.try_lock_until(until)) return false;
@@ -123,12 +262,20 @@ void shared_mutex::open_gate() { gate_.unlock_before_blocking(); }
 shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until, bool gated) {
     for (;;) {
         const wait_result polled = announce_and_poll(gated);
+        if (polled == wait_result::bias_seen) {
+            // Readers biased the lock (between this writer's waits): take the bias back.
+            if (!revoke_bias(until, writer_waiting_bit)) return wait_result::timed_out;
+            continue;
+        }
         if (polled != wait_result::timed_out) return polled;  // taken, or writer_seen
         const auto result = parking_lot::park(
             shared_writers_key(this),
             [this] {
-                return mark_parked(state_, writers_parked_bit | writer_waiting_bit,
-                                   [](shared_mutex::word v) { return !writer_can_take(v); });
+                // Never parked on a biased lock: no reader's release would wake it.
+                return mark_parked(state_, writers_parked_bit | writer_waiting_bit, [](shared_mutex::word v) {
+                    return !writer_can_take(v) &&
+                           (!(v & read_bias_bit) || CONTEND_MUTATION(shared_mutex_writer_parks_on_a_biased_lock));
+                });
             },
             until);
         if (result.status == park_status::unparked && result.token == handoff_token) {
@@ -158,6 +305,7 @@ shared_mutex::wait_result shared_mutex::announce_and_poll(bool gated) {
                 return wait_result::taken;
         }
         if (!gated && (s & writer_bit)) return wait_result::writer_seen;
+        if (s & read_bias_bit) return wait_result::bias_seen;
         // Only readers need stopping: a writer holding the lock leaves it to a waiting writer
         // without waiting for this bit.
         if (!(s & writer_waiting_bit) && readers_of(s) > 0)
@@ -423,7 +571,9 @@ void shared_mutex::unlock_upgrade_and_lock_shared() {
 
 bool shared_mutex::try_unlock_upgrade_and_lock() noexcept {
     shared_mutex::word s = state_.load(std::memory_order_relaxed);
-    while ((s & upgrader_bit) && readers_of(s) == 1) {
+    if ((s & read_bias_bit) && (!(s & upgrader_bit) || !try_revoke_bias())) return false;
+    s = state_.load(std::memory_order_relaxed);
+    while ((s & upgrader_bit) && readers_of(s) == 1 && !(s & read_bias_bit)) {
         if (state_.compare_exchange_weak(s, taken_by_writer(s - one_reader - upgrader_bit - (s & upgrading_bit)),
                                          std::memory_order_acquire, std::memory_order_relaxed))
             return true;
@@ -434,13 +584,24 @@ bool shared_mutex::try_unlock_upgrade_and_lock() noexcept {
 bool shared_mutex::upgrade_slow(internal::deadline until) {
     shared_mutex::word s = state_.load(std::memory_order_relaxed);
     if (!(s & upgrader_bit)) misuse("contend::shared_mutex::unlock_upgrade_and_lock: no upgrader holds the lock");
-    // Announce the upgrade: new readers queue from here on, so the readers present drain.
-    while (!(s & upgrading_bit) && readers_of(s) > 1 && !CONTEND_MUTATION(shared_mutex_upgrade_does_not_announce)) {
-        if (state_.compare_exchange_weak(s, s | upgrading_bit, std::memory_order_relaxed, std::memory_order_relaxed))
-            break;
-    }
     bool spun = false;
     for (;;) {
+        // Announce the upgrade: new readers queue from here on, so the readers present drain.
+        // Again at every turn: a reader may have come in through the count while the upgrade
+        // took the bias back, or before (the upgrade found itself the only counted reader).
+        s = state_.load(std::memory_order_relaxed);
+        while (!(s & upgrading_bit) && readers_of(s) > 1 && !CONTEND_MUTATION(shared_mutex_upgrade_does_not_announce)) {
+            if (state_.compare_exchange_weak(s, s | upgrading_bit, std::memory_order_relaxed,
+                                             std::memory_order_relaxed))
+                break;
+        }
+        // Readers in rows are readers too; UPGRADING stops new ones through the count while
+        // they drain. (The bias cannot come back while UPGRADING is set.)
+        if ((s & read_bias_bit) && !revoke_bias(until, upgrading_bit)) {
+            const shared_mutex::word before = state_.fetch_and(~upgrading_bit, std::memory_order_relaxed);
+            after_release(before & ~upgrading_bit);
+            return false;
+        }
         if (CONTEND_MUTATION(shared_mutex_upgrade_does_not_wait)) {
             s = state_.load(std::memory_order_relaxed);
             while (!state_.compare_exchange_weak(s, taken_by_writer((s & ~(upgrader_bit | upgrading_bit)) - one_reader),

@@ -8,7 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "contend/internal/reader_slots.hpp"
 #include "contend/mutex.hpp"
+#include "contend/synchronization_error.hpp"
 #include "lock_conformance.hpp"
 
 namespace contend_test {
@@ -439,6 +441,161 @@ TEST(SharedMutex, MixedModesKeepTheTableWholeAndLoseNoWrite) {
     EXPECT_EQ(table[0], writes.load());
     EXPECT_EQ(m.reader_count(), 0u);
     EXPECT_FALSE(m.is_locked());
+}
+
+// ---- reader bias (visible readers) ----
+
+namespace {
+
+// Reads on this thread until the lock is biased towards readers (a thread's reads through the
+// count look every reader_row::look_interval reads; a revocation inhibits the bias for a while).
+bool bias(shared_mutex& m) {
+    return eventually([&] {
+        for (std::uint32_t i = 0; i < contend::internal::reader_row::look_interval; ++i) {
+            m.lock_shared();
+            m.unlock_shared();
+        }
+        return m.is_read_biased();
+    });
+}
+
+std::uint32_t reads_in_rows(const shared_mutex& m) { return contend::internal::reader_slots_holding(&m); }
+
+// A thread that takes a read through its row (its first read goes through the count and
+// learns the lock is biased; the second uses the row) and holds it until told.
+class row_reader {
+public:
+    explicit row_reader(shared_mutex& m)
+        : thread_([this, &m] {
+              m.lock_shared();
+              m.unlock_shared();
+              m.lock_shared();
+              holding_.store(true);
+              while (!release_.load()) std::this_thread::sleep_for(100us);
+              if (recursive_.load()) {
+                  recursive_ok_.store(m.try_lock_shared_recursive());
+                  if (recursive_ok_.load()) m.unlock_shared();
+              }
+              m.unlock_shared();
+          }) {}
+    ~row_reader() {
+        release_.store(true);
+        if (thread_.joinable()) thread_.join();
+    }
+    bool holding() const {
+        return eventually([this] { return holding_.load(); });
+    }
+    // A recursive read, taken just before the release.
+    void release(bool recursive_read = false) {
+        recursive_.store(recursive_read);
+        release_.store(true);
+    }
+    void join() { thread_.join(); }
+    bool recursive_read_passed() const { return recursive_ok_.load(); }
+
+private:
+    std::atomic<bool> holding_{false}, release_{false}, recursive_{false}, recursive_ok_{false};
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST(SharedMutex, AReadMostlyLockBecomesBiasedAndItsReadsGoToTheThreadsRow) {
+    shared_mutex m;
+    ASSERT_TRUE(bias(m));
+    m.lock_shared();
+    EXPECT_EQ(reads_in_rows(m), 1u);
+    EXPECT_EQ(m.reader_count(), 1u);
+    EXPECT_FALSE(m.try_lock());  // a reader in a row keeps a writer out
+    m.lock_shared();  // this thread's slot is taken: the second read goes through the count
+    EXPECT_EQ(reads_in_rows(m), 1u);
+    EXPECT_EQ(m.reader_count(), 2u);
+    m.unlock_shared();
+    m.unlock_shared();
+    EXPECT_EQ(m.reader_count(), 0u);
+    EXPECT_TRUE(m.try_lock());  // takes the bias back: nobody reads
+    EXPECT_FALSE(m.is_read_biased());
+    m.unlock();
+}
+
+TEST(SharedMutex, AWriterTakesTheBiasBackAndWaitsForAReaderInItsRowWhichCanStillReadRecursively) {
+    watchdog dog(60s);
+    shared_mutex m;
+    ASSERT_TRUE(bias(m));
+    row_reader reader(m);
+    ASSERT_TRUE(reader.holding());
+    ASSERT_EQ(reads_in_rows(m), 1u);
+    std::atomic<bool> wrote{false};
+    std::thread writer([&] {
+        m.lock();
+        wrote.store(true);
+        m.unlock();
+    });
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(wrote.load());  // the reader in its row still holds the lock
+    // The revoking writer does not hold the lock, so a recursive read (the reader's own) passes.
+    reader.release(true);
+    reader.join();
+    EXPECT_TRUE(reader.recursive_read_passed());
+    writer.join();
+    EXPECT_TRUE(wrote.load());
+    EXPECT_FALSE(m.is_read_biased());
+    EXPECT_EQ(m.reader_count(), 0u);
+}
+
+TEST(SharedMutex, AWriterThatTimesOutTakingTheBiasBackLeavesTheLockBiasedAndUsable) {
+    shared_mutex m;
+    ASSERT_TRUE(bias(m));
+    {
+        row_reader reader(m);
+        ASSERT_TRUE(reader.holding());
+        EXPECT_FALSE(m.try_lock_for(10ms));
+        EXPECT_TRUE(m.is_read_biased());
+        // Readers still enter (through the count or their rows) and leave.
+        EXPECT_TRUE(m.try_lock_shared());
+        m.unlock_shared();
+    }
+    EXPECT_TRUE(m.try_lock_for(10s));
+    EXPECT_FALSE(m.is_read_biased());
+    m.unlock();
+}
+
+TEST(SharedMutex, AnUpgradeWaitsForAReaderInItsRow) {
+    watchdog dog(60s);
+    shared_mutex m;
+    ASSERT_TRUE(bias(m));
+    row_reader reader(m);
+    ASSERT_TRUE(reader.holding());
+    m.lock_upgrade();
+    EXPECT_FALSE(m.try_unlock_upgrade_and_lock());
+    EXPECT_FALSE(m.try_unlock_upgrade_and_lock_for(10ms));  // keeps the upgradable read
+    reader.release();
+    EXPECT_TRUE(m.try_unlock_upgrade_and_lock_for(10s));
+    EXPECT_TRUE(m.is_locked());
+    m.unlock();
+}
+
+TEST(SharedMutex, AThreadGivesItsRowBackWhenItExits) {
+    shared_mutex m;
+    const std::size_t before = contend::internal::claimed_reader_rows();
+    for (int i = 0; i < 100; ++i) {
+        std::thread t([&] {
+            m.lock_shared();
+            m.unlock_shared();
+        });
+        t.join();
+    }
+    EXPECT_LE(contend::internal::claimed_reader_rows(), before + 1);  // +1: this thread's, if new
+}
+
+TEST(SharedMutex, UnlockingAReadNotHeldOnABiasedLockThrowsAndChangesNothing) {
+    shared_mutex m;
+    ASSERT_TRUE(bias(m));
+    EXPECT_THROW(m.unlock_shared(), contend::synchronization_error);
+    EXPECT_EQ(m.reader_count(), 0u);
+    EXPECT_TRUE(m.is_read_biased());
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
 }
 
 }  // namespace contend_test

@@ -37,12 +37,13 @@ class torture {
 public:
     explicit torture(std::uint32_t seed) : seed_(seed) {}
 
-    // Threads 0 .. readers-1 read (and upgrade), the rest write (and downgrade).
-    void run(int readers, int writers, long operations) {
+    // Threads 0 .. readers-1 read (and upgrade), the rest write (and downgrade), in one
+    // operation of every `write_one_in` (reading in the others).
+    void run(int readers, int writers, long operations, long write_one_in = 1) {
         run_threads(readers + writers, [&](int t) {
             std::mt19937 rng(seed_ + static_cast<std::uint32_t>(t));
             long writes = 0;
-            for (long i = 0; i < operations; ++i) writes += one_op(t >= readers, rng);
+            for (long i = 0; i < operations; ++i) writes += one_op(t >= readers && i % write_one_in == 0, rng);
             writes_.fetch_add(writes, std::memory_order_relaxed);
         });
     }
@@ -50,6 +51,9 @@ public:
     std::uint64_t version() const { return table_.version; }
     long writes() const { return writes_.load(); }
     long violations() const { return violations_.load(); }
+    // Whether a reader ever found the lock biased towards readers (its read then, or a later
+    // one, went through the thread's row).
+    bool saw_bias() const { return saw_bias_.load(); }
     const std::string& first_violation() const { return first_violation_; }
     const contend::shared_mutex& lock() const { return rw_; }
 
@@ -77,6 +81,8 @@ private:
     std::uint64_t check_read() {
         readers_inside_.fetch_add(1, std::memory_order_seq_cst);
         if (writers_inside_.load(std::memory_order_seq_cst) != 0) violation("a writer held the lock beside a reader");
+        if (!saw_bias_.load(std::memory_order_relaxed) && rw_.is_read_biased())
+            saw_bias_.store(true, std::memory_order_relaxed);
         const std::uint64_t v = table_.version;
         for (int i = 0; i < table_lines; ++i) {
             if (i == table_lines / 2) maybe_yield();
@@ -226,14 +232,16 @@ private:
     std::atomic<int> upgraders_inside_{0};
     std::atomic<long> writes_{0};
     std::atomic<long> violations_{0};
+    std::atomic<bool> saw_bias_{false};
     std::string first_violation_;  // written once, by the thread that counted the first
 };
 
-void torture_with(int readers, int writers, long operations) {
+void torture_with(int readers, int writers, long operations, long write_one_in = 1, bool expect_bias = false) {
     watchdog dog(240s, "shared_mutex torture");
     const std::uint32_t seed = test_seed();
     torture t(seed);
-    t.run(readers, writers, operations);
+    t.run(readers, writers, operations, write_one_in);
+    if (expect_bias) EXPECT_TRUE(t.saw_bias()) << "no reader found the lock biased; " << seed_trace(seed);
     EXPECT_EQ(t.violations(), 0) << t.first_violation() << "; " << seed_trace(seed);
     EXPECT_EQ(t.version(), static_cast<std::uint64_t>(t.writes())) << seed_trace(seed);
     EXPECT_FALSE(t.lock().is_locked()) << seed_trace(seed);
@@ -246,6 +254,13 @@ TEST(SharedMutexTorture, ReadersNeverSeeATornTableAndWritersAreAlone) { torture_
 // Mostly readers with two writers: the writers park behind reader phases and the readers
 // behind them, the case phase-fairness is for.
 TEST(SharedMutexTorture, TwoWritersAmongManyReadersStayExclusiveAndFinish) { torture_with(10, 2, scaled(10000)); }
+
+// Read-mostly (the writers write once in 200 operations): the lock is biased towards readers,
+// who read through their threads' rows, and every write takes the bias back first, while
+// readers in rows may be halfway through the table.
+TEST(SharedMutexTorture, ReadersInTheirRowsAndRareWritersTakingTheBiasBackStayExclusive) {
+    torture_with(10, 2, scaled(20000), 200, true);
+}
 
 }  // namespace
 }  // namespace contend_test

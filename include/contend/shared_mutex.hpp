@@ -18,11 +18,27 @@
 //   | 0x40 WRITER_WAITING   | a writer waits (polling, or parked and owed the next turn):   |
 //   |                       | new readers and upgraders queue behind it                     |
 //   | 0x80 WRITER_GATED     | the writer holding came through the gate, and opens it        |
-//   | bits 8..31            | the number of readers holding the lock (upgrader included)    |
+//   | 0x100 READ_BIAS       | readers may hold the lock in their own rows (below), not here |
+//   | 0x200 REVOKING        | a writer or an upgrade is taking the bias back: no new reader |
+//   |                       | enters through its row                                        |
+//   | bits 10..31           | the number of readers holding the lock through the count      |
+//   |                       | (upgrader included)                                           |
 //
 // The gate is a contend::mutex that writers which meet another writer take first, so that
 // writers contending with writers wait in the mutex's way (one designee polls, the rest
 // sleep or yield) and only one of them waits on the word.
+//
+// Reader bias (visible readers; docs/references.md, bravo-rw): a read-mostly lock is biased
+// towards readers, and a reader then marks its read in its own thread's row of slots
+// (contend/internal/reader_slots.hpp) instead of in the count, so readers on different CPUs
+// write different lines and the state word stays clean in every cache. A reader whose read
+// went through the count sets READ_BIAS (every 16th such read of its thread looks) when no
+// writer waits and the bias is not inhibited. A writer (or an upgrade) that finds READ_BIAS
+// revokes it before it can take the lock: it sets REVOKING (a writer sets WRITER_WAITING with
+// it, which stops new readers through the count), waits until no row holds a read of
+// the lock, then clears both bits and inhibits the bias for 9 times as long as that took (so
+// revocations take at most about a tenth of a writer-mixed workload's time). While READ_BIAS
+// is set no writer holds the lock and none is parked.
 //
 // Invariants: WRITER is never set while the reader count is above 0 (but for readers that
 // added themselves and are backing out, having found the lock stopped), and UPGRADING only
@@ -51,11 +67,17 @@
 // writers and an upgrade in progress. Use it only from a thread that holds a read already,
 // or it lets readers starve writers.
 //
-// Costs: lock_shared() and unlock_shared() are one fetch_add / fetch_sub each; lock() and
+// Costs: lock_shared() and unlock_shared() are, biased, a seq_cst store to this thread's own
+// slot and a load of the state word, then a release store to the slot; unbiased, one
+// fetch_add / fetch_sub each (and a look at this thread's slot); lock() and
 // lock_upgrade() a CAS when they can take the lock, unlock() a CAS when nobody waits. A
 // contended acquisition polls for up to spin_budget (pausing, and yielding a CPU another
 // thread needs), then parks; a writer that meets another writer first takes the gate. The
 // slow paths take one or two parking-lot bucket locks.
+//
+// A writer's revocation waits for the readers in rows by polling, then sleeping in steps up to
+// 100 us (a read through a row wakes nobody when it ends); the bias is off while writers come
+// often, so that wait is rare.
 //
 // Misuse: unlocking a mode that is not held (unlock() with no writer, unlock_shared() with no
 // reader, unlock_upgrade() with no upgrader) throws synchronization_error and leaves the lock
@@ -68,6 +90,7 @@
 
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
+#include "contend/internal/reader_slots.hpp"
 #include "contend/mutex.hpp"
 
 namespace contend {
@@ -88,12 +111,17 @@ public:
     }
     bool try_lock() noexcept {
         word s = state_.load(std::memory_order_relaxed);
-        while (writer_can_take(s)) {
+        for (;;) {
+            if (s & read_bias_bit) [[unlikely]] {
+                if (!try_revoke_bias()) return false;
+                s = state_.load(std::memory_order_relaxed);
+                continue;
+            }
+            if (!writer_can_take(s)) return false;
             if (state_.compare_exchange_weak(s, taken_by_writer(s), std::memory_order_acquire,
                                              std::memory_order_relaxed))
                 return true;
         }
-        return false;
     }
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
@@ -111,14 +139,25 @@ public:
 
     // ---- shared (reader) ----
     void lock_shared() {
+        internal::reader_row* r = internal::reader_row_for_read();
+        if (r != nullptr && r->slot_for(this).load(std::memory_order_relaxed) == internal::reader_row::hint() &&
+            enter_biased(r->slot_for(this)))
+            return;
         // fetch_add, not load and CAS: on a line that readers of other CPUs keep taking, a
         // load fetches it shared and the CAS must fetch it again, and a CAS can fail and
         // retry where an add cannot. A reader that finds the lock stopped backs out.
         const word s = state_.fetch_add(one_reader, std::memory_order_acquire);
         if (s & reader_blockers) [[unlikely]]
             back_out_and_wait(s + one_reader);
+        else if (r != nullptr && ((s & read_bias_bit) || --r->countdown == 0)) [[unlikely]] after_counted_read(*r, s);
     }
-    bool try_lock_shared() noexcept { return try_add_reader(reader_blockers); }
+    bool try_lock_shared() noexcept {
+        internal::reader_row* r = internal::reader_row_for_read();
+        if (r != nullptr && r->slot_for(this).load(std::memory_order_relaxed) == internal::reader_row::hint() &&
+            enter_biased(r->slot_for(this)))
+            return true;
+        return try_add_reader(reader_blockers);
+    }
     template <class Rep, class Period>
     bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
         return try_lock_shared() || lock_shared_slow(internal::deadline_after(d), reader_blockers);
@@ -133,12 +172,24 @@ public:
         if (!try_add_reader(writer_bit)) [[unlikely]]
             lock_shared_slow(internal::no_deadline, writer_bit);
     }
+    // (A recursive read always goes through the count: the thread's slot for this lock may
+    // hold its first read already.)
     bool try_lock_shared_recursive() noexcept { return try_add_reader(writer_bit); }
     template <class Clock, class Duration>
     bool try_lock_shared_recursive_until(const std::chrono::time_point<Clock, Duration>& t) {
         return try_add_reader(writer_bit) || lock_shared_slow(internal::to_deadline(t), writer_bit);
     }
     void unlock_shared() {
+        if (internal::reader_row* r = internal::this_thread_reader_row) {
+            auto& slot = r->slot_for(this);
+            // Only this thread writes its slot, so a relaxed load sees its own read's mark.
+            // Reads are interchangeable: a thread holding this lock through its slot and
+            // through the count may give back either first.
+            if (slot.load(std::memory_order_relaxed) == this) {
+                slot.store(internal::reader_row::hint(), std::memory_order_release);
+                return;
+            }
+        }
         const word s = state_.fetch_sub(one_reader, std::memory_order_release);
         if (!holds_plain_reader(s)) [[unlikely]]
             undo_unlock_shared();  // throws
@@ -191,7 +242,12 @@ public:
 
     // Snapshots, for assertions and diagnostics.
     bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & writer_bit; }
-    std::uint32_t reader_count() const noexcept { return state_.load(std::memory_order_relaxed) >> reader_shift; }
+    // Readers through the count and through rows (the rows scanned: for diagnostics).
+    std::uint32_t reader_count() const noexcept {
+        return (state_.load(std::memory_order_relaxed) >> reader_shift) + internal::reader_slots_holding(this);
+    }
+    // Whether reads may go through the threads' rows now (a snapshot).
+    bool is_read_biased() const noexcept { return state_.load(std::memory_order_relaxed) & read_bias_bit; }
 
     // How long a contended acquisition polls before it parks (see the .cpp for why).
     static constexpr std::chrono::nanoseconds spin_budget{4000};
@@ -204,7 +260,12 @@ public:
     static constexpr word upgraders_parked_bit = 0x20;
     static constexpr word writer_waiting_bit = 0x40;
     static constexpr word writer_gated_bit = 0x80;
-    static constexpr unsigned reader_shift = 8;
+    static constexpr word read_bias_bit = 0x100;
+    static constexpr word revoking_bit = 0x200;
+    static constexpr unsigned reader_shift = 10;
+    // After a revocation that took d, the bias stays off for bias_inhibit_factor * d (BRAVO's
+    // N: revocations then take at most about 1/(N+1) of the time).
+    static constexpr unsigned bias_inhibit_factor = 9;
     static constexpr word one_reader = word{1} << reader_shift;
 
 private:
@@ -217,7 +278,9 @@ private:
     static constexpr word reader_unlock_wakes =
         writers_parked_bit | upgrading_bit | readers_parked_bit | upgraders_parked_bit;
 
-    static constexpr bool writer_can_take(word s) noexcept { return !(s & writer_bit) && s < one_reader; }
+    static constexpr bool writer_can_take(word s) noexcept {
+        return !(s & (writer_bit | read_bias_bit)) && s < one_reader;
+    }
     // The state once a writer takes the lock from `s`: a waiting writer's announcement is
     // used up (other waiting writers renew theirs).
     static constexpr word taken_by_writer(word s) noexcept { return (s | writer_bit) & ~writer_waiting_bit; }
@@ -225,6 +288,18 @@ private:
     // A reader other than the upgrader holds the lock.
     static constexpr bool holds_plain_reader(word s) noexcept {
         return (s >> reader_shift) > ((s & upgrader_bit) ? 1u : 0u);
+    }
+
+    // A read through this thread's slot: mark it, then look at the state (seq_cst both, the
+    // two halves of Dekker's protocol with a revoking writer, which sets REVOKING and then
+    // scans the slots: one of the two sees the other). Takes the mark back if the lock is not
+    // biased (or is being revoked).
+    bool enter_biased(internal::atomic<const void*>& slot) noexcept {
+        slot.store(this, std::memory_order_seq_cst);
+        if ((state_.load(std::memory_order_seq_cst) & (read_bias_bit | revoking_bit)) == read_bias_bit) [[likely]]
+            return true;
+        slot.store(nullptr, std::memory_order_release);
+        return false;
     }
 
     bool try_add_reader(word blockers) noexcept {
@@ -236,7 +311,10 @@ private:
         return false;
     }
 
-    enum class wait_result { taken, timed_out, writer_seen };
+    enum class wait_result { taken, timed_out, writer_seen, bias_seen };
+    void after_counted_read(internal::reader_row& r, word s) noexcept;
+    bool try_revoke_bias() noexcept;
+    bool revoke_bias(internal::deadline until, word stop);
     bool lock_slow(internal::deadline until);
     wait_result wait_for_state(internal::deadline until, bool gated);
     wait_result announce_and_poll(bool gated);
@@ -264,6 +342,10 @@ private:
     // only readers wait on the word directly: their wait is the readers' drain.) Beside the word, not at its address:
     // the mutex parks under its own address, and the readers park under the word's.
     mutex gate_;
+    // Until when the bias stays off after a revocation (0: it is not): the steady clock in
+    // units of 2^14 ns (about 16 us), modulo 2^16, compared as a signed difference; an
+    // inhibition lasts at most about 67 ms (shared_mutex.cpp).
+    internal::atomic<std::uint16_t> bias_until_{0};
 };
 
 static_assert(sizeof(shared_mutex) == 8);

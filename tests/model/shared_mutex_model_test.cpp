@@ -261,6 +261,30 @@ void a_timed_writer_giving_up_lets_the_readers_behind_it_in() {
     expect_usable();
 }
 
+// Reader bias: every read through the count may bias the lock in this build
+// (reader_row::look_interval is 1), so a thread's second read goes through its row. Two such
+// readers against a writer and a timed writer, both of which must take the bias back (one at a
+// time), the timed one maybe giving up while a reader still holds its row.
+void read_twice() {
+    read_once();
+    read_once();
+}
+
+void row_readers_against_revoking_writers() {
+    model::thread a(read_twice);
+    model::thread b([] {
+        if (rw.try_lock_for(std::chrono::microseconds(3))) {
+            write_section();
+            rw.unlock();
+        }
+    });
+    read_twice();
+    write_once();
+    a.join();
+    b.join();
+    expect_usable();
+}
+
 // Each model runs the sampling strategies that find its bugs (the mutations below),
 // sampled_schedules executions each, then every schedule with one preemption: a few hundred
 // schedules of each, as the other families' models, since the model stage of the test command
@@ -311,6 +335,10 @@ TEST(SharedMutexModel, ARecursiveReadPassesAParkedWriter) {
     expect_holds_under({by_pct}, recursive_read_passes_a_parked_writer);
 }
 
+TEST(SharedMutexModel, ReadersInTheirRowsAndWritersTakingTheBiasBackExcludeEachOther) {
+    expect_holds_under({by_pct, by_random}, row_readers_against_revoking_writers);
+}
+
 // Not a mutation of the lock but of the caller: the same model with a plain second read,
 // which the contract says can deadlock behind the parked writer. Found, so the model above
 // does reach a writer parked between the two reads.
@@ -357,6 +385,14 @@ const std::vector<mutation_case> mutations = {
     // The last reader but the upgrader leaves and does not wake it: the upgrade sleeps for
     // good (87 / missed / missed).
     {"shared_mutex_reader_leaves_the_upgrader_parked", upgrade_against_a_reader_leaving, {by_pct}},
+    // A writer takes the bias back without waiting for the readers in rows: a writer beside a
+    // reader.
+    {"shared_mutex_revocation_skips_the_scan", row_readers_against_revoking_writers, {by_pct}},
+    // A writer parks on a biased lock with no reader in the count: nobody wakes it.
+    {"shared_mutex_writer_parks_on_a_biased_lock", row_readers_against_revoking_writers, {by_pct}},
+    // A timed writer that gives up the revocation leaves REVOKING set: the other writer waits
+    // for it for ever (more than max_steps scheduling points).
+    {"shared_mutex_timed_out_revoker_keeps_revoking", row_readers_against_revoking_writers, {by_pct, by_random}},
 };
 
 void PrintTo(const mutation_case& c, std::ostream* os) { *os << c.name; }
