@@ -132,54 +132,95 @@ TEST(SharedMutex, AWritersReleaseLetsEveryParkedReaderInTogether) {
     m.unlock();
 }
 
-TEST(SharedMutex, AWriterIsNotStarvedByAStreamOfReaders) {
-    watchdog dog(120s);
-    shared_mutex m;
+// Two readers relay a read so that the lock is never without one: each takes its next read
+// while the other still holds, and lets go only once the other has taken one after it (or
+// after a grace period of 20 ms, so that a lock which stops new readers does not deadlock the
+// relay). Under a lock that lets readers starve a writer (glibc's default rwlock: the writer
+// waits for a moment with no reader, which the relay never gives it) no write gets in until
+// the relay stops; under one that stops new readers for a waiting writer, each write waits at
+// most about the grace period. Returns the writes made within `budget`.
+template <class Lock>
+int writes_past_a_relay_of_readers(Lock& m, int wanted, std::chrono::milliseconds budget) {
     std::atomic<bool> stop{false};
-    std::vector<std::thread> readers;
-    for (int i = 0; i < 4; ++i) {
-        readers.emplace_back([&] {
-            while (!stop.load(std::memory_order_relaxed)) {
-                std::shared_lock lock(m);
-                for (int w = 0; w < 50; ++w) contend::cpu_relax();
-            }
-        });
-    }
-    int writes = 0;
-    const bool all = eventually(
-        [&] {
-            std::unique_lock lock(m);
-            return ++writes == 200;
-        },
-        60s);
+    std::atomic<long> reads{0};  // reads taken so far, in order
+    auto relay = [&] {
+        while (!stop.load()) {
+            m.lock_shared();
+            const long mine = reads.fetch_add(1) + 1;
+            const auto grace = std::chrono::steady_clock::now() + 20ms;
+            while (reads.load() == mine && !stop.load() && std::chrono::steady_clock::now() < grace)
+                std::this_thread::yield();
+            m.unlock_shared();
+        }
+    };
+    std::thread a(relay), b(relay);
+    while (reads.load() < 2) std::this_thread::yield();  // both relaying
+    std::atomic<int> writes{0};
+    std::thread writer([&] {
+        for (int i = 0; i < wanted && !stop.load(); ++i) {
+            m.lock();
+            writes.fetch_add(1);
+            m.unlock();
+        }
+    });
+    eventually([&] { return writes.load() == wanted; }, budget);
+    const int made = writes.load();
     stop.store(true);
-    for (auto& t : readers) t.join();
-    EXPECT_TRUE(all) << "only " << writes << " writes got in among the readers";
+    a.join();
+    b.join();
+    writer.join();
+    return made;
 }
 
-TEST(SharedMutex, AReaderIsNotStarvedByAStreamOfWriters) {
+TEST(SharedMutex, AWriterIsNotStarvedByReadersThatNeverLeaveTheLockFree) {
     watchdog dog(120s);
     shared_mutex m;
+    EXPECT_EQ(writes_past_a_relay_of_readers(m, 20, 60s), 20);
+}
+
+// The twin: two writers relay the write lock, each holding until the other has asked for it
+// (or 20 ms), so that a writer always waits when the lock is let go. Under a lock that lets
+// writers starve readers (glibc's writer-preferring rwlock: readers wait while any writer
+// waits) no read gets in until the relay stops; under one whose release lets the parked
+// readers in at least about once per millisecond, they do. Returns the reads made.
+template <class Lock>
+int reads_past_a_relay_of_writers(Lock& m, int wanted, std::chrono::milliseconds budget) {
     std::atomic<bool> stop{false};
-    std::vector<std::thread> writers;
-    for (int i = 0; i < 4; ++i) {
-        writers.emplace_back([&] {
-            while (!stop.load(std::memory_order_relaxed)) {
-                std::unique_lock lock(m);
-                for (int w = 0; w < 50; ++w) contend::cpu_relax();
-            }
-        });
-    }
-    int reads = 0;
-    const bool all = eventually(
-        [&] {
-            std::shared_lock lock(m);
-            return ++reads == 200;
-        },
-        60s);
+    std::atomic<long> asks{0};  // lock() calls begun, in order
+    auto relay = [&] {
+        while (!stop.load()) {
+            asks.fetch_add(1);
+            m.lock();
+            const long seen = asks.load();
+            const auto grace = std::chrono::steady_clock::now() + 20ms;
+            while (asks.load() == seen && !stop.load() && std::chrono::steady_clock::now() < grace)
+                std::this_thread::yield();
+            m.unlock();
+        }
+    };
+    std::thread a(relay), b(relay);
+    while (asks.load() < 4) std::this_thread::yield();  // both relaying
+    std::atomic<int> reads{0};
+    std::thread reader([&] {
+        for (int i = 0; i < wanted && !stop.load(); ++i) {
+            m.lock_shared();
+            reads.fetch_add(1);
+            m.unlock_shared();
+        }
+    });
+    eventually([&] { return reads.load() == wanted; }, budget);
+    const int made = reads.load();
     stop.store(true);
-    for (auto& t : writers) t.join();
-    EXPECT_TRUE(all) << "only " << reads << " reads got in among the writers";
+    a.join();
+    b.join();
+    reader.join();
+    return made;
+}
+
+TEST(SharedMutex, AReaderIsNotStarvedByWritersThatAlwaysHaveOneWaiting) {
+    watchdog dog(120s);
+    shared_mutex m;
+    EXPECT_EQ(reads_past_a_relay_of_writers(m, 20, 60s), 20);
 }
 
 TEST(SharedMutex, OneUpgraderReadsBesideReadersAndKeepsWritersAndOtherUpgradersOut) {
@@ -313,6 +354,9 @@ TEST(SharedMutex, UnlockingAModeThatIsNotHeldThrowsAndChangesNothing) {
     EXPECT_THROW(m.unlock_upgrade(), contend::synchronization_error);
     EXPECT_THROW(m.unlock_and_lock_shared(), contend::synchronization_error);
     EXPECT_THROW(m.unlock_upgrade_and_lock(), contend::synchronization_error);
+    EXPECT_THROW(m.try_unlock_upgrade_and_lock_for(1ms), contend::synchronization_error);
+    EXPECT_FALSE(m.try_unlock_upgrade_and_lock());  // noexcept, as Boost's: false, nothing changed
+    EXPECT_FALSE(m.is_locked());
     m.lock_upgrade();
     EXPECT_THROW(m.unlock_shared(), contend::synchronization_error) << "only the upgrader reads";
     EXPECT_THROW(m.unlock(), contend::synchronization_error);
@@ -320,6 +364,7 @@ TEST(SharedMutex, UnlockingAModeThatIsNotHeldThrowsAndChangesNothing) {
     m.lock_shared();
     EXPECT_THROW(m.unlock(), contend::synchronization_error);
     EXPECT_THROW(m.unlock_upgrade(), contend::synchronization_error);
+    EXPECT_FALSE(m.try_unlock_upgrade_and_lock()) << "a plain reader is no upgrader";
     m.unlock_shared();
     EXPECT_EQ(m.reader_count(), 0u);
     EXPECT_TRUE(m.try_lock());

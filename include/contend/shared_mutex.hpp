@@ -223,7 +223,8 @@ public:
     // Upgrade to exclusive: waits for the other readers to leave; new readers queue
     // meanwhile (the upgrade has the next turn), and no writer can get in between.
     void unlock_upgrade_and_lock() { upgrade_slow(internal::no_deadline); }
-    // One attempt: succeeds only if the upgrader is the only reader.
+    // One attempt: succeeds only if the upgrader is the only reader. noexcept, as Boost's: a
+    // call with no upgradable lock held returns false (and changes nothing) instead of throwing.
     bool try_unlock_upgrade_and_lock() noexcept;
     template <class Rep, class Period>
     bool try_unlock_upgrade_and_lock_for(const std::chrono::duration<Rep, Period>& d) {
