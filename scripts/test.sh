@@ -23,6 +23,13 @@ if [ $# -gt 0 ]; then presets=("$@"); fi
 for preset in "${presets[@]}"; do
   echo "=== $preset: configure, build, test"
   start=$(date +%s)
+  # A build folder that another generator made (the presets used Unix Makefiles before Ninja)
+  # cannot be configured again with this one: it is thrown away and built afresh.
+  cache="build/$preset/CMakeCache.txt"
+  if [ -f "$cache" ] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; then
+    echo "=== $preset: build/$preset was made by another generator; removing it"
+    rm -rf "build/$preset"
+  fi
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
   # Two at a time, except the tests that stress the machine's cores or time what they run
