@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what contend needs on a fresh Debian 12 machine (run as root). Idempotent:
 # packages already present are not fetched again.
-#   - Debian packages: the toolchain, the libraries the lab links, and chromium, which the
-#     test of `contend report`'s page runs headless (nodejs and npm too, when there is no npm);
+#   - Debian packages: the toolchain (ninja-build: the presets' generator), the libraries the
+#     lab links, and chromium, which the test of `contend report`'s page runs headless (nodejs
+#     and npm too, when there is no npm);
 #     postgresql, whose server tests/lab/with_postgres.sh starts for the PostgreSQL history's test;
 #     wrk, the HTTP load of server's smoke test; sysbench, a real program `contend run`'s test
 #     runs under every lock; valgrind, whose helgrind the interposer's test runs a program
@@ -13,7 +14,7 @@
 #     The build embeds it (a build configured without it configures again by itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(build-essential cmake g++ pkg-config clang-format libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev postgresql libpq-dev libabsl-dev libtbb-dev libck-dev libboost-dev libreaderwriterqueue-dev chromium clang wrk sysbench valgrind)
+packages=(build-essential cmake ninja-build g++ pkg-config clang-format libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev postgresql libpq-dev libabsl-dev libtbb-dev libck-dev libboost-dev libreaderwriterqueue-dev chromium clang wrk sysbench valgrind)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
