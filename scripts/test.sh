@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs the whole suite
-# optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer; the optimized and the
-# TSan builds on both OS wait backends (each links its test programs with the futex library
-# and with a portable one: ctest's portable/ tests), the ASan build on futex only (the
-# portable backend's few lines allocate nothing, and running every library test twice more
-# under ASan cost the test command about a minute; the lab's tests, which do not depend on
-# the backend, run in the optimized build only), and finally installs the package (library and
+# optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer, on the futex wait
+# backend, and again on the portable one (each build links its test programs with the futex
+# library and with a portable one: ctest's portable/ tests): optimized, every library program
+# but the thin lock's deflation race; under TSan, the programs of the primitives whose waits
+# go straight to the backend (tests/CMakeLists.txt); under ASan none (the portable backend's
+# few lines allocate nothing). Long checks run once, not in all six. The lab's tests, which
+# do not depend on the backend, run in the optimized build only, and finally installs the package (library and
 # the `contend` tool) and builds the example consumer three ways: find_package, pkg-config
 # and add_subdirectory. Then the model-checking build runs the models of tests/model/ under
 # the scheduler of src/model/, with a fixed budget of schedules each (scripts/model_check.sh
