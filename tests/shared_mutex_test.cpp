@@ -44,6 +44,14 @@ private:
     std::thread thread_;
 };
 
+// Whether `m` turns a new reader away: a try_lock_shared() that got in is given back at once,
+// so a look that comes too early (before an upgrade announced itself) leaks no read.
+bool turns_readers_away(shared_mutex& m) {
+    if (!m.try_lock_shared()) return true;
+    m.unlock_shared();
+    return false;
+}
+
 }  // namespace
 
 TEST(SharedMutex, IsEightBytesAndStartsFree) {
@@ -251,7 +259,7 @@ TEST(SharedMutex, AnUpgradeWaitsForTheOtherReadersAndStopsNewOnes) {
         m.unlock_and_lock_upgrade();  // downgrade, then leave
         m.unlock_upgrade();
     });
-    ASSERT_TRUE(eventually([&] { return (m.reader_count() == 2 && !m.try_lock_shared()); }))
+    ASSERT_TRUE(eventually([&] { return m.reader_count() == 2 && turns_readers_away(m); }))
         << "the waiting upgrade did not stop new readers";
     EXPECT_FALSE(upgraded.load());
     m.unlock_shared();
@@ -264,27 +272,45 @@ TEST(SharedMutex, AnUpgradeWaitsForTheOtherReadersAndStopsNewOnes) {
 TEST(SharedMutex, ATimedUpgradeThatGivesUpKeepsTheUpgradableReadAndLetsStoppedReadersIn) {
     watchdog dog(60s);
     shared_mutex m;
-    m.lock_shared();
+    m.lock_shared();  // held throughout: no upgrade can succeed
+    std::atomic<bool> reader_waiting{false};
     std::atomic<bool> reader_in{false};
-    std::unique_ptr<blocker> reader;
-    std::atomic<int> outcome{-1};
+    std::atomic<int> upgrades{0};
+    std::atomic<int> gave_up{0};
+    std::atomic<bool> read_lost{false};
+    // The upgrader tries timed upgrades of 50 ms, one after the other, until the test has seen a
+    // reader stopped by one: on a loaded machine the test may look only after the first has
+    // given up, and each give-up must keep the upgradable read (no other can be taken).
     blocker upgrader([&] {
         m.lock_upgrade();
-        outcome.store(m.try_unlock_upgrade_and_lock_for(100ms) ? 1 : 0);
-        EXPECT_FALSE(m.try_lock_upgrade()) << "the upgradable read was lost";
+        while (!reader_waiting.load()) {
+            if (m.try_unlock_upgrade_and_lock_for(50ms)) {
+                upgrades.fetch_add(1);
+                m.unlock_and_lock_upgrade();
+            } else {
+                gave_up.fetch_add(1);
+            }
+            if (m.try_lock_upgrade()) read_lost.store(true);
+        }
         eventually([&] { return reader_in.load(); }, 30s);
         m.unlock_upgrade();
     });
-    ASSERT_TRUE(eventually([&] { return m.reader_count() == 2 && !m.try_lock_shared(); }));
-    reader = std::make_unique<blocker>([&] {
-        m.lock_shared();  // stopped by the upgrade until it gives up
+    ASSERT_TRUE(eventually([&] { return m.reader_count() == 2 && turns_readers_away(m); }))
+        << "no timed upgrade stopped new readers";
+    blocker reader([&] {
+        m.lock_shared();  // stopped by the pending upgrade until it gives up
         reader_in.store(true);
         m.unlock_shared();
     });
+    // The reader either sleeps behind an upgrade (then only a give-up lets it in) or came in
+    // between two attempts; either way it must get in while the upgrader keeps trying.
+    EXPECT_TRUE(eventually([&] { return reader_in.load() || thread_blocked(reader.tid()); }));
+    reader_waiting.store(true);
+    EXPECT_TRUE(eventually([&] { return reader_in.load(); })) << "a give-up left the stopped reader out";
     EXPECT_TRUE(eventually([&] { return upgrader.done(); }));
-    EXPECT_EQ(outcome.load(), 0);
-    EXPECT_TRUE(reader_in.load());
-    reader.reset();
+    EXPECT_EQ(upgrades.load(), 0) << "an upgrade succeeded while another reader held the lock";
+    EXPECT_GE(gave_up.load(), 1);
+    EXPECT_FALSE(read_lost.load()) << "the upgradable read was lost";
     m.unlock_shared();
     EXPECT_TRUE(m.try_lock());
     m.unlock();
