@@ -306,6 +306,19 @@ TEST_F(FileSafety, BadWorkerListsAndPinsAreRefusedBeforeTheRun) {
     EXPECT_FALSE(fs::exists(path("h.db")));
 }
 
+// A repetition can never last less than --min-time, so one at least as long as its deadline
+// would be killed every time: the run is refused before it starts (it used to spend a deadline
+// per cell and then report every cell invalid), however large the number (1e300 ms too).
+TEST_F(FileSafety, ARepetitionTimeThatCannotEndBeforeItsDeadlineIsRefusedBeforeTheRun) {
+    const std::string files = " --json " + q("run.json") + " --db " + q("h.db");
+    const std::string base = "bench --suite selftest --contenders ok --workers 1 --reps 1";
+    for (const std::string times : {"--min-time 1000 --deadline 1", "--min-time 5000 --deadline 2", "--min-time 1e300",
+                                    "--min-time 1e300 --full"})
+        expect_refused(run_cli(base + " " + times + files), "shorter than the deadline");
+    EXPECT_FALSE(fs::exists(path("h.db")));
+    EXPECT_FALSE(fs::exists(path("run.json")));
+}
+
 TEST_F(FileSafety, AWorkerCountOutOfRangeInAResultsFileIsRefusedNotWrapped) {
     make_history("h.db");
     auto doc = nlohmann::json::parse(read(path("first.json")));
