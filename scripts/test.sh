@@ -2,10 +2,9 @@
 # The test command: installs what is missing, then builds and runs the whole suite
 # optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer, on the futex wait
 # backend, and again on the portable one (each build links its test programs with the futex
-# library and with a portable one: ctest's portable/ tests): optimized, every library program
-# but the thin lock's deflation race; under TSan, the programs of the primitives whose waits
-# go straight to the backend (tests/CMakeLists.txt); under ASan none (the portable backend's
-# few lines allocate nothing). Long checks run once, not in all six. The lab's tests, which
+# library and with a portable one: ctest's portable/ tests), optimized and under TSan, for the
+# programs of the primitives whose waits go straight to the backend (tests/CMakeLists.txt);
+# under ASan none (the portable backend's few lines allocate nothing). Long checks run once, not in all six. The lab's tests, which
 # do not depend on the backend, run in the optimized build only, and finally installs the package (library and
 # the `contend` tool) and builds the example consumer three ways: find_package, pkg-config
 # and add_subdirectory. Then the model-checking build runs the models of tests/model/ under
@@ -35,10 +34,11 @@ for preset in "${presets[@]}"; do
   fi
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
-  # Two at a time, except the tests that stress the machine's cores or time what they run
-  # (the library's, the server's, the lab's that measure: RUN_SERIAL in tests/CMakeLists.txt),
-  # which run alone.
-  ctest --preset "$preset" -j 2
+  # Two per CPU at a time (most of them wait: on a child process, a database server, a
+  # browser, a timeout), except the tests that stress the machine's cores or time what they
+  # run (the library's, the server's, the lab's that measure: RUN_SERIAL in
+  # tests/CMakeLists.txt), which run alone.
+  ctest --preset "$preset" -j "$((2 * jobs))"
   echo "=== $preset: passed in $(( $(date +%s) - start ))s"
 done
 if [[ " ${presets[*]} " == *" release "* ]]; then
