@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs the whole suite
-# optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer, on the futex wait
-# backend, and again on the portable one (each build links its test programs with the futex
-# library and with a portable one: ctest's portable/ tests), optimized and under TSan, for the
-# programs of the primitives whose waits go straight to the backend (tests/CMakeLists.txt);
-# under ASan none (the portable backend's few lines allocate nothing). Long checks run once, not in all six. The lab's tests, which
-# do not depend on the backend, run in the optimized build only, and finally installs the package (library and
+# optimized, under AddressSanitizer (+UBSan) and under ThreadSanitizer on the futex wait
+# backend; optimized and under TSan, the programs of the primitives whose waits go straight
+# to the backend run again on the portable one (ctest's portable/ tests; tests/CMakeLists.txt
+# says why only those). Long checks run once, in the optimized build: the lab's tests, which
+# do not depend on the backend, among them. Then it installs the package (library and
 # the `contend` tool) and builds the example consumer three ways: find_package, pkg-config
 # and add_subdirectory. Then the model-checking build runs the models of tests/model/ under
 # the scheduler of src/model/, with a fixed budget of schedules each (scripts/model_check.sh

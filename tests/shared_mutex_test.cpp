@@ -273,17 +273,18 @@ TEST(SharedMutex, ATimedUpgradeThatGivesUpKeepsTheUpgradableReadAndLetsStoppedRe
     watchdog dog(60s);
     shared_mutex m;
     m.lock_shared();  // held throughout: no upgrade can succeed
-    std::atomic<bool> reader_waiting{false};
-    std::atomic<bool> reader_in{false};
+    std::atomic<bool> reader_stopped{false};
+    std::atomic<bool> checked{false};
     std::atomic<int> upgrades{0};
     std::atomic<int> gave_up{0};
     std::atomic<bool> read_lost{false};
     // The upgrader tries timed upgrades of 50 ms, one after the other, until the test has seen a
     // reader stopped by one: on a loaded machine the test may look only after the first has
-    // given up, and each give-up must keep the upgradable read (no other can be taken).
+    // given up. Each give-up must keep the upgradable read (no other can be taken), and it is
+    // held until the test is done, so the stopped reader gets in beside it.
     blocker upgrader([&] {
         m.lock_upgrade();
-        while (!reader_waiting.load()) {
+        while (!reader_stopped.load()) {
             if (m.try_unlock_upgrade_and_lock_for(50ms)) {
                 upgrades.fetch_add(1);
                 m.unlock_and_lock_upgrade();
@@ -292,21 +293,40 @@ TEST(SharedMutex, ATimedUpgradeThatGivesUpKeepsTheUpgradableReadAndLetsStoppedRe
             }
             if (m.try_lock_upgrade()) read_lost.store(true);
         }
-        eventually([&] { return reader_in.load(); }, 30s);
+        eventually([&] { return checked.load(); }, 30s);
         m.unlock_upgrade();
     });
+    // Whatever fails below, the upgrader is let go, so that its join cannot hang the test.
+    struct release_upgrader {
+        std::atomic<bool>& stop;
+        std::atomic<bool>& done;
+        ~release_upgrader() {
+            stop.store(true);
+            done.store(true);
+        }
+    } release{reader_stopped, checked};
+
     ASSERT_TRUE(eventually([&] { return m.reader_count() == 2 && turns_readers_away(m); }))
         << "no timed upgrade stopped new readers";
-    blocker reader([&] {
-        m.lock_shared();  // stopped by the pending upgrade until it gives up
-        reader_in.store(true);
-        m.unlock_shared();
-    });
-    // The reader either sleeps behind an upgrade (then only a give-up lets it in) or came in
-    // between two attempts; either way it must get in while the upgrader keeps trying.
-    EXPECT_TRUE(eventually([&] { return reader_in.load() || thread_blocked(reader.tid()); }));
-    reader_waiting.store(true);
-    EXPECT_TRUE(eventually([&] { return reader_in.load(); })) << "a give-up left the stopped reader out";
+    // A reader started while an upgrade is pending sleeps until the upgrade gives up. One that
+    // starts in the microseconds between two attempts gets in at once and shows nothing, so
+    // readers are started (at most 20) until one is seen asleep.
+    bool stopped = false;
+    for (int tries = 0; tries < 20 && !stopped; ++tries) {
+        std::atomic<bool> in{false};
+        blocker reader([&] {
+            m.lock_shared();
+            in.store(true);
+            m.unlock_shared();
+        });
+        ASSERT_TRUE(eventually([&] { return in.load() || thread_blocked(reader.tid()); }));
+        if (in.load()) continue;
+        stopped = true;
+        reader_stopped.store(true);  // the upgrader's attempt now under way is its last
+        EXPECT_TRUE(eventually([&] { return in.load(); })) << "a give-up left the stopped reader out";
+    }
+    EXPECT_TRUE(stopped) << "no reader was seen stopped by a pending upgrade in 20 tries";
+    checked.store(true);
     EXPECT_TRUE(eventually([&] { return upgrader.done(); }));
     EXPECT_EQ(upgrades.load(), 0) << "an upgrade succeeded while another reader held the lock";
     EXPECT_GE(gave_up.load(), 1);

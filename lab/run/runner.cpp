@@ -10,13 +10,13 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 
 #include "measure/machine.hpp"
 #include "measure/rounds.hpp"
 #include "run/cell_runner.hpp"
 #include "store/output_file.hpp"
+#include "text/numbers.hpp"
 
 namespace contend::lab {
 
@@ -63,12 +63,11 @@ bench_plan plan_suite(const bench_options& o) {
         throw std::invalid_argument("the deadline must be a positive number of seconds (at most 1e6)");
     // A repetition lasts at least min_time, so one that long would miss its deadline every
     // time: say so now instead of spending a deadline per cell on a run that measures nothing.
-    if (h.min_time_s >= h.deadline_s) {
-        std::ostringstream why;
-        why << "the repetition time (" << h.min_time_s * 1e3 << " ms) must be shorter than the deadline of a "
-            << "repetition (" << h.deadline_s << " s; --deadline sets it): every repetition would miss it";
-        throw std::invalid_argument(why.str());
-    }
+    if (h.min_time_s >= h.deadline_s)
+        throw std::invalid_argument("the repetition time (" + format_time_per_op(h.min_time_s * 1e9) +
+                                    ") must be shorter than the deadline of a repetition (" +
+                                    format_time_per_op(h.deadline_s * 1e9) +
+                                    "; --deadline sets it): every repetition would miss it");
     if (h.repetitions < 1 || h.repetitions > 1000) throw std::invalid_argument("repetitions must be 1..1000");
     if (h.min_repetitions < 1) throw std::invalid_argument("the minimum number of repetitions must be at least 1");
     if (!std::isfinite(h.spread_to_stop) || h.spread_to_stop < 0 || std::isnan(h.time_to_stop_s) ||
