@@ -156,7 +156,8 @@ int main(int argc, char** argv) {
         ratios.push_back(g.ops_per_s > 0 ? c.ops_per_s / g.ops_per_s : 0);
     }
     std::sort(ratios.begin(), ratios.end());
-    std::printf("contend/glibc ops/s: median %.2f, range %.2f-%.2f\n", ratios[ratios.size() / 2], ratios.front(),
-                ratios.back());
+    const std::size_t n = ratios.size();
+    const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+    std::printf("contend/glibc ops/s: median %.2f, range %.2f-%.2f\n", median, ratios.front(), ratios.back());
     return 0;
 }
