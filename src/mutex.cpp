@@ -48,6 +48,7 @@
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
+#include "designee_nap.hpp"
 #include "model/mutation.hpp"
 #include "parking_keys.hpp"
 #include "platform/fork_child.hpp"
@@ -103,11 +104,9 @@ void spun_in_vain(std::size_t slot_index) noexcept {
     if (level.load(std::memory_order_relaxed) != 0) level.store(0, std::memory_order_relaxed);
 }
 
-// A designee's nap. The kernel rounds a timed futex wait up to the timer slack (50 us by
-// default), so this lands near the ~90 us a 1 ns nanosleep takes on the reference VM.
-constexpr auto designee_nap = std::chrono::microseconds(50);
-// How long a designee barges before it asks for a handoff: WTF's and parking_lot's bound.
-constexpr auto designee_patience = std::chrono::milliseconds(1);
+// A designee's nap and its patience before it asks for a handoff: src/designee_nap.hpp.
+using internal::designee_nap;
+using internal::designee_patience;
 // Read-only probes after each nap, as in the sleeping-spinlock study's sleeping lock.
 constexpr int designee_probes = 8;
 

@@ -22,10 +22,11 @@
 // | 0x2   | 61       | monitor::             | wait() callers waiting for a pulse on the address  |
 // | 0x3   | 61, 60   | contend::shared_mutex | would-be upgraders (lock_upgrade)                  |
 // | 0x5   | 62, 60   | contend::shared_mutex | the upgrader waiting for the readers to leave      |
+// | 0x6   | 62, 61   | contend::shared_mutex | the gate's writer napping behind a writer          |
 // | 0x4   | 62       | contend::mutex        | the designee's naps (src/mutex.cpp)                |
 // | 0x8   | 63       | contend::mutex        | try_lock_for / try_lock_until waiters              |
 // | 0xC   | 63, 62   | monitor::             | threads waiting to enter the address               |
-// | other | -        | free                  | 0x6, 0x7, 0x9-0xB, 0xD-0xF                         |
+// | other | -        | free                  | 0x7, 0x9-0xB, 0xD-0xF                              |
 //
 // Space 0 is for a primitive parking on its own address: nobody else owns that address, and
 // no two of these primitives share one (none holds another at its offset 0). monitor:: is
@@ -45,6 +46,7 @@ enum class parking_space : std::uintptr_t {
     monitor_pulse = 0x2,
     shared_upgraders = 0x3,
     shared_upgrading = 0x5,
+    shared_gated_nap = 0x6,
     mutex_designee = 0x4,
     mutex_timed = 0x8,
     monitor_enter = 0xC,
@@ -69,7 +71,8 @@ inline const void* thin_lock_key(const void* word) noexcept { return parking_key
 inline const void* monitor_enter_key(const void* a) noexcept { return parking_key(a, parking_space::monitor_enter); }
 inline const void* monitor_pulse_key(const void* a) noexcept { return parking_key(a, parking_space::monitor_pulse); }
 
-// contend::shared_mutex (src/shared_mutex.cpp): four queues per lock `m`.
+// contend::shared_mutex (src/shared_mutex.cpp): four queues per lock `m`, and the gate's
+// writer's naps (timed; nobody wakes them).
 inline const void* shared_readers_key(const void* m) noexcept { return parking_key(m, parking_space::own); }
 inline const void* shared_writers_key(const void* m) noexcept { return parking_key(m, parking_space::shared_writers); }
 inline const void* shared_upgraders_key(const void* m) noexcept {
@@ -77,6 +80,9 @@ inline const void* shared_upgraders_key(const void* m) noexcept {
 }
 inline const void* shared_upgrading_key(const void* m) noexcept {
     return parking_key(m, parking_space::shared_upgrading);
+}
+inline const void* shared_gated_nap_key(const void* m) noexcept {
+    return parking_key(m, parking_space::shared_gated_nap);
 }
 
 }  // namespace contend::internal

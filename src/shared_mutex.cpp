@@ -38,6 +38,7 @@
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
+#include "designee_nap.hpp"
 #include "model/mutation.hpp"
 #include "parking_keys.hpp"
 #include "platform/spin_wait.hpp"
@@ -45,6 +46,7 @@
 namespace contend {
 namespace {
 
+using internal::shared_gated_nap_key;
 using internal::shared_readers_key;
 using internal::shared_upgraders_key;
 using internal::shared_upgrading_key;
@@ -260,6 +262,7 @@ void shared_mutex::open_gate() { gate_.unlock_before_blocking(); }
 // marks the state so that its unlock opens the gate; one that is not gives up as soon as it
 // sees another writer holding (writer_seen), to queue at the gate.
 shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until, bool gated) {
+    if (gated) nap_behind_a_writer(until);
     for (;;) {
         const wait_result polled = announce_and_poll(gated);
         if (polled == wait_result::bias_seen) {
@@ -286,6 +289,37 @@ shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until,
             after_writer_timeout();
             return wait_result::timed_out;
         }
+    }
+}
+
+// The gate's writer found another writer holding the lock: it naps, as contend::mutex's
+// designee does, for as long as a writer holds it and at most designee_patience, then waits
+// as any writer (polls, then parks with WRITERS_PARKED, so that releases wake it and hand
+// it the lock when the parking lot says it is time to be fair). Nobody wakes a nap, and no
+// bit says that one is under way, so the holder's release stays the one CAS of a lock
+// nobody waits for, and the holder runs section after section with the lock's line and
+// the data in its cache. Polling instead (on the line the holder writes) and parking (so
+// that every release woke it, to lose the race to the holder's next lock and poll again)
+// kept both CPUs busy moving the line: 0 % reads, tiny sections, 16 workers on the 2-vCPU
+// AMD VM ran 0.31x std::shared_mutex's time before and 0.06-0.15x with the nap; 50 % reads,
+// ~1 us sections, 1.34x before and 0.48-0.98x with it (docs/design/shared_mutex.md, "The
+// gate's writer naps"). What it costs: a lock freed while its next writer naps stays free
+// (to anyone else) until the nap ends, up to about 90 us, and the writers' p99 wait rises.
+void shared_mutex::nap_behind_a_writer(internal::deadline until) {
+    const auto since = internal::clock::now();
+    for (;;) {
+        const word s = state_.load(std::memory_order_relaxed);
+        // Readers biased the lock, or hold it, or nobody does: the writer's usual wait (which
+        // takes a free lock at once).
+        if (!(s & writer_bit)) return;
+        const auto now = internal::clock::now();
+        if (now - since >= internal::designee_patience || now >= until) return;
+        const auto nap_until = CONTEND_MUTATION(shared_mutex_gated_writer_naps_without_a_deadline)
+                                   ? until
+                                   : std::min<internal::deadline>(until, now + internal::designee_nap);
+        parking_lot::park(
+            shared_gated_nap_key(this), [this] { return (state_.load(std::memory_order_relaxed) & writer_bit) != 0; },
+            nap_until);
     }
 }
 

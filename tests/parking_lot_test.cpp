@@ -404,10 +404,11 @@ TEST(ParkingKeys, EachUserHasItsOwnSpaceAndTheValuesAreStable) {
     EXPECT_EQ(at(ci::shared_writers_key(object)), a ^ (std::uintptr_t{1} << 60));
     EXPECT_EQ(at(ci::shared_upgraders_key(object)), a ^ (std::uintptr_t{3} << 60));
     EXPECT_EQ(at(ci::shared_upgrading_key(object)), a ^ (std::uintptr_t{5} << 60));
-    const std::set<const void*> distinct{ci::mutex_untimed_key(object),    ci::mutex_timed_key(object),
-                                         ci::mutex_designee_key(object),   ci::monitor_enter_key(object),
-                                         ci::monitor_pulse_key(object),    ci::shared_writers_key(object),
-                                         ci::shared_upgraders_key(object), ci::shared_upgrading_key(object)};
-    EXPECT_EQ(distinct.size(), 8u);
+    EXPECT_EQ(at(ci::shared_gated_nap_key(object)), a ^ (std::uintptr_t{6} << 60));
+    const std::set<const void*> distinct{
+        ci::mutex_untimed_key(object),    ci::mutex_timed_key(object),      ci::mutex_designee_key(object),
+        ci::monitor_enter_key(object),    ci::monitor_pulse_key(object),    ci::shared_writers_key(object),
+        ci::shared_upgraders_key(object), ci::shared_upgrading_key(object), ci::shared_gated_nap_key(object)};
+    EXPECT_EQ(distinct.size(), 9u);
     EXPECT_EQ(a >> ci::parking_space_shift, 0u) << "a user-space address with its top bits set";
 }
