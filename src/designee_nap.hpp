@@ -10,7 +10,7 @@ namespace contend::internal {
 
 // One nap. The kernel rounds a timed futex wait up to the timer slack (50 us by default), so
 // a nap lands near the 70 to 90 us a 1 ns nanosleep takes on both VMs measured (AMD EPYC and
-// Intel Xeon; docs/design/polling.md). Long against a critical section of a few cache lines,
+// Intel Xeon; docs/design/mutex.md). Long against a critical section of a few cache lines,
 // so the holder runs many sections with the line in its cache while the waiter sleeps.
 inline constexpr auto designee_nap = std::chrono::microseconds(50);
 

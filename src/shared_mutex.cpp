@@ -302,7 +302,7 @@ shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until,
 // that every release woke it, to lose the race to the holder's next lock and poll again)
 // kept both CPUs busy moving the line: 0 % reads, tiny sections, 16 workers on the 2-vCPU
 // AMD VM ran 0.31x std::shared_mutex's time before and 0.06-0.15x with the nap; 50 % reads,
-// ~1 us sections, 1.34x before and 0.48-0.98x with it (docs/design/shared_mutex.md, "The
+// ~1 us sections, 1.34x before and 0.48-1.05x with it (docs/design/shared_mutex.md, "The
 // gate's writer naps"). What it costs: a lock freed while its next writer naps stays free
 // (to anyone else) until the nap ends, up to about 90 us, and the writers' p99 wait rises.
 void shared_mutex::nap_behind_a_writer(internal::deadline until) {
