@@ -348,9 +348,10 @@ private:
     // only readers wait on the word directly: their wait is the readers' drain.) Beside the word, not at its address:
     // the mutex parks under its own address, and the readers park under the word's.
     mutex gate_;
-    // Until when the bias stays off after a revocation (0: it is not): the steady clock in
-    // units of 2^14 ns (about 16 us), modulo 2^16, compared as a signed difference; an
-    // inhibition lasts at most about 67 ms (shared_mutex.cpp).
+    // Until when the bias stays off after a revocation (0: it is not): the bias's clock in
+    // ticks of 2^10 time-stamp-counter cycles on x86-64 (0.3 to 0.5 us; elsewhere 2^10 ns),
+    // modulo 2^16, compared as a signed difference; an inhibition lasts at most 4,095 ticks,
+    // 1 to 2 ms (shared_mutex.cpp).
     internal::atomic<std::uint16_t> bias_until_{0};
 };
 
