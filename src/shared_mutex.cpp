@@ -300,11 +300,10 @@ shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until,
 // nobody waits for, and the holder runs section after section with the lock's line and
 // the data in its cache. Polling instead (on the line the holder writes) and parking (so
 // that every release woke it, to lose the race to the holder's next lock and poll again)
-// kept both CPUs busy moving the line: 0 % reads, tiny sections, 16 workers on the 2-vCPU
-// AMD VM ran 0.31x std::shared_mutex's time before and 0.06-0.15x with the nap; 50 % reads,
-// ~1 us sections, 1.34x before and 0.48-1.05x with it (docs/design/shared_mutex.md, "The
-// gate's writer naps"). What it costs: a lock freed while its next writer naps stays free
-// (to anyone else) until the nap ends, up to about 90 us, and the writers' p99 wait rises.
+// kept both CPUs busy moving the line. What it costs: a lock freed while its next writer
+// naps stays free (to anyone else) until the nap ends, up to about 90 us, and the writers'
+// p99 wait rises. The figures, before and after: docs/design/shared_mutex.md, "The gate's
+// writer naps".
 void shared_mutex::nap_behind_a_writer(internal::deadline until) {
     const auto since = internal::clock::now();
     for (;;) {
