@@ -9,7 +9,11 @@
 //
 // No lost wake-up: a thread parks only if its validate, run under its queue's bucket lock,
 // still sees itself blocked and has set its queue's PARKED bit; every change that unblocks
-// a queue whose bit it sees unparks that queue, under the same bucket lock. The PARKED bits
+// a queue whose bit it sees unparks that queue, under the same bucket lock. The one change
+// made without a locked instruction, a writer's release by storing its byte, is the mutex's
+// plain-store unlock: a thread counts itself in the lock's waiter slot before its validate
+// looks at the word (park_registered), and the release looks at the slot after its store
+// (src/waiter_registry.cpp has the argument), then at the bits (after_store_release). The PARKED bits
 // are conservative: a bit may outlive its waiters (a reader that timed out), and the next
 // release that looks finds the queue empty and clears it.
 //
@@ -42,6 +46,7 @@
 #include "model/mutation.hpp"
 #include "parking_keys.hpp"
 #include "platform/spin_wait.hpp"
+#include "waiter_registry.hpp"
 
 namespace contend {
 namespace {
@@ -82,6 +87,16 @@ bool mark_parked(internal::atomic<shared_mutex::word>& state, shared_mutex::word
             state.compare_exchange_weak(v, v | parked_bit, std::memory_order_relaxed, std::memory_order_relaxed))
             return true;
     }
+}
+
+// parking_lot::park, counted in the waiter slot of the lock at `lock` meanwhile, so that a
+// writer releasing by a store either sees this thread or is seen by its validate.
+template <class Validate>
+parking_lot::park_result park_registered(const shared_mutex* lock, const void* key, Validate validate,
+                                         internal::deadline until) {
+    if (CONTEND_MUTATION(shared_mutex_parks_unregistered)) return parking_lot::park(key, validate, until);
+    const internal::waiter_registration registration(internal::waiter_slot_index(lock));
+    return parking_lot::park(key, validate, until);
 }
 
 }  // namespace
@@ -271,8 +286,8 @@ shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until,
             continue;
         }
         if (polled != wait_result::timed_out) return polled;  // taken, or writer_seen
-        const auto result = parking_lot::park(
-            shared_writers_key(this),
+        const auto result = park_registered(
+            this, shared_writers_key(this),
             [this] {
                 // Never parked on a biased lock: no reader's release would wake it.
                 return mark_parked(state_, writers_parked_bit | writer_waiting_bit, [](shared_mutex::word v) {
@@ -347,6 +362,33 @@ shared_mutex::wait_result shared_mutex::announce_and_poll(bool gated) {
         if (!wait.pause()) return wait_result::timed_out;
         s = state_.load(std::memory_order_relaxed);
     }
+}
+
+// unlock() when a store of the writer's byte will not do: the release is a CAS (or the slow
+// path's), a locked instruction that orders it before the look at the slot; a slot that
+// stays armed with nobody registered ages back to `light` (the mutex's fenced path).
+void shared_mutex::unlock_fenced() {
+    word s = writer_bit;
+    if (!state_.compare_exchange_strong(s, 0, std::memory_order_seq_cst, std::memory_order_relaxed)) unlock_slow();
+    const std::size_t slot_index = internal::waiter_slot_index(this);
+    if (!internal::slot_has_waiters(slot_index)) internal::note_idle_unlock(slot_index);
+}
+
+// A writer released by storing its byte and then found a thread registered in the slot: it
+// may have parked having seen the byte still set. The fence makes the store visible before
+// the bits are read, so a waiter whose PARKED bit this load misses sees the lock free
+// itself, under its bucket lock, and does not park. Then this is a release like any other,
+// of a lock that is already free: parked waiters are woken (no hand-off: the lock may be
+// taken already).
+void shared_mutex::after_store_release() {
+    internal::thread_fence(std::memory_order_seq_cst);
+    const word s = state_.load(std::memory_order_relaxed);
+    if (s & writer_bit) return;  // taken again: that writer's release looks
+    if ((s & writers_parked_bit) && readers_of(s) == 0) {
+        wake_a_writer(false);
+        return;
+    }
+    after_release(s);
 }
 
 void shared_mutex::unlock_slow() {
@@ -477,8 +519,8 @@ bool shared_mutex::lock_shared_slow(internal::deadline until, shared_mutex::word
     for (;;) {
         if (try_add_reader(blockers)) return true;
         if (poll_until(state_, [blockers](shared_mutex::word v) { return !(v & blockers); })) continue;
-        const auto result = parking_lot::park(
-            shared_readers_key(this),
+        const auto result = park_registered(
+            this, shared_readers_key(this),
             [this, blockers] {
                 return mark_parked(state_, readers_parked_bit,
                                    [blockers](shared_mutex::word v) { return (v & blockers) != 0; });
@@ -561,8 +603,8 @@ bool shared_mutex::lock_upgrade_slow(internal::deadline until) {
     for (;;) {
         if (try_lock_upgrade()) return true;
         if (poll_until(state_, [](shared_mutex::word v) { return !(v & upgrader_blockers); })) continue;
-        const auto result = parking_lot::park(
-            shared_upgraders_key(this),
+        const auto result = park_registered(
+            this, shared_upgraders_key(this),
             [this] {
                 return mark_parked(state_, upgraders_parked_bit,
                                    [](shared_mutex::word v) { return (v & upgrader_blockers) != 0; });

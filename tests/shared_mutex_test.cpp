@@ -1,7 +1,10 @@
 // contend::shared_mutex: the exclusive side passes every lock's conformance tests; these add
-// the shared, upgradable and timed sides, the fairness policy and misuse.
+// the shared, upgradable and timed sides, the fairness policy and misuse. unlock() checks
+// for a writer in this build; tests/shared_mutex_torture_test.cpp tests the optimized unlock.
+#define CONTEND_CHECK_UNLOCK 1
 #include "contend/shared_mutex.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
@@ -390,6 +393,35 @@ TEST(SharedMutex, AWriterThatTimesOutWhileReadersHoldDoesNotKeepNewReadersOut) {
     EXPECT_TRUE(m.try_lock_shared()) << "a writer gone by its deadline still stops readers";
     m.unlock_shared();
     m.unlock_shared();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+// The count has room for 32,768 readers; one more waits (or fails to try) instead of
+// overflowing into the bits beside it. One thread's recursive reads fill it.
+TEST(SharedMutex, ReadersBeyondTheCountsRoomWaitInsteadOfOverflowing) {
+    shared_mutex m;
+    std::uint32_t held = 0;
+    while (held <= 40'000 && m.try_lock_shared_recursive()) ++held;
+    EXPECT_EQ(held, 32'768u);
+    EXPECT_EQ(m.reader_count(), held);
+    EXPECT_FALSE(m.try_lock_shared());
+    EXPECT_FALSE(m.try_lock_shared_for(2ms)) << "a reader through fetch_add backs out";
+    EXPECT_FALSE(m.try_lock());
+    EXPECT_FALSE(m.try_lock_upgrade());
+    EXPECT_EQ(m.reader_count(), held) << "nothing counted by the refused readers";
+    std::atomic<bool> late_got_in{false};
+    std::thread late([&] {
+        if (m.try_lock_shared_for(10s)) {  // waits for a reader to leave
+            late_got_in = true;
+            m.unlock_shared();
+        }
+    });
+    m.unlock_shared();
+    late.join();
+    EXPECT_TRUE(late_got_in.load());
+    for (--held; held > 0; --held) m.unlock_shared();
+    EXPECT_EQ(m.reader_count(), 0u);
     EXPECT_TRUE(m.try_lock());
     m.unlock();
 }

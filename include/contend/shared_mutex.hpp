@@ -5,24 +5,26 @@
 // std::condition_variable_any work unchanged) and Boost.Thread's UpgradeLockable
 // (lock_upgrade, unlock_upgrade_and_lock, ...).
 //
-// State word (32 bits), with the gate beside it:
+// State word (32 bits), with the gate beside it. The writer's bits have the low byte to
+// themselves, so that a writer can release by storing that byte alone (below):
 //
-//   | bit / field           | meaning                                                       |
-//   |-----------------------|---------------------------------------------------------------|
-//   | 0x01 WRITER           | a writer holds the lock (then the reader count is 0)          |
-//   | 0x02 UPGRADER         | an upgradable reader holds it (also counted as one reader)    |
-//   | 0x04 UPGRADING        | that upgrader waits for the other readers to leave            |
-//   | 0x08 READERS_PARKED   | readers may be parked (queue: the lock's address)             |
-//   | 0x10 WRITERS_PARKED   | writers may be parked                                         |
-//   | 0x20 UPGRADERS_PARKED | would-be upgraders may be parked                              |
-//   | 0x40 WRITER_WAITING   | a writer waits (polling, or parked and owed the next turn):   |
-//   |                       | new readers and upgraders queue behind it                     |
-//   | 0x80 WRITER_GATED     | the writer holding came through the gate, and opens it        |
-//   | 0x100 READ_BIAS       | readers may hold the lock in their own rows (below), not here |
-//   | 0x200 REVOKING        | a writer or an upgrade is taking the bias back: no new reader |
-//   |                       | enters through its row                                        |
-//   | bits 10..31           | the number of readers holding the lock through the count      |
-//   |                       | (upgrader included)                                           |
+//   | bit / field            | meaning                                                      |
+//   |------------------------|--------------------------------------------------------------|
+//   | 0x01 WRITER            | a writer holds the lock (then the reader count is 0)         |
+//   | 0x02 WRITER_GATED      | the writer holding came through the gate, and opens it       |
+//   | 0x100 UPGRADER         | an upgradable reader holds it (also counted as one reader)   |
+//   | 0x200 UPGRADING        | that upgrader waits for the other readers to leave           |
+//   | 0x400 READERS_PARKED   | readers may be parked (queue: the lock's address)            |
+//   | 0x800 WRITERS_PARKED   | writers may be parked                                        |
+//   | 0x1000 UPGRADERS_PARKED| would-be upgraders may be parked                             |
+//   | 0x2000 WRITER_WAITING  | a writer waits (polling, or parked and owed the next turn):  |
+//   |                        | new readers and upgraders queue behind it                    |
+//   | 0x4000 READ_BIAS       | readers may hold the lock in their own rows (below), not here|
+//   | 0x8000 REVOKING        | a writer or an upgrade is taking the bias back: no new reader|
+//   |                        | enters through its row                                       |
+//   | bits 16..31            | the number of readers holding the lock through the count     |
+//   |                        | (upgrader included); at 32,768 (bit 31) new readers wait     |
+//   |                        | until one leaves                                             |
 //
 // The gate is a contend::mutex that writers which meet another writer take first, so that
 // writers contending with writers wait in the mutex's way (one designee polls, the rest
@@ -74,10 +76,15 @@
 // Costs: lock_shared() and unlock_shared() are, biased, a seq_cst store to this thread's own
 // slot and a load of the state word, then a release store to the slot; unbiased, one
 // fetch_add / fetch_sub each (and a look at this thread's slot); lock() and
-// lock_upgrade() a CAS when they can take the lock, unlock() a CAS when nobody waits. A
-// contended acquisition polls for up to spin_budget (pausing, and yielding a CPU another
-// thread needs), then parks; a writer that meets another writer first takes the gate. The
-// slow paths take one or two parking-lot bucket locks.
+// lock_upgrade() a CAS when they can take the lock. unlock() is, when no thread is parked
+// on the lock and none came through the gate, a load of the lock's waiter slot, a load of
+// the gate's byte, a release store of the writer's byte and a second load of the slot: no
+// locked instruction, as contend::mutex's unlock (internal/waiter_slots.hpp; a thread about
+// to park on the lock counts itself in that slot first, and src/waiter_registry.cpp says
+// why the store cannot lose its wake-up). Otherwise a CAS. A contended acquisition polls
+// for up to spin_budget (pausing, and yielding a CPU another thread needs), then parks; a
+// writer that meets another writer first takes the gate. The slow paths take one or two
+// parking-lot bucket locks.
 //
 // A writer's revocation waits for the readers in rows by polling, then sleeping in steps up to
 // 100 us (a read through a row wakes nobody when it ends); the bias is off while writers come
@@ -85,16 +92,23 @@
 //
 // Misuse: unlocking a mode that is not held (unlock() with no writer, unlock_shared() with no
 // reader, unlock_upgrade() with no upgrader) throws synchronization_error and leaves the lock
-// as it was. Ownership is not tracked: one thread releasing a mode another thread holds is
-// not detected. Not recursive for writers.
+// as it was; for unlock() as for contend::mutex: whenever it looks at the word (a waiter is
+// parked or registered, the gate is held, or the build sets CONTEND_CHECK_UNLOCK, the
+// default where NDEBUG is not defined). An optimized build's unlock() of a lock no writer
+// holds otherwise stores the writer's byte free again, which changes nothing. Ownership is
+// not tracked: one thread releasing a mode another thread holds is not detected. Not
+// recursive for writers.
 #pragma once
 
+#include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/deadline.hpp"
 #include "contend/internal/reader_slots.hpp"
+#include "contend/internal/waiter_slots.hpp"
 #include "contend/mutex.hpp"
 
 namespace contend {
@@ -136,9 +150,29 @@ public:
         return try_lock() || lock_slow(internal::to_deadline(t));
     }
     void unlock() {
-        word s = writer_bit;
-        if (!state_.compare_exchange_strong(s, 0, std::memory_order_release, std::memory_order_relaxed)) [[unlikely]]
-            unlock_slow();
+        const auto& slot = internal::waiter_slot_for(this);
+#if CONTEND_CHECK_UNLOCK
+        if (!(state_.load(std::memory_order_relaxed) & writer_bit)) [[unlikely]]
+            return unlock_fenced();  // throws: no writer holds the lock
+#endif
+        // A slot that is exactly `light` says that no thread is parked, or about to park, on
+        // a lock hashing there; a free gate, or no WRITER_GATED, that this writer did not come
+        // through the gate (the gate's byte first: the word is the one this thread's lock()
+        // wrote with a locked CAS, and reading it back soon after is slow on some CPUs;
+        // docs/design/unlock.md). The rest of the word is then the readers' and waiters'
+        // business, and the writer's byte is the writer's alone: store it, then look again
+        // for a waiter that registered meanwhile.
+        if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light &&
+            (!gate_.is_locked() || !(state_.load(std::memory_order_relaxed) & writer_gated_bit))) [[likely]] {
+            release_writer_byte();
+            // Only the compiler must not move the load above the store; the hardware
+            // ordering is supplied by the registering waiter's heavy barrier.
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+            if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
+                after_store_release();
+            return;
+        }
+        unlock_fenced();
     }
 
     // ---- shared (reader) ----
@@ -173,15 +207,16 @@ public:
     // A read by a thread that already holds one (see "Recursive reads" above): waits only
     // while a writer holds the lock.
     void lock_shared_recursive() {
-        if (!try_add_reader(writer_bit)) [[unlikely]]
-            lock_shared_slow(internal::no_deadline, writer_bit);
+        if (!try_add_reader(recursive_reader_blockers)) [[unlikely]]
+            lock_shared_slow(internal::no_deadline, recursive_reader_blockers);
     }
     // (A recursive read always goes through the count: the thread's slot for this lock may
     // hold its first read already.)
-    bool try_lock_shared_recursive() noexcept { return try_add_reader(writer_bit); }
+    bool try_lock_shared_recursive() noexcept { return try_add_reader(recursive_reader_blockers); }
     template <class Clock, class Duration>
     bool try_lock_shared_recursive_until(const std::chrono::time_point<Clock, Duration>& t) {
-        return try_add_reader(writer_bit) || lock_shared_slow(internal::to_deadline(t), writer_bit);
+        return try_add_reader(recursive_reader_blockers) ||
+               lock_shared_slow(internal::to_deadline(t), recursive_reader_blockers);
     }
     void unlock_shared() {
         if (internal::reader_row* r = internal::this_thread_reader_row) {
@@ -258,16 +293,18 @@ public:
     static constexpr std::chrono::nanoseconds spin_budget{4000};
 
     static constexpr word writer_bit = 0x01;
-    static constexpr word upgrader_bit = 0x02;
-    static constexpr word upgrading_bit = 0x04;
-    static constexpr word readers_parked_bit = 0x08;
-    static constexpr word writers_parked_bit = 0x10;
-    static constexpr word upgraders_parked_bit = 0x20;
-    static constexpr word writer_waiting_bit = 0x40;
-    static constexpr word writer_gated_bit = 0x80;
-    static constexpr word read_bias_bit = 0x100;
-    static constexpr word revoking_bit = 0x200;
-    static constexpr unsigned reader_shift = 10;
+    static constexpr word writer_gated_bit = 0x02;
+    static constexpr word upgrader_bit = 0x100;
+    static constexpr word upgrading_bit = 0x200;
+    static constexpr word readers_parked_bit = 0x400;
+    static constexpr word writers_parked_bit = 0x800;
+    static constexpr word upgraders_parked_bit = 0x1000;
+    static constexpr word writer_waiting_bit = 0x2000;
+    static constexpr word read_bias_bit = 0x4000;
+    static constexpr word revoking_bit = 0x8000;
+    static constexpr unsigned reader_shift = 16;
+    // The count's top bit: 32,768 readers through the count, and new ones wait.
+    static constexpr word readers_full_bit = 0x8000'0000u;
     // After a revocation that took d, the bias stays off for bias_inhibit_factor * d (BRAVO's
     // N: revocations then take at most about 1/(N+1) of the time).
     static constexpr unsigned bias_inhibit_factor = 9;
@@ -275,8 +312,18 @@ public:
 
 private:
     // What stops a new (non-recursive) reader: a writer holding, waiting, or an upgrade.
-    static constexpr word reader_blockers = writer_bit | writer_waiting_bit | upgrading_bit;
-    static constexpr word upgrader_blockers = writer_bit | upgrader_bit | writer_waiting_bit;
+    static constexpr word reader_blockers = writer_bit | writer_waiting_bit | upgrading_bit | readers_full_bit;
+    static constexpr word upgrader_blockers = writer_bit | upgrader_bit | writer_waiting_bit | readers_full_bit;
+    // What a recursive reader waits for.
+    static constexpr word recursive_reader_blockers = writer_bit | readers_full_bit;
+    // The bits in the writer's byte: only a writer holding the lock sets them, and its
+    // release clears them all.
+    static constexpr word writer_byte = 0xff;
+    static_assert((writer_bit | writer_gated_bit) <= writer_byte &&
+                  ((upgrader_bit | upgrading_bit | readers_parked_bit | writers_parked_bit | upgraders_parked_bit |
+                    writer_waiting_bit | read_bias_bit | revoking_bit) &
+                   writer_byte) == 0 &&
+                  revoking_bit < (word{1} << reader_shift));
     // A reader's unlock must look further when a writer is parked, an upgrade waits, or
     // readers or upgraders are parked (they may be free to go once the count changes). A
     // writer that polls sees the count reach 0 by itself.
@@ -330,7 +377,23 @@ private:
     [[noreturn]] void undo_unlock_shared();
     bool lock_upgrade_slow(internal::deadline until);
     bool upgrade_slow(internal::deadline until);
+    void unlock_fenced();
     void unlock_slow();
+    void after_store_release();
+    // The writer's byte, stored free: the other bytes (readers adding themselves to back out
+    // again, waiters' bits) are left as they are. A byte store into the word's low byte on
+    // x86-64, where it is atomic and ordered with the locked instructions on the word (the
+    // mixed-size access Linux's qrwlock uses; docs/references.md, linux-qrwlock). Under the
+    // model checker, which has no view of a byte inside a word, and elsewhere, the same
+    // change as one RMW: under sequential consistency the two are the same step.
+    void release_writer_byte() noexcept {
+#if CONTEND_MODEL_CHECK || !defined(__x86_64__)
+        state_.fetch_and(~writer_byte, std::memory_order_release);
+#else
+        static_assert(std::endian::native == std::endian::little && sizeof(state_) == sizeof(word));
+        __atomic_store_n(reinterpret_cast<unsigned char*>(&state_), 0, __ATOMIC_RELEASE);
+#endif
+    }
     void release_writer(word keep);
     bool release_writer_to_readers(word keep);
     void wake_a_writer(bool from_writer);
