@@ -311,14 +311,14 @@ shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until,
 // designee does, for as long as a writer holds it and at most designee_patience, then waits
 // as any writer (polls, then parks with WRITERS_PARKED, so that releases wake it and hand
 // it the lock when the parking lot says it is time to be fair). Nobody wakes a nap, and no
-// bit says that one is under way, so the holder's release stays the one CAS of a lock
-// nobody waits for, and the holder runs section after section with the lock's line and
-// the data in its cache. Polling instead (on the line the holder writes) and parking (so
-// that every release woke it, to lose the race to the holder's next lock and poll again)
-// kept both CPUs busy moving the line. What it costs: a lock freed while its next writer
-// naps stays free (to anyone else) until the nap ends, up to about 90 us, and the writers'
-// p99 wait rises. The figures, before and after: docs/design/shared_mutex.md, "The gate's
-// writer naps".
+// bit says that one is under way, so the holder's release stays that of a lock nobody
+// waits for (a store of its byte, when it did not come through the gate), and it runs
+// section after section with the lock's line and the data in its cache. Polling instead
+// (on the line the holder writes) and parking (so that every release woke it, to lose the
+// race to the holder's next lock and poll again) kept both CPUs busy moving the line. What
+// it costs: a lock freed while its next writer naps stays free (to anyone else) until the
+// nap ends, up to about 90 us, and the writers' p99 wait rises. The figures, before and
+// after: docs/design/shared_mutex.md, "The gate's writer naps".
 void shared_mutex::nap_behind_a_writer(internal::deadline until) {
     const auto since = internal::clock::now();
     for (;;) {
