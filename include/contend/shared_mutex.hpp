@@ -92,10 +92,11 @@
 //
 // Misuse: unlocking a mode that is not held (unlock() with no writer, unlock_shared() with no
 // reader, unlock_upgrade() with no upgrader) throws synchronization_error and leaves the lock
-// as it was; for unlock() as for contend::mutex: whenever it looks at the word (a waiter is
-// parked or registered, the gate is held, or the build sets CONTEND_CHECK_UNLOCK, the
-// default where NDEBUG is not defined). An optimized build's unlock() of a lock no writer
-// holds otherwise stores the writer's byte free again, which changes nothing. Ownership is
+// as it was; for unlock() as for contend::mutex: whenever it looks at the word (a thread is
+// registered in the lock's waiter slot, the gate is held, or the build sets
+// CONTEND_CHECK_UNLOCK, the default where NDEBUG is not defined). An optimized build's
+// unlock() of a lock no writer holds otherwise stores the writer's byte free again, which
+// changes nothing. Ownership is
 // not tracked: one thread releasing a mode another thread holds is not detected. Not
 // recursive for writers.
 #pragma once
@@ -156,14 +157,15 @@ public:
             return unlock_fenced();  // throws: no writer holds the lock
 #endif
         // A slot that is exactly `light` says that no thread is parked, or about to park, on
-        // a lock hashing there; a free gate, or no WRITER_GATED, that this writer did not come
-        // through the gate (the gate's byte first: the word is the one this thread's lock()
-        // wrote with a locked CAS, and reading it back soon after is slow on some CPUs;
-        // docs/design/unlock.md). The rest of the word is then the readers' and waiters'
-        // business, and the writer's byte is the writer's alone: store it, then look again
-        // for a waiter that registered meanwhile.
+        // a lock hashing there; a free gate, or a word held by a writer without WRITER_GATED,
+        // that this writer did not come through the gate (the gate's byte first: the word is
+        // the one this thread's lock() wrote with a locked CAS, and reading it back soon after
+        // is slow on some CPUs; docs/design/unlock.md). The rest of the word is then the
+        // readers' and waiters' business, and the writer's byte is the writer's alone: store
+        // it, then look again for a waiter that registered meanwhile.
         if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light &&
-            (!gate_.is_locked() || !(state_.load(std::memory_order_relaxed) & writer_gated_bit))) [[likely]] {
+            (!gate_.is_locked() ||
+             (state_.load(std::memory_order_relaxed) & (writer_bit | writer_gated_bit)) == writer_bit)) [[likely]] {
             release_writer_byte();
             // Only the compiler must not move the load above the store; the hardware
             // ordering is supplied by the registering waiter's heavy barrier.
