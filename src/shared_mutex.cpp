@@ -13,9 +13,9 @@
 // made without a locked instruction, a writer's release by storing its byte, is the mutex's
 // plain-store unlock: a thread counts itself in the lock's waiter slot before its validate
 // looks at the word (park_registered), and the release looks at the slot after its store
-// (src/waiter_registry.cpp has the argument), then at the bits (after_store_release). The PARKED bits
-// are conservative: a bit may outlive its waiters (a reader that timed out), and the next
-// release that looks finds the queue empty and clears it.
+// (src/waiter_registry.cpp has the argument), then at the bits (after_store_release).
+// The PARKED bits are conservative: a bit may outlive its waiters (a reader that timed out),
+// and the next release that looks finds the queue empty and clears it.
 //
 // WRITER_WAITING stops new readers, so it must not outlive its writers: it is set by a
 // polling writer (again at each poll step while the lock is not free) and by a writer that

@@ -398,28 +398,31 @@ TEST(SharedMutex, AWriterThatTimesOutWhileReadersHoldDoesNotKeepNewReadersOut) {
 }
 
 // The count has room for 32,768 readers; one more waits (or fails to try) instead of
-// overflowing into the bits beside it. One thread's recursive reads fill it.
+// overflowing into the bits beside it. One thread's recursive reads fill it; then a
+// lock_shared(), which adds itself with fetch_add before it looks, must back out and wait.
 TEST(SharedMutex, ReadersBeyondTheCountsRoomWaitInsteadOfOverflowing) {
+    watchdog dog(60s, "a reader waiting for room in the count");
     shared_mutex m;
     std::uint32_t held = 0;
     while (held <= 40'000 && m.try_lock_shared_recursive()) ++held;
     EXPECT_EQ(held, 32'768u);
     EXPECT_EQ(m.reader_count(), held);
     EXPECT_FALSE(m.try_lock_shared());
-    EXPECT_FALSE(m.try_lock_shared_for(2ms)) << "a reader through fetch_add backs out";
-    EXPECT_FALSE(m.try_lock());
+    EXPECT_FALSE(m.try_lock_shared_for(2ms));
     EXPECT_FALSE(m.try_lock_upgrade());
     EXPECT_EQ(m.reader_count(), held) << "nothing counted by the refused readers";
     std::atomic<bool> late_got_in{false};
     std::thread late([&] {
-        if (m.try_lock_shared_for(10s)) {  // waits for a reader to leave
-            late_got_in = true;
-            m.unlock_shared();
-        }
+        m.lock_shared();  // fetch_add, finds the count full, backs out and waits
+        late_got_in = true;
+        m.unlock_shared();
     });
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(late_got_in.load()) << "a reader got in past a full count";
+    EXPECT_TRUE(eventually([&] { return m.reader_count() == held; })) << "the late reader backed out";
     m.unlock_shared();
+    EXPECT_TRUE(eventually([&] { return late_got_in.load(); })) << "one reader left, and the late one got in";
     late.join();
-    EXPECT_TRUE(late_got_in.load());
     for (--held; held > 0; --held) m.unlock_shared();
     EXPECT_EQ(m.reader_count(), 0u);
     EXPECT_TRUE(m.try_lock());
