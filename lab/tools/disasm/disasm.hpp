@@ -14,11 +14,12 @@ struct disassembly {
     int calls = 0;  // calls out of the loop (slow paths, outlined atomics, OS)
 };
 
-// Disassembles `<workload_type>::run(` in `executable` with objdump, found on PATH and
-// run without a shell (the path is one argument, whatever characters it holds). Reads
-// objdump's whole listing (a quarter of a second for the contend binary).
-// Throws std::runtime_error when objdump cannot be started, exits with a failure (not an
-// executable, no such file), or the function is not found.
+// Disassembles `<workload_type>::run(` in `executable`: nm's symbol table gives the address
+// ranges of the function and of its clones, and objdump lists those bytes only (a few
+// hundredths of a second; the whole listing of the contend binary took a second). Both are
+// found on PATH and run without a shell (the path is one argument, whatever characters it
+// holds). Throws std::runtime_error when either cannot be started, exits with a failure (not
+// an executable, no such file), or the function is not found.
 disassembly disassemble_run(const std::string& executable, const std::string& workload_type);
 
 // Whether one objdump instruction line is an atomic RMW: x86 `lock`-prefixed ops and
