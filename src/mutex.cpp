@@ -30,6 +30,18 @@
 // (0 to 1 ms) says it is time to be fair; timed waiters are handed the mutex whenever no
 // untimed waiter is queued, and before the designee when it asks.
 //
+// Sparse locks: the designee's nap and the queue behind it suit a hammered mutex, where the
+// holder takes it back at once. On a mutex held briefly between long stretches of other work
+// (RocksDB's DB mutex in db_bench: held ~0.3 us, 2 to 3 % of acquisitions contended) they
+// left the mutex free while its waiters slept out their naps and queues, and CPUs idle. So
+// the waiters judge which kind of mutex it is, per waiter slot (mutex_sparse_hints): a
+// designee waking from a nap (or woken) that finds it free at its first probe marks the slot
+// sparse, one that finds it held clears the mark, and so does a queued waiter woken to retry
+// that finds it held. While the mark is set, an unlock that leaves WAKING for the designee
+// also wakes the napping designee, or else one queued waiter to retry (glibc's wake per
+// unlock). A wrong mark costs a wasted wake-up and is corrected by the woken thread itself;
+// the wakes change no state bit, so they cannot break exclusion or lose a waiter.
+//
 // Crowds: with at least two waiters per CPU, new waiters stay runnable and yield instead
 // of parking (mutex::yield_while_crowded says why); they never touch the state bits.
 //
@@ -57,6 +69,11 @@
 #include "waiter_registry.hpp"
 
 namespace contend {
+
+namespace internal {
+std::atomic<std::uint8_t> mutex_sparse_hints[waiter_slot_count]{};
+}  // namespace internal
+
 namespace {
 
 using internal::mutex_designee_key;
@@ -102,6 +119,20 @@ void spun_and_won(std::size_t slot_index) noexcept {
 void spun_in_vain(std::size_t slot_index) noexcept {
     auto& level = spin_levels[slot_index];
     if (level.load(std::memory_order_relaxed) != 0) level.store(0, std::memory_order_relaxed);
+}
+
+// What a waiter that has just woken found: the mutex free (it may be sparse) or held
+// (hammered). Two findings of "free" in a row mark the slot sparse (mutex.hpp's unlock wakes
+// while the hint reads 2); one of "held" clears it. On a hammered mutex a waiter finds it
+// free now and then, in the moment between a holder's release and its next acquisition:
+// asking for two in a row keeps such chance findings from marking it. Written only when it
+// changes, so the hint stays a read-mostly line for the unlocks.
+void judge_sparse(std::size_t slot_index, bool found_free) noexcept {
+    auto& hint = internal::mutex_sparse_hints[slot_index];
+    const std::uint8_t now = hint.load(std::memory_order_relaxed);
+    const std::uint8_t next =
+        found_free ? static_cast<std::uint8_t>(now < internal::mutex_sparse ? now + 1 : internal::mutex_sparse) : 0;
+    if (next != now) hint.store(next, std::memory_order_relaxed);
 }
 
 // A designee's nap and its patience before it asks for a handoff: src/designee_nap.hpp.
@@ -220,7 +251,41 @@ bool mutex::lock_slow(internal::deadline until) {
         }
         spin_round(round);
     }
+    if (internal::mutex_sparse_hints[slot_index].load(std::memory_order_relaxed) == internal::mutex_sparse &&
+        poll_sparse(slot_index))
+        return true;
     return lock_after_spin(until);
+}
+
+// On a mutex marked sparse a holder lets go after a short hold and does not take it straight
+// back, so a waiter polls for it before it registers and sleeps: for up to max_spin, what a
+// park and wake cost one way (spinning as long as blocking would cost is at worst twice the
+// better of the two: docs/references.md, competitive-spinning). The poll yields the CPU
+// between steps when another thread wants it (platform/spin_wait.hpp).
+//
+// It takes the mutex only when two reads a step (100 ns) apart both find it free, and a
+// mutex found free and then held again a step later is one whose holders take it straight
+// back: a hammered mutex, marked sparse by a chance finding. Then the poll clears the mark
+// and the waiter goes the usual way, to the designee's nap. Without that check the poll kept
+// the mark for ever on a hammered mutex (its waiters no longer napped, so none judged it
+// again) and traded the mutex between the CPUs on every turn: the counter suite at 2 workers
+// went from 0.19x pthread_mutex's time to 1.5x. True holding the mutex.
+bool mutex::poll_sparse(std::size_t slot_index) {
+    internal::spin_wait poll(max_spin, std::chrono::nanoseconds(100));
+    bool was_free = false;
+    for (;;) {
+        std::uint8_t s = state_.load(std::memory_order_relaxed);
+        if (!(s & held_bit)) {
+            if (was_free &&
+                state_.compare_exchange_strong(s, s | held_bit, std::memory_order_acquire, std::memory_order_relaxed))
+                return true;
+            was_free = true;
+        } else if (was_free) {
+            judge_sparse(slot_index, false);
+            return false;
+        }
+        if (!poll.pause()) return false;
+    }
 }
 
 // A condition variable's waiter that its notifier moved onto this mutex's untimed queue
@@ -310,8 +375,11 @@ bool mutex::lock_after_spin(internal::deadline until) {
 bool mutex::wait_registered(internal::deadline until) {
     const auto& slot = internal::waiter_slots[internal::waiter_slot_index(this)];
     const bool timed = until != internal::no_deadline;
+    bool woken_to_retry = false;  // by an unlock of a mutex marked sparse (wake_on_sparse_lock)
     for (;;) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
+        if (woken_to_retry && (s & held_bit)) judge_sparse(internal::waiter_slot_index(this), false);
+        woken_to_retry = false;
         if (!(s & held_bit)) {
             if (state_.compare_exchange_weak(s, s | held_bit, std::memory_order_acquire, std::memory_order_relaxed))
                 return true;
@@ -344,6 +412,7 @@ bool mutex::wait_registered(internal::deadline until) {
             return true;
         }
         if (!result.was_unparked()) continue;  // invalid (released meanwhile) or timed out: retry once
+        woken_to_retry = result.token == 0;
         if (result.token == handoff_token) return true;  // the unlocker left it held for us
         if (result.token == designee_token) {
             wait_as_designee(false);
@@ -399,10 +468,23 @@ bool mutex::yield_while_crowded(std::size_t slot_index) {
 // Returns holding the mutex. Only untimed waiters become designees, so this never gives up.
 void mutex::wait_as_designee(bool nap_first) {
     const auto since = internal::clock::now();
+    const std::size_t slot_index = internal::waiter_slot_index(this);
+    bool just_woke = false;  // from a nap that ran out, or that an unlock cut short
     for (bool napped = false;; napped = true) {
         if (napped || !nap_first) {
             for (int probe = 0; probe < designee_probes; ++probe) {
                 std::uint8_t s = state_.load(std::memory_order_relaxed);
+                if (just_woke && !(s & held_bit)) {
+                    // Free now; still free a poll step later? A mutex its holders take
+                    // straight back (or that a crowd of them takes in turn, as with few
+                    // stripes and no work between) is held again by then.
+                    internal::relax_for(std::chrono::nanoseconds(100));
+                    s = state_.load(std::memory_order_relaxed);
+                    judge_sparse(slot_index, !(s & held_bit));
+                } else if (just_woke) {
+                    judge_sparse(slot_index, false);
+                }
+                just_woke = false;
                 if (!(s & held_bit) &&
                     state_.compare_exchange_strong(
                         s, static_cast<std::uint8_t>((s | held_bit) & ~(waking_bit | handoff_request_bit)),
@@ -433,6 +515,8 @@ void mutex::wait_as_designee(bool nap_first) {
                 }
             },
             now + designee_nap);
+        just_woke =
+            result.status == parking_lot::park_status::timed_out || (result.was_unparked() && result.token == 0);
         if (result.was_unparked() && result.token == handoff_token) {
             // We hold it now and are no longer a designee; the holder may clear WAKING.
             state_.fetch_and(static_cast<std::uint8_t>(~(waking_bit | handoff_request_bit)), std::memory_order_relaxed);
@@ -518,6 +602,17 @@ void mutex::unlock_slow(bool fair) {
     if (r.did_unpark_thread) return;
     if (hand_off_to(mutex_timed_key(this))) return;
     release_slow(slot_index);  // registered waiters are not queued yet (or belong to another mutex)
+}
+
+// The mutex was released by a plain store leaving WAKING, and its slot is marked sparse:
+// wake the designee if it naps, else one queued waiter, to retry (token 0) rather than sleep
+// out the nap or the queue while the mutex sits free. Either finds out for itself whether
+// the mark was right (judge_sparse).
+void mutex::wake_on_sparse_lock(const internal::atomic<std::uint32_t>& slot) noexcept {
+    if (parking_lot::unpark_one(mutex_designee_key(this)).did_unpark_thread) return;
+    // Beyond the designee (one registration), someone queues.
+    if ((slot.load(std::memory_order_relaxed) & internal::waiter_slot_count_mask) >= 2)
+        parking_lot::unpark_one(mutex_untimed_key(this));
 }
 
 // The mutex was released by a plain store and the registry shows waiters: make sure one

@@ -379,6 +379,51 @@ TEST(Mutex, EveryWaiterGetsAMutexReleasedWhileADesigneeNaps) {
     EXPECT_EQ(got.load(), parked_waiters);
 }
 
+// A mutex held briefly between long stretches of other work (the shape of RocksDB's DB mutex
+// under db_bench): its waiters find it free when they wake, mark its slot sparse, and from then
+// on unlocks wake a napping designee or a queued waiter to retry (src/mutex.cpp). Those extra
+// wake-ups must never cost exclusion or a waiter, and the mark must be reached.
+TEST(Mutex, ASparseMutexIsMarkedSoAndItsExtraWakeUpsKeepExclusion) {
+    watchdog dog(120s);
+    contend::mutex m;
+    auto& hint = contend::internal::mutex_sparse_hints[contend::internal::waiter_slot_index(&m)];
+    hint.store(0);  // not left marked by an earlier test's mutex at this address
+    constexpr int n = 4;
+    const long turns = scaled(2000);
+    long inside = 0;  // plain: only a holder touches it
+    std::atomic<long> total{0};
+    std::atomic<bool> marked{false};
+    std::atomic<int> done{0};
+    const auto busy = [](std::chrono::nanoseconds d) {
+        const auto end = steady::now() + d;
+        while (steady::now() < end) {
+        }
+    };
+    const auto start = steady::now();
+    run_threads(n, [&](int) {
+        long mine = 0;
+        bool counted = false;
+        // Until every thread has its turns and the mark has been seen, or 60 s.
+        while ((done.load() < n || !marked.load()) && steady::now() - start < 60s) {
+            m.lock();
+            const long seen = ++inside;
+            busy(1us);
+            EXPECT_EQ(inside, seen) << "another thread was inside";
+            m.unlock();
+            total.fetch_add(1, std::memory_order_relaxed);
+            if (hint.load(std::memory_order_relaxed) == contend::internal::mutex_sparse) marked.store(true);
+            if (!counted && ++mine >= turns) {
+                counted = true;
+                done.fetch_add(1);
+            }
+            busy(5us);
+        }
+    });
+    EXPECT_EQ(inside, total.load());
+    EXPECT_EQ(done.load(), n) << "a thread did not get its turns within 60 s";
+    EXPECT_TRUE(marked.load()) << "the waiters never marked a sparse mutex as such";
+}
+
 // The release a condition variable's wait uses: the same release as unlock() (the waiters,
 // a designee among them, all get the mutex), and misuse is refused as unlock() refuses it.
 TEST(Mutex, UnlockBeforeBlockingReleasesToEveryWaiterAndRefusesAnUnheldMutex) {

@@ -28,11 +28,16 @@
 //
 // Costs: lock() is a prefetch for write, a load and one CAS when free. unlock() is a
 // release store and two loads of a read-mostly slot when nobody waits, and a load
-// and a store when a designee naps. A contended lock() spins briefly (set_spin_limit),
-// then becomes the designee or queues; when at least two waiters per CPU want the mutex, a
-// new waiter stays runnable and yields (up to 20 ms) instead of queueing, so that the
-// scheduler, not one wake-up at a time, rotates a crowd (CPU time for throughput and
-// fairness).
+// and a store when a designee naps (plus a load of a read-mostly hint, and a wake-up where
+// the waiters have found the mutex free when they woke: a sparse mutex, below). A contended lock() spins briefly
+// (set_spin_limit), then becomes the designee or queues; when at least two waiters per CPU want the mutex, a new waiter
+// stays runnable and yields (up to 20 ms) instead of queueing, so that the scheduler, not one wake-up at a time,
+// rotates a crowd (CPU time for throughput and fairness).
+//
+// Sparse mutexes: held briefly between long stretches of other work, a mutex is free most
+// of the time a designee naps. Its waiters learn that when they wake (per waiter slot), and
+// while they keep finding it free each unlock that leaves the designee napping wakes it (or
+// one queued waiter) as glibc's does, instead of leaving the mutex idle for the rest of a nap.
 //
 // Fairness: barging is allowed (throughput), but the designee is handed the mutex after
 // 1 ms, designees are drawn from the queue in order, and an unlock that wakes a queued
@@ -72,6 +77,14 @@
 #endif
 
 namespace contend {
+
+namespace internal {
+// Per waiter slot: whether the waiters of the mutexes hashing there have lately found the
+// mutex free when they woke (src/mutex.cpp says who sets it and why). A hint, not part of
+// any protocol: a plain std::atomic, so the model checker does not schedule on it.
+extern std::atomic<std::uint8_t> mutex_sparse_hints[waiter_slot_count];
+inline constexpr std::uint8_t mutex_sparse = 2;  // the hint's value that makes unlocks wake
+}  // namespace internal
 
 class thin_lock;
 class condition_variable;
@@ -196,6 +209,12 @@ private:
             // waking, and no other thread clears WAKING while the mutex is held, so a plain
             // store cannot undo anyone's write that matters (see src/mutex.cpp).
             state_.store(waking_bit, std::memory_order_release);
+            // Unless the lock's waiters have been finding it free when they wake (a sparse
+            // lock: short holds, long work between them): then one of them is woken now
+            // rather than at the end of its nap (src/mutex.cpp, sparse_hints).
+            if (internal::mutex_sparse_hints[static_cast<std::size_t>(&slot - &internal::waiter_slots[0])].load(
+                    std::memory_order_relaxed) == internal::mutex_sparse) [[unlikely]]
+                wake_on_sparse_lock(slot);
             return;
         }
         unlock_slow(false);
@@ -203,6 +222,7 @@ private:
 
     bool lock_slow(internal::deadline until);
     bool lock_after_spin(internal::deadline until);
+    bool poll_sparse(std::size_t slot_index);
     bool wait_registered(internal::deadline until);
     bool register_requeued_waiter(bool* arm) noexcept;
     static void arm_waiter_slot(const void* address) noexcept;
@@ -215,6 +235,7 @@ private:
     bool hand_off_to(const void* key);
     bool yield_while_crowded(std::size_t slot_index);
     void wake_after_release() noexcept;
+    void wake_on_sparse_lock(const internal::atomic<std::uint32_t>& slot) noexcept;
 
     internal::atomic<std::uint8_t> state_{0};
 };
