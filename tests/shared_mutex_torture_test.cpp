@@ -246,7 +246,9 @@ void torture_with(int readers, int writers, long operations, long write_one_in =
     const std::uint32_t seed = test_seed();
     torture t(seed);
     t.run(readers, writers, operations, write_one_in);
-    if (expect_bias) EXPECT_TRUE(t.saw_bias()) << "no reader found the lock biased; " << seed_trace(seed);
+    if (expect_bias) {
+        EXPECT_TRUE(t.saw_bias()) << "no reader found the lock biased; " << seed_trace(seed);
+    }
     EXPECT_EQ(t.violations(), 0) << t.first_violation() << "; " << seed_trace(seed);
     EXPECT_EQ(t.version(), static_cast<std::uint64_t>(t.writes())) << seed_trace(seed);
     EXPECT_FALSE(t.lock().is_locked()) << seed_trace(seed);
