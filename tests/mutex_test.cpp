@@ -424,6 +424,35 @@ TEST(Mutex, ASparseMutexIsMarkedSoAndItsExtraWakeUpsKeepExclusion) {
     EXPECT_TRUE(marked.load()) << "the waiters never marked a sparse mutex as such";
 }
 
+// A timed lock on a mutex marked sparse polls before it sleeps (src/mutex.cpp, poll_sparse):
+// the poll is bounded by the deadline, and a held mutex is still refused, with a deadline in
+// the past at once and with one ahead no earlier than it.
+TEST(Mutex, TimedLocksOfAMutexMarkedSparseKeepTheirDeadlines) {
+    watchdog dog(60s);
+    contend::mutex m;
+    auto& hint = contend::internal::mutex_sparse_hints[contend::internal::waiter_slot_index(&m)];
+    std::atomic<bool> held{false}, done{false};
+    std::thread holder([&] {
+        m.lock();
+        held.store(true);
+        while (!done.load()) std::this_thread::sleep_for(1ms);
+        m.unlock();
+    });
+    while (!held.load()) std::this_thread::yield();
+    hint.store(contend::internal::mutex_sparse);
+    EXPECT_FALSE(m.try_lock_until(steady::now() - 1s));
+    hint.store(contend::internal::mutex_sparse);
+    const auto start = steady::now();
+    EXPECT_FALSE(m.try_lock_for(20ms));
+    EXPECT_GE(steady::now() - start, 20ms);
+    done.store(true);
+    holder.join();
+    hint.store(contend::internal::mutex_sparse);
+    EXPECT_TRUE(m.try_lock_for(1s));  // free: taken at once
+    m.unlock();
+    hint.store(0);
+}
+
 // The release a condition variable's wait uses: the same release as unlock() (the waiters,
 // a designee among them, all get the mutex), and misuse is refused as unlock() refuses it.
 TEST(Mutex, UnlockBeforeBlockingReleasesToEveryWaiterAndRefusesAnUnheldMutex) {

@@ -222,7 +222,7 @@ private:
 
     bool lock_slow(internal::deadline until);
     bool lock_after_spin(internal::deadline until);
-    bool poll_sparse(std::size_t slot_index);
+    bool poll_sparse(std::size_t slot_index, internal::deadline until);
     bool wait_registered(internal::deadline until);
     bool register_requeued_waiter(bool* arm) noexcept;
     static void arm_waiter_slot(const void* address) noexcept;
