@@ -35,9 +35,10 @@
 // (RocksDB's DB mutex in db_bench: held ~0.3 us, 2 to 3 % of acquisitions contended) they
 // left the mutex free while its waiters slept out their naps and queues, and CPUs idle. So
 // the waiters judge which kind of mutex it is, per waiter slot (mutex_sparse_hints): a
-// designee waking from a nap (or woken) that finds it free at its first probe marks the slot
-// sparse, one that finds it held clears the mark, and so does a queued waiter woken to retry
-// that finds it held. While the mark is set, an unlock that leaves WAKING for the designee
+// designee waking from a nap (or woken) that finds it free, and still free sparse_step later,
+// counts one, and two such findings in a row mark the slot sparse; one that finds it held
+// clears the mark, and so does a queued waiter woken to retry, or a poll (poll_sparse), that
+// finds it held. While the mark is set, an unlock that leaves WAKING for the designee
 // also wakes the napping designee, or else one queued waiter to retry (glibc's wake per
 // unlock). A wrong mark costs a wasted wake-up and is corrected by the woken thread itself;
 // the wakes change no state bit, so they cannot break exclusion or lose a waiter.
@@ -74,6 +75,14 @@ namespace contend {
 namespace internal {
 std::atomic<std::uint8_t> mutex_sparse_hints[waiter_slot_count]{};
 }  // namespace internal
+
+namespace {
+// Helgrind takes the hints' relaxed loads and plain stores for unordered plain accesses:
+// advice that orders nothing, left unchecked (contend/internal/tsan.hpp). Without this the
+// interposer's helgrind test reported a race on them.
+[[maybe_unused]] const bool sparse_hints_unchecked =
+    (internal::helgrind_unchecked(internal::mutex_sparse_hints, sizeof internal::mutex_sparse_hints), true);
+}  // namespace
 
 namespace {
 
@@ -135,6 +144,13 @@ void judge_sparse(std::size_t slot_index, bool found_free) noexcept {
         found_free ? static_cast<std::uint8_t>(now < internal::mutex_sparse ? now + 1 : internal::mutex_sparse) : 0;
     if (next != now) hint.store(next, std::memory_order_relaxed);
 }
+
+// How long a mutex must stay free for a waiter to take it as sparse: a holder that takes the
+// mutex straight back does so within tens of nanoseconds (a CAS and a loop's turn: 5 to 13 ns
+// a CAS on both VM families measured), and on a sparse mutex the gaps between holds last
+// microseconds. A time, not a pause count: relax_for and spin_wait derive the pauses from the
+// pause measured on this machine.
+constexpr std::chrono::nanoseconds sparse_step{100};
 
 // A designee's nap and its patience before it asks for a handoff: src/designee_nap.hpp.
 using internal::designee_nap;
@@ -260,11 +276,13 @@ bool mutex::lock_slow(internal::deadline until) {
 
 // On a mutex marked sparse a holder lets go after a short hold and does not take it straight
 // back, so a waiter polls for it before it registers and sleeps: for up to max_spin, what a
-// park and wake cost one way (spinning as long as blocking would cost is at worst twice the
-// better of the two: docs/references.md, competitive-spinning). The poll yields the CPU
-// between steps when another thread wants it (platform/spin_wait.hpp).
+// park and wake cost one way on the AMD VM (16 to 19 us) and no less on the Intel ones
+// (docs/design/condition_variable.md). Spinning as long as blocking would cost is at worst
+// twice the better of the two (docs/references.md, competitive-spinning); where a wake-up
+// costs B > max_spin, at worst 1 + B / max_spin. The poll yields the CPU between steps when
+// another thread wants it (platform/spin_wait.hpp).
 //
-// It takes the mutex only when two reads a step (100 ns) apart both find it free, and a
+// It takes the mutex only when two reads a step (sparse_step) apart both find it free, and a
 // mutex found free and then held again a step later is one whose holders take it straight
 // back: a hammered mutex, marked sparse by a chance finding. Then the poll clears the mark
 // and the waiter goes the usual way, to the designee's nap. Without that check the poll kept
@@ -279,7 +297,7 @@ bool mutex::poll_sparse(std::size_t slot_index, internal::deadline until) {
         if (left <= left.zero()) return false;
         budget = std::min(budget, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
     }
-    internal::spin_wait poll(budget, std::chrono::nanoseconds(100));
+    internal::spin_wait poll(budget, sparse_step);
     bool was_free = false;
     for (;;) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
@@ -486,7 +504,7 @@ void mutex::wait_as_designee(bool nap_first) {
                     // Free now; still free a poll step later? A mutex its holders take
                     // straight back (or that a crowd of them takes in turn, as with few
                     // stripes and no work between) is held again by then.
-                    internal::relax_for(std::chrono::nanoseconds(100));
+                    internal::relax_for(sparse_step);
                     s = state_.load(std::memory_order_relaxed);
                     judge_sparse(slot_index, !(s & held_bit));
                 } else if (just_woke) {

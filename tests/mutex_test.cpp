@@ -403,8 +403,9 @@ TEST(Mutex, ASparseMutexIsMarkedSoAndItsExtraWakeUpsKeepExclusion) {
     run_threads(n, [&](int) {
         long mine = 0;
         bool counted = false;
-        // Until every thread has its turns and the mark has been seen, or 60 s.
-        while ((done.load() < n || !marked.load()) && steady::now() - start < 60s) {
+        // Until every thread has had its turns since the mark was first seen (so the marked
+        // mutex's extra wake-ups happen under the check), or 60 s.
+        while (done.load() < n && steady::now() - start < 60s) {
             m.lock();
             const long seen = ++inside;
             busy(1us);
@@ -412,7 +413,7 @@ TEST(Mutex, ASparseMutexIsMarkedSoAndItsExtraWakeUpsKeepExclusion) {
             m.unlock();
             total.fetch_add(1, std::memory_order_relaxed);
             if (hint.load(std::memory_order_relaxed) == contend::internal::mutex_sparse) marked.store(true);
-            if (!counted && ++mine >= turns) {
+            if (marked.load() && !counted && ++mine >= turns) {
                 counted = true;
                 done.fetch_add(1);
             }
@@ -420,8 +421,8 @@ TEST(Mutex, ASparseMutexIsMarkedSoAndItsExtraWakeUpsKeepExclusion) {
         }
     });
     EXPECT_EQ(inside, total.load());
-    EXPECT_EQ(done.load(), n) << "a thread did not get its turns within 60 s";
     EXPECT_TRUE(marked.load()) << "the waiters never marked a sparse mutex as such";
+    EXPECT_EQ(done.load(), n) << "a thread did not get its turns after the mark within 60 s";
 }
 
 // A timed lock on a mutex marked sparse polls before it sleeps (src/mutex.cpp, poll_sparse):

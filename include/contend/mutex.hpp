@@ -29,10 +29,11 @@
 // Costs: lock() is a prefetch for write, a load and one CAS when free. unlock() is a
 // release store and two loads of a read-mostly slot when nobody waits, and a load
 // and a store when a designee naps (plus a load of a read-mostly hint, and a wake-up where
-// the waiters have found the mutex free when they woke: a sparse mutex, below). A contended lock() spins briefly
-// (set_spin_limit), then becomes the designee or queues; when at least two waiters per CPU want the mutex, a new waiter
-// stays runnable and yields (up to 20 ms) instead of queueing, so that the scheduler, not one wake-up at a time,
-// rotates a crowd (CPU time for throughput and fairness).
+// the waiters have found the mutex free when they woke: a sparse mutex, below). A contended
+// lock() spins briefly (set_spin_limit), then becomes the designee or queues; when at least
+// two waiters per CPU want the mutex, a new waiter stays runnable and yields (up to 20 ms)
+// instead of queueing, so that the scheduler, not one wake-up at a time, rotates a crowd
+// (CPU time for throughput and fairness).
 //
 // Sparse mutexes: held briefly between long stretches of other work, a mutex is free most
 // of the time a designee naps. Its waiters learn that when they wake (per waiter slot), and
@@ -211,7 +212,7 @@ private:
             state_.store(waking_bit, std::memory_order_release);
             // Unless the lock's waiters have been finding it free when they wake (a sparse
             // lock: short holds, long work between them): then one of them is woken now
-            // rather than at the end of its nap (src/mutex.cpp, sparse_hints).
+            // rather than at the end of its nap (src/mutex.cpp, "Sparse locks").
             if (internal::mutex_sparse_hints[static_cast<std::size_t>(&slot - &internal::waiter_slots[0])].load(
                     std::memory_order_relaxed) == internal::mutex_sparse) [[unlikely]]
                 wake_on_sparse_lock(slot);

@@ -15,8 +15,8 @@ struct disassembly {
 };
 
 // Disassembles `<workload_type>::run(` in `executable`: nm's symbol table gives the address
-// ranges of the function and of its clones, and objdump lists those bytes only (a few
-// hundredths of a second; the whole listing of the contend binary took a second). Both are
+// ranges of the function and of its clones, and objdump lists those bytes only (about
+// 0.2 s a contender; the whole listing of the contend binary took about 1 s). Both are
 // found on PATH and run without a shell (the path is one argument, whatever characters it
 // holds). Throws std::runtime_error when either cannot be started, exits with a failure (not
 // an executable, no such file), or the function is not found.
