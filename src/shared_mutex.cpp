@@ -174,6 +174,15 @@ std::uint16_t inhibit_ticks(std::uint64_t took) noexcept {
 
 }  // namespace
 
+// How long the bias stays off after a revocation that took `took` ticks. While the lock's
+// reads are taken exclusively, the longest inhibition (1 to 2 ms): a write that came within a
+// revocation's few microseconds would otherwise see the bias back at once, and every read
+// between two writes would go through a row that the next write revokes, instead of the
+// cheaper exclusive read.
+std::uint16_t shared_mutex::inhibition(std::uint64_t took) const noexcept {
+    return reads_exclusively() ? static_cast<std::uint16_t>(max_inhibit_ticks) : inhibit_ticks(took);
+}
+
 // Takes the bias back, so that a writer (or an upgrade) can wait for the count alone. One
 // revoker at a time: the one whose CAS set REVOKING scans the rows and clears both bits; others
 // wait for it. A reader cannot enter through its row while REVOKING is set, and every reader
@@ -204,7 +213,7 @@ bool shared_mutex::revoke_bias(internal::deadline until, word stop) {
             return false;
         }
         const std::uint64_t done = bias_clock();
-        bias_until_.store(nonzero(done + inhibit_ticks(done - started)), std::memory_order_relaxed);
+        bias_until_.store(nonzero(done + inhibition(done - started)), std::memory_order_relaxed);
         // acq_rel: the readers' slot releases were read (acquire) by the scan; the clear
         // publishes nothing new but keeps the word's release sequence.
         state_.fetch_and(~(read_bias_bit | revoking_bit), std::memory_order_acq_rel);
@@ -226,9 +235,157 @@ bool shared_mutex::try_revoke_bias() noexcept {
         state_.fetch_and(~revoking_bit, std::memory_order_relaxed);
         return false;
     }
-    bias_until_.store(nonzero(bias_clock() + inhibit_ticks(0)), std::memory_order_relaxed);
+    bias_until_.store(nonzero(bias_clock() + inhibition(0)), std::memory_order_relaxed);
     state_.fetch_and(~(read_bias_bit | revoking_bit), std::memory_order_acq_rel);
     return true;
+}
+
+// ---- exclusive reads ----
+
+namespace {
+
+// The clock of a sampled read: the time-stamp counter's cycles on x86-64 (about 12 ns a read
+// on the 2-vCPU EPYC VM), nanoseconds elsewhere and on the model's clock. Only a ratio of
+// two intervals measured on it is used.
+std::uint64_t sample_clock() noexcept {
+#if defined(__x86_64__) && !CONTEND_MODEL_CHECK
+    return __rdtsc();
+#else
+    return static_cast<std::uint64_t>(internal::clock::now().time_since_epoch().count());
+#endif
+}
+
+}  // namespace
+
+// A read through the count whose thread looks (one in look_interval): at the bias, after
+// its add, and one look in sample_interval times the read too.
+void shared_mutex::lock_shared_looked(internal::reader_row& r) {
+    r.countdown = internal::reader_row::look_interval;
+    if (--r.sample_countdown == 0) return lock_shared_sampled(r);
+    const word s = state_.fetch_add(one_reader, std::memory_order_acquire);
+    if (s & reader_blockers) [[unlikely]] {
+        r.countdown = 1;  // look at the next read instead
+        return back_out_and_wait(s + one_reader);
+    }
+    after_counted_read(r, s);
+}
+
+// A timed read (one in look_interval * sample_interval of each thread's reads through the
+// count, or a probe of read_exclusively): it times its fetch_add (what the count's line costs
+// this read, c) and marks its slot, so that its unlock_shared times the section (s) and votes.
+// The look at the bias is after_counted_read's, as for any read that looks.
+void shared_mutex::lock_shared_sampled(internal::reader_row& r) {
+    r.countdown = internal::reader_row::look_interval;
+    r.sample_countdown = internal::reader_row::sample_interval;
+    auto& slot = r.slot_for(this);
+    const std::uint64_t before = sample_clock();
+    const word s = state_.fetch_add(one_reader, std::memory_order_acquire);
+    const std::uint64_t entered = sample_clock();
+    if (s & reader_blockers) [[unlikely]] {
+        back_out_and_wait(s + one_reader);  // a wait is no sample
+        return;
+    }
+    after_counted_read(r, s);
+    const void* v = slot.load(std::memory_order_relaxed);
+    if (v == nullptr || v == internal::reader_row::hint() || v == internal::reader_row::exclusive_hint()) {
+        // The section is short when it ends before twice the add's time has passed again,
+        // counted from here (the bookkeeping above is not the section's).
+        r.sample_until = static_cast<std::uint32_t>(sample_clock() + 2 * (entered - before));
+        slot.store(internal::reader_row::tagged(this, sampled_tag), std::memory_order_relaxed);
+    }
+}
+
+void shared_mutex::read_through_the_count() {
+    const word s = state_.fetch_add(one_reader, std::memory_order_acquire);
+    if (s & reader_blockers) [[unlikely]]
+        back_out_and_wait(s + one_reader);
+}
+
+// Takes the writer's byte for a read when nothing keeps an exclusive reader out: no writer or
+// exclusive reader holds, nothing stops readers, no upgrader holds (its upgrade waits for the
+// count alone), no bias. Readers in the count, and parked threads' bits, may stay.
+bool shared_mutex::try_read_exclusively(internal::atomic<const void*>& slot) noexcept {
+    word s = state_.load(std::memory_order_relaxed);
+    for (;;) {
+        if (s & exclusive_read_blockers) return false;
+        if (state_.compare_exchange_weak(s, s | exclusive_read_bit, std::memory_order_acquire,
+                                         std::memory_order_relaxed))
+            break;
+    }
+    slot.store(internal::reader_row::tagged(this, exclusive_tag), std::memory_order_relaxed);
+    return true;
+}
+
+// A read of a lock whose reads are taken exclusively, which was not free. Biased meanwhile:
+// through the row. One such read in sample_interval of each thread is the probe: it joins
+// through the count and is timed, so that a lock whose sections grew long goes back to shared
+// reads (uncontended the two kinds of read cost about the same, and a countdown to a probe on
+// the fast path cost the one-worker cells 10 to 20 %). Held by a reader in the writer's byte: nap at the gate while it
+// stays held, as a writer behind a writer does (one napper at a time, the others queued at the
+// gate), for at most the nap's patience; then through the count, which joins the readers (and
+// waits, as a reader, for a writer). No poll first: on the 2-CPU VMs a reader that polled took
+// the lock from a holder about to take it again, and the two then moved the line between them
+// at every read (2 workers, 99 % reads: 17-20 ns a read with a 4 us poll, 13 without;
+// contend::mutex's spin learned the same, docs/design/mutex.md).
+void shared_mutex::read_exclusively(internal::reader_row& r, internal::atomic<const void*>& slot) {
+    if (try_read_exclusively(slot)) return;  // (again: the caller's CAS may have failed a while ago)
+    internal::count_contention();
+    const word s = state_.load(std::memory_order_relaxed);
+    if (s & read_bias_bit) {
+        slot.store(internal::reader_row::hint(), std::memory_order_relaxed);
+        return lock_shared();
+    }
+#if !CONTEND_MODEL_CHECK  // (the models set the mode, and it stays)
+    if (--r.sample_countdown == 0) {
+        slot.store(nullptr, std::memory_order_relaxed);
+        return lock_shared_sampled(r);
+    }
+#else
+    (void)r;
+#endif
+    if ((s & exclusive_read_bit) && !(s & reader_blockers)) {
+        gate_.lock();
+        nap_behind_a_writer(internal::no_deadline, exclusive_read_bit);
+        const bool taken = try_read_exclusively(slot);
+        open_gate();
+        if (taken) return;
+    }
+    read_through_the_count();
+}
+
+// unlock_shared() of a read that this thread's slot marks: taken exclusively, or sampled.
+void shared_mutex::unlock_shared_marked(internal::reader_row& r, const void* v) {
+    auto& slot = r.slot_for(this);
+    if (v == internal::reader_row::tagged(this, exclusive_tag)) {
+        slot.store(internal::reader_row::exclusive_hint(), std::memory_order_relaxed);
+        return release_exclusive_read();
+    }
+    const auto ended = static_cast<std::uint32_t>(sample_clock());
+    const bool short_section = static_cast<std::int32_t>(ended - r.sample_until) < 0;
+    const word s = state_.fetch_sub(one_reader, std::memory_order_release);
+    slot.store(nullptr, std::memory_order_relaxed);
+    if (!holds_plain_reader(s)) [[unlikely]]
+        undo_unlock_shared();  // throws
+    judge_read_section(short_section);
+    if (s & read_bias_bit) slot.store(internal::reader_row::hint(), std::memory_order_relaxed);
+    else if (reads_exclusively()) slot.store(internal::reader_row::exclusive_hint(), std::memory_order_relaxed);
+    if (s & reader_unlock_wakes) [[unlikely]]
+        after_reader_left(s - one_reader);
+}
+
+// A vote: plain load and store (a vote lost to a race changes nothing but when the verdict
+// comes). In the model-checking build the lock never switches by itself (the model's clock
+// makes no verdict worth modelling); a model sets the mode (internal::shared_mutex_access).
+void shared_mutex::judge_read_section(bool short_section) noexcept {
+#if CONTEND_MODEL_CHECK
+    (void)short_section;
+#else
+    const std::uint8_t v = read_score_.load(std::memory_order_relaxed);
+    if (v > exclusive_read_score_max) return;  // pinned
+    const std::uint8_t n = short_section ? static_cast<std::uint8_t>(std::min<int>(v + 1, exclusive_read_score_max))
+                                         : static_cast<std::uint8_t>(v == 0 ? 0 : v - 1);
+    if (n != v) read_score_.store(n, std::memory_order_relaxed);
+#endif
 }
 
 // ---- writers ----
@@ -277,7 +434,7 @@ void shared_mutex::open_gate() { gate_.unlock_before_blocking(); }
 // marks the state so that its unlock opens the gate; one that is not gives up as soon as it
 // sees another writer holding (writer_seen), to queue at the gate.
 shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until, bool gated) {
-    if (gated) nap_behind_a_writer(until);
+    if (gated) nap_behind_a_writer(until, writer_bit);
     for (;;) {
         const wait_result polled = announce_and_poll(gated);
         if (polled == wait_result::bias_seen) {
@@ -319,21 +476,21 @@ shared_mutex::wait_result shared_mutex::wait_for_state(internal::deadline until,
 // it costs: a lock freed while its next writer naps stays free (to anyone else) until the
 // nap ends, up to about 90 us, and the writers' p99 wait rises. The figures, before and
 // after: docs/design/shared_mutex.md, "The gate's writer naps".
-void shared_mutex::nap_behind_a_writer(internal::deadline until) {
+void shared_mutex::nap_behind_a_writer(internal::deadline until, word holder) {
     const auto since = internal::clock::now();
     for (;;) {
         const word s = state_.load(std::memory_order_relaxed);
         // Readers biased the lock, or hold it, or nobody does: the writer's usual wait (which
         // takes a free lock at once).
-        if (!(s & writer_bit)) return;
+        if (!(s & holder)) return;
         const auto now = internal::clock::now();
         if (now - since >= internal::designee_patience || now >= until) return;
         const auto nap_until = CONTEND_MUTATION(shared_mutex_gated_writer_naps_without_a_deadline)
                                    ? until
                                    : std::min<internal::deadline>(until, now + internal::designee_nap);
         parking_lot::park(
-            shared_gated_nap_key(this), [this] { return (state_.load(std::memory_order_relaxed) & writer_bit) != 0; },
-            nap_until);
+            shared_gated_nap_key(this),
+            [this, holder] { return (state_.load(std::memory_order_relaxed) & holder) != 0; }, nap_until);
     }
 }
 
@@ -356,7 +513,7 @@ shared_mutex::wait_result shared_mutex::announce_and_poll(bool gated) {
         if (s & read_bias_bit) return wait_result::bias_seen;
         // Only readers need stopping: a writer holding the lock leaves it to a waiting writer
         // without waiting for this bit.
-        if (!(s & writer_waiting_bit) && readers_of(s) > 0)
+        if (!(s & writer_waiting_bit) && (readers_of(s) > 0 || (s & exclusive_read_bit)))
             state_.compare_exchange_weak(s, s | writer_waiting_bit, std::memory_order_relaxed,
                                          std::memory_order_relaxed);
         if (!wait.pause()) return wait_result::timed_out;
@@ -367,9 +524,10 @@ shared_mutex::wait_result shared_mutex::announce_and_poll(bool gated) {
 // unlock() when a store of the writer's byte will not do: the release is a CAS (or the slow
 // path's), a locked instruction that orders it before the look at the slot; a slot that
 // stays armed with nobody registered ages back to `light` (the mutex's fenced path).
-void shared_mutex::unlock_fenced() {
-    word s = writer_bit;
-    if (!state_.compare_exchange_strong(s, 0, std::memory_order_seq_cst, std::memory_order_relaxed)) unlock_slow();
+void shared_mutex::unlock_fenced(bool exclusive_read) {
+    word s = exclusive_read ? exclusive_read_bit : writer_bit;
+    if (!state_.compare_exchange_strong(s, 0, std::memory_order_seq_cst, std::memory_order_relaxed))
+        unlock_slow(exclusive_read);
     const std::size_t slot_index = internal::waiter_slot_index(this);
     if (!internal::slot_has_waiters(slot_index)) internal::note_idle_unlock(slot_index);
 }
@@ -383,7 +541,7 @@ void shared_mutex::unlock_fenced() {
 void shared_mutex::after_store_release() {
     internal::thread_fence(std::memory_order_seq_cst);
     const word s = state_.load(std::memory_order_relaxed);
-    if (s & writer_bit) return;  // taken again: that writer's release looks
+    if (s & (writer_bit | exclusive_read_bit)) return;  // taken again: that holder's release looks
     if ((s & writers_parked_bit) && readers_of(s) == 0) {
         wake_a_writer(false);
         return;
@@ -391,11 +549,21 @@ void shared_mutex::after_store_release() {
     after_release(s);
 }
 
-void shared_mutex::unlock_slow() {
+void shared_mutex::unlock_slow(bool exclusive_read) {
     const word s = state_.load(std::memory_order_relaxed);
+    if (exclusive_read) return release_exclusive_read_slow();
     if (!(s & writer_bit)) misuse("contend::shared_mutex::unlock: no writer holds the lock");
     release_writer(0);
     if (s & writer_gated_bit) open_gate();  // the next waiting writer's turn
+}
+
+// A reader's release of the writer's byte when a thread is registered in the waiter slot:
+// then as the last reader's release, since readers may have joined it through the count.
+void shared_mutex::release_exclusive_read_slow() {
+    word s = state_.load(std::memory_order_relaxed);
+    while (!state_.compare_exchange_weak(s, s & ~writer_byte, std::memory_order_release, std::memory_order_relaxed)) {
+    }
+    after_reader_left(s & ~writer_byte);
 }
 
 void shared_mutex::unlock_and_lock_shared() {
@@ -426,7 +594,7 @@ void shared_mutex::release_writer(shared_mutex::word keep) {
         }
         // Nobody parked (a polling writer takes the lock by itself). A waiter that parks
         // meanwhile fails the CAS, and the release looks again.
-        const shared_mutex::word n = (s & ~(writer_bit | writer_gated_bit)) + keep;
+        const shared_mutex::word n = (s & ~writer_byte) + keep;
         if (state_.compare_exchange_strong(s, n, std::memory_order_release, std::memory_order_relaxed)) {
             after_release(n);
             return;
@@ -451,7 +619,7 @@ bool shared_mutex::release_writer_to_readers(shared_mutex::word keep) {
             const bool hand = r.time_to_be_fair || keep != 0;
             word add = hand ? static_cast<word>(r.threads) * one_reader : 0;
             if (CONTEND_MUTATION(shared_mutex_readers_handed_uncounted)) add = 0;
-            const word next = ((v & ~(writer_bit | writer_gated_bit | readers_parked_bit)) + keep) + add;
+            const word next = ((v & ~(writer_byte | readers_parked_bit)) + keep) + add;
             if (state_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
                 after = next;
                 released = true;
@@ -477,7 +645,7 @@ void shared_mutex::wake_a_writer(bool from_writer) {
             if (hand) {
                 n = taken_by_writer(n & ~writer_gated_bit);  // held on, now by the woken writer
             } else {
-                if (from_writer) n &= ~(writer_bit | writer_gated_bit);
+                if (from_writer) n &= ~writer_byte;
                 // Readers may come in while it wakes; it stops them again when it polls.
                 if (r.did_unpark_thread) n &= ~writer_waiting_bit;
             }
@@ -555,7 +723,7 @@ void shared_mutex::after_reader_left(shared_mutex::word s) {
             parking_lot::unpark_one(shared_upgrading_key(this));  // the upgrader is alone now
         return;
     }
-    if (readers_of(s) == 0 && (s & writers_parked_bit) && !(s & writer_bit)) {
+    if (readers_of(s) == 0 && (s & writers_parked_bit) && !(s & (writer_bit | exclusive_read_bit))) {
         if (CONTEND_MUTATION(shared_mutex_last_reader_forgets_the_writer)) return;
         wake_a_writer(false);
         return;

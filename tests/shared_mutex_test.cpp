@@ -15,6 +15,7 @@
 #include "contend/mutex.hpp"
 #include "contend/synchronization_error.hpp"
 #include "lock_conformance.hpp"
+#include "shared_mutex_access.hpp"
 
 namespace contend_test {
 
@@ -722,6 +723,137 @@ TEST(SharedMutex, UnlockingAReadNotHeldOnABiasedLockThrowsAndChangesNothing) {
     EXPECT_TRUE(m.is_read_biased());
     EXPECT_TRUE(m.try_lock());
     m.unlock();
+}
+
+// ---- exclusive reads (shared_mutex.hpp, "Exclusive reads") ----
+
+namespace {
+using access = contend::internal::shared_mutex_access;
+
+// A lock whose reads are pinned exclusive, read by this thread at once in the writer's byte.
+void read_exclusively(shared_mutex& m) {
+    access::pin_exclusive_reads(m);
+    access::hint_exclusive(m);
+    m.lock_shared();
+    ASSERT_TRUE(access::held_by_an_exclusive_reader(m));
+}
+}  // namespace
+
+TEST(SharedMutex, AReadTakenExclusivelyKeepsWritersAndUpgradersOutAndLetsReadersJoin) {
+    watchdog dog(60s);
+    shared_mutex m;
+    read_exclusively(m);
+    EXPECT_FALSE(m.is_locked()) << "a reader is not a writer";
+    EXPECT_EQ(m.reader_count(), 1u);
+    EXPECT_FALSE(m.try_lock());
+    EXPECT_FALSE(m.try_lock_upgrade()) << "an upgrade waits for the count alone, so not beside this reader";
+    std::thread([&] {
+        EXPECT_TRUE(m.try_lock_shared()) << "another reader joins through the count";
+        EXPECT_EQ(m.reader_count(), 2u);
+        m.unlock_shared();
+    }).join();
+    // A recursive read, and a plain second read, of the thread that holds the writer's byte:
+    // through the count beside it; the releases may come in any order.
+    m.lock_shared_recursive();
+    m.lock_shared();
+    EXPECT_EQ(m.reader_count(), 3u);
+    m.unlock_shared();
+    EXPECT_FALSE(access::held_by_an_exclusive_reader(m)) << "the first release gives back the writer's byte";
+    m.unlock_shared();
+    m.unlock_shared();
+    EXPECT_EQ(m.reader_count(), 0u);
+    EXPECT_THROW(m.unlock_shared(), contend::synchronization_error);
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+// Readers that wait for each other while both hold a read (a handshake under a read lock)
+// must not deadlock: the second reader naps behind the first for at most the nap's patience
+// (about 1 ms), then joins it through the count.
+TEST(SharedMutex, AReaderThatMeetsAnExclusiveReaderJoinsItInsteadOfWaitingForIt) {
+    watchdog dog(60s);
+    shared_mutex m;
+    read_exclusively(m);
+    std::atomic<bool> joined{false};
+    std::thread second([&] {
+        access::hint_exclusive(m);
+        m.lock_shared();
+        joined.store(true);
+        m.unlock_shared();
+    });
+    EXPECT_TRUE(eventually([&] { return joined.load(); })) << "the second reader waited for the first";
+    m.unlock_shared();
+    second.join();
+    EXPECT_EQ(m.reader_count(), 0u);
+}
+
+TEST(SharedMutex, AWriterParkedBehindAnExclusiveReaderGetsInWhenItLeaves) {
+    watchdog dog(60s);
+    shared_mutex m;
+    read_exclusively(m);
+    std::atomic<bool> wrote{false};
+    blocker writer([&] {
+        m.lock();
+        wrote.store(true);
+        m.unlock();
+    });
+    ASSERT_TRUE(writer.parked());
+    EXPECT_FALSE(wrote.load());
+    EXPECT_FALSE(m.try_lock_shared()) << "a new reader passed a parked writer";
+    m.unlock_shared();  // registered waiter: the release is the slow one, which wakes the writer
+    EXPECT_TRUE(eventually([&] { return writer.done(); }));
+    EXPECT_TRUE(wrote.load());
+}
+
+TEST(SharedMutex, AnUpgradeWaitsForAnExclusiveReaderAndGetsInWhenItLeaves) {
+    watchdog dog(60s);
+    shared_mutex m;
+    read_exclusively(m);
+    blocker upgrader([&] {
+        m.lock_upgrade();
+        m.unlock_upgrade_and_lock();
+        m.unlock();
+    });
+    ASSERT_TRUE(upgrader.parked());
+    m.unlock_shared();
+    EXPECT_TRUE(eventually([&] { return upgrader.done(); }));
+    EXPECT_FALSE(m.is_locked());
+}
+
+// The judgement: a lock read in tiny sections back to back goes to exclusive reads (a sampled
+// read's section is shorter than twice its add); one whose readers meet each other in long
+// sections goes back to shared reads (the readers that meet a holder probe: they join it
+// through the count and time their sections). Writes now and then keep the bias off, as on a
+// read-mostly lock with writers (a biased lock's reads are not timed). Bounded in reads, not in
+// time.
+TEST(SharedMutex, TinyReadsGoExclusiveAndLongReadsThatMeetGoBackToShared) {
+    watchdog dog(60s);
+    shared_mutex m;
+    bool exclusive = false;
+    for (int i = 0; i < 1'000'000 && !exclusive; ++i) {
+        m.lock_shared();
+        m.unlock_shared();
+        exclusive = m.reads_exclusively();
+        if (i % 64 == 0) {
+            m.lock();
+            m.unlock();
+        }
+    }
+    ASSERT_TRUE(exclusive) << "a million tiny reads never voted for exclusive reads";
+    std::atomic<bool> shared{false};
+    run_threads(2, [&](int t) {
+        for (int i = 0; i < 100'000 && !shared.load(); ++i) {
+            m.lock_shared();
+            std::this_thread::sleep_for(20us);
+            m.unlock_shared();
+            if (t == 0 && i % 64 == 0) {
+                m.lock();
+                m.unlock();
+            }
+            if (!m.reads_exclusively()) shared.store(true);
+        }
+    });
+    EXPECT_TRUE(shared.load()) << "readers that met in long sections stayed exclusive";
 }
 
 }  // namespace contend_test

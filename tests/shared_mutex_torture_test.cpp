@@ -20,6 +20,7 @@
 
 #include "contend/shared_mutex.hpp"
 #include "contend/synchronization_error.hpp"
+#include "shared_mutex_access.hpp"
 #include "test_support.hpp"
 
 namespace contend_test {
@@ -44,9 +45,11 @@ public:
 
     // Threads 0 .. readers-1 read (and upgrade), the rest write (and downgrade), in one
     // operation of every `write_one_in` (reading in the others).
-    void run(int readers, int writers, long operations, long write_one_in = 1) {
+    void run(int readers, int writers, long operations, long write_one_in = 1, bool exclusive_reads = false) {
+        if (exclusive_reads) contend::internal::shared_mutex_access::pin_exclusive_reads(rw_);
         run_threads(readers + writers, [&](int t) {
             std::mt19937 rng(seed_ + static_cast<std::uint32_t>(t));
+            if (exclusive_reads) contend::internal::shared_mutex_access::hint_exclusive(rw_);
             long writes = 0;
             for (long i = 0; i < operations; ++i) writes += one_op(t >= readers && i % write_one_in == 0, rng);
             writes_.fetch_add(writes, std::memory_order_relaxed);
@@ -241,11 +244,12 @@ private:
     std::string first_violation_;  // written once, by the thread that counted the first
 };
 
-void torture_with(int readers, int writers, long operations, long write_one_in = 1, bool expect_bias = false) {
+void torture_with(int readers, int writers, long operations, long write_one_in = 1, bool expect_bias = false,
+                  bool exclusive_reads = false) {
     watchdog dog(240s, "shared_mutex torture");
     const std::uint32_t seed = test_seed();
     torture t(seed);
-    t.run(readers, writers, operations, write_one_in);
+    t.run(readers, writers, operations, write_one_in, exclusive_reads);
     if (expect_bias) {
         EXPECT_TRUE(t.saw_bias()) << "no reader found the lock biased; " << seed_trace(seed);
     }
@@ -267,6 +271,13 @@ TEST(SharedMutexTorture, TwoWritersAmongManyReadersStayExclusiveAndFinish) { tor
 // readers in rows may be halfway through the table.
 TEST(SharedMutexTorture, ReadersInTheirRowsAndRareWritersTakingTheBiasBackStayExclusive) {
     torture_with(10, 2, scaled(20000), 200, true);
+}
+
+// Reads pinned exclusive (shared_mutex.hpp, "Exclusive reads"): readers take the writer's
+// byte, nap behind each other at the gate and join each other through the count, among
+// recursive reads, upgrades, downgrades and timed acquisitions of every mode.
+TEST(SharedMutexTorture, ReadsTakenExclusivelyAmongEveryOtherModeStayExclusive) {
+    torture_with(10, 2, scaled(10000), 1, false, true);
 }
 
 // The optimized unlock() does not look at the word when nobody is registered in its waiter

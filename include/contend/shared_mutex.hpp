@@ -12,6 +12,9 @@
 //   |------------------------|--------------------------------------------------------------|
 //   | 0x01 WRITER            | a writer holds the lock (then the reader count is 0)         |
 //   | 0x02 WRITER_GATED      | the writer holding came through the gate, and opens it       |
+//   | 0x04 EXCLUSIVE_READ    | a reader holds the lock in the writer's byte (below,         |
+//   |                        | "Exclusive reads"): writers and upgraders wait for it, other |
+//   |                        | readers may still join through the count                     |
 //   | 0x100 UPGRADER         | an upgradable reader holds it (also counted as one reader)   |
 //   | 0x200 UPGRADING        | that upgrader waits for the other readers to leave           |
 //   | 0x400 READERS_PARKED   | readers may be parked (queue: the lock's address)            |
@@ -45,9 +48,29 @@
 // revocations take at most about a tenth of a writer-mixed workload's time). While READ_BIAS
 // is set no writer holds the lock and none is parked.
 //
+// Exclusive reads: where read sections are short against the cost of moving the count's line
+// between CPUs, and the bias is off (writes come too often), sharing a read buys nothing and
+// every read through the count moves that line twice: a plain mutex was up to 2.7x faster than
+// this lock at 90-99 % reads with tiny sections (docs/design/shared_mutex.md, "Exclusive
+// reads"). There a reader takes a free lock in the writer's byte (EXCLUSIVE_READ: a CAS to
+// lock, a store of the byte to unlock, as a writer's), and a reader that meets such a holder
+// naps at the gate while it stays held, as a writer behind a writer does, so that one holder
+// runs section after section with the line in its cache. Readers never wait for readers
+// beyond that: after at most the nap's patience (about 1 ms) a reader joins the holder
+// through the count, so readers that wait for each other while both hold a read do not
+// deadlock. Which way a lock's reads go is advice kept beside the word (read_score_), judged
+// from timed reads through the count: one read in look_interval * sample_interval of each
+// thread, and one in sample_interval of the reads that meet an exclusive holder (which then
+// joins it, as a probe), times its fetch_add (what the count's line costs now, c) and its
+// section (s), and votes "exclusive" when s < 2c. A score of 4 votes out of 0 to 7 switches
+// reads to exclusive; the score falls one per vote against. The bias comes first: a biased
+// lock's reads go through the rows whatever the score. A thread that holds a read taken
+// exclusively and reads again goes through the count.
+//
 // Invariants: WRITER is never set while the reader count is above 0 (but for readers that
 // added themselves and are backing out, having found the lock stopped), and UPGRADING only
-// while UPGRADER is. A writer does not claim the lock while readers hold it: it sets
+// while UPGRADER is. EXCLUSIVE_READ is never set with WRITER or UPGRADER (readers in the count
+// may hold beside it). A writer does not claim the lock while readers hold it: it sets
 // WRITER_WAITING, which stops new readers, and takes the lock when the readers present have
 // left (polling while awake; parked, the last reader out wakes it).
 //
@@ -75,7 +98,8 @@
 //
 // Costs: lock_shared() and unlock_shared() are, biased, a seq_cst store to this thread's own
 // slot and a load of the state word, then a release store to the slot; unbiased, one
-// fetch_add / fetch_sub each (and a look at this thread's slot); lock() and
+// fetch_add / fetch_sub each (and a look at this thread's slot); taken exclusively, a CAS and
+// a store of the writer's byte, as a write (and a store to this thread's slot each); lock() and
 // lock_upgrade() a CAS when they can take the lock. unlock() is, when no thread is parked
 // on the lock and none came through the gate, a load of the lock's waiter slot, a load of
 // the gate's byte, a release store of the writer's byte and a second load of the slot: no
@@ -113,6 +137,10 @@
 #include "contend/mutex.hpp"
 
 namespace contend {
+
+namespace internal {
+struct shared_mutex_access;  // tests and models only: see read_score_
+}  // namespace internal
 
 class shared_mutex {
 public:
@@ -154,7 +182,7 @@ public:
         const auto& slot = internal::waiter_slot_for(this);
 #if CONTEND_CHECK_UNLOCK
         if (!(state_.load(std::memory_order_relaxed) & writer_bit)) [[unlikely]]
-            return unlock_fenced();  // throws: no writer holds the lock
+            return unlock_fenced(false);  // throws: no writer holds the lock
 #endif
         // A slot that is exactly `light` says that no thread is parked, or about to park, on
         // a lock hashing there; a free gate, or a word held by a writer without WRITER_GATED,
@@ -174,28 +202,49 @@ public:
                 after_store_release();
             return;
         }
-        unlock_fenced();
+        unlock_fenced(false);
     }
 
     // ---- shared (reader) ----
     void lock_shared() {
         internal::reader_row* r = internal::reader_row_for_read();
-        if (r != nullptr && r->slot_for(this).load(std::memory_order_relaxed) == internal::reader_row::hint() &&
-            enter_biased(r->slot_for(this)))
-            return;
+        if (r != nullptr) [[likely]] {
+            auto& slot = r->slot_for(this);
+            const void* v = slot.load(std::memory_order_relaxed);
+            if (v == internal::reader_row::hint()) {
+                if (enter_biased(slot)) return;
+            } else if (v == internal::reader_row::exclusive_hint()) {
+                // Reads of this lock are taken exclusively (see above): a CAS of a free lock,
+                // as a writer's.
+                word s = 0;
+                if (state_.compare_exchange_strong(s, exclusive_read_bit, std::memory_order_acquire,
+                                                   std::memory_order_relaxed)) [[likely]] {
+                    slot.store(internal::reader_row::tagged(this, exclusive_tag), std::memory_order_relaxed);
+                    return;
+                }
+                return read_exclusively(*r, slot);
+            } else if (marks_this(v)) [[unlikely]] {
+                return read_through_the_count();  // a second read of a thread that holds one
+            }
+            if (--r->countdown == 0) [[unlikely]]
+                return lock_shared_looked(*r);
+        }
         // fetch_add, not load and CAS: on a line that readers of other CPUs keep taking, a
         // load fetches it shared and the CAS must fetch it again, and a CAS can fail and
         // retry where an add cannot. A reader that finds the lock stopped backs out.
         const word s = state_.fetch_add(one_reader, std::memory_order_acquire);
         if (s & reader_blockers) [[unlikely]]
             back_out_and_wait(s + one_reader);
-        else if (r != nullptr && ((s & read_bias_bit) || --r->countdown == 0)) [[unlikely]] after_counted_read(*r, s);
+        else if (r != nullptr && (s & read_bias_bit)) [[unlikely]] after_counted_read(*r, s);
     }
     bool try_lock_shared() noexcept {
         internal::reader_row* r = internal::reader_row_for_read();
-        if (r != nullptr && r->slot_for(this).load(std::memory_order_relaxed) == internal::reader_row::hint() &&
-            enter_biased(r->slot_for(this)))
-            return true;
+        if (r != nullptr) {
+            auto& slot = r->slot_for(this);
+            const void* v = slot.load(std::memory_order_relaxed);
+            if (v == internal::reader_row::hint() && enter_biased(slot)) return true;
+            if (v == internal::reader_row::exclusive_hint() && try_read_exclusively(slot)) return true;
+        }
         return try_add_reader(reader_blockers);
     }
     template <class Rep, class Period>
@@ -209,16 +258,16 @@ public:
     // A read by a thread that already holds one (see "Recursive reads" above): waits only
     // while a writer holds the lock.
     void lock_shared_recursive() {
-        if (!try_add_reader(recursive_reader_blockers)) [[unlikely]]
+        if (!try_lock_shared_recursive()) [[unlikely]]
             lock_shared_slow(internal::no_deadline, recursive_reader_blockers);
     }
     // (A recursive read always goes through the count: the thread's slot for this lock may
-    // hold its first read already.)
+    // hold its first read already, through the slot or exclusively; readers through the count
+    // may join a reader that holds the lock exclusively.)
     bool try_lock_shared_recursive() noexcept { return try_add_reader(recursive_reader_blockers); }
     template <class Clock, class Duration>
     bool try_lock_shared_recursive_until(const std::chrono::time_point<Clock, Duration>& t) {
-        return try_add_reader(recursive_reader_blockers) ||
-               lock_shared_slow(internal::to_deadline(t), recursive_reader_blockers);
+        return try_lock_shared_recursive() || lock_shared_slow(internal::to_deadline(t), recursive_reader_blockers);
     }
     void unlock_shared() {
         if (internal::reader_row* r = internal::this_thread_reader_row) {
@@ -226,10 +275,17 @@ public:
             // Only this thread writes its slot, so a relaxed load sees its own read's mark.
             // Reads are interchangeable: a thread holding this lock through its slot and
             // through the count may give back either first.
-            if (slot.load(std::memory_order_relaxed) == this) {
+            const void* v = slot.load(std::memory_order_relaxed);
+            if (v == this) {
                 slot.store(internal::reader_row::hint(), std::memory_order_release);
                 return;
             }
+            if (v == internal::reader_row::tagged(this, exclusive_tag)) {
+                slot.store(internal::reader_row::exclusive_hint(), std::memory_order_relaxed);
+                return release_exclusive_read();
+            }
+            if (marks_this(v)) [[unlikely]]
+                return unlock_shared_marked(*r, v);  // sampled
         }
         const word s = state_.fetch_sub(one_reader, std::memory_order_release);
         if (!holds_plain_reader(s)) [[unlikely]]
@@ -284,9 +340,15 @@ public:
 
     // Snapshots, for assertions and diagnostics.
     bool is_locked() const noexcept { return state_.load(std::memory_order_relaxed) & writer_bit; }
-    // Readers through the count and through rows (the rows scanned: for diagnostics).
+    // Whether reads are taken exclusively now (a snapshot of the lock's judgement).
+    bool reads_exclusively() const noexcept {
+        return read_score_.load(std::memory_order_relaxed) >= exclusive_read_threshold;
+    }
+    // Readers through the count, in the writer's byte and through rows (the rows scanned: for
+    // diagnostics).
     std::uint32_t reader_count() const noexcept {
-        return (state_.load(std::memory_order_relaxed) >> reader_shift) + internal::reader_slots_holding(this);
+        const word s = state_.load(std::memory_order_relaxed);
+        return (s >> reader_shift) + ((s & exclusive_read_bit) ? 1 : 0) + internal::reader_slots_holding(this);
     }
     // Whether reads may go through the threads' rows now (a snapshot).
     bool is_read_biased() const noexcept { return state_.load(std::memory_order_relaxed) & read_bias_bit; }
@@ -296,6 +358,7 @@ public:
 
     static constexpr word writer_bit = 0x01;
     static constexpr word writer_gated_bit = 0x02;
+    static constexpr word exclusive_read_bit = 0x04;
     static constexpr word upgrader_bit = 0x100;
     static constexpr word upgrading_bit = 0x200;
     static constexpr word readers_parked_bit = 0x400;
@@ -311,17 +374,30 @@ public:
     // N: revocations then take at most about 1/(N+1) of the time).
     static constexpr unsigned bias_inhibit_factor = 9;
     static constexpr word one_reader = word{1} << reader_shift;
+    // The judgement of exclusive reads: a score of votes, 0 to exclusive_read_score_max, at
+    // or above exclusive_read_threshold the lock's reads are taken exclusively.
+    static constexpr std::uint8_t exclusive_read_threshold = 4;
+    static constexpr std::uint8_t exclusive_read_score_max = 7;
+    // A score no vote changes (set by tests and models only).
+    static constexpr std::uint8_t exclusive_read_pinned = 0xff;
 
 private:
+    friend struct internal::shared_mutex_access;
     // What stops a new (non-recursive) reader: a writer holding, waiting, or an upgrade.
     static constexpr word reader_blockers = writer_bit | writer_waiting_bit | upgrading_bit | readers_full_bit;
-    static constexpr word upgrader_blockers = writer_bit | upgrader_bit | writer_waiting_bit | readers_full_bit;
+    // (A reader holding the lock exclusively keeps upgraders out, so that an upgrade waits
+    // for the count alone.)
+    static constexpr word upgrader_blockers =
+        writer_bit | exclusive_read_bit | upgrader_bit | writer_waiting_bit | readers_full_bit;
+    // What keeps a reader from taking the writer's byte (exclusive reads).
+    static constexpr word exclusive_read_blockers =
+        reader_blockers | writer_bit | exclusive_read_bit | upgrader_bit | read_bias_bit | revoking_bit;
     // What a recursive reader waits for.
     static constexpr word recursive_reader_blockers = writer_bit | readers_full_bit;
-    // The bits in the writer's byte: only a writer holding the lock sets them, and its
-    // release clears them all.
+    // The bits in the writer's byte: only a writer holding the lock (or a reader holding it
+    // exclusively) sets them, and its release clears them all.
     static constexpr word writer_byte = 0xff;
-    static_assert((writer_bit | writer_gated_bit) <= writer_byte &&
+    static_assert((writer_bit | writer_gated_bit | exclusive_read_bit) <= writer_byte &&
                   ((upgrader_bit | upgrading_bit | readers_parked_bit | writers_parked_bit | upgraders_parked_bit |
                     writer_waiting_bit | read_bias_bit | revoking_bit) &
                    writer_byte) == 0 &&
@@ -333,7 +409,7 @@ private:
         writers_parked_bit | upgrading_bit | readers_parked_bit | upgraders_parked_bit;
 
     static constexpr bool writer_can_take(word s) noexcept {
-        return !(s & (writer_bit | read_bias_bit)) && s < one_reader;
+        return !(s & (writer_bit | exclusive_read_bit | read_bias_bit)) && s < one_reader;
     }
     // The state once a writer takes the lock from `s`: a waiting writer's announcement is
     // used up (other waiting writers renew theirs).
@@ -342,6 +418,15 @@ private:
     // A reader other than the upgrader holds the lock.
     static constexpr bool holds_plain_reader(word s) noexcept {
         return (s >> reader_shift) > ((s & upgrader_bit) ? 1u : 0u);
+    }
+
+    static constexpr std::uintptr_t exclusive_tag = 1;  // reader_row::tagged: a read held exclusively
+    static constexpr std::uintptr_t sampled_tag = 2;  // a read through the count, being timed
+    // Whether a slot's value is this lock's address with a tag (not the address alone: that
+    // is a read through the slot).
+    bool marks_this(const void* v) const noexcept {
+        const auto d = reinterpret_cast<std::uintptr_t>(v) ^ reinterpret_cast<std::uintptr_t>(this);
+        return d != 0 && d <= 3;
     }
 
     // A read through this thread's slot: mark it, then look at the state (seq_cst both, the
@@ -367,11 +452,34 @@ private:
 
     enum class wait_result { taken, timed_out, writer_seen, bias_seen };
     void after_counted_read(internal::reader_row& r, word s) noexcept;
+    void lock_shared_looked(internal::reader_row& r);
+    void lock_shared_sampled(internal::reader_row& r);
+    bool try_read_exclusively(internal::atomic<const void*>& slot) noexcept;
+    void read_exclusively(internal::reader_row& r, internal::atomic<const void*>& slot);
+    void unlock_shared_marked(internal::reader_row& r, const void* v);
+    // A reader's release of the writer's byte, as a writer's unlock(): a store of the byte
+    // when no thread is registered as waiting in the lock's waiter slot (a reader holding it
+    // never came through the gate), else a CAS.
+    void release_exclusive_read() {
+        const auto& slot = internal::waiter_slot_for(this);
+        if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
+            release_writer_byte();
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+            if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
+                after_store_release();
+            return;
+        }
+        unlock_fenced(true);
+    }
+    void release_exclusive_read_slow();
+    void read_through_the_count();
+    void judge_read_section(bool short_section) noexcept;
     bool try_revoke_bias() noexcept;
+    std::uint16_t inhibition(std::uint64_t took) const noexcept;
     bool revoke_bias(internal::deadline until, word stop);
     bool lock_slow(internal::deadline until);
     wait_result wait_for_state(internal::deadline until, bool gated);
-    void nap_behind_a_writer(internal::deadline until);
+    void nap_behind_a_writer(internal::deadline until, word holder);
     wait_result announce_and_poll(bool gated);
     void open_gate();
     bool lock_shared_slow(internal::deadline until, word blockers);
@@ -379,8 +487,8 @@ private:
     [[noreturn]] void undo_unlock_shared();
     bool lock_upgrade_slow(internal::deadline until);
     bool upgrade_slow(internal::deadline until);
-    void unlock_fenced();
-    void unlock_slow();
+    void unlock_fenced(bool exclusive_read);
+    void unlock_slow(bool exclusive_read);
     void after_store_release();
     // The writer's byte, stored free: the other bytes (readers adding themselves to back out
     // again, waiters' bits) are left as they are. A byte store into the word's low byte on
@@ -413,6 +521,11 @@ private:
     // only readers wait on the word directly: their wait is the readers' drain.) Beside the word, not at its address:
     // the mutex parks under its own address, and the readers park under the word's.
     mutex gate_;
+    // Exclusive reads' score (see above): advice, read and written with relaxed accesses and
+    // no read-modify-write (a lost vote changes nothing but the next verdict); a plain atomic,
+    // not the model checker's, because no step of the protocol depends on it. Tests and
+    // models set it through internal::shared_mutex_access, which they define.
+    std::atomic<std::uint8_t> read_score_{0};
     // Until when the bias stays off after a revocation (0: it is not): the bias's clock in
     // ticks of 2^10 time-stamp-counter cycles on x86-64 (0.3 to 0.5 us; elsewhere 2^10 ns),
     // modulo 2^16, compared as a signed difference; an inhibition lasts at most 4,095 ticks,

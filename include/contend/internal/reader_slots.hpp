@@ -8,9 +8,11 @@
 // - A thread's row is claimed at its first read of any shared_mutex and given back when the
 //   thread exits (its slots cleared; a thread that exits holding a read gives it up).
 // - Slot i of a row holds nullptr (empty), `hint` (empty; the last lock of this index that the
-//   thread read was biased towards readers, so the next read tries its slot first), or the
-//   address of a lock the thread holds a read of. Only the row's owner writes a slot; writers
-//   of a lock scan slot index_of(lock) of every claimed row.
+//   thread read was biased towards readers, so the next read tries its slot first),
+//   `exclusive_hint` (empty; that lock's reads were being taken exclusively), the address of a
+//   lock the thread holds a read of through the slot, or that address tagged (a read held
+//   exclusively, or a sampled read through the count: the slot then holds no read). Only the row's owner writes a slot;
+//   writers of a lock scan slot index_of(lock) of every claimed row.
 // - A lock's index is the same in every row, so a writer reads one word per thread.
 //
 // Costs: a slot is 8 bytes, a row 64, a claim and a release a CAS on a 64-row chunk's mask; a
@@ -29,6 +31,14 @@ namespace contend::internal {
 struct alignas(64) reader_row {
     static constexpr std::size_t slots = 7;
     static const void* hint() noexcept { return reinterpret_cast<const void*>(std::uintptr_t{1}); }
+    // Empty; the last look of this thread at a lock of this index found its reads taken
+    // exclusively (shared_mutex.hpp, "Exclusive reads"), so the next read tries that first.
+    static const void* exclusive_hint() noexcept { return reinterpret_cast<const void*>(std::uintptr_t{2}); }
+    // A lock's address with a tag in its low bits (locks are at least 4-byte aligned): the
+    // thread holds a read of it taken exclusively (1) or a sampled read through its count (2).
+    static const void* tagged(const void* lock, std::uintptr_t tag) noexcept {
+        return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(lock) | tag);
+    }
 
     // Which slot a lock's reads use: a multiplicative hash, so that locks at a fixed stride
     // (one per structure) spread over the slots.
@@ -43,12 +53,23 @@ struct alignas(64) reader_row {
     // A thread's reads through a lock's count look whether to bias the lock towards readers
     // once per this many (every time in the model-checking build, so the models reach it).
 #if CONTEND_MODEL_CHECK
-    static constexpr std::uint32_t look_interval = 1;
+    static constexpr std::uint8_t look_interval = 1;
 #else
-    static constexpr std::uint32_t look_interval = 16;
+    static constexpr std::uint8_t look_interval = 16;
 #endif
-    // The owner's own countdown to its next look (shared_mutex.cpp).
-    std::uint32_t countdown = look_interval;
+    // One look in this many times a read (every look in the model-checking build) is timed
+    // (shared_mutex.cpp, lock_shared_sampled).
+#if CONTEND_MODEL_CHECK
+    static constexpr std::uint8_t sample_interval = 1;
+#else
+    static constexpr std::uint8_t sample_interval = 8;
+#endif
+    // The owner's own countdowns to its next look and its next timed read (shared_mutex.cpp).
+    std::uint8_t countdown = look_interval;
+    std::uint8_t sample_countdown = sample_interval;
+    // A sampled read's verdict time: the low 32 bits of the sample clock by which its section
+    // must end to count as short (shared_mutex.cpp, judge_read_section).
+    std::uint32_t sample_until = 0;
 };
 static_assert(sizeof(reader_row) == 64);
 
