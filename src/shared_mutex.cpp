@@ -346,7 +346,11 @@ void shared_mutex::read_exclusively(internal::reader_row& r, internal::atomic<co
     if ((s & exclusive_read_bit) && !(s & reader_blockers)) {
         gate_.lock();
         nap_behind_a_writer(internal::no_deadline, exclusive_read_bit);
-        const bool taken = try_read_exclusively(slot);
+        bool taken = try_read_exclusively(slot);
+        while (!taken && CONTEND_MUTATION(shared_mutex_exclusive_reader_waits_for_the_holder)) {
+            nap_behind_a_writer(internal::no_deadline, exclusive_read_bit);
+            taken = try_read_exclusively(slot);
+        }
         open_gate();
         if (taken) return;
     }
@@ -563,6 +567,7 @@ void shared_mutex::release_exclusive_read_slow() {
     word s = state_.load(std::memory_order_relaxed);
     while (!state_.compare_exchange_weak(s, s & ~writer_byte, std::memory_order_release, std::memory_order_relaxed)) {
     }
+    if (CONTEND_MUTATION(shared_mutex_exclusive_release_wakes_nobody)) return;
     after_reader_left(s & ~writer_byte);
 }
 

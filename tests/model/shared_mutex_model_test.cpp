@@ -12,6 +12,7 @@
 #include <ostream>
 #include <vector>
 
+#include "../shared_mutex_access.hpp"
 #include "contend/event.hpp"
 #include "contend/internal/atomic.hpp"
 #include "contend/shared_mutex.hpp"
@@ -285,6 +286,60 @@ void row_readers_against_revoking_writers() {
     expect_usable();
 }
 
+// Exclusive reads (shared_mutex.hpp): the lock's reads pinned exclusive for the model (the
+// judgement never switches by itself in this build), and each thread's first read taken in the
+// writer's byte at once. Two such readers against a writer and a timed writer: a reader meets
+// another holding the byte (it naps at the gate, then joins through the count), a writer parks
+// behind a reader in the byte (whose release must wake it), and the timed writer may give up.
+using access = internal::shared_mutex_access;
+
+void read_exclusively_twice() {
+    access::hint_exclusive(rw);
+    read_twice();
+}
+
+void exclusive_readers_against_writers() {
+    access::pin_exclusive_reads(rw);
+    model::thread a(read_exclusively_twice);
+    model::thread b([] {
+        if (rw.try_lock_for(std::chrono::microseconds(3))) {
+            write_section();
+            rw.unlock();
+        }
+    });
+    read_exclusively_twice();
+    write_once();
+    a.join();
+    b.join();
+    expect_usable();
+    access::unpin(rw);
+}
+
+// A reader that holds the lock in the writer's byte waits for a second reader to get in: the
+// second must not wait for the first to leave (it naps at most the nap's patience, then joins
+// it through the count), or the two wait for each other for ever.
+manual_reset_event exclusive_second_reader_in;
+
+void exclusive_readers_do_not_wait_for_each_other() {
+    access::pin_exclusive_reads(rw);
+    exclusive_second_reader_in.reset();
+    access::hint_exclusive(rw);
+    rw.lock_shared();
+    model::thread second([] {
+        access::hint_exclusive(rw);
+        rw.lock_shared();
+        read_section();
+        exclusive_second_reader_in.set();
+        rw.unlock_shared();
+    });
+    read_section();
+    exclusive_second_reader_in.wait();
+    rw.unlock_shared();
+    second.join();
+    expect_usable();
+    access::unpin(rw);
+}
+
 // Each model runs the sampling strategies that find its bugs (the mutations below),
 // sampled_schedules executions each, then every schedule with one preemption: a few hundred
 // schedules of each, as the other families' models, since the model stage of the test command
@@ -337,6 +392,14 @@ TEST(SharedMutexModel, ARecursiveReadPassesAParkedWriter) {
 
 TEST(SharedMutexModel, ReadersInTheirRowsAndWritersTakingTheBiasBackExcludeEachOther) {
     expect_holds_under({by_pct, by_random}, row_readers_against_revoking_writers);
+}
+
+TEST(SharedMutexModel, ExclusiveReadersAndWritersExcludeEachOtherAndAllFinish) {
+    expect_holds_under({by_pct, by_random}, exclusive_readers_against_writers);
+}
+
+TEST(SharedMutexModel, ExclusiveReadersWaitingForEachOtherDoNotDeadlock) {
+    expect_holds_under({by_pct}, exclusive_readers_do_not_wait_for_each_other);
 }
 
 // Not a mutation of the lock but of the caller: the same model with a plain second read,
@@ -403,6 +466,14 @@ const std::vector<mutation_case> mutations = {
     // The gate's writer naps behind the writer holding without a deadline: nobody wakes a
     // nap, so once the holder leaves it sleeps for good (10 / 25 / 73).
     {"shared_mutex_gated_writer_naps_without_a_deadline", two_writers_and_a_reader, {by_pct, by_random, by_bounded}},
+    // A reader holding the writer's byte leaves, with a thread registered as waiting, and
+    // wakes nobody: the writer parked behind it sleeps for good (PCT 16,715 / random 262 /
+    // bounded missed).
+    {"shared_mutex_exclusive_release_wakes_nobody", exclusive_readers_against_writers, {by_random}},
+    // A reader that meets another holding the writer's byte waits for it to leave instead of
+    // joining it after the nap: two readers waiting for each other never finish (PCT: the
+    // first execution).
+    {"shared_mutex_exclusive_reader_waits_for_the_holder", exclusive_readers_do_not_wait_for_each_other, {by_pct}},
 };
 
 void PrintTo(const mutation_case& c, std::ostream* os) { *os << c.name; }
