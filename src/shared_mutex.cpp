@@ -302,8 +302,8 @@ void shared_mutex::read_through_the_count() {
 }
 
 // Takes the writer's byte for a read when nothing keeps an exclusive reader out: no writer or
-// exclusive reader holds, nothing stops readers, no upgrader holds (its upgrade waits for the
-// count alone), no bias. Readers in the count, and parked threads' bits, may stay.
+// exclusive reader holds, nothing stops readers, no bias. Readers in the count, an upgrader
+// (whose upgrade to write waits for the byte too), and parked threads' bits may stay.
 bool shared_mutex::try_read_exclusively(internal::atomic<const void*>& slot) noexcept {
     word s = state_.load(std::memory_order_relaxed);
     for (;;) {
@@ -723,7 +723,7 @@ void shared_mutex::undo_unlock_shared() {
 
 // A reader left; `s` is the state it left behind, with one of reader_unlock_wakes set.
 void shared_mutex::after_reader_left(shared_mutex::word s) {
-    if ((s & upgrading_bit) && readers_of(s) == 1) {
+    if ((s & upgrading_bit) && upgrader_alone(s)) {
         if (!CONTEND_MUTATION(shared_mutex_reader_leaves_the_upgrader_parked))
             parking_lot::unpark_one(shared_upgrading_key(this));  // the upgrader is alone now
         return;
@@ -821,7 +821,7 @@ bool shared_mutex::try_unlock_upgrade_and_lock() noexcept {
     shared_mutex::word s = state_.load(std::memory_order_relaxed);
     if ((s & read_bias_bit) && (!(s & upgrader_bit) || !try_revoke_bias())) return false;
     s = state_.load(std::memory_order_relaxed);
-    while ((s & upgrader_bit) && readers_of(s) == 1 && !(s & read_bias_bit)) {
+    while ((s & upgrader_bit) && upgrader_alone(s) && !(s & read_bias_bit)) {
         if (state_.compare_exchange_weak(s, taken_by_writer(s - one_reader - upgrader_bit - (s & upgrading_bit)),
                                          std::memory_order_acquire, std::memory_order_relaxed))
             return true;
@@ -838,7 +838,8 @@ bool shared_mutex::upgrade_slow(internal::deadline until) {
         // Again at every turn: a reader may have come in through the count while the upgrade
         // took the bias back, or before (the upgrade found itself the only counted reader).
         s = state_.load(std::memory_order_relaxed);
-        while (!(s & upgrading_bit) && readers_of(s) > 1 && !CONTEND_MUTATION(shared_mutex_upgrade_does_not_announce)) {
+        while (!(s & upgrading_bit) && !upgrader_alone(s) &&
+               !CONTEND_MUTATION(shared_mutex_upgrade_does_not_announce)) {
             if (state_.compare_exchange_weak(s, s | upgrading_bit, std::memory_order_relaxed,
                                              std::memory_order_relaxed))
                 break;
@@ -860,13 +861,15 @@ bool shared_mutex::upgrade_slow(internal::deadline until) {
         if (try_unlock_upgrade_and_lock()) return true;
         if (!spun) {
             spun = true;
-            if (poll_until(state_, [](shared_mutex::word v) { return readers_of(v) == 1; })) continue;
+            if (poll_until(state_, [](shared_mutex::word v) { return upgrader_alone(v); })) continue;
         }
-        const auto result = parking_lot::park(
-            shared_upgrading_key(this),
+        // Registered in the waiter slot: a reader holding the writer's byte leaves with a store
+        // of that byte when nobody is registered, and must see this upgrade to wake it.
+        const auto result = park_registered(
+            this, shared_upgrading_key(this),
             [this] {
                 const shared_mutex::word v = state_.load(std::memory_order_relaxed);
-                return (v & upgrading_bit) && readers_of(v) > 1;
+                return (v & upgrading_bit) && !upgrader_alone(v);
             },
             until);
         if (result.status == park_status::timed_out) {

@@ -13,8 +13,8 @@
 //   | 0x01 WRITER            | a writer holds the lock (then the reader count is 0)         |
 //   | 0x02 WRITER_GATED      | the writer holding came through the gate, and opens it       |
 //   | 0x04 EXCLUSIVE_READ    | a reader holds the lock in the writer's byte (below,         |
-//   |                        | "Exclusive reads"): writers and upgraders wait for it, other |
-//   |                        | readers may still join through the count                     |
+//   |                        | "Exclusive reads"): writers and upgrades to write wait for   |
+//   |                        | it; readers and an upgrader may still join through the count |
 //   | 0x100 UPGRADER         | an upgradable reader holds it (also counted as one reader)   |
 //   | 0x200 UPGRADING        | that upgrader waits for the other readers to leave           |
 //   | 0x400 READERS_PARKED   | readers may be parked (queue: the lock's address)            |
@@ -69,10 +69,10 @@
 //
 // Invariants: WRITER is never set while the reader count is above 0 (but for readers that
 // added themselves and are backing out, having found the lock stopped), and UPGRADING only
-// while UPGRADER is. EXCLUSIVE_READ is never set with WRITER or UPGRADER (readers in the count
-// may hold beside it). A writer does not claim the lock while readers hold it: it sets
-// WRITER_WAITING, which stops new readers, and takes the lock when the readers present have
-// left (polling while awake; parked, the last reader out wakes it).
+// while UPGRADER is. EXCLUSIVE_READ is never set with WRITER; readers in the count, and an
+// upgrader, may hold beside it (an upgrade to write waits for it as for the count). A writer does not claim the lock
+// while readers hold it: it sets WRITER_WAITING, which stops new readers, and takes the lock when the readers present
+// have left (polling while awake; parked, the last reader out wakes it).
 //
 // Fairness: a waiting writer stops new readers, so a writer never waits behind an endless
 // stream of readers, only for the readers present (and for its turn among writers). Writers,
@@ -120,9 +120,10 @@
 // registered in the lock's waiter slot, the gate is held, or the build sets
 // CONTEND_CHECK_UNLOCK, the default where NDEBUG is not defined). An optimized build's
 // unlock() of a lock no writer holds otherwise stores the writer's byte free again, which
-// changes nothing. Ownership is
-// not tracked: one thread releasing a mode another thread holds is not detected. Not
-// recursive for writers.
+// changes nothing unless a reader holds the lock in that byte (exclusive reads): that
+// reader's hold then ends, as a mutex's does when a thread that does not hold it unlocks it.
+// Ownership is not tracked: one thread releasing a mode another thread holds is not
+// detected. Not recursive for writers.
 #pragma once
 
 #include <atomic>
@@ -215,14 +216,18 @@ public:
                 if (enter_biased(slot)) return;
             } else if (v == internal::reader_row::exclusive_hint()) {
                 // Reads of this lock are taken exclusively (see above): a CAS of a free lock,
-                // as a writer's.
-                word s = 0;
-                if (state_.compare_exchange_strong(s, exclusive_read_bit, std::memory_order_acquire,
-                                                   std::memory_order_relaxed)) [[likely]] {
-                    slot.store(internal::reader_row::tagged(this, exclusive_tag), std::memory_order_relaxed);
-                    return;
+                // as a writer's. The hint is this thread's, per slot index: the lock's own
+                // judgement (a byte on the line the CAS takes anyway) must still agree.
+                if (reads_exclusively()) [[likely]] {
+                    word s = 0;
+                    if (state_.compare_exchange_strong(s, exclusive_read_bit, std::memory_order_acquire,
+                                                       std::memory_order_relaxed)) [[likely]] {
+                        slot.store(internal::reader_row::tagged(this, exclusive_tag), std::memory_order_relaxed);
+                        return;
+                    }
+                    return read_exclusively(*r, slot);
                 }
-                return read_exclusively(*r, slot);
+                slot.store(nullptr, std::memory_order_relaxed);
             } else if (marks_this(v)) [[unlikely]] {
                 return read_through_the_count();  // a second read of a thread that holds one
             }
@@ -243,7 +248,8 @@ public:
             auto& slot = r->slot_for(this);
             const void* v = slot.load(std::memory_order_relaxed);
             if (v == internal::reader_row::hint() && enter_biased(slot)) return true;
-            if (v == internal::reader_row::exclusive_hint() && try_read_exclusively(slot)) return true;
+            if (v == internal::reader_row::exclusive_hint() && reads_exclusively() && try_read_exclusively(slot))
+                return true;
         }
         return try_add_reader(reader_blockers);
     }
@@ -385,13 +391,10 @@ private:
     friend struct internal::shared_mutex_access;
     // What stops a new (non-recursive) reader: a writer holding, waiting, or an upgrade.
     static constexpr word reader_blockers = writer_bit | writer_waiting_bit | upgrading_bit | readers_full_bit;
-    // (A reader holding the lock exclusively keeps upgraders out, so that an upgrade waits
-    // for the count alone.)
-    static constexpr word upgrader_blockers =
-        writer_bit | exclusive_read_bit | upgrader_bit | writer_waiting_bit | readers_full_bit;
+    static constexpr word upgrader_blockers = writer_bit | upgrader_bit | writer_waiting_bit | readers_full_bit;
     // What keeps a reader from taking the writer's byte (exclusive reads).
     static constexpr word exclusive_read_blockers =
-        reader_blockers | writer_bit | exclusive_read_bit | upgrader_bit | read_bias_bit | revoking_bit;
+        reader_blockers | writer_bit | exclusive_read_bit | read_bias_bit | revoking_bit;
     // What a recursive reader waits for.
     static constexpr word recursive_reader_blockers = writer_bit | readers_full_bit;
     // The bits in the writer's byte: only a writer holding the lock (or a reader holding it
@@ -416,6 +419,11 @@ private:
     static constexpr word taken_by_writer(word s) noexcept { return (s | writer_bit) & ~writer_waiting_bit; }
     static constexpr word taken_by_gated_writer(word s) noexcept { return taken_by_writer(s) | writer_gated_bit; }
     // A reader other than the upgrader holds the lock.
+    // The upgrader is the only reader: the count holds it alone and no reader holds the
+    // writer's byte.
+    static constexpr bool upgrader_alone(word s) noexcept {
+        return (s >> reader_shift) == 1 && !(s & exclusive_read_bit);
+    }
     static constexpr bool holds_plain_reader(word s) noexcept {
         return (s >> reader_shift) > ((s & upgrader_bit) ? 1u : 0u);
     }

@@ -6,7 +6,8 @@
 //
 // Contract:
 // - A thread's row is claimed at its first read of any shared_mutex and given back when the
-//   thread exits (its slots cleared; a thread that exits holding a read gives it up).
+//   thread exits (its slots cleared; a thread that exits holding a read through its slot gives
+//   it up; one held exclusively, in the lock's writer's byte, stays held, as a write would).
 // - Slot i of a row holds nullptr (empty), `hint` (empty; the last lock of this index that the
 //   thread read was biased towards readers, so the next read tries its slot first),
 //   `exclusive_hint` (empty; that lock's reads were being taken exclusively), the address of a
