@@ -47,6 +47,7 @@ row_owner::~row_owner() {
     reader_row& r = chunk->rows[index];
     for (auto& s : r.slot) s.store(nullptr, std::memory_order_release);
     r.countdown = reader_row::look_interval;
+    r.sample_countdown = reader_row::sample_interval;  // the next owner starts afresh
     chunk->claimed.fetch_and(~(std::uint64_t{1} << index), std::memory_order_release);
 }
 

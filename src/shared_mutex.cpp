@@ -320,8 +320,8 @@ bool shared_mutex::try_read_exclusively(internal::atomic<const void*>& slot) noe
 // through the row. One such read in sample_interval of each thread is the probe: it joins
 // through the count and is timed, so that a lock whose sections grew long goes back to shared
 // reads (uncontended the two kinds of read cost about the same, and a countdown to a probe on
-// the fast path cost the one-worker cells 10 to 20 %). Held by a reader in the writer's byte: nap at the gate while it
-// stays held, as a writer behind a writer does (one napper at a time, the others queued at the
+// the fast path cost the one-worker cells 10 to 20 %). Held by a reader in the writer's byte:
+// nap at the gate while it stays held, as a writer behind a writer does (one napper at a time, the others queued at the
 // gate), for at most the nap's patience; then through the count, which joins the readers (and
 // waits, as a reader, for a writer). No poll first: on the 2-CPU VMs a reader that polled took
 // the lock from a holder about to take it again, and the two then moved the line between them
@@ -554,8 +554,8 @@ void shared_mutex::after_store_release() {
 }
 
 void shared_mutex::unlock_slow(bool exclusive_read) {
-    const word s = state_.load(std::memory_order_relaxed);
     if (exclusive_read) return release_exclusive_read_slow();
+    const word s = state_.load(std::memory_order_relaxed);
     if (!(s & writer_bit)) misuse("contend::shared_mutex::unlock: no writer holds the lock");
     release_writer(0);
     if (s & writer_gated_bit) open_gate();  // the next waiting writer's turn

@@ -57,10 +57,10 @@
 // naps at the gate while it stays held, as a writer behind a writer does, so that one holder
 // runs section after section with the line in its cache. Readers never wait for readers
 // beyond that: after at most the nap's patience (about 1 ms) a reader joins the holder
-// through the count, so readers that wait for each other while both hold a read do not
-// deadlock. Which way a lock's reads go is advice kept beside the word (read_score_), judged
-// from timed reads through the count: one read in look_interval * sample_interval of each
-// thread, and one in sample_interval of the reads that meet an exclusive holder (which then
+// through the count (readers queued at the gate behind it nap in turn, each at most that
+// long), so readers that wait for each other while both hold a read do not deadlock. Which way a lock's reads go is
+// advice kept beside the word (read_score_), judged from timed reads through the count: one read in look_interval *
+// sample_interval of each thread, and one in sample_interval of the reads that meet an exclusive holder (which then
 // joins it, as a probe), times its fetch_add (what the count's line costs now, c) and its
 // section (s), and votes "exclusive" when s < 2c. A score of 4 votes out of 0 to 7 switches
 // reads to exclusive; the score falls one per vote against. The bias comes first: a biased
@@ -194,15 +194,8 @@ public:
         // it, then look again for a waiter that registered meanwhile.
         if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light &&
             (!gate_.is_locked() ||
-             (state_.load(std::memory_order_relaxed) & (writer_bit | writer_gated_bit)) == writer_bit)) [[likely]] {
-            release_writer_byte();
-            // Only the compiler must not move the load above the store; the hardware
-            // ordering is supplied by the registering waiter's heavy barrier.
-            std::atomic_signal_fence(std::memory_order_seq_cst);
-            if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
-                after_store_release();
-            return;
-        }
+             (state_.load(std::memory_order_relaxed) & (writer_bit | writer_gated_bit)) == writer_bit)) [[likely]]
+            return store_writer_byte_and_look(slot);
         unlock_fenced(false);
     }
 
@@ -470,14 +463,19 @@ private:
     // never came through the gate), else a CAS.
     void release_exclusive_read() {
         const auto& slot = internal::waiter_slot_for(this);
-        if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]] {
-            release_writer_byte();
-            std::atomic_signal_fence(std::memory_order_seq_cst);
-            if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
-                after_store_release();
-            return;
-        }
+        if (slot.load(std::memory_order_relaxed) == internal::waiter_slot_light) [[likely]]
+            return store_writer_byte_and_look(slot);
         unlock_fenced(true);
+    }
+    // The release by a store of the writer's byte, once the slot was `light`: then a second
+    // look at the slot, for a waiter that registered meanwhile.
+    void store_writer_byte_and_look(const internal::atomic<std::uint32_t>& slot) {
+        release_writer_byte();
+        // Only the compiler must not move the load above the store; the hardware ordering is
+        // supplied by the registering waiter's heavy barrier.
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (slot.load(std::memory_order_relaxed) != internal::waiter_slot_light) [[unlikely]]
+            after_store_release();
     }
     void release_exclusive_read_slow();
     void read_through_the_count();
