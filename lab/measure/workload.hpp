@@ -192,6 +192,11 @@ private:
     alignas(contend::cache_line_size) std::atomic<std::uint64_t> counter_{0};
 };
 
+// locked_work::burn, compiled once (work_rate.cpp) at a 64-byte boundary: every lock's
+// section, and the rate's measurement, run the same bytes. Inlined into each contender's
+// run(), the loop's address differed by contender, and so could its speed (rw_table.cpp).
+void burn_work(std::uint64_t iterations) noexcept;
+
 // A lock contender whose critical section also burns `work_iterations` of dependent
 // arithmetic (calibrated by the hold suite to microseconds of CPU work that, unlike a
 // clock-polling loop, does not shrink when the holder is preempted).
@@ -204,7 +209,7 @@ public:
                       progress_counters& progress) override {
         return run_polled<1>(worker, ops, stop, progress, [this] {
             lock_.lock();
-            burn(work_);
+            burn_work(work_);
             counter_ = counter_ + 1;
             lock_.unlock();
         });

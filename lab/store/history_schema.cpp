@@ -73,7 +73,14 @@ std::string placeholders(const sql_dialect& d, int from, std::size_t count) {
     std::string out;
     for (std::size_t i = 0; i < count; ++i) {
         if (i) out += ", ";
-        out += d.numbered_parameters ? "$" + std::to_string(from + static_cast<int>(i)) : std::string("?");
+        // Appended piece by piece: GCC 12 warned (-Wrestrict, a false positive of its own)
+        // about "$" + std::to_string(...) inlined here.
+        if (!d.numbered_parameters) {
+            out += '?';
+            continue;
+        }
+        out += '$';
+        out += std::to_string(from + static_cast<int>(i));
     }
     return out;
 }

@@ -58,28 +58,13 @@ public:
     // long: every line gets the next version, with `work_per_line` burn iterations after
     // each. The version is read from line 0 and line 0 is written last, so that two writers
     // let in together both write the same version and one write is lost (writes_seen tells).
-    void write_all(std::uint64_t work_per_line) noexcept {
-        const std::uint64_t v = lines_[0].first.load(std::memory_order_relaxed) + 1;
-        for (std::size_t i = 1; i <= lines; ++i) {
-            auto& l = lines_[i % lines];
-            l.first.store(v, std::memory_order_relaxed);
-            l.last.store(v, std::memory_order_relaxed);
-            locked_work<std::mutex>::burn(work_per_line);
-        }
-    }
+    // Out of line (rw_table.cpp), as table_torn is: every contender's section runs these same
+    // bytes, at the same alignment (see there).
+    [[gnu::noinline]] void write_all(std::uint64_t work_per_line) noexcept;
     // long: whether the table holds more than one version. Read from the last line down, so
     // that a read alongside a write (which goes up from line 1) must cross it: it then sees
     // the old version above the crossing and the new one below, whatever their speeds.
-    bool table_torn(std::uint64_t work_per_line) const noexcept {
-        const std::uint64_t v = lines_[lines - 1].last.load(std::memory_order_relaxed);
-        bool torn = false;
-        for (std::size_t i = lines; i-- > 0;) {
-            torn |= lines_[i].last.load(std::memory_order_relaxed) != v;
-            torn |= lines_[i].first.load(std::memory_order_relaxed) != v;
-            locked_work<std::mutex>::burn(work_per_line);
-        }
-        return torn;
-    }
+    [[gnu::noinline]] bool table_torn(std::uint64_t work_per_line) const noexcept;
 
     // The writes the table has seen, once no operation runs: each tiny write adds one to one
     // line; each long write one to every line.
