@@ -22,19 +22,8 @@
 #include "interpose/interpose_locks.hpp"
 #include "os/child_process.hpp"
 
-#ifndef CONTEND_INTERPOSE_BUILD_PATH
-#define CONTEND_INTERPOSE_BUILD_PATH ""
-#endif
-#ifndef CONTEND_INTERPOSE_INSTALL_LIBDIR
-#define CONTEND_INTERPOSE_INSTALL_LIBDIR "lib"
-#endif
-
-extern char** environ;
-
 namespace contend::lab {
 namespace {
-
-constexpr const char* library_file = "libcontend_interpose.so";
 
 // The signals passed on to the program while it runs: every one a process can catch, but
 // SIGCHLD (ours, about the program) and the ones a fault raises (SIGSEGV, SIGBUS, SIGFPE,
@@ -113,69 +102,7 @@ private:
     std::array<bool, NSIG> installed_{};
 };
 
-// The child's environment: ours, with LD_PRELOAD and the library's settings replaced.
-std::vector<std::string> child_environment(const preload_request& r) {
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) {
-        const std::string_view v(*e);
-        if (v.starts_with("LD_PRELOAD=") || v.starts_with("CONTEND_INTERPOSE_LOCK=") ||
-            v.starts_with("CONTEND_INTERPOSE_PROFILE=") || v.starts_with("CONTEND_INTERPOSE_RUN_DIR="))
-            continue;
-        env.emplace_back(v);
-    }
-    env.push_back("LD_PRELOAD=" + preload_value(r.library, std::getenv("LD_PRELOAD")));
-    env.push_back("CONTEND_INTERPOSE_LOCK=" + interpose_lock_named(r.lock));
-    if (!r.profile_path.empty()) env.push_back("CONTEND_INTERPOSE_PROFILE=" + r.profile_path);
-    if (!r.run_dir.empty()) env.push_back("CONTEND_INTERPOSE_RUN_DIR=" + r.run_dir);
-    return env;
-}
-
 }  // namespace
-
-const std::vector<interpose_lock>& interpose_locks() {
-    static const std::vector<interpose_lock> locks = {
-#define CONTEND_INTERPOSE_LOCK_ENTRY(name, alias, type, description) {#name, alias, description},
-        CONTEND_INTERPOSE_LOCKS(CONTEND_INTERPOSE_LOCK_ENTRY)
-#undef CONTEND_INTERPOSE_LOCK_ENTRY
-    };
-    return locks;
-}
-
-const std::vector<std::string>& interpose_lock_names() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> n;
-        for (const auto& l : interpose_locks()) n.push_back(l.name);
-        return n;
-    }();
-    return names;
-}
-
-std::string interpose_lock_named(std::string_view given) {
-    for (const auto& l : interpose_locks())
-        if (given == l.name || (!l.alias.empty() && given == l.alias)) return l.name;
-    return "";
-}
-
-std::string find_interpose_library() {
-    if (const char* given = std::getenv("CONTEND_INTERPOSE_LIBRARY"); given && *given) {
-        if (!std::filesystem::path(given).is_absolute() || access(given, R_OK) != 0)
-            throw std::runtime_error(std::string("CONTEND_INTERPOSE_LIBRARY=") + given +
-                                     ": not an absolute path to a readable file");
-        return given;
-    }
-    std::vector<std::filesystem::path> tried;
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) tried.push_back(self.parent_path().parent_path() / CONTEND_INTERPOSE_INSTALL_LIBDIR / library_file);
-    if (*CONTEND_INTERPOSE_BUILD_PATH) tried.emplace_back(CONTEND_INTERPOSE_BUILD_PATH);
-    for (const auto& p : tried)
-        if (access(p.c_str(), R_OK) == 0) return p.string();
-    std::string where;
-    for (const auto& p : tried) where += (where.empty() ? "" : ", ") + p.string();
-    throw std::runtime_error(std::string("the interposition library ") + library_file + " was not found (looked at " +
-                             (where.empty() ? "nothing" : where) +
-                             "; set CONTEND_INTERPOSE_LIBRARY to its absolute path)");
-}
 
 program_file_check check_program_file(const std::string& path) {
     program_file_check check;
@@ -246,11 +173,6 @@ program_file_check check_program_file(const std::string& path) {
     return check;
 }
 
-std::string preload_value(std::string_view library, const char* inherited) {
-    if (!inherited || !*inherited) return std::string(library);
-    return std::string(inherited) + ' ' + std::string(library);
-}
-
 program_status run_preloaded(const preload_request& r) {
     if (r.argv.empty() || r.argv.front().empty()) throw std::invalid_argument("no program to run (after --)");
     if (interpose_lock_named(r.lock).empty()) {
@@ -263,7 +185,7 @@ program_status run_preloaded(const preload_request& r) {
 
     child_spec spec;
     spec.argv = r.argv;
-    spec.environment = child_environment(r);
+    spec.environment = preloaded_environment(r.library, r.lock, r.profile_path, r.run_dir);
     // The program gets the dispositions contend was started with, not the ones set for
     // waiting nor the lab's ignores (a program that writes to a closed pipe dies of SIGPIPE).
     for (int sig = 1; sig < NSIG; ++sig)

@@ -7,21 +7,9 @@
 #include <string_view>
 #include <vector>
 
-namespace contend::lab {
+#include "os/interpose_library.hpp"
 
-// The locks a preloaded program's normal mutexes can run on, as CONTEND_INTERPOSE_LOCK names
-// them, read from the library's own list (src/interpose/interpose_locks.hpp). `glibc` keeps
-// glibc's mutex (interposed for profiling only).
-struct interpose_lock {
-    std::string name;  // the lab's contender name for the same lock type
-    std::string alias;  // an older name also accepted, or ""
-    std::string description;
-};
-const std::vector<interpose_lock>& interpose_locks();
-// Their names, in the list's order.
-const std::vector<std::string>& interpose_lock_names();
-// The name of the lock `given` names by its name or its alias; "" when none does.
-std::string interpose_lock_named(std::string_view given);
+namespace contend::lab {
 
 struct preload_request {
     std::vector<std::string> argv;  // the program and its arguments; argv[0] is looked up in PATH
@@ -42,18 +30,6 @@ struct program_status {
     // CPU time of the program and of the children it waited for, user and system, in ns.
     double cpu_ns = 0;
 };
-
-// Where the interposition library is: $CONTEND_INTERPOSE_LIBRARY if set; else beside this
-// executable's installation (<prefix>/<libdir>/libcontend_interpose.so for
-// <prefix>/bin/contend, libdir as configured: lib, or lib/x86_64-linux-gnu under /usr);
-// else the build tree's copy. Throws std::runtime_error naming the places looked at.
-std::string find_interpose_library();
-
-// LD_PRELOAD for the child: whatever the caller's LD_PRELOAD held, then the library,
-// separated by a space as ld.so reads it. After, not before: a sanitizer's runtime must stay
-// first (ASan refuses to start otherwise), and the library still comes before glibc, which
-// is all that interposing needs.
-std::string preload_value(std::string_view library, const char* inherited);
 
 // What the loader will make of a program file, read from its ELF headers before it runs.
 // refusal: why the library would never be loaded into it, or "": a static executable (no

@@ -6,6 +6,7 @@
 
 #include "suites/pipe_suite.hpp"
 #include "suites/pool_suite.hpp"
+#include "suites/programs_suite.hpp"
 #include "suites/server_suite.hpp"
 #include "suites/suite_parts.hpp"
 
@@ -27,6 +28,7 @@ const std::vector<suite>& all_suites() {
         s.push_back(make_pool_suite());
         s.push_back(make_pipe_suite());
         s.push_back(make_server_suite());
+        s.push_back(make_programs_suite());
         s.push_back(make_selftest_suite());
         return s;
     }();

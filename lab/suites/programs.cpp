@@ -1,0 +1,560 @@
+// The programs suite: unmodified programs that threads fight over locks in, each run under
+// every lock `contend run --lock` offers (glibc's own among them, through the same library),
+// so that a user sees on their machine which lock serves which program, as LiTL's study did
+// for 28 locks and 40 programs (docs/references.md). Rows:
+// programs/<lock>/program:<name>/workers:N, N = the program's threads (by default 2 and 4x
+// the CPUs). The figure is the program's own: the wall time of a fixed job, as ns per unit
+// of it (a lock, an event, a MiB, an item, a database operation); per_second is the same as a
+// rate.
+//
+// A repetition is one run of the job with the interposition library preloaded (what `contend
+// run` does). Before a cell's first repetition the same job runs once plainly, without the
+// library: what it prints that must not depend on the lock (sysbench's event count, a
+// checksum of the data a round trip gave back, db_bench's operations and keys found) must be
+// the same in every run under the lock, and, where the suite knows the answer (a sort's
+// output, a round trip's, a count it asked for), be that answer. A run that fails, prints
+// something else, or misses the deadline makes the cell invalid with its reason
+// (program_failed, wrong_output, timed_out); a plain run that fails makes it plain_run_failed.
+// A program that is not installed makes its cells "skipped", with the Debian package to
+// install (scripts/setup.sh installs them all).
+//
+// The rows run in rounds (measure/rounds.hpp), as the server suite's do: each round runs one
+// repetition of every row, so the locks compared sample the same stretches of the machine's
+// time. Each round's cell process makes its input afresh (deterministic: the same bytes).
+#include "suites/programs_suite.hpp"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "measure/harness.hpp"
+#include "measure/placement.hpp"
+#include "os/child_process.hpp"
+#include "os/interpose_library.hpp"
+#include "results/statistics.hpp"
+
+namespace contend::lab {
+
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h) noexcept {
+    for (const unsigned char b : bytes) {
+        h ^= b;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+std::string sysbench_outcome(std::string_view output) {
+    static const std::regex events(R"(total number of events:\s+(\d+))");
+    const std::string text(output);
+    std::smatch m;
+    return std::regex_search(text, m, events) ? "events " + m[1].str() : "";
+}
+
+std::string db_bench_outcome(std::string_view output) {
+    // A benchmark's line: "readrandom   :       4.016 micros/op 447079 ops/sec 0.224 seconds
+    // 100000 operations;   42.7 MB/s (43209 of 50000 found)". Progress lines end in '\r'.
+    static const std::regex line(R"(^([a-z_]+)\s*:.*?(\d+) operations;[^(\n]*(\(\d+ of \d+ found\))?)");
+    std::string text(output);
+    std::replace(text.begin(), text.end(), '\r', '\n');
+    std::string out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t end = std::min(text.find('\n', at), text.size());
+        const std::string one = text.substr(at, end - at);
+        std::smatch m;
+        if (std::regex_search(one, m, line)) {
+            out += m[1].str() + " " + m[2].str() + " operations";
+            if (m[3].matched) out += " " + m[3].str();
+            out += "\n";
+        }
+        at = end + 1;
+    }
+    return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// One job: steps run one after the other, each of which must exit 0.
+struct job {
+    std::vector<std::vector<std::string>> steps;
+    std::vector<std::string> environment;  // "NAME=value" added to every step's
+    // Standard error on the output pipe too (text programs, whose messages say why a run
+    // failed); off for steps whose output is data that is checksummed.
+    bool errors_in_output = true;
+    double units = 0;  // the job's work, in the contender's operation
+    // What must be the same in every run, read from the last step's output; "" with `why`
+    // set when the output is not what the program must print.
+    std::function<std::string(const std::string& output, std::string& why)> outcome;
+    // The outcome the suite knows to be right, or "" when only the plain run says.
+    std::string known_outcome;
+};
+
+struct program_kind {
+    std::string name;
+    std::string description;
+    std::string executable;  // looked up in PATH
+    std::string package;  // the Debian package that has it
+    std::string unit;  // what one unit of the job is: the row's operation
+    // The job at `threads` (quick: a smaller one), its input written under `dir`.
+    std::function<job(int threads, bool quick, const fs::path& dir)> make;
+};
+
+// The executable `name` in PATH, or "" when there is none.
+std::string find_in_path(const std::string& name) {
+    if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+    const char* path = std::getenv("PATH");
+    std::string_view rest = path ? path : "/usr/bin:/bin";
+    while (true) {
+        const std::size_t colon = rest.find(':');
+        const std::string dir(rest.substr(0, colon));
+        const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+        if (access(candidate.c_str(), X_OK) == 0) return candidate;
+        if (colon == std::string_view::npos) return "";
+        rest.remove_prefix(colon + 1);
+    }
+}
+
+// A scratch folder under $TMPDIR (or /tmp), removed with everything in it at the end.
+class scratch_dir {
+public:
+    scratch_dir() {
+        std::string pattern = (fs::temp_directory_path() / "contend-programs-XXXXXX").string();
+        if (!::mkdtemp(pattern.data()))
+            throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+        path_ = pattern;
+    }
+    ~scratch_dir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    scratch_dir(const scratch_dir&) = delete;
+    scratch_dir& operator=(const scratch_dir&) = delete;
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+// `bytes` of text lines (six words and a number each, xorshift64 from a fixed seed: the same
+// file every time), written to `file`. Returns the lines, for the sort's known answer.
+std::string write_text(const fs::path& file, std::size_t bytes) {
+    static const char* const words[] = {"lock",  "wait",   "park",   "spin", "futex", "queue", "reader", "writer",
+                                        "thread", "pool", "pipe",  "mutex", "cond", "event", "latch", "barrier"};
+    std::string text;
+    text.reserve(bytes + 128);
+    std::uint64_t x = 0x9E3779B97F4A7C15ull;
+    while (text.size() < bytes) {
+        for (int w = 0; w < 6; ++w) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            text += words[x & 15];
+            text += ' ';
+        }
+        text += std::to_string(x >> 32);
+        text += '\n';
+    }
+    std::ofstream out(file, std::ios::binary);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) throw std::runtime_error("cannot write the input " + file.string() + " (a full disk?)");
+    return text;
+}
+
+std::string checksum_text(std::uint64_t h) {
+    char s[32];
+    std::snprintf(s, sizeof s, "fnv1a %016llx", static_cast<unsigned long long>(h));
+    return s;
+}
+
+// The sort's answer: the lines in byte order (LC_ALL=C), checksummed.
+std::string sorted_checksum(const std::string& text) {
+    std::vector<std::string_view> lines;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t end = text.find('\n', at);
+        lines.emplace_back(text.data() + at, end - at + 1);
+        at = end + 1;
+    }
+    std::sort(lines.begin(), lines.end());
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (const auto l : lines) h = fnv1a(l, h);
+    return checksum_text(h);
+}
+
+std::string checksum_outcome(const std::string& output, std::string& why) {
+    if (output.empty()) why = "it printed nothing";
+    return output.empty() ? "" : checksum_text(fnv1a(output));
+}
+
+// The Python program: `threads` threads, half producers and half consumers, share a
+// queue.Queue of 64 slots (a lock and three conditions inside) and report their sums under a
+// threading.Condition that the main thread waits on. Prints "items N sum S".
+constexpr const char* python_queue_program = R"(import sys, threading, queue
+threads, items = int(sys.argv[1]), int(sys.argv[2])
+producers = max(1, threads // 2)
+consumers = max(1, threads - producers)
+q = queue.Queue(maxsize=64)
+cond = threading.Condition()
+totals = {"items": 0, "sum": 0, "done": 0}
+def produce(first):
+    for i in range(first, items, producers):
+        q.put(i)
+def consume():
+    n = s = 0
+    while True:
+        i = q.get()
+        if i < 0:
+            break
+        n += 1
+        s += i
+    with cond:
+        totals["items"] += n
+        totals["sum"] += s
+        totals["done"] += 1
+        cond.notify_all()
+ps = [threading.Thread(target=produce, args=(k,)) for k in range(producers)]
+cs = [threading.Thread(target=consume) for _ in range(consumers)]
+for t in ps + cs:
+    t.start()
+for t in ps:
+    t.join()
+for _ in cs:
+    q.put(-1)
+with cond:
+    if not cond.wait_for(lambda: totals["done"] == consumers, timeout=600):
+        sys.exit("the consumers did not finish")
+for t in cs:
+    t.join()
+print("items %d sum %d" % (totals["items"], totals["sum"]))
+)";
+
+std::string python_outcome(const std::string& output, std::string& why) {
+    static const std::regex done(R"(items (\d+) sum (\d+))");
+    std::smatch m;
+    if (!std::regex_search(output, m, done)) {
+        why = "no \"items N sum S\" line";
+        return "";
+    }
+    return m[0].str();
+}
+
+std::string db_outcome(const std::string& output, std::string& why) {
+    std::string o = db_bench_outcome(output);
+    if (o.empty()) why = "no benchmark line (\"NAME : ... N operations;\")";
+    return o;
+}
+
+std::string events_outcome(const std::string& output, std::string& why) {
+    std::string o = sysbench_outcome(output);
+    if (o.empty()) why = "no \"total number of events\" line";
+    return o;
+}
+
+std::string str(double v) { return std::to_string(static_cast<long long>(v)); }
+
+// A compressor's round trip: compress `data` to a file beside it, then decompress that to
+// the standard output, which must give `data` back.
+job round_trip(const std::vector<std::string>& compress, const std::vector<std::string>& decompress,
+               const std::string& data, std::size_t bytes) {
+    job j;
+    j.steps = {compress, decompress};
+    j.errors_in_output = false;
+    j.units = static_cast<double>(bytes) / (1 << 20);
+    j.outcome = checksum_outcome;
+    j.known_outcome = checksum_text(fnv1a(data));
+    return j;
+}
+
+std::vector<program_kind> program_kinds() {
+    std::vector<program_kind> p;
+    p.push_back({"sysbench_mutex",
+                 "sysbench's mutex test: every thread locks one shared mutex, no work between (4 million locks, "
+                 "1 million with --quick)",
+                 "sysbench", "sysbench", "lock", [](int threads, bool quick, const fs::path&) {
+                     const double total = quick ? 1e6 : 4e6;
+                     const double each = std::floor(total / threads);
+                     job j;
+                     j.steps = {{"sysbench", "mutex", "--threads=" + std::to_string(threads), "--mutex-num=1",
+                                 "--mutex-locks=" + str(each), "--mutex-loops=0", "run"}};
+                     j.units = each * threads;
+                     j.outcome = events_outcome;
+                     j.known_outcome = "events " + std::to_string(threads);  // one event per thread
+                     return j;
+                 }});
+    p.push_back({"sysbench_threads",
+                 "sysbench's threads test: threads take 4 mutexes in turn and yield 100 times an event (2,000 "
+                 "events, 500 with --quick)",
+                 "sysbench", "sysbench", "event", [](int threads, bool quick, const fs::path&) {
+                     const int events = quick ? 500 : 2000;
+                     job j;
+                     j.steps = {{"sysbench", "threads", "--threads=" + std::to_string(threads), "--thread-yields=100",
+                                 "--thread-locks=4", "--events=" + std::to_string(events), "--time=0", "run"}};
+                     j.units = events;
+                     j.outcome = events_outcome;
+                     j.known_outcome = "events " + std::to_string(events);
+                     return j;
+                 }});
+    p.push_back({"sort", "GNU sort --parallel of a text file (16 MiB, 4 with --quick), LC_ALL=C", "sort", "coreutils",
+                 "MiB", [](int threads, bool quick, const fs::path& dir) {
+                     const std::size_t bytes = std::size_t{quick ? 4u : 16u} << 20;
+                     const std::string text = write_text(dir / "data", bytes);
+                     job j;
+                     j.steps = {{"sort", "--parallel=" + std::to_string(threads), "-S", "64M", (dir / "data").string()}};
+                     j.environment = {"LC_ALL=C"};
+                     j.errors_in_output = false;
+                     j.units = static_cast<double>(text.size()) / (1 << 20);
+                     j.outcome = checksum_outcome;
+                     j.known_outcome = sorted_checksum(text);
+                     return j;
+                 }});
+    p.push_back({"xz", "xz -T round trip: -1 in 256 KiB blocks, then -d (8 MiB of text, 2 with --quick)", "xz",
+                 "xz-utils", "MiB", [](int threads, bool quick, const fs::path& dir) {
+                     const std::size_t bytes = std::size_t{quick ? 2u : 8u} << 20;
+                     const std::string data = (dir / "data").string();
+                     const std::string text = write_text(data, bytes);
+                     const std::string t = "-T" + std::to_string(threads);
+                     return round_trip({"xz", t, "-1", "--block-size=262144", "-k", "-f", data},
+                                       {"xz", "-d", t, "-c", data + ".xz"}, text, text.size());
+                 }});
+    p.push_back({"pigz", "pigz -p round trip: compress, then -d (16 MiB of text, 4 with --quick)", "pigz", "pigz",
+                 "MiB", [](int threads, bool quick, const fs::path& dir) {
+                     const std::size_t bytes = std::size_t{quick ? 4u : 16u} << 20;
+                     const std::string data = (dir / "data").string();
+                     const std::string text = write_text(data, bytes);
+                     const std::string t = std::to_string(threads);
+                     return round_trip({"pigz", "-p", t, "-k", "-f", data}, {"pigz", "-d", "-p", t, "-c", data + ".gz"},
+                                       text, text.size());
+                 }});
+    p.push_back({"python_queue",
+                 "a Python program of ours: producer and consumer threads share a queue.Queue and report under a "
+                 "threading.Condition (200,000 items, 50,000 with --quick)",
+                 "python3", "python3", "item", [](int threads, bool quick, const fs::path&) {
+                     const long long items = quick ? 50000 : 200000;
+                     job j;
+                     j.steps = {{"python3", "-c", python_queue_program, std::to_string(threads), std::to_string(items)}};
+                     j.units = static_cast<double>(items);
+                     j.outcome = python_outcome;
+                     j.known_outcome = "items " + std::to_string(items) + " sum " + std::to_string(items * (items - 1) / 2);
+                     return j;
+                 }});
+    // RocksDB's db_bench, a fresh database each run, no compression, fixed seed: the keys
+    // found are the same in every run at one thread count.
+    const auto db_bench = [](const std::string& benchmarks, double num, double reads, double ops_per_thread) {
+        return [=](int threads, bool quick, const fs::path& dir) {
+            const double scale = quick ? 0.25 : 1;
+            job j;
+            j.steps = {{"db_bench", "--benchmarks=" + benchmarks, "--num=" + str(num * scale),
+                        "--reads=" + str(reads * scale), "--threads=" + std::to_string(threads), "--seed=42",
+                        "--db=" + (dir / "db").string(), "--compression_type=none"}};
+            j.units = ops_per_thread * scale * threads;
+            j.outcome = db_outcome;
+            return j;
+        };
+    };
+    p.push_back({"db_bench_read",
+                 "RocksDB db_bench, read-mostly: fillrandom, then readrandom 4x as many (20,000 keys a thread, "
+                 "5,000 with --quick)",
+                 "db_bench", "rocksdb-tools", "operation", db_bench("fillrandom,readrandom", 20000, 80000, 100000)});
+    p.push_back({"db_bench_write",
+                 "RocksDB db_bench, write-heavy: fillrandom, then overwrite (20,000 keys a thread, 5,000 with "
+                 "--quick)",
+                 "db_bench", "rocksdb-tools", "operation", db_bench("fillrandom,overwrite", 20000, 0, 40000)});
+    return p;
+}
+
+// How one run ended.
+struct run_outcome {
+    std::string status;  // "" when every step exited 0
+    std::string detail;
+    std::string output;  // the last step's
+    double wall_ns = 0;
+    double cpu_ns = 0;
+};
+
+std::string last_lines(const std::string& text) {
+    std::string t = text.size() > 300 ? "..." + text.substr(text.size() - 300) : text;
+    std::replace(t.begin(), t.end(), '\n', ' ');
+    std::replace(t.begin(), t.end(), '\r', ' ');
+    return t;
+}
+
+// Runs the job's steps within `limit_s` in all, with `environment` (none: ours, plainly).
+run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>& environment, double limit_s) {
+    run_outcome r;
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& argv : j.steps) {
+        child_spec spec;
+        spec.argv = argv;
+        std::vector<std::string> env;
+        if (environment) env = *environment;
+        else
+            for (char** e = environ; *e; ++e) env.emplace_back(*e);
+        env.insert(env.end(), j.environment.begin(), j.environment.end());
+        spec.environment = std::move(env);
+        spec.input = child_stream::null;
+        spec.output = child_stream::pipe;
+        spec.errors = j.errors_in_output ? child_stream::pipe : child_stream::null;
+        spec.new_process_group = true;  // a deadline's kill reaches what the program started
+        spec.die_with_parent = true;
+        spec.output_limit = std::size_t{64} << 20;
+        const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        spec.timeout_s = std::max(0.001, limit_s - used);
+        const child_result c = run_child(spec);
+        r.cpu_ns += c.cpu_ns;
+        r.output = c.output;
+        const std::string who = argv.front();
+        switch (c.end) {
+            case child_end::exited:
+                if (c.value == 0) continue;
+                r.status = "program_failed";
+                r.detail = who + " exited with status " + std::to_string(c.value) +
+                           (c.value == 127 ? " (not found)" : "") + ": " + last_lines(c.output);
+                return r;
+            case child_end::signaled:
+                r.status = "program_failed";
+                r.detail = who + " was killed by signal " + std::to_string(c.value) + " (" + strsignal(c.value) + ")";
+                return r;
+            case child_end::timed_out: {
+                char detail[200];
+                std::snprintf(detail, sizeof detail, "%s did not finish within the deadline (%g s); killed",
+                              who.c_str(), limit_s);
+                r.status = "timed_out";
+                r.detail = detail;
+                return r;
+            }
+            case child_end::too_much_output:
+                r.status = "wrong_output";
+                r.detail = who + " printed more than 64 MiB";
+                return r;
+            case child_end::not_started:
+                r.status = "program_failed";
+                r.detail = who + " could not be started: " + std::strerror(c.value);
+                return r;
+        }
+    }
+    r.wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    return r;
+}
+
+// The outcome of a run's output, checked: "" with `why` set when it is not right.
+std::string checked_outcome(const job& j, const std::string& output, std::string& why) {
+    const std::string o = j.outcome(output, why);
+    if (o.empty()) return "";
+    if (!j.known_outcome.empty() && o != j.known_outcome) {
+        why = "it printed \"" + o + "\" where the answer is \"" + j.known_outcome + "\"";
+        return "";
+    }
+    return o;
+}
+
+cell_result measure_program_cell(const program_kind& p, const std::string& lock, const contender& c,
+                                 const std::string& suite_name, std::int32_t workers, const harness_options& o) {
+    cell_result cell = new_cell(c, suite_name, workers);
+    cell.oversubscribed = workers > static_cast<std::int32_t>(allowed_cpus().size());
+    const auto fail = [&](const std::string& status, const std::string& detail) {
+        cell.status = status;
+        cell.detail = detail;
+        return cell;
+    };
+    if (find_in_path(p.executable).empty())
+        return fail("skipped", p.executable + " is not installed: apt-get install " + p.package +
+                                   " (scripts/setup.sh installs every program of the suite)");
+    std::string library;
+    try {
+        library = find_interpose_library();
+    } catch (const std::exception& e) {
+        return fail("program_failed", e.what());
+    }
+    std::optional<scratch_dir> dir;
+    job j;
+    try {
+        dir.emplace();
+        j = p.make(workers, o.min_time_s <= 0.01, dir->path());
+    } catch (const std::exception& e) {
+        return fail("input_failed", std::string("the program's input could not be made: ") + e.what());
+    }
+
+    const run_outcome plain = run_job(j, std::nullopt, o.deadline_s);
+    if (o.on_repetition) o.on_repetition();  // progress for the cell's parent, as a calibration is
+    if (!plain.status.empty()) return fail("plain_run_failed", "without contend's library: " + plain.detail);
+    std::string why;
+    const std::string expected = checked_outcome(j, plain.output, why);
+    if (expected.empty()) return fail("plain_run_failed", "without contend's library: " + why);
+
+    const auto environment = preloaded_environment(library, lock);
+    std::vector<double> cpu, seconds;
+    double timed_ns = 0;
+    for (std::int32_t rep = 0; rep < o.repetitions; ++rep) {
+        const run_outcome r = run_job(j, environment, o.deadline_s);
+        if (o.on_repetition) o.on_repetition();
+        if (!r.status.empty()) return fail(r.status, "under " + lock + ": " + r.detail);
+        const std::string got = checked_outcome(j, r.output, why);
+        if (got.empty()) return fail("wrong_output", "under " + lock + ": " + why);
+        if (got != expected)
+            return fail("wrong_output", "under " + lock + " it printed \"" + last_lines(got) +
+                                            "\", the plain run \"" + last_lines(expected) + "\"");
+        cell.ns_per_op.push_back(r.wall_ns / j.units);
+        cpu.push_back(r.cpu_ns / j.units);
+        seconds.push_back(r.wall_ns / 1e9);
+        ++cell.repetitions;
+        timed_ns += r.wall_ns;
+        if (cell.repetitions >= o.min_repetitions && cell.repetitions < o.repetitions &&
+            (settled(cell.ns_per_op, o.spread_to_stop) || timed_ns >= o.time_to_stop_s * 1e9))
+            break;
+    }
+    summarize_samples(cell);
+    cell.cpu_ns_per_op = median(cpu);
+    const double s = median(seconds);
+    cell.metrics.emplace_back("seconds", s);
+    cell.metrics.emplace_back("per_second", s > 0 ? j.units / s : not_measured);
+    cell.metrics.emplace_back("plain_seconds", plain.wall_ns / 1e9);
+    return cell;
+}
+
+}  // namespace
+
+suite make_programs_suite() {
+    const auto cpus = static_cast<std::int32_t>(allowed_cpus().size());
+    suite s{"programs",
+            "real programs under each lock of contend run --lock (glibc's through the same library): ns per unit of a "
+            "fixed job (a lock, an event, a MiB, an item, a database operation); workers = the program's threads. Each "
+            "run's output must match a plain run's; missing programs are skipped (scripts/setup.sh installs them)",
+            {},
+            {2, 4 * cpus}};
+    s.interleave_rounds = true;
+    for (const auto& kind : program_kinds()) {
+        for (const auto& lock : interpose_locks()) {
+            contender c;
+            c.name = lock.name;
+            c.description = kind.description + ", under " + lock.description;
+            c.params = {{"program", kind.name}};
+            c.operation = kind.unit;
+            // No make() and no workload_type: the work runs in the program's process.
+            c.measure_cell = [kind, name = lock.name](const contender& self, const std::string& suite_name,
+                                                      std::int32_t workers, const harness_options& o) {
+                return measure_program_cell(kind, name, self, suite_name, workers, o);
+            };
+            s.contenders.push_back(std::move(c));
+        }
+    }
+    return s;
+}
+
+}  // namespace contend::lab

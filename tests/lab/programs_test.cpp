@@ -1,0 +1,157 @@
+// The programs suite: its rows, what it reads from a program's output, and its checks of each
+// run against a stand-in for sysbench that lies, crashes or hangs under contend's library (it
+// tells them apart by LD_PRELOAD) while its plain run tells the truth, or lies every time.
+// The stand-in is a shell script first in PATH; no real program runs, and nothing is timed.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <set>
+#include <string>
+
+#include "measure/placement.hpp"
+#include "run/runner.hpp"
+#include "suites/programs_suite.hpp"
+#include "suites/suites.hpp"
+#include "temp_dir.hpp"
+
+namespace lab = contend::lab;
+
+TEST(ProgramsSuite, ListsEveryProgramUnderEveryLockOfContendRun) {
+    const auto* s = lab::find_suite("programs");
+    ASSERT_NE(s, nullptr);
+    std::set<std::string> ids, locks, programs;
+    for (const auto& c : s->contenders) {
+        ids.insert(c.id());
+        locks.insert(c.name);
+        ASSERT_EQ(c.params.size(), 1u) << c.id();
+        programs.insert(c.params.front().second);
+        EXPECT_TRUE(static_cast<bool>(c.measure_cell)) << c.id();
+    }
+    EXPECT_EQ(ids.size(), s->contenders.size());
+    EXPECT_EQ(locks.count("glibc"), 1u);
+    EXPECT_EQ(locks.count("contend_mutex"), 1u);
+    for (const char* p : {"sysbench_mutex", "sysbench_threads", "sort", "xz", "pigz", "python_queue", "db_bench_read",
+                          "db_bench_write"})
+        EXPECT_EQ(programs.count(p), 1u) << p;
+    EXPECT_EQ(s->contenders.size(), locks.size() * programs.size());
+    EXPECT_TRUE(s->interleave_rounds);
+    ASSERT_EQ(s->default_workers.size(), 2u);
+    EXPECT_EQ(s->default_workers[0], 2);
+    EXPECT_EQ(s->default_workers[1], 4 * static_cast<int>(lab::allowed_cpus().size()));
+}
+
+TEST(ProgramsSuite, ReadsWhatMustNotDependOnTheLock) {
+    EXPECT_EQ(lab::sysbench_outcome("General statistics:\n    total time:  0.1s\n    total number of events:   8\n"),
+              "events 8");
+    EXPECT_EQ(lab::sysbench_outcome("no such line"), "");
+    const std::string db =
+        "... finished 100 ops\r... finished 200 ops\rInitializing RocksDB Options\n"
+        "fillrandom   :      17.813 micros/op 108829 ops/sec 0.919 seconds 100000 operations;   12.0 MB/s\n"
+        "DB path: [/tmp/x]\n"
+        "readrandom   :       4.016 micros/op 447079 ops/sec 0.224 seconds 100000 operations;   42.7 MB/s (43209 of "
+        "50000 found)\n";
+    EXPECT_EQ(lab::db_bench_outcome(db),
+              "fillrandom 100000 operations\nreadrandom 100000 operations (43209 of 50000 found)\n");
+    EXPECT_EQ(lab::fnv1a(""), 0xcbf29ce484222325ull);
+    EXPECT_EQ(lab::fnv1a("a"), 0xaf63dc4c8601ec8cull);
+}
+
+namespace {
+
+class ProgramsCells : public contend_test::temp_dir_test {
+protected:
+    void SetUp() override {
+        temp_dir_test::SetUp();
+        // Prints sysbench's event line for its --threads=N (one event a thread), or, under the
+        // library, does what FAKE_MODE says; FAKE_PLAIN=lie makes the plain run lie too.
+        write(path("sysbench"), R"sh(#!/bin/sh
+threads=0
+for a in "$@"; do case $a in --threads=*) threads=${a#--threads=};; esac; done
+mode=truth
+case "$LD_PRELOAD" in *contend_interpose*) mode=${FAKE_MODE:-truth};; *) mode=${FAKE_PLAIN:-truth};; esac
+case $mode in
+  truth) echo "    total number of events:              $threads";;
+  lie) echo "    total number of events:              $((threads + 1))";;
+  crash) kill -SEGV $$;;
+  hang) exec /bin/sleep 600;;
+esac
+)sh");
+        ::chmod(path("sysbench").c_str(), 0755);
+        old_path_ = std::getenv("PATH") ? std::getenv("PATH") : "";
+        ::setenv("PATH", dir_.c_str(), 1);  // the stand-in, and nothing else
+    }
+    void TearDown() override {
+        ::setenv("PATH", old_path_.c_str(), 1);
+        ::unsetenv("FAKE_MODE");
+        ::unsetenv("FAKE_PLAIN");
+        temp_dir_test::TearDown();
+    }
+
+    // The cell of `program` under glibc's lock (through the library), 2 threads, --quick's sizes.
+    static lab::cell_result cell(const std::string& program) {
+        lab::bench_options o;
+        o.suite = "programs";
+        o.contenders = "glibc/program:" + program;
+        o.workers = {2};
+        o.in_process = true;  // the cell's own children are the programs
+        o.harness.min_time_s = 0.005;
+        o.harness.repetitions = 2;
+        o.harness.min_repetitions = 2;
+        o.harness.deadline_s = 2;
+        const auto run = lab::run_suite(o);
+        EXPECT_EQ(run.cells.size(), 1u);
+        return run.cells.empty() ? lab::cell_result{} : run.cells.front();
+    }
+
+    std::string old_path_;
+};
+
+}  // namespace
+
+TEST_F(ProgramsCells, AProgramThatAgreesWithItsPlainRunAndTheAnswerMakesAValidCell) {
+    const auto c = cell("sysbench_mutex");
+    ASSERT_TRUE(c.valid()) << c.status << ": " << c.detail;
+    EXPECT_EQ(c.repetitions, 2);
+    EXPECT_EQ(c.operation, "lock");
+    EXPECT_GT(c.median_ns, 0);
+    EXPECT_GT(c.metric("seconds"), 0);
+    EXPECT_GT(c.metric("per_second"), 0);
+    EXPECT_GT(c.metric("plain_seconds"), 0);
+}
+
+TEST_F(ProgramsCells, AProgramThatPrintsAnotherAnswerUnderTheLockMakesTheCellWrongOutput) {
+    ::setenv("FAKE_MODE", "lie", 1);
+    const auto c = cell("sysbench_mutex");
+    EXPECT_EQ(c.status, "wrong_output") << c.detail;
+    EXPECT_NE(c.detail.find("events 3"), std::string::npos) << c.detail;
+    EXPECT_NE(c.detail.find("glibc"), std::string::npos) << c.detail;
+}
+
+TEST_F(ProgramsCells, AProgramThatLiesInItsPlainRunTooIsCaughtByTheKnownAnswer) {
+    ::setenv("FAKE_MODE", "lie", 1);
+    ::setenv("FAKE_PLAIN", "lie", 1);
+    const auto c = cell("sysbench_mutex");
+    EXPECT_EQ(c.status, "plain_run_failed") << c.detail;
+    EXPECT_NE(c.detail.find("the answer is \"events 2\""), std::string::npos) << c.detail;
+}
+
+TEST_F(ProgramsCells, AProgramThatCrashesUnderTheLockMakesTheCellProgramFailedWithTheSignal) {
+    ::setenv("FAKE_MODE", "crash", 1);
+    const auto c = cell("sysbench_mutex");
+    EXPECT_EQ(c.status, "program_failed") << c.detail;
+    EXPECT_NE(c.detail.find("signal 11"), std::string::npos) << c.detail;
+}
+
+TEST_F(ProgramsCells, AProgramThatHangsUnderTheLockIsKilledAtTheDeadlineAndTheCellTimedOut) {
+    ::setenv("FAKE_MODE", "hang", 1);
+    const auto c = cell("sysbench_mutex");
+    EXPECT_EQ(c.status, "timed_out") << c.detail;
+    EXPECT_NE(c.detail.find("deadline"), std::string::npos) << c.detail;
+}
+
+TEST_F(ProgramsCells, AProgramThatIsNotInstalledIsSkippedWithThePackageToInstall) {
+    const auto c = cell("xz");  // PATH holds the stand-in only
+    EXPECT_EQ(c.status, "skipped") << c.detail;
+    EXPECT_NE(c.detail.find("apt-get install xz-utils"), std::string::npos) << c.detail;
+}
