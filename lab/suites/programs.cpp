@@ -135,8 +135,7 @@ class scratch_dir {
 public:
     scratch_dir() {
         std::string pattern = (fs::temp_directory_path() / "contend-programs-XXXXXX").string();
-        if (!::mkdtemp(pattern.data()))
-            throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+        if (!::mkdtemp(pattern.data())) throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
         path_ = pattern;
     }
     ~scratch_dir() {
@@ -154,8 +153,8 @@ private:
 // `bytes` of text lines (six words and a number each, xorshift64 from a fixed seed: the same
 // file every time), written to `file`. Returns the lines, for the sort's known answer.
 std::string write_text(const fs::path& file, std::size_t bytes) {
-    static const char* const words[] = {"lock",  "wait",   "park",   "spin", "futex", "queue", "reader", "writer",
-                                        "thread", "pool", "pipe",  "mutex", "cond", "event", "latch", "barrier"};
+    static const char* const words[] = {"lock",   "wait", "park", "spin",  "futex", "queue", "reader", "writer",
+                                        "thread", "pool", "pipe", "mutex", "cond",  "event", "latch",  "barrier"};
     std::string text;
     text.reserve(bytes + 128);
     std::uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -311,19 +310,20 @@ std::vector<program_kind> program_kinds() {
                      j.known_outcome = "events " + std::to_string(events);
                      return j;
                  }});
-    p.push_back({"sort", "GNU sort --parallel of a text file (16 MiB, 4 with --quick), LC_ALL=C", "sort", "coreutils",
-                 "MiB", [](int threads, bool quick, const fs::path& dir) {
-                     const std::size_t bytes = std::size_t{quick ? 4u : 16u} << 20;
-                     const std::string text = write_text(dir / "data", bytes);
-                     job j;
-                     j.steps = {{"sort", "--parallel=" + std::to_string(threads), "-S", "64M", (dir / "data").string()}};
-                     j.environment = {"LC_ALL=C"};
-                     j.errors_in_output = false;
-                     j.units = static_cast<double>(text.size()) / (1 << 20);
-                     j.outcome = checksum_outcome;
-                     j.known_outcome = sorted_checksum(text);
-                     return j;
-                 }});
+    p.push_back(
+        {"sort", "GNU sort --parallel of a text file (16 MiB, 4 with --quick), LC_ALL=C", "sort", "coreutils", "MiB",
+         [](int threads, bool quick, const fs::path& dir) {
+             const std::size_t bytes = std::size_t{quick ? 4u : 16u} << 20;
+             const std::string text = write_text(dir / "data", bytes);
+             job j;
+             j.steps = {{"sort", "--parallel=" + std::to_string(threads), "-S", "64M", (dir / "data").string()}};
+             j.environment = {"LC_ALL=C"};
+             j.errors_in_output = false;
+             j.units = static_cast<double>(text.size()) / (1 << 20);
+             j.outcome = checksum_outcome;
+             j.known_outcome = sorted_checksum(text);
+             return j;
+         }});
     p.push_back({"xz", "xz -T round trip: -1 in 256 KiB blocks, then -d (8 MiB of text, 2 with --quick)", "xz",
                  "xz-utils", "MiB", [](int threads, bool quick, const fs::path& dir) {
                      const std::size_t bytes = std::size_t{quick ? 2u : 8u} << 20;
@@ -342,18 +342,19 @@ std::vector<program_kind> program_kinds() {
                      return round_trip({"pigz", "-p", t, "-k", "-f", data}, {"pigz", "-d", "-p", t, "-c", data + ".gz"},
                                        text, text.size());
                  }});
-    p.push_back({"python_queue",
-                 "a Python program of ours: producer and consumer threads share a queue.Queue and report under a "
-                 "threading.Condition (200,000 items, 50,000 with --quick)",
-                 "python3", "python3", "item", [](int threads, bool quick, const fs::path&) {
-                     const long long items = quick ? 50000 : 200000;
-                     job j;
-                     j.steps = {{"python3", "-c", python_queue_program, std::to_string(threads), std::to_string(items)}};
-                     j.units = static_cast<double>(items);
-                     j.outcome = python_outcome;
-                     j.known_outcome = "items " + std::to_string(items) + " sum " + std::to_string(items * (items - 1) / 2);
-                     return j;
-                 }});
+    p.push_back(
+        {"python_queue",
+         "a Python program of ours: producer and consumer threads share a queue.Queue and report under a "
+         "threading.Condition (200,000 items, 50,000 with --quick)",
+         "python3", "python3", "item", [](int threads, bool quick, const fs::path&) {
+             const long long items = quick ? 50000 : 200000;
+             job j;
+             j.steps = {{"python3", "-c", python_queue_program, std::to_string(threads), std::to_string(items)}};
+             j.units = static_cast<double>(items);
+             j.outcome = python_outcome;
+             j.known_outcome = "items " + std::to_string(items) + " sum " + std::to_string(items * (items - 1) / 2);
+             return j;
+         }});
     // RocksDB's db_bench, a fresh database each run, no compression, fixed seed: the keys
     // found are the same in every run at one thread count. Its --num and --reads are each
     // thread's, so the job's totals are split over the threads (whole keys a thread): the job
@@ -511,8 +512,8 @@ cell_result measure_program_cell(const program_kind& p, const std::string& lock,
         const std::string got = checked_outcome(j, r.output, why);
         if (got.empty()) return fail("wrong_output", "under " + lock + ": " + why);
         if (got != expected)
-            return fail("wrong_output", "under " + lock + " it printed \"" + last_lines(got) +
-                                            "\", the plain run \"" + last_lines(expected) + "\"");
+            return fail("wrong_output", "under " + lock + " it printed \"" + last_lines(got) + "\", the plain run \"" +
+                                            last_lines(expected) + "\"");
         cell.ns_per_op.push_back(r.wall_ns / j.units);
         cpu.push_back(r.cpu_ns / j.units);
         seconds.push_back(r.wall_ns / 1e9);
