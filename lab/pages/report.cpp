@@ -20,6 +20,7 @@
 #include "measure/cotenant.hpp"
 #include "pages/assets.hpp"
 #include "pages/page_parts.hpp"
+#include "pages/ratio_table.hpp"
 #include "results/statistics.hpp"
 #include "store/interrupted.hpp"
 #include "store/results_io.hpp"
@@ -384,6 +385,8 @@ std::string render_report(const std::vector<report_source>& sources, std::string
                                   canvas(id + "-share", suite, "least-served worker's share of the mean progress") +
                                   "</div>\n";
             sections += "</div>\n</div>\n<div class=\"cells\">\n";
+            // Which lock for which program: each lock's rate against glibc's, program by program.
+            if (suite == "programs") sections += ratio_table_html(cells, "glibc");
             cells_table(sections, cells);
             sections += "</div>\n</section>\n";
             side_charts += chart["share_canvas"].is_null() ? 1 : 2;
