@@ -78,8 +78,14 @@ metric_list profile_metrics(const program_profile& p) {
         m.emplace_back("top_lock_acquisitions", static_cast<double>(t.acquisitions));
         m.emplace_back("top_lock_contended", static_cast<double>(t.contended));
         m.emplace_back("top_lock_wait_ms", ms(t.wait_ns));
+        m.emplace_back("top_lock_wait_p50_us", us(t.wait_p50_ns));
+        m.emplace_back("top_lock_wait_p90_us", us(t.wait_p90_ns));
         m.emplace_back("top_lock_wait_p99_us", us(t.wait_p99_ns));
+        m.emplace_back("top_lock_wait_max_us", us(t.wait_max_ns));
+        m.emplace_back("top_lock_hold_p50_us", t.hold_samples ? us(t.hold_p50_ns) : not_measured);
+        m.emplace_back("top_lock_hold_p90_us", t.hold_samples ? us(t.hold_p90_ns) : not_measured);
         m.emplace_back("top_lock_hold_p99_us", t.hold_samples ? us(t.hold_p99_ns) : not_measured);
+        m.emplace_back("top_lock_hold_max_us", t.hold_samples ? us(t.hold_max_ns) : not_measured);
         m.emplace_back("top_lock_hold_ms", t.estimated_hold_ns() / 1e6);
     }
     return m;

@@ -91,6 +91,11 @@ lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     l.hold_samples = whole_number(j, fields::hold_samples, where);
     l.hold_sampled_ns = whole_number(j, fields::hold_sampled_ns, where);
     l.hold_p99_ns = whole_number(j, fields::hold_p99_ns, where);
+    l.wait_p50_ns = optional_whole_number(j, fields::wait_p50_ns, where);
+    l.wait_p90_ns = optional_whole_number(j, fields::wait_p90_ns, where);
+    l.hold_p50_ns = optional_whole_number(j, fields::hold_p50_ns, where);
+    l.hold_p90_ns = optional_whole_number(j, fields::hold_p90_ns, where);
+    l.hold_max_ns = optional_whole_number(j, fields::hold_max_ns, where);
     const json& site = member(j, fields::site, where);
     const std::string in_site = where + "site: ";
     if (!site.is_object()) refuse(in_site + "not an object");

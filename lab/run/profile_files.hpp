@@ -40,6 +40,8 @@ struct lock_profile {
     std::uint64_t address = 0;
     std::uint64_t acquisitions = 0, contended = 0, wait_ns = 0, wait_p99_ns = 0, wait_max_ns = 0;
     std::uint64_t hold_samples = 0, hold_sampled_ns = 0, hold_p99_ns = 0;
+    // The distributions' other points (0 in a file written before they were).
+    std::uint64_t wait_p50_ns = 0, wait_p90_ns = 0, hold_p50_ns = 0, hold_p90_ns = 0, hold_max_ns = 0;
     lock_site site;
     // A pthread rwlock (the file's "kind": "rwlock"): the counts above are its reads and
     // writes together, these each mode's; all 0 for a mutex.

@@ -30,6 +30,19 @@ std::string rwlock_line(const lock_profile& l) {
            ", " + mode("writes", l.write_acquisitions, l.write_contended, l.write_wait_ns, l.write_timeouts) + "\n";
 }
 
+// The row's distributions: its waits and its sampled holds at p50, p90, p99 and the longest,
+// in us; "" for a file written before the library recorded the p50s and p90s.
+std::string distribution_line(const lock_profile& l) {
+    if (l.wait_p50_ns == 0 && l.wait_p90_ns == 0 && l.hold_p50_ns == 0 && l.hold_max_ns == 0) return "";
+    const auto us = [](std::uint64_t ns, int digits) { return format_fixed(static_cast<double>(ns) / 1e3, digits); };
+    std::string s = "        wait us: p50 " + us(l.wait_p50_ns, 1) + ", p90 " + us(l.wait_p90_ns, 1) + ", p99 " +
+                    us(l.wait_p99_ns, 1) + ", max " + us(l.wait_max_ns, 1);
+    if (l.hold_samples > 0)
+        s += "; hold us: p50 " + us(l.hold_p50_ns, 3) + ", p90 " + us(l.hold_p90_ns, 3) + ", p99 " +
+             us(l.hold_p99_ns, 3) + ", max " + us(l.hold_max_ns, 3);
+    return s + "\n";
+}
+
 }  // namespace
 
 double program_profile::contentions_per_second() const {
@@ -117,6 +130,7 @@ std::string profile_table(const program_profile& p, std::size_t top) {
                           l.hold_samples ? format_fixed(static_cast<double>(l.hold_p99_ns) / 1e3, 3).c_str() : "-",
                           format_fixed(l.estimated_hold_ns() / 1e6, 3).c_str());
             out << line << l.site_text() << "\n";
+            out << distribution_line(l);
             if (l.rwlock) out << rwlock_line(l);
         }
         if (p.locks.size() > shown) {
@@ -127,7 +141,8 @@ std::string profile_table(const program_profile& p, std::size_t top) {
                 << format_fixed(static_cast<double>(rest_wait) / 1e6, 3) << " ms of wait)\n";
         }
         out << "  wait: time in contended acquisitions; p99 from the library's histogram (within ~6 %); hold p99 "
-               "from the sampled holds; est. hold = sampled mean hold x acquisitions\n";
+               "from the sampled holds; est. hold = sampled mean hold x acquisitions; the line under a row, its "
+               "waits' and sampled holds' p50, p90, p99 and longest (the longest wait exact, the rest within ~6 %)\n";
         if (std::any_of(p.locks.begin(), p.locks.end(), [](const lock_profile& l) { return l.rwlock; }))
             out << "  a rwlock's row counts its reads and writes together (p99 over both; no hold timed); the line "
                    "under it, each mode\n";

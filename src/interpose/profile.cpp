@@ -68,6 +68,12 @@ public:
         }
         return midpoint(buckets - 1);
     }
+    // The largest value counted, to its bucket's midpoint; 0 when none was.
+    static double largest(const counts& counts_) noexcept {
+        for (unsigned i = buckets; i-- > 0;)
+            if (counts_[i] != 0) return midpoint(i);
+        return 0;
+    }
 
 private:
     static unsigned index(std::uint64_t v) noexcept {
@@ -706,9 +712,10 @@ std::vector<lock_total> lock_totals(std::size_t records) {
 
 void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std::string& executable) {
     const auto ns = [&](std::uint64_t v) { return static_cast<std::uint64_t>(static_cast<double>(v) * ns_per_tick); };
-    const auto p99_ns = [&](const histogram::counts& h) {
-        return static_cast<std::uint64_t>(histogram::quantile(h, 0.99) * ns_per_tick);
+    const auto quantile_ns = [&](const histogram::counts& h, double q) {
+        return static_cast<std::uint64_t>(histogram::quantile(h, q) * ns_per_tick);
     };
+    const auto p99_ns = [&](const histogram::counts& h) { return quantile_ns(h, 0.99); };
     j.open('{');
     j.key(fields::address);
     j.hex(t.address);
@@ -721,6 +728,11 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
     j.field(fields::hold_samples, t.hold_samples);
     j.field(fields::hold_sampled_ns, ns(t.hold_ticks));
     j.field(fields::hold_p99_ns, p99_ns(t.holds));
+    j.field(fields::wait_p50_ns, quantile_ns(t.waits, 0.5));
+    j.field(fields::wait_p90_ns, quantile_ns(t.waits, 0.9));
+    j.field(fields::hold_p50_ns, quantile_ns(t.holds, 0.5));
+    j.field(fields::hold_p90_ns, quantile_ns(t.holds, 0.9));
+    j.field(fields::hold_max_ns, static_cast<std::uint64_t>(histogram::largest(t.holds) * ns_per_tick));
     j.key(fields::site);
     write_site(j, t.site, executable);
     if (t.rwlock) {

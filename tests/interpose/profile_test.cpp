@@ -130,6 +130,12 @@ void expect_counts_add_up(const json& p) {
         acquisitions += l["acquisitions"].get<std::uint64_t>();
         EXPECT_LE(l["contended"].get<std::uint64_t>(), l["acquisitions"].get<std::uint64_t>());
         EXPECT_LE(l["wait_p99_ns"].get<std::uint64_t>(), l["wait_max_ns"].get<std::uint64_t>() * 1.07 + 1);
+        // The distributions' points in order (the max of the waits is exact, the rest within ~6 %).
+        EXPECT_LE(l["wait_p50_ns"].get<std::uint64_t>(), l["wait_p90_ns"].get<std::uint64_t>());
+        EXPECT_LE(l["wait_p90_ns"].get<std::uint64_t>(), l["wait_p99_ns"].get<std::uint64_t>());
+        EXPECT_LE(l["hold_p50_ns"].get<std::uint64_t>(), l["hold_p90_ns"].get<std::uint64_t>());
+        EXPECT_LE(l["hold_p90_ns"].get<std::uint64_t>(), l["hold_p99_ns"].get<std::uint64_t>());
+        EXPECT_LE(l["hold_p99_ns"].get<std::uint64_t>(), l["hold_max_ns"].get<std::uint64_t>());
     }
     EXPECT_EQ(p["locks_dropped"], 0);
     EXPECT_EQ(contended, p["contended"].get<std::uint64_t>());

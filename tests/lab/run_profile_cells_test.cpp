@@ -35,6 +35,11 @@ TEST_F(RunProfile, TheRowIsOneCellOfSuiteRunWithTheProfilesFiguresAndRoundTripsT
     EXPECT_DOUBLE_EQ(c.metric("wait_ms"), 9);
     EXPECT_DOUBLE_EQ(c.metric("top_lock_wait_ms"), 2);
     EXPECT_DOUBLE_EQ(c.metric("wait_p99_us"), 2);
+    // The top lock's distributions: the fixture's file has its p99s and its longest wait only.
+    EXPECT_DOUBLE_EQ(c.metric("top_lock_wait_p99_us"), 2);
+    EXPECT_DOUBLE_EQ(c.metric("top_lock_wait_max_us"), 5);
+    EXPECT_DOUBLE_EQ(c.metric("top_lock_hold_p99_us"), 0.7);
+    EXPECT_DOUBLE_EQ(c.metric("top_lock_wait_p50_us"), 0);
     EXPECT_DOUBLE_EQ(c.metric("top_lock_hold_ms"), 0.4);
     EXPECT_DOUBLE_EQ(c.metric("locks_contended"), 2);
 

@@ -138,3 +138,23 @@ TEST_F(RunProfile, AFolderIsReadWholeAndEachBadFileIsNamedWithoutLosingTheOthers
 }
 
 }  // namespace
+
+TEST_F(RunProfile, TheWaitAndHoldDistributionsAreReadAndAFileWithoutThemReadsZero) {
+    auto with = lock_json("0x10", 3000);
+    with["wait_p50_ns"] = 300;
+    with["wait_p90_ns"] = 1200;
+    with["hold_p50_ns"] = 90;
+    with["hold_p90_ns"] = 400;
+    with["hold_max_ns"] = 900;
+    const auto p = lab::parse_profile(profile_json(42, {with, lock_json("0x20", 1000)}).dump());
+    ASSERT_EQ(p.locks.size(), 2u);
+    const auto& a = p.locks[0];
+    EXPECT_EQ(std::vector<std::uint64_t>({a.wait_p50_ns, a.wait_p90_ns, a.wait_p99_ns, a.wait_max_ns}),
+              std::vector<std::uint64_t>({300, 1200, 2000, 5000}));
+    EXPECT_EQ(std::vector<std::uint64_t>({a.hold_p50_ns, a.hold_p90_ns, a.hold_p99_ns, a.hold_max_ns}),
+              std::vector<std::uint64_t>({90, 400, 700, 900}));
+    const auto& b = p.locks[1];
+    EXPECT_EQ(b.wait_p50_ns + b.wait_p90_ns + b.hold_p50_ns + b.hold_p90_ns + b.hold_max_ns, 0u);
+    with["hold_max_ns"] = -1;
+    EXPECT_THROW(lab::parse_profile(profile_json(42, {with}).dump()), std::runtime_error);
+}

@@ -91,3 +91,22 @@ TEST_F(RunProfile, HostileNamesInAProfileReachTheTerminalEscaped) {
 }
 
 }  // namespace
+
+TEST_F(RunProfile, ARowHasALineWithItsWaitAndHoldDistributionsWhenTheFileHasThem) {
+    auto with = lock_json("0x10", 4000000);
+    with["wait_p50_ns"] = 300;
+    with["wait_p90_ns"] = 1200;
+    with["hold_p50_ns"] = 90;
+    with["hold_p90_ns"] = 400;
+    with["hold_max_ns"] = 900;
+    const std::string table = lab::profile_table(
+        lab::merge_profiles({lab::parse_profile(profile_json(7, {with, lock_json("0x20", 1000)}).dump())}, 7));
+    const auto row = table.find("    1  0x10 ");
+    const auto line = table.find(
+        "        wait us: p50 0.3, p90 1.2, p99 2.0, max 5.0; hold us: p50 0.090, p90 0.400, p99 0.700, max 0.900\n");
+    ASSERT_NE(row, std::string::npos) << table;
+    ASSERT_NE(line, std::string::npos) << table;
+    EXPECT_LT(row, line);
+    // The second lock's file had none of them: no such line under its row.
+    EXPECT_EQ(table.find("wait us:", line + 10), std::string::npos) << table;
+}
