@@ -140,12 +140,7 @@ TEST_F(RunProfile, AFolderIsReadWholeAndEachBadFileIsNamedWithoutLosingTheOthers
 }  // namespace
 
 TEST_F(RunProfile, TheWaitAndHoldDistributionsAreReadAndAFileWithoutThemReadsZero) {
-    auto with = lock_json("0x10", 3000);
-    with["wait_p50_ns"] = 300;
-    with["wait_p90_ns"] = 1200;
-    with["hold_p50_ns"] = 90;
-    with["hold_p90_ns"] = 400;
-    with["hold_max_ns"] = 900;
+    auto with = with_distributions(lock_json("0x10", 3000));
     const auto p = lab::parse_profile(profile_json(42, {with, lock_json("0x20", 1000)}).dump());
     ASSERT_EQ(p.locks.size(), 2u);
     const auto& a = p.locks[0];

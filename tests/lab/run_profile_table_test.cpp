@@ -93,12 +93,7 @@ TEST_F(RunProfile, HostileNamesInAProfileReachTheTerminalEscaped) {
 }  // namespace
 
 TEST_F(RunProfile, ARowHasALineWithItsWaitAndHoldDistributionsWhenTheFileHasThem) {
-    auto with = lock_json("0x10", 4000000);
-    with["wait_p50_ns"] = 300;
-    with["wait_p90_ns"] = 1200;
-    with["hold_p50_ns"] = 90;
-    with["hold_p90_ns"] = 400;
-    with["hold_max_ns"] = 900;
+    auto with = with_distributions(lock_json("0x10", 4000000));
     const std::string table = lab::profile_table(
         lab::merge_profiles({lab::parse_profile(profile_json(7, {with, lock_json("0x20", 1000)}).dump())}, 7));
     const auto row = table.find("    1  0x10 ");
