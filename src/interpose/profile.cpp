@@ -715,7 +715,9 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
     const auto quantile_ns = [&](const histogram::counts& h, double q) {
         return static_cast<std::uint64_t>(histogram::quantile(h, q) * ns_per_tick);
     };
-    const auto p99_ns = [&](const histogram::counts& h) { return quantile_ns(h, 0.99); };
+    // The waits' longest is exact (wait_max): no percentile of them is written above it, as a
+    // bucket's midpoint could be.
+    const auto wait_ns_at = [&](double q) { return std::min(quantile_ns(t.waits, q), ns(t.wait_max)); };
     j.open('{');
     j.key(fields::address);
     j.hex(t.address);
@@ -723,13 +725,13 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
     j.field(fields::contended, t.contended);
     j.field(fields::timeouts, t.timeouts);
     j.field(fields::wait_ns, ns(t.wait_ticks));
-    j.field(fields::wait_p99_ns, p99_ns(t.waits));
+    j.field(fields::wait_p99_ns, wait_ns_at(0.99));
     j.field(fields::wait_max_ns, ns(t.wait_max));
     j.field(fields::hold_samples, t.hold_samples);
     j.field(fields::hold_sampled_ns, ns(t.hold_ticks));
-    j.field(fields::hold_p99_ns, p99_ns(t.holds));
-    j.field(fields::wait_p50_ns, quantile_ns(t.waits, 0.5));
-    j.field(fields::wait_p90_ns, quantile_ns(t.waits, 0.9));
+    j.field(fields::hold_p99_ns, quantile_ns(t.holds, 0.99));
+    j.field(fields::wait_p50_ns, wait_ns_at(0.5));
+    j.field(fields::wait_p90_ns, wait_ns_at(0.9));
     j.field(fields::hold_p50_ns, quantile_ns(t.holds, 0.5));
     j.field(fields::hold_p90_ns, quantile_ns(t.holds, 0.9));
     j.field(fields::hold_max_ns, static_cast<std::uint64_t>(histogram::largest(t.holds) * ns_per_tick));

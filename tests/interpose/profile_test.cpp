@@ -133,6 +133,7 @@ void expect_counts_add_up(const json& p) {
         // The distributions' points in order (the max of the waits is exact, the rest within ~6 %).
         EXPECT_LE(l["wait_p50_ns"].get<std::uint64_t>(), l["wait_p90_ns"].get<std::uint64_t>());
         EXPECT_LE(l["wait_p90_ns"].get<std::uint64_t>(), l["wait_p99_ns"].get<std::uint64_t>());
+        EXPECT_LE(l["wait_p99_ns"].get<std::uint64_t>(), l["wait_max_ns"].get<std::uint64_t>());
         EXPECT_LE(l["hold_p50_ns"].get<std::uint64_t>(), l["hold_p90_ns"].get<std::uint64_t>());
         EXPECT_LE(l["hold_p90_ns"].get<std::uint64_t>(), l["hold_p99_ns"].get<std::uint64_t>());
         EXPECT_LE(l["hold_p99_ns"].get<std::uint64_t>(), l["hold_max_ns"].get<std::uint64_t>());

@@ -13,7 +13,8 @@
 //          "hold_p99_ns": N, "wait_p50_ns": N, "wait_p90_ns": N, "hold_p50_ns": N,
 //          "hold_p90_ns": N, "hold_max_ns": N, "site": SITE[, RWLOCK]}
 //   The percentiles are read off the library's log-linear histograms (within about 6 %), as
-//   is hold_max_ns (the sampled holds' longest; wait_max_ns is exact). The p50s, p90s and
+//   is hold_max_ns (the sampled holds' longest); wait_max_ns is exact, and no wait percentile
+//   is written above it. The p50s, p90s and
 //   hold_max_ns came later: a reader takes 0 for a file without them.
 //   RWLOCK (a pthread rwlock's, whose counts above are its reads and writes together):
 //          "kind": "rwlock", "read_acquisitions": N, "read_contended": N, "read_timeouts": N,
