@@ -349,4 +349,17 @@ child_result run_child(const child_spec& spec) {
     return result;
 }
 
+std::string program_file(const std::string& program, const char* search_path) {
+    if (program.find('/') != std::string::npos) return program;
+    const std::string dirs = search_path ? search_path : "/usr/local/bin:/usr/bin:/bin";
+    for (std::size_t start = 0; start <= dirs.size();) {
+        const std::size_t colon = std::min(dirs.find(':', start), dirs.size());
+        const std::string dir = colon == start ? "." : dirs.substr(start, colon - start);
+        const std::string candidate = dir + "/" + program;
+        if (access(candidate.c_str(), X_OK) == 0) return candidate;
+        start = colon + 1;
+    }
+    return "";
+}
+
 }  // namespace contend::lab

@@ -144,4 +144,11 @@ private:
 // reaped; end says which. Throws std::system_error only as start() does.
 child_result run_child(const child_spec& spec);
 
+// The file `program` names, as execvp finds it: `program` itself when it holds a slash; else
+// the first DIR/program that we may execute, DIR taken in order from `search_path` (PATH's
+// value: folders separated by ':', an empty one the current folder; null: PATH unset,
+// "/usr/local/bin:/usr/bin:/bin"); else "" (not found). Checks access(X_OK) only: a folder
+// of that name that we may search is found too. No file is opened.
+std::string program_file(const std::string& program, const char* search_path);
+
 }  // namespace contend::lab

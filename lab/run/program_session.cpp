@@ -96,19 +96,6 @@ std::string lock_help() {
            "every lock but glibc, which leaves them glibc's.\n";
 }
 
-std::string program_file(const std::string& program, const char* search_path) {
-    if (program.find('/') != std::string::npos) return program;
-    const std::string dirs = search_path ? search_path : "/usr/local/bin:/usr/bin:/bin";
-    for (std::size_t start = 0; start <= dirs.size();) {
-        const std::size_t colon = std::min(dirs.find(':', start), dirs.size());
-        const std::string dir = colon == start ? "." : dirs.substr(start, colon - start);
-        const std::string candidate = dir + "/" + program;
-        if (access(candidate.c_str(), X_OK) == 0) return candidate;
-        start = colon + 1;
-    }
-    return "";
-}
-
 std::string interposition_problem(const run_markers& markers, const std::string& lock, const std::string& program,
                                   const std::string& library) {
     if (markers.loaded.empty())

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "os/child_process.hpp"  // program_file, which the session uses to find the program
 #include "run/run_profile.hpp"
 #include "store/results_outputs.hpp"
 
@@ -28,13 +29,6 @@ namespace contend::lab {
 // with its description).
 std::string lock_choices();
 std::string lock_help();
-
-// The file `program` names, as execvp finds it: `program` itself when it holds a slash; else
-// the first DIR/program that we may execute, DIR taken in order from `search_path` (PATH's
-// value: folders separated by ':', an empty one the current folder; null: PATH unset,
-// "/usr/local/bin:/usr/bin:/bin"); else "" (not found). Checks access(X_OK) only: a folder
-// of that name that we may search is found too. No file is opened.
-std::string program_file(const std::string& program, const char* search_path);
 
 // Why a run did not run on `lock`, from the library's markers, or "" when it did: no process
 // of the program loaded `library`, or one took another lock. `program` and `library` as the

@@ -46,6 +46,7 @@
 #include "os/child_process.hpp"
 #include "os/interpose_library.hpp"
 #include "results/statistics.hpp"
+#include "text/utf8.hpp"
 
 namespace contend::lab {
 
@@ -114,21 +115,6 @@ struct program_kind {
     // The job at `threads` (quick: a smaller one), its input written under `dir`.
     std::function<job(int threads, bool quick, const fs::path& dir)> make;
 };
-
-// The executable `name` in PATH, or "" when there is none.
-std::string find_in_path(const std::string& name) {
-    if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
-    const char* path = std::getenv("PATH");
-    std::string_view rest = path ? path : "/usr/bin:/bin";
-    while (true) {
-        const std::size_t colon = rest.find(':');
-        const std::string dir(rest.substr(0, colon));
-        const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-        if (access(candidate.c_str(), X_OK) == 0) return candidate;
-        if (colon == std::string_view::npos) return "";
-        rest.remove_prefix(colon + 1);
-    }
-}
 
 // A scratch folder under $TMPDIR (or /tmp), removed with everything in it at the end.
 class scratch_dir {
@@ -392,13 +378,6 @@ struct run_outcome {
     double cpu_ns = 0;
 };
 
-std::string last_lines(const std::string& text) {
-    std::string t = text.size() > 300 ? "..." + text.substr(text.size() - 300) : text;
-    std::replace(t.begin(), t.end(), '\n', ' ');
-    std::replace(t.begin(), t.end(), '\r', ' ');
-    return t;
-}
-
 // Runs the job's steps within `limit_s` in all, with `environment` (none: ours, plainly).
 run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>& environment, double limit_s) {
     run_outcome r;
@@ -429,7 +408,7 @@ run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>&
                 if (c.value == 0) continue;
                 r.status = "program_failed";
                 r.detail = who + " exited with status " + std::to_string(c.value) +
-                           (c.value == 127 ? " (not found)" : "") + ": " + last_lines(c.output);
+                           (c.value == 127 ? " (not found)" : "") + ": " + output_tail(c.output);
                 return r;
             case child_end::signaled:
                 r.status = "program_failed";
@@ -477,7 +456,7 @@ cell_result measure_program_cell(const program_kind& p, const std::string& lock,
         cell.detail = detail;
         return cell;
     };
-    if (find_in_path(p.executable).empty())
+    if (program_file(p.executable, std::getenv("PATH")).empty())
         return fail("skipped", p.executable + " is not installed: apt-get install " + p.package +
                                    " (scripts/setup.sh installs every program of the suite)");
     std::string library;
@@ -512,8 +491,8 @@ cell_result measure_program_cell(const program_kind& p, const std::string& lock,
         const std::string got = checked_outcome(j, r.output, why);
         if (got.empty()) return fail("wrong_output", "under " + lock + ": " + why);
         if (got != expected)
-            return fail("wrong_output", "under " + lock + " it printed \"" + last_lines(got) + "\", the plain run \"" +
-                                            last_lines(expected) + "\"");
+            return fail("wrong_output", "under " + lock + " it printed \"" + output_tail(got) + "\", the plain run \"" +
+                                            output_tail(expected) + "\"");
         cell.ns_per_op.push_back(r.wall_ns / j.units);
         cpu.push_back(r.cpu_ns / j.units);
         seconds.push_back(r.wall_ns / 1e9);

@@ -1,11 +1,12 @@
 // The long section of the rw suite, compiled once for every contender. Inlined into each
 // contender's run() (as it was), the burn loop took another address in each instantiation:
-// in contend_shared_mutex's it straddled a 64-byte boundary, in the others it did not, and
-// on the 2-vCPU AMD EPYC VM, in the phases when one vCPU ran about half as fast, that
-// contender's 1-worker, 0 %-read cell took 650 to 690 ns a write against 475 for
-// contend_mutex's on the same (pinned) CPU, while on the other CPU it was the faster of the
-// two (308 against 319). One copy at a 64-byte boundary makes the work the same bytes for
-// every lock, so what differs between two cells is the lock (docs/design/shared_mutex.md).
+// in contend_shared_mutex's it straddled a 64-byte boundary, in std_shared_mutex's and
+// tbb_spin_rw_mutex's it did not. On the 2-vCPU AMD EPYC VM, pinned to a vCPU in a phase
+// when it ran slow, that contender's 1-worker, 0 %-read cell took 654 and 666 ns a write
+// against 474 and 484 for contend_mutex's, while on the other vCPU it was the faster of the
+// two (308 and 335 against 319 and 344). The VM has no PMU counters to show why. One copy
+// at a 64-byte boundary makes the work the same bytes for every lock, so that the cells
+// differ by the lock alone (docs/design/shared_mutex.md, "One copy of the section's work").
 #include "suites/rw_table.hpp"
 
 namespace contend::lab {

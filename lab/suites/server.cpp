@@ -32,6 +32,7 @@
 #include "measure/harness.hpp"
 #include "os/child_process.hpp"
 #include "results/statistics.hpp"
+#include "text/utf8.hpp"
 
 namespace contend::lab {
 
@@ -98,12 +99,6 @@ std::optional<child_exit> reap(child& c, double limit_s, double& cpu_ns) {
 
 // Kills and reaps what is left of c (after a failure).
 void discard(child& c) { c = {}; }
-
-std::string last_lines(const std::string& text) {
-    std::string t = text.size() > 400 ? "..." + text.substr(text.size() - 400) : text;
-    std::replace(t.begin(), t.end(), '\n', ' ');
-    return t;
-}
 
 // wrk prints times and rates with a unit: "161.00us", "1.26ms", "2.00s", "1.00m".
 std::optional<double> seconds_of(double value, const std::string& unit) {
@@ -220,7 +215,7 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
     if (!read_until(server, start_limit_s, [&](const std::string& t) { return std::regex_search(t, m, listening); })) {
         const std::string said = server.text;
         discard(server);
-        return fail("server_failed", "the server printed no port: " + last_lines(said));
+        return fail("server_failed", "the server printed no port: " + output_tail(said));
     }
     const std::string port = m[1].str();
 
@@ -244,12 +239,12 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
         const bool missing = wrk_status && (wrk_status->end == child_end::not_started ||
                                             (wrk_status->end == child_end::exited && wrk_status->value == 127));
         return fail("wrk_failed", missing ? std::string("wrk not found: run scripts/setup.sh (Debian package wrk)")
-                                          : "wrk did not finish cleanly: " + last_lines(wrk.text));
+                                          : "wrk did not finish cleanly: " + output_tail(wrk.text));
     }
     const auto report = parse_wrk(wrk.text);
     if (!report) {
         discard(server);
-        return fail("wrk_failed", "wrk's output could not be read: " + last_lines(wrk.text));
+        return fail("wrk_failed", "wrk's output could not be read: " + output_tail(wrk.text));
     }
 
     server.process.signal(SIGTERM);
@@ -274,8 +269,8 @@ std::optional<double> one_repetition(const server_kind& kind, const std::string&
     if (server_status->end != child_end::exited || server_status->value != 0)
         return fail("server_exit", std::string("the server ended with ") +
                                        (server_status->end == child_end::exited ? "status " : "signal ") +
-                                       std::to_string(server_status->value) + ": " + last_lines(server.text));
-    if (!totals) return fail("server_exit", "the server printed no totals: " + last_lines(server.text));
+                                       std::to_string(server_status->value) + ": " + output_tail(server.text));
+    if (!totals) return fail("server_exit", "the server printed no totals: " + output_tail(server.text));
     if (errors > 0) {
         char detail[160];
         std::snprintf(detail, sizeof detail, "wrk saw %.0f socket errors and %.0f non-2xx responses",

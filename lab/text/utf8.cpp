@@ -91,4 +91,12 @@ std::string valid_utf8(std::string_view text) {
     return out;
 }
 
+std::string output_tail(std::string_view text, std::size_t max_bytes) {
+    const bool cut = text.size() > max_bytes;
+    std::string tail(cut ? text.substr(text.size() - max_bytes) : text);
+    for (char& c : tail)
+        if (c == '\n' || c == '\r') c = ' ';
+    return (cut ? "..." : "") + message_text(tail, std::string::npos);
+}
+
 }  // namespace contend::lab

@@ -33,6 +33,11 @@ bool is_printable_utf8(std::string_view text);
 // and "... (N bytes)" says how long it was. std::string::npos: never cut.
 std::string message_text(std::string_view text, std::size_t max_bytes = 200);
 
+// The end of a program's output for a message: its last `max_bytes` bytes ("..." before
+// them when it was longer), line breaks as spaces, made safe by message_text (a program's
+// control bytes and bidirectional marks must not reach a terminal or a page as they are).
+std::string output_tail(std::string_view text, std::size_t max_bytes = 400);
+
 // `text` with every byte that does not start a UTF-8 character replaced by U+FFFD, one per
 // byte: what a page declared as UTF-8 can carry of a history row that may hold any bytes.
 std::string valid_utf8(std::string_view text);

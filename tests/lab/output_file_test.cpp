@@ -244,3 +244,11 @@ TEST(MessageText, EscapesControlsAndCutsLongTextAtACharacter) {
 }
 
 }  // namespace
+
+TEST(OutputTail, KeepsTheEndOfAProgramsOutputOnOneLineWithItsControlsEscaped) {
+    using contend::lab::output_tail;
+    EXPECT_EQ(output_tail("one\ntwo\r\n"), "one two  ");
+    EXPECT_EQ(output_tail("abcdefghij", 4), "...ghij");
+    EXPECT_EQ(output_tail("ok \x1b[31mred"), "ok \\x1B[31mred");
+    EXPECT_EQ(output_tail(""), "");
+}

@@ -3,8 +3,11 @@
 // tells them apart by LD_PRELOAD) while its plain run tells the truth, or lies every time.
 // The stand-in is a shell script first in PATH; no real program runs, and nothing is timed.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+
+#include <cerrno>
 
 #include <set>
 #include <string>
@@ -74,7 +77,8 @@ case $mode in
   truth) echo "    total number of events:              $threads";;
   lie) echo "    total number of events:              $((threads + 1))";;
   crash) kill -SEGV $$;;
-  hang) exec /bin/sleep 600;;
+  fail) printf 'bad \033[31mred\342\200\256 gnirts\n'; exit 3;;
+  hang) echo $$ > "${0%/*}/hung.pid"; exec /bin/sleep 600;;
 esac
 )sh");
         ::chmod(path("sysbench").c_str(), 0755);
@@ -143,11 +147,26 @@ TEST_F(ProgramsCells, AProgramThatCrashesUnderTheLockMakesTheCellProgramFailedWi
     EXPECT_NE(c.detail.find("signal 11"), std::string::npos) << c.detail;
 }
 
+TEST_F(ProgramsCells, AProgramThatFailsSaysWhyAndItsControlBytesReachTheReasonEscaped) {
+    ::setenv("FAKE_MODE", "fail", 1);
+    const auto c = cell("sysbench_mutex");
+    EXPECT_EQ(c.status, "program_failed") << c.detail;
+    EXPECT_NE(c.detail.find("exited with status 3"), std::string::npos) << c.detail;
+    EXPECT_NE(c.detail.find("red"), std::string::npos) << "what it printed is in the reason: " << c.detail;
+    EXPECT_EQ(c.detail.find('\x1b'), std::string::npos) << "an escape sequence reached the reason";
+    EXPECT_EQ(c.detail.find("\u202e"), std::string::npos) << "a right-to-left override reached the reason";
+}
+
 TEST_F(ProgramsCells, AProgramThatHangsUnderTheLockIsKilledAtTheDeadlineAndTheCellTimedOut) {
     ::setenv("FAKE_MODE", "hang", 1);
     const auto c = cell("sysbench_mutex");
     EXPECT_EQ(c.status, "timed_out") << c.detail;
     EXPECT_NE(c.detail.find("deadline"), std::string::npos) << c.detail;
+    // The hung program (the sleep it became) is gone: killed with its group and reaped.
+    const std::string pid = read(path("hung.pid"));
+    ASSERT_FALSE(pid.empty()) << "the stand-in never hung";
+    EXPECT_NE(::kill(std::stoi(pid), 0), 0) << "process " << pid << " still runs";
+    EXPECT_EQ(errno, ESRCH);
 }
 
 TEST_F(ProgramsCells, AProgramThatIsNotInstalledIsSkippedWithThePackageToInstall) {
