@@ -25,6 +25,7 @@
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
 #include "model/mutation.hpp"
+#include "platform/first_use.hpp"
 
 namespace contend {
 namespace internal {
@@ -55,11 +56,15 @@ struct watch_stripe {
 
 constexpr std::size_t watch_stripes = 64;
 
+using watch_stripes_array = std::array<cache_padded<watch_stripe>, watch_stripes>;
+internal::first_use_object<watch_stripes_array> watch_table;
+
 watch_stripe& stripe_for(const void* event) noexcept {
     // Built on first use, so a set() or watch from another static initializer finds it, and
     // never destroyed: a static thread_pool's destructor unwatches after this TU's statics
     // are gone.
-    static auto& table = *new std::array<cache_padded<watch_stripe>, watch_stripes>;
+    // No guard a forked child could find held, either (platform/first_use.hpp).
+    auto& table = watch_table.get();
     // Events are at least 4-byte aligned; fold the higher bits in so neighbours spread.
     auto a = reinterpret_cast<std::uintptr_t>(event);
     a ^= a >> 12;

@@ -65,6 +65,7 @@
 #include "designee_nap.hpp"
 #include "model/mutation.hpp"
 #include "parking_keys.hpp"
+#include "platform/first_use.hpp"
 #include "platform/fork_child.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
@@ -185,9 +186,11 @@ void reset_in_fork_child() noexcept {
 }
 [[maybe_unused]] const bool fork_handler_registered = internal::at_fork_child(reset_in_fork_child);
 
+// The CPUs this process may run on (taskset, cgroups' cpusets), read once; never behind a
+// guard a forked child could find held (platform/first_use.hpp).
+internal::first_use_value<std::uint32_t> crowd_threshold_value;
 std::uint32_t crowd_threshold() noexcept {
-    // The CPUs this process may run on (taskset, cgroups' cpusets), read once.
-    static const std::uint32_t threshold = internal::helgrind_static(&threshold, [] {
+    return crowd_threshold_value.get([] {
         int cpus = 0;
 #if defined(__linux__)
         cpu_set_t set;
@@ -195,8 +198,7 @@ std::uint32_t crowd_threshold() noexcept {
 #endif
         if (cpus <= 0) cpus = static_cast<int>(std::thread::hardware_concurrency());
         return crowd_per_cpu * static_cast<std::uint32_t>(cpus > 0 ? cpus : 1);
-    }());
-    return threshold;
+    });
 }
 
 // Round r of a contended lock's spin: 2^(r+1) pause lengths for the first four rounds, then

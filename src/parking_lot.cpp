@@ -13,6 +13,7 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/tsan.hpp"
 #include "parking_lot_cancellation.hpp"
+#include "platform/first_use.hpp"
 #include "platform/fork_child.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/wait.hpp"
@@ -182,11 +183,10 @@ struct slot_pool {
     std::mutex lock;
     thread_data* free = nullptr;
 };
-slot_pool& pool() {
-    // Leaked: threads may exit during static destruction.
-    static slot_pool* p = internal::helgrind_static(&p, new slot_pool);
-    return *p;
-}
+// Leaked: threads may exit during static destruction. Built on first use with no guard a
+// forked child could find held (platform/first_use.hpp).
+internal::first_use_object<slot_pool> slot_pool_object;
+slot_pool& pool() { return slot_pool_object.get(); }
 
 struct thread_slot {
     thread_data* data;

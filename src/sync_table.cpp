@@ -16,6 +16,7 @@
 #include "contend/thin_lock.hpp"
 #include "model/mutation.hpp"
 #include "platform/background_threads.hpp"
+#include "platform/first_use.hpp"
 
 namespace contend::internal {
 namespace {
@@ -65,19 +66,19 @@ struct table_state {
     contend::condition_variable wake;  // the sweeper waits here (interval changed, first fat lock)
 };
 
+// Never destroyed: locks and the sweeper may outlive statics. Built on first use with no
+// guard a forked child could find held (platform/first_use.hpp).
+internal::first_use_object<table_state> table_object;
+table_state& state() { return table_object.get(); }
+
+// A fork while a sweep holds the lock would leave the child's table locked for good.
+// Registered at load, so that the prepare handler runs after the program's own (which may
+// inflate thin locks) and the child's before the program's.
 void before_fork();
 void after_fork_parent();
 void after_fork_child();
-
-table_state& state() {
-    static table_state* s = [] {
-        auto* t = new table_state;  // never destroyed: locks and the sweeper may outlive statics
-        // A fork while a sweep holds the lock would leave the child's table locked forever.
-        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-        return t;
-    }();
-    return *s;
-}
+[[maybe_unused]] const bool fork_handlers_registered =
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0;
 
 void before_fork() { state().lock.lock(); }
 void after_fork_parent() { state().lock.unlock(); }

@@ -8,6 +8,7 @@
 
 #include "contend/cpu_relax.hpp"
 #include "contend/internal/tsan.hpp"
+#include "platform/first_use.hpp"
 #include "platform/yield.hpp"
 
 namespace contend::internal {
@@ -39,12 +40,14 @@ std::chrono::nanoseconds measure_yield_interval() noexcept {
     return std::chrono::nanoseconds(static_cast<std::int64_t>(interval));
 }
 
+// Calibrated on first use, never behind a guard that a forked child could find held
+// (platform/first_use.hpp).
+first_use_value<double> relax_cost;
+first_use_value<std::int64_t> yield_spacing_ns;
+
 }  // namespace
 
-double relax_ns() noexcept {
-    static const double ns = helgrind_static(&ns, measure_relax_ns());
-    return ns;
-}
+double relax_ns() noexcept { return relax_cost.get(measure_relax_ns); }
 
 std::uint32_t relaxes_for(std::chrono::nanoseconds d) noexcept {
     const double n = static_cast<double>(d.count()) / relax_ns();
@@ -57,8 +60,7 @@ void relax_for(std::chrono::nanoseconds d) noexcept {
 }
 
 std::chrono::nanoseconds yield_interval() noexcept {
-    static const std::chrono::nanoseconds interval = helgrind_static(&interval, measure_yield_interval());
-    return interval;
+    return std::chrono::nanoseconds(yield_spacing_ns.get([] { return measure_yield_interval().count(); }));
 }
 
 namespace {

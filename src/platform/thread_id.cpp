@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "contend/internal/thread_id.hpp"
 #include "contend/internal/tsan.hpp"
+#include "platform/first_use.hpp"
+#include "platform/fork_child.hpp"
 #include "platform/yield.hpp"
 
 namespace contend::internal {
@@ -22,11 +25,10 @@ struct id_pool {
     std::uint32_t retired = 0;
 };
 
-id_pool& pool() {
-    // Leaked on purpose: threads may exit (and return ids) during static destruction.
-    static id_pool* p = helgrind_static(&p, new id_pool);
-    return *p;
-}
+// Leaked on purpose: threads may exit (and return ids) during static destruction. Built on
+// first use with no guard a forked child could find held (platform/first_use.hpp).
+first_use_object<id_pool> id_pool_object;
+id_pool& pool() { return id_pool_object.get(); }
 
 void release_id(std::uint32_t id, bool abandoned_a_lock) noexcept {
     id_pool& p = pool();
@@ -56,6 +58,29 @@ struct id_returner {
 };
 
 thread_local id_returner returner;
+
+// fork(): a thread of the parent that was starting or ending may have held the pool's lock,
+// or left its free list half-updated, and then the child's first new thread would wait for
+// good or read a broken heap. The child gets a fresh pool (the old one is leaked, never read
+// again) that goes on from the parent's next fresh id, so no id the parent's threads had is
+// handed out again: those threads are not in the child, but locks in its memory may still
+// name them. Ids the parent had freed are lost to reuse, a few at most.
+void reset_in_fork_child() noexcept {
+    id_pool& old = pool();
+    const std::uint32_t next_fresh = old.next_fresh;
+    const std::uint32_t retired = old.retired;
+    helgrind_unchecked(&old, sizeof old);
+    id_pool* fresh = new (std::nothrow) id_pool;
+    if (fresh == nullptr) {  // no memory: at least the lock must not stay held
+        new (&old.lock) std::mutex;
+        return;
+    }
+    fresh->next_fresh = next_fresh;
+    fresh->retired = retired;
+    fresh->live = returner.id != 0 ? 1 : 0;  // the forking thread, the child's only one
+    id_pool_object.replace_in_fork_child(fresh);
+}
+[[maybe_unused]] const bool fork_handler_registered = at_fork_child(reset_in_fork_child);
 
 }  // namespace
 
