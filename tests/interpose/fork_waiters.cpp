@@ -102,6 +102,26 @@ void contend_in_child(pthread_mutex_t* m, long* n) {
     if (*n != before + threads * rounds) _exit(4);
 }
 
+// One thread of the child waits for `m` long enough to go to sleep (no crowd to yield in, no
+// spin left), and this one releases it: an unlock that leaves the waiter to a designee the
+// child does not have would leave it asleep until the alarm.
+void one_sleeper_in_child(pthread_mutex_t* m) {
+    if (pthread_mutex_lock(m) != 0) _exit(3);
+    pthread_t t;
+    pthread_create(
+        &t, nullptr,
+        [](void* p) -> void* {
+            auto* m = static_cast<pthread_mutex_t*>(p);
+            if (pthread_mutex_lock(m) != 0) _exit(3);
+            pthread_mutex_unlock(m);
+            return nullptr;
+        },
+        m);
+    usleep(50'000);
+    pthread_mutex_unlock(m);
+    pthread_join(t, nullptr);
+}
+
 // The child's part. Exit codes: 0 right; 2 trylock after the unlock failed; 3 a thread of
 // the child could not take the mutex in time; 4 the count is off; 10+ the unlock failed.
 void child() {
@@ -146,22 +166,15 @@ void run_child(int i, void (*body)()) {
     }
 }
 
-// A mutex that a waiter of the parent was serving as contend::mutex's designee (the one
-// waiter that stays awake, marked in the mutex) and that is free at the fork: the child has
-// the mark and not the designee. The waiter is held in a signal handler while its mutex is
-// released and the process forks, so the state is that one every time.
-std::atomic<int> in_handler{0};
-std::atomic<int> leave_handler{0};
-void hold_in_handler(int) {
-    in_handler.store(1);
-    while (leave_handler.load() == 0) usleep(1000);
-}
-
-void free_mutex_left_by_a_designee() {
+// A mutex that a waiter of the parent serves as contend::mutex's designee (the one waiter
+// that stays awake, marked in the mutex) when the forking thread, its holder, forks: the
+// child has the mark and not the designee, and once the child unlocks it the mutex is free
+// with a mark nobody will act on. The parent's waiter is left running: an earlier version
+// held it in a signal handler so that the mutex could be released first, and on a loaded
+// machine the signal landed inside malloc (the waiter's first park allocates the parking
+// lot's table), so the fork waited for good on the arena lock the handler kept.
+void mutex_marked_by_a_designee_the_child_lacks() {
     pthread_mutex_t* m = &other;
-    struct sigaction sa {};
-    sa.sa_handler = hold_in_handler;
-    sigaction(SIGUSR1, &sa, nullptr);
     pthread_mutex_lock(m);
     pthread_t waiter;
     pthread_create(
@@ -184,23 +197,35 @@ void free_mutex_left_by_a_designee() {
     } else {
         usleep(50'000);
     }
-    pthread_kill(waiter, SIGUSR1);
-    for (int waited_ms = 0; in_handler.load() == 0; ++waited_ms) {
-        if (waited_ms > 10'000) fail("the waiter never ran its signal handler");
-        usleep(1000);
-    }
-    pthread_mutex_unlock(m);  // free, the designee's mark still on it
     run_child(-1, [] {
         alarm(40);
-        // Under the ticket lock the waiter's ticket is served by the release: it holds the
-        // mutex at the fork, and in the child it stays locked, as glibc's would.
-        if (pthread_mutex_trylock(&other) != 0) return;
+        // Held by this thread (the forking one): its unlock leaves the mutex free, with the
+        // designee's mark under contend_mutex, and a ghost ticket under the ticket lock.
+        if (const int rc = pthread_mutex_unlock(&other)) _exit(10 + rc % 100);
+        if (pthread_mutex_trylock(&other) != 0) _exit(2);
         pthread_mutex_unlock(&other);
         contend_in_child(&other, &other_counter);
     });
-    leave_handler.store(1);
+    pthread_mutex_unlock(m);
     pthread_join(waiter, nullptr);
-    std::printf("ok fork: the child used a free mutex whose designee it does not have\n");
+    if (lock != nullptr && std::strcmp(lock, "contend_mutex") == 0) {
+        // The same mark on a free mutex: the parent's holder had released it and its designee
+        // had not yet taken it when the parent forked. Then the child's first lock keeps the
+        // mark, and its unlock leaves a waiter of the child to that designee. The moment is
+        // written into the byte here: catching it for real means stopping the designee, and a
+        // signal that stops a thread stops it wherever it is (inside malloc, in the version
+        // above). The parent's mutex has no designee now, so the mark is taken off after.
+        auto* byte = reinterpret_cast<unsigned char*>(m);
+        if (__atomic_load_n(byte, __ATOMIC_RELAXED) != 0) fail("the mutex is not free and unmarked", *byte);
+        __atomic_store_n(byte, 2, __ATOMIC_RELAXED);
+        run_child(-2, [] {
+            alarm(40);
+            one_sleeper_in_child(&other);
+            contend_in_child(&other, &other_counter);
+        });
+        __atomic_store_n(byte, 0, __ATOMIC_RELAXED);
+    }
+    std::printf("ok fork: the child used a mutex marked by a designee it does not have\n");
     std::fflush(stdout);
 }
 
@@ -208,7 +233,7 @@ void free_mutex_left_by_a_designee() {
 
 int main() {
     alarm(280);
-    free_mutex_left_by_a_designee();
+    mutex_marked_by_a_designee_the_child_lacks();
     if (pthread_atfork(prepare, parent_after, child_after) != 0) fail("pthread_atfork");
     constexpr int waiters = 6;
     pthread_t t[waiters];
