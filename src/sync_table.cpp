@@ -17,6 +17,7 @@
 #include "model/mutation.hpp"
 #include "platform/background_threads.hpp"
 #include "platform/first_use.hpp"
+#include "platform/fork_child.hpp"
 
 namespace contend::internal {
 namespace {
@@ -77,8 +78,7 @@ table_state& state() { return table_object.get(); }
 void before_fork();
 void after_fork_parent();
 void after_fork_child();
-[[maybe_unused]] const bool fork_handlers_registered =
-    pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0;
+[[maybe_unused]] const bool fork_handlers_registered = at_fork(before_fork, after_fork_parent, after_fork_child);
 
 void before_fork() { state().lock.lock(); }
 void after_fork_parent() { state().lock.unlock(); }

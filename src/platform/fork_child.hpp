@@ -26,4 +26,17 @@ inline bool at_fork_child(void (*handler)()) noexcept {
 #endif
 }
 
+// The same with the three handlers of pthread_atfork, for state guarded by a lock that the
+// parent takes before the fork and both sides release after it.
+inline bool at_fork(void (*prepare)(), void (*parent)(), void (*child)()) noexcept {
+#if CONTEND_MODEL_CHECK
+    (void)prepare;
+    (void)parent;
+    (void)child;
+    return false;
+#else
+    return pthread_atfork(prepare, parent, child) == 0;
+#endif
+}
+
 }  // namespace contend::internal
