@@ -389,6 +389,41 @@ TEST(ParkingLot, AThreadMovedToAnotherAddressWhileItPollsIsWokenFromThere) {
     EXPECT_EQ(p.got.token, 7);
 }
 
+// A thread whose polls keep running out stops polling, tries again once in 16 parks, and
+// polls every time again once a poll wins. Outcomes only, no timing: a park nobody unparks
+// misses its poll (it times out at its deadline), and one whose before_sleep unparks the
+// thread itself wins it. In a thread of its own: the record is the thread's.
+TEST(ParkingLot, AThreadWhosePollsKeepMissingSleepsAtOnceAndPollsAgainAfterOneWins) {
+    watchdog dog(60s);
+    std::thread([] {
+        int address = 0;
+        const auto missed = [&] {
+            const auto r = pl::park_requeueable(
+                &address, &address, [] { return true; }, [] {}, steady::now() + 200us, 20us);
+            EXPECT_EQ(r.status, pl::park_status::timed_out);
+        };
+        const auto won = [&] {
+            const auto r = pl::park_requeueable(
+                &address, &address, [] { return true; },
+                [&] { EXPECT_TRUE(pl::unpark_one(&address).did_unpark_thread); }, steady::now() + 30s, 20us);
+            EXPECT_EQ(r.status, pl::park_status::unparked);
+        };
+        const auto counts = [] { return pl::detail::this_thread_poll_counts(); };
+        for (int i = 0; i < 3; ++i) missed();
+        EXPECT_EQ(counts().polled, 3u);
+        EXPECT_EQ(counts().skipped, 0u);
+        for (int i = 0; i < 15; ++i) missed();
+        EXPECT_EQ(counts().polled, 3u) << "a thread whose last three polls missed still polls";
+        EXPECT_EQ(counts().skipped, 15u);
+        won();  // the 16th park: a trial poll, which wins
+        EXPECT_EQ(counts().polled, 4u) << "no trial poll in 16 parks";
+        EXPECT_EQ(counts().won, 1u);
+        missed();
+        EXPECT_EQ(counts().polled, 5u) << "a poll that won did not make the thread poll again";
+        EXPECT_EQ(counts().skipped, 15u);
+    }).join();
+}
+
 TEST(ParkingKeys, EachUserHasItsOwnSpaceAndTheValuesAreStable) {
     namespace ci = contend::internal;
     alignas(8) static char object[8];

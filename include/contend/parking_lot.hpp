@@ -79,6 +79,14 @@ unpark_result unpark_requeue_one(const void* from, internal::function_ref<const 
 std::size_t unpark_all(const void* address, internal::function_ref<std::intptr_t(unpark_all_result)> callback);
 // Whether this thread's last park was requeued (read by a caller whose park threw).
 bool this_thread_was_requeued() noexcept;
+// This thread's parks with a poll: how many polled, how many of those the unpark came
+// within, and how many slept at once because this thread's recent polls had not paid.
+struct poll_counts {
+    std::uint64_t polled = 0;
+    std::uint64_t won = 0;
+    std::uint64_t skipped = 0;
+};
+poll_counts this_thread_poll_counts() noexcept;
 }  // namespace detail
 
 // Parks the calling thread on `address`:
@@ -111,8 +119,10 @@ park_result park(const void* address, Validate&& validate, clock::time_point dea
 // unpark for up to that long (pausing, and yielding its CPU as internal spin_wait does)
 // before it sleeps: an unpark that comes within the poll costs the thread no sleep and no
 // wake-up latency, which across CPUs is most of a hand-off's time. The cost is up to `poll`
-// of CPU time per park that waits longer. Being queued, the thread is unparked, requeued
-// and timed out exactly as without the poll.
+// of CPU time per park that waits longer. A thread whose last three polls all ran out
+// sleeps at once instead, polling again on one park in 16 to see whether polling pays again
+// (src/parking_lot.cpp says why). Being queued, the thread is unparked, requeued and timed
+// out exactly as without the poll.
 template <class Validate, class BeforeSleep>
 park_result park_requeueable(const void* address, const void* context, Validate&& validate, BeforeSleep&& before_sleep,
                              clock::time_point deadline = internal::no_deadline,
