@@ -14,6 +14,11 @@
 #
 #   scripts/profile_overhead.sh [PAIRS]   (default 15)
 #
+# The profiled runs take the call stacks of contended waits at the library's default period
+# (one contended wait in 4 per thread); STACK_PERIOD=N sets CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD
+# for them (0: no stacks, 1: every contended wait's), so that a pair of runs of this script
+# gives what the stacks add.
+#
 # CONTEND and PAIR_LOOP (the binaries; defaults in build/release), LOCK (contend_mutex),
 # THREADS ("2 8") and CASES ("pairs mutex worst") override what runs. Every run is bounded by
 # LIMIT_S seconds (60); a run past it is reported and left out of its case, and a case left
@@ -28,6 +33,10 @@ cases=${CASES:-pairs mutex worst}
 limit=${LIMIT_S:-60}
 case "$pairs" in '' | *[!0-9]* | 0) echo "PAIRS must be a whole number >= 1, not '$pairs'" >&2; exit 2 ;; esac
 case "$limit" in '' | *[!0-9]* | 0) echo "LIMIT_S must be a whole number of seconds >= 1, not '$limit'" >&2; exit 2 ;; esac
+if [ -n "${STACK_PERIOD:-}" ]; then
+  case "$STACK_PERIOD" in *[!0-9]*) echo "STACK_PERIOD must be a whole number >= 0, not '$STACK_PERIOD'" >&2; exit 2 ;; esac
+  export CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD=$STACK_PERIOD  # read by the profiled runs only
+fi
 command -v sysbench >/dev/null || { echo "sysbench is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
 [ -x "$contend" ] || { echo "no contend at $contend (set CONTEND)" >&2; exit 2; }
 if [[ " $cases " == *" pairs "* ]] && [ ! -x "$pair_loop" ]; then
@@ -63,7 +72,7 @@ done
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; contend run --lock $lock, with and without --profile, $pairs interleaved pairs"
+echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; contend run --lock $lock, with and without --profile (stacks: one contended wait in ${STACK_PERIOD:-4}), $pairs interleaved pairs"
 for p in $(seq "$pairs"); do
   for name in "${names[@]}"; do
     f=${name//\//_}

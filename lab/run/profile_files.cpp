@@ -77,6 +77,19 @@ constexpr std::pair<const char*, std::uint64_t lock_profile::*> rwlock_counts[] 
     {fields::write_wait_ns, &lock_profile::write_wait_ns},
 };
 
+// A file's frames per stack at most (the library writes up to 16).
+constexpr std::size_t max_frames = 64;
+
+lock_site parse_site(const json& site, const std::string& where) {
+    if (!site.is_object()) refuse(where + "not an object");
+    lock_site s;
+    s.address = hex_address(site, fields::address, where);
+    s.module = text(site, fields::module, where);
+    s.module_address = hex_address(site, fields::module_address, where);
+    s.function = text(site, fields::function, where);
+    return s;
+}
+
 lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     const std::string where = "locks[" + std::to_string(index) + "]: ";
     if (!j.is_object()) refuse(where + "not an object");
@@ -96,13 +109,39 @@ lock_profile parse_lock(const json& j, std::int64_t pid, std::size_t index) {
     l.hold_p50_ns = optional_whole_number(j, fields::hold_p50_ns, where);
     l.hold_p90_ns = optional_whole_number(j, fields::hold_p90_ns, where);
     l.hold_max_ns = optional_whole_number(j, fields::hold_max_ns, where);
-    const json& site = member(j, fields::site, where);
-    const std::string in_site = where + "site: ";
-    if (!site.is_object()) refuse(in_site + "not an object");
-    l.site.address = hex_address(site, fields::address, in_site);
-    l.site.module = text(site, fields::module, in_site);
-    l.site.module_address = hex_address(site, fields::module_address, in_site);
-    l.site.function = text(site, fields::function, in_site);
+    l.site = parse_site(member(j, fields::site, where), where + "site: ");
+    if (j.contains(fields::stacks)) {
+        const json& stacks = j[fields::stacks];
+        if (!stacks.is_array()) refuse(where + "\"" + fields::stacks + "\" is not an array");
+        for (std::size_t s = 0; s < stacks.size(); ++s) {
+            const std::string in_stack = where + "stacks[" + std::to_string(s) + "]: ";
+            const json& stack = stacks[s];
+            if (!stack.is_object()) refuse(in_stack + "not an object");
+            lock_stack st;
+            const json& frames = member(stack, fields::frames, in_stack);
+            if (!frames.is_array() || frames.empty() || frames.size() > max_frames)
+                refuse(in_stack + "\"frames\" is not an array of 1 to " + std::to_string(max_frames) + " sites");
+            for (std::size_t f = 0; f < frames.size(); ++f)
+                st.frames.push_back(parse_site(frames[f], in_stack + "frames[" + std::to_string(f) + "]: "));
+            st.samples = whole_number(stack, fields::samples, in_stack);
+            st.wait_ns = whole_number(stack, fields::wait_ns, in_stack);
+            l.stacks.push_back(std::move(st));
+        }
+    }
+    if (j.contains(fields::wait_histogram)) {
+        const json& h = j[fields::wait_histogram];
+        const std::string in_h = where + "\"" + fields::wait_histogram + "\": ";
+        if (!h.is_array()) refuse(in_h + "not an array");
+        for (const json& bucket : h) {
+            if (!bucket.is_array() || bucket.size() != 2 || !bucket[0].is_number_unsigned() ||
+                !bucket[1].is_number_unsigned())
+                refuse(in_h + "a bucket is not a pair of whole numbers [lower bound in ns, count]");
+            const auto low = bucket[0].get<std::uint64_t>(), count = bucket[1].get<std::uint64_t>();
+            if (!l.wait_histogram.empty() && low <= l.wait_histogram.back().first)
+                refuse(in_h + "the buckets are not in increasing order");
+            l.wait_histogram.emplace_back(low, count);
+        }
+    }
     if (j.contains(fields::kind)) {
         const std::string kind = text(j, fields::kind, where);
         if (kind != fields::rwlock_kind)
@@ -171,29 +210,31 @@ double lock_profile::estimated_hold_ns() const {
     return static_cast<double>(hold_sampled_ns) / static_cast<double>(hold_samples) * static_cast<double>(acquisitions);
 }
 
-std::string lock_profile::site_text() const {
+std::string lock_site::text() const {
     std::string s;
-    if (!site.symbol.empty()) {
-        s = site.symbol;
-        if (!site.source.empty()) s.append(" at ").append(site.source);
-        if (!site.inlined_in.empty()) s.append(" (inlined in ").append(site.inlined_in).append(")");
+    if (!symbol.empty()) {
+        s = symbol;
+        if (!source.empty()) s.append(" at ").append(source);
+        if (!inlined_in.empty()) s.append(" (inlined in ").append(inlined_in).append(")");
         // Without line information addr2line names the nearest symbol before the address,
         // which in a stripped program may be another function: the place says where it is.
-        if (site.source.empty() && !site.module.empty())
+        if (source.empty() && !module.empty())
             s.append(" (")
-                .append(std::filesystem::path(site.module).filename().string())
+                .append(std::filesystem::path(module).filename().string())
                 .append("+")
-                .append(hex_text(site.module_address))
+                .append(hex_text(module_address))
                 .append(")");
-    } else if (!site.function.empty()) {
-        s = site.function;
-    } else if (!site.module.empty()) {
-        s = std::filesystem::path(site.module).filename().string() + "+" + hex_text(site.module_address);
+    } else if (!function.empty()) {
+        s = function;
+    } else if (!module.empty()) {
+        s = std::filesystem::path(module).filename().string() + "+" + hex_text(module_address);
     } else {
-        s = hex_text(site.address);
+        s = hex_text(address);
     }
     return message_text(s, 160);
 }
+
+std::string lock_profile::site_text() const { return site.text(); }
 
 process_profile parse_profile(std::string_view bytes) {
     json j;
@@ -220,6 +261,7 @@ process_profile parse_profile(std::string_view bytes) {
         refuse("\"seconds\" is not a number >= 0");
     p.seconds = seconds.get<double>();
     p.hold_sample_period = whole_number(j, fields::hold_sample_period);
+    p.stack_sample_period = optional_whole_number(j, fields::stack_sample_period);
     p.acquisitions = whole_number(j, fields::acquisitions);
     p.contended = whole_number(j, fields::contended);
     p.trylock_busy = whole_number(j, fields::trylock_busy);

@@ -32,6 +32,17 @@ struct lock_site {
     // From addr2line (symbolize_sites): the innermost frame's function and "file:line" ("" when
     // it had none), and the function the call was inlined into, when it was ("" otherwise).
     std::string symbol, source, inlined_in;
+
+    // As a table names it: "function at file:line", else the function, else
+    // "module+0xoffset", else the address; control characters escaped.
+    std::string text() const;
+};
+
+// A call stack that sampled contended waits of a lock came from: its frames innermost first
+// (from the lock's caller outwards), how many of the sampled waits it took and their time.
+struct lock_stack {
+    std::vector<lock_site> frames;
+    std::uint64_t samples = 0, wait_ns = 0;
 };
 
 // One mutex of one process: counts and durations (ns) as the file holds them.
@@ -43,6 +54,11 @@ struct lock_profile {
     // The distributions' other points (0 in a file written before they were).
     std::uint64_t wait_p50_ns = 0, wait_p90_ns = 0, hold_p50_ns = 0, hold_p90_ns = 0, hold_max_ns = 0;
     lock_site site;
+    // The sampled waits' call stacks, most wait first, and the contended waits by the library's
+    // log-linear bucket (its lower bound in ns, its count), in order; both empty in a file
+    // written before them.
+    std::vector<lock_stack> stacks;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> wait_histogram;
     // A pthread rwlock (the file's "kind": "rwlock"): the counts above are its reads and
     // writes together, these each mode's; all 0 for a mutex.
     bool rwlock = false;
@@ -51,8 +67,7 @@ struct lock_profile {
 
     // hold_sampled_ns / hold_samples * acquisitions; NaN without a sampled hold.
     double estimated_hold_ns() const;
-    // The site as the table names it: "function at file:line", else the function, else
-    // "module+0xoffset", else the address; control characters escaped.
+    // The site as the table names it (lock_site::text).
     std::string site_text() const;
 };
 
@@ -62,6 +77,7 @@ struct process_profile {
     std::string executable, lock;
     double seconds = 0;
     std::uint64_t hold_sample_period = 0;
+    std::uint64_t stack_sample_period = 0;  // 0 in a file from before the stacks, or with them off
     std::uint64_t acquisitions = 0, contended = 0, trylock_busy = 0, timeouts = 0, wait_ns = 0, locks_dropped = 0;
     // Of the acquisitions, the rwlocks' reads and writes (0 in a file from before rwlocks).
     std::uint64_t read_acquisitions = 0, write_acquisitions = 0;

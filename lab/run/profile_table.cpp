@@ -43,6 +43,31 @@ std::string distribution_line(const lock_profile& l) {
     return s + "\n";
 }
 
+// The lines under a row for its sampled waits' call stacks: the first `stacks` of them (most
+// wait first), each with its share of the sampled waits' time and its first `frames` frames,
+// innermost first; "" when the file has none.
+std::string stack_lines(const lock_profile& l, std::size_t stacks = 2, std::size_t frames = 6) {
+    if (l.stacks.empty()) return "";
+    std::uint64_t samples = 0, wait = 0;
+    for (const auto& st : l.stacks) {
+        samples += st.samples;
+        wait += st.wait_ns;
+    }
+    std::string s;
+    for (std::size_t i = 0; i < std::min(stacks, l.stacks.size()); ++i) {
+        const auto& st = l.stacks[i];
+        const double share = wait ? 100.0 * static_cast<double>(st.wait_ns) / static_cast<double>(wait) : 0;
+        s += "        stack " + std::to_string(i + 1) + " of " + std::to_string(l.stacks.size()) + ": " +
+             format_fixed(share, 0) + " % of the sampled waits' time (" + std::to_string(st.samples) + " of " +
+             std::to_string(samples) + " sampled waits)\n";
+        for (std::size_t f = 0; f < std::min(frames, st.frames.size()); ++f)
+            s += "          " + st.frames[f].text() + "\n";
+        if (st.frames.size() > frames)
+            s += "          ... " + std::to_string(st.frames.size() - frames) + " more frames\n";
+    }
+    return s;
+}
+
 }  // namespace
 
 double program_profile::contentions_per_second() const {
@@ -57,6 +82,7 @@ program_profile merge_profiles(const std::vector<process_profile>& processes, st
         if (m.executable.empty() || p.pid == main_pid) m.executable = p.executable;
         add_distinct(m.locks_named, p.lock);
         add_distinct(m.hold_sample_periods, p.hold_sample_period);
+        if (p.stack_sample_period != 0) add_distinct(m.stack_sample_periods, p.stack_sample_period);
         m.seconds = std::max(m.seconds, p.seconds);
         // Saturating: a hostile file's counts may be near 2^64.
         const auto add = [](std::uint64_t& to, std::uint64_t v) { to = v > UINT64_MAX - to ? UINT64_MAX : to + v; };
@@ -132,6 +158,7 @@ std::string profile_table(const program_profile& p, std::size_t top) {
             out << line << l.site_text() << "\n";
             out << distribution_line(l);
             if (l.rwlock) out << rwlock_line(l);
+            out << stack_lines(l);
         }
         if (p.locks.size() > shown) {
             std::uint64_t rest_wait = 0;
@@ -143,6 +170,9 @@ std::string profile_table(const program_profile& p, std::size_t top) {
         out << "  wait: time in contended acquisitions; p99 from the library's histogram (within ~6 %); hold p99 "
                "from the sampled holds; est. hold = sampled mean hold x acquisitions; the line under a row, its "
                "waits' and sampled holds' p50, p90, p99 and longest (the longest wait exact, the rest within ~6 %)\n";
+        if (std::any_of(p.locks.begin(), p.locks.end(), [](const lock_profile& l) { return !l.stacks.empty(); }))
+            out << "  stacks: the call stacks of sampled contended waits (one in " << joined(p.stack_sample_periods)
+                << " per thread), from the lock's caller outwards, most wait first\n";
         if (std::any_of(p.locks.begin(), p.locks.end(), [](const lock_profile& l) { return l.rwlock; }))
             out << "  a rwlock's row counts its reads and writes together (p99 over both; no hold timed); the line "
                    "under it, each mode\n";

@@ -22,6 +22,7 @@ struct program_profile {
     std::string executable;  // the main process's, else the first file's
     std::vector<std::string> locks_named;  // each distinct "lock" of the files
     std::vector<std::uint64_t> hold_sample_periods;  // each distinct period
+    std::vector<std::uint64_t> stack_sample_periods;  // each distinct one, of the files that sampled stacks
     double seconds = 0;
     std::uint64_t acquisitions = 0, contended = 0, trylock_busy = 0, timeouts = 0, wait_ns = 0, locks_dropped = 0;
     std::uint64_t read_acquisitions = 0, write_acquisitions = 0;  // the rwlocks', within acquisitions

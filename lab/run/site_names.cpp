@@ -94,11 +94,19 @@ std::vector<std::vector<frame>> parse_addr2line(const std::string& output,
 
 std::vector<std::string> symbolize_sites(program_profile& profile, std::size_t limit, const std::string& tool,
                                          double timeout_s) {
-    std::map<std::string, std::vector<lock_profile*>> by_module;
-    for (std::size_t i = 0; i < std::min(limit, profile.locks.size()); ++i)
-        if (auto& l = profile.locks[i]; !l.site.module.empty()) by_module[l.site.module].push_back(&l);
+    // Each top lock's site, and every frame of its stacks.
+    std::map<std::string, std::vector<lock_site*>> by_module;
+    const auto add = [&](lock_site& s) {
+        if (!s.module.empty()) by_module[s.module].push_back(&s);
+    };
+    for (std::size_t i = 0; i < std::min(limit, profile.locks.size()); ++i) {
+        auto& l = profile.locks[i];
+        add(l.site);
+        for (auto& stack : l.stacks)
+            for (auto& f : stack.frames) add(f);
+    }
     std::vector<std::string> failures;
-    for (auto& [module, locks] : by_module) {
+    for (auto& [module, sites] : by_module) {
         struct stat st {};
         if (::stat(module.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
             failures.push_back(message_text(module) +
@@ -106,20 +114,20 @@ std::vector<std::string> symbolize_sites(program_profile& profile, std::size_t l
             continue;
         }
         std::vector<std::uint64_t> addresses;
-        for (const auto* l : locks)
-            if (std::find(addresses.begin(), addresses.end(), l->site.module_address) == addresses.end())
-                addresses.push_back(l->site.module_address);
+        for (const auto* site : sites)
+            if (std::find(addresses.begin(), addresses.end(), site->module_address) == addresses.end())
+                addresses.push_back(site->module_address);
         std::vector<std::string> args = {tool, "-a", "-f", "-C", "-i", "-e", module};
         for (const auto a : addresses) args.push_back(hex_text(a));
         try {
             const auto frames = parse_addr2line(run_tool(args, timeout_s), addresses);
-            for (auto* l : locks) {
-                const auto at = std::find(addresses.begin(), addresses.end(), l->site.module_address);
+            for (auto* site : sites) {
+                const auto at = std::find(addresses.begin(), addresses.end(), site->module_address);
                 const auto& f = frames[static_cast<std::size_t>(at - addresses.begin())];
                 if (f.empty() || f.front().function == "??") continue;
-                l->site.symbol = f.front().function;
-                l->site.source = source_of(f.front().source);
-                if (f.size() > 1 && f.back().function != "??") l->site.inlined_in = f.back().function;
+                site->symbol = f.front().function;
+                site->source = source_of(f.front().source);
+                if (f.size() > 1 && f.back().function != "??") site->inlined_in = f.back().function;
             }
         } catch (const std::exception& e) {
             failures.push_back(message_text(module) + ": " + e.what() +

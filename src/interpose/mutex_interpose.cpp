@@ -78,6 +78,7 @@ template <class Wait>
 int wait_for(pthread_mutex_t* m, const void* site, Wait&& wait) noexcept {
     if (site == nullptr) return wait();
     profile::lock_record* r = profile::record_for(m, site);
+    profile::take_stack(site);
     const std::uint64_t start = profile::ticks();
     const int rc = wait();
     const std::uint64_t waited = profile::ticks() - start;

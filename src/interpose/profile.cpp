@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include <sched.h>
 
@@ -68,6 +69,12 @@ public:
         }
         return midpoint(buckets - 1);
     }
+    // Bucket i's lowest value.
+    static double lower_bound(unsigned i) noexcept {
+        if (i < sub) return i;
+        const unsigned e = i / sub - 1 + sub_bits, s = i % sub;
+        return std::ldexp(static_cast<double>(sub + s), static_cast<int>(e - sub_bits));
+    }
     // The largest value counted, to its bucket's midpoint; 0 when none was.
     static double largest(const counts& counts_) noexcept {
         for (unsigned i = buckets; i-- > 0;)
@@ -91,6 +98,45 @@ private:
     std::array<std::atomic<std::uint64_t>, buckets> counts_{};
 };
 
+// The call stacks a lock's sampled contended waits came from: a few distinct stacks, each
+// with its waits and their time; a stack that finds the table full is counted as other.
+// Written under `lock`, taken only after a release of a sampled wait; read at exit without
+// it (a stack's depth is published last, with release).
+struct stack_table {
+    static constexpr unsigned entries = 6;
+    struct entry {
+        std::atomic<std::uint8_t> depth{0};  // 0: free
+        std::uintptr_t frames[max_stack_frames]{};
+        std::atomic<std::uint64_t> samples{0}, wait_ticks{0};
+    };
+    std::atomic_flag lock = ATOMIC_FLAG_INIT;
+    entry stacks[entries];
+    std::atomic<std::uint64_t> other_samples{0}, other_wait_ticks{0};
+
+    void add(const std::uintptr_t* frames, std::uint8_t depth, std::uint64_t wait) noexcept {
+        while (lock.test_and_set(std::memory_order_acquire)) sched_yield();
+        entry* slot = nullptr;
+        for (auto& e : stacks) {
+            const std::uint8_t d = e.depth.load(std::memory_order_relaxed);
+            if (d == 0) {
+                std::memcpy(e.frames, frames, depth * sizeof *frames);
+                e.depth.store(depth, std::memory_order_release);
+                slot = &e;
+                break;
+            }
+            if (d == depth && std::memcmp(e.frames, frames, depth * sizeof *frames) == 0) {
+                slot = &e;
+                break;
+            }
+        }
+        lock.clear(std::memory_order_release);
+        auto& samples = slot ? slot->samples : other_samples;
+        auto& ticks = slot ? slot->wait_ticks : other_wait_ticks;
+        samples.fetch_add(1, std::memory_order_relaxed);
+        ticks.fetch_add(wait, std::memory_order_relaxed);
+    }
+};
+
 struct lock_record {
     std::atomic<const void*> address{nullptr};  // null: a record lost to a racing creator
     std::atomic<const void*> site{nullptr};
@@ -102,6 +148,7 @@ struct lock_record {
     // these the reads among them; no hold is timed.
     std::atomic<bool> rwlock{false};
     std::atomic<std::uint64_t> read_acquisitions{0}, read_contended{0}, read_wait_ticks{0}, read_timeouts{0};
+    stack_table stacks;
 };
 
 namespace {
@@ -111,6 +158,7 @@ constexpr std::size_t max_records = 4096, max_stripes = 4096;
 struct profile_state {
     std::atomic<int> phase{0};  // 0: off, 1: starting, 2: on
     std::uint64_t hold_sample_period = default_hold_sample_period;
+    std::uint32_t stack_sample_period = default_stack_sample_period;
     const char* directory = nullptr;
     const char* lock_name = "";  // the lock the process runs on (lock_choice.hpp's name for it)
     pid_t pid = 0;
@@ -353,6 +401,7 @@ void apply_pending(stripe& s) noexcept {
         while (n.wait > max && !r->wait_max.compare_exchange_weak(max, n.wait, std::memory_order_relaxed)) {
         }
         r->waits.add(n.wait);
+        if (n.stack_depth != 0) r->stacks.add(n.stack, n.stack_depth, n.wait);
     }
     if (n.held) {
         r->hold_samples.fetch_add(1, std::memory_order_relaxed);
@@ -440,6 +489,46 @@ void contended(pthread_mutex_t* m, lock_record* r, std::uint64_t wait) noexcept 
     n.acquisitions += take_count(m);
     n.contended = true;
     n.wait = wait;
+    n.stack_depth = s.scratch_depth;
+    if (s.scratch_depth != 0) std::memcpy(n.stack, s.scratch_stack, s.scratch_depth * sizeof *n.stack);
+    s.scratch_depth = 0;
+}
+
+namespace {
+struct unwinding {
+    std::uintptr_t* frames;
+    unsigned depth, capacity;
+};
+_Unwind_Reason_Code collect_frame(_Unwind_Context* context, void* argument) {
+    auto& u = *static_cast<unwinding*>(argument);
+    const std::uintptr_t ip = _Unwind_GetIP(context);
+    if (ip == 0 || u.depth == u.capacity) return _URC_END_OF_STACK;
+    u.frames[u.depth++] = ip;
+    return _URC_NO_REASON;
+}
+}  // namespace
+
+void take_stack(const void* site) noexcept {
+    stripe& s = this_stripe();
+    s.scratch_depth = 0;
+    if (state.stack_sample_period == 0 || s.unwinding) return;
+    if (s.until_stack > 1) {
+        --s.until_stack;
+        return;
+    }
+    s.until_stack = state.stack_sample_period;
+    // Our own frames (this function, the lock's entry point) come first: up to 8 more.
+    std::uintptr_t raw[max_stack_frames + 8];
+    unwinding u{raw, 0, max_stack_frames + 8};
+    s.unwinding = true;
+    _Unwind_Backtrace(collect_frame, &u);
+    s.unwinding = false;
+    unsigned from = 0;
+    while (from < u.depth && raw[from] != reinterpret_cast<std::uintptr_t>(site)) ++from;
+    if (from == u.depth) from = 0;  // the site was not found: keep every frame
+    const unsigned depth = std::min<unsigned>(u.depth - from, max_stack_frames);
+    std::memcpy(s.scratch_stack, raw + from, depth * sizeof *raw);
+    s.scratch_depth = static_cast<std::uint8_t>(depth);
 }
 
 void timed_out(lock_record* r, std::uint64_t wait) noexcept {
@@ -521,6 +610,18 @@ bool start_from_environment(const char* lock_name) noexcept {
             static constexpr char msg[] =
                 "libcontend_interpose: CONTEND_INTERPOSE_HOLD_SAMPLE_PERIOD is not a whole number from 2 to 1048576; "
                 "using 1024\n";
+            (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+        }
+    }
+    if (const char* period = std::getenv("CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD"); period != nullptr && *period) {
+        char* end = nullptr;
+        const unsigned long long p = std::strtoull(period, &end, 10);
+        if (*end == '\0' && p <= (1u << 20)) {
+            state.stack_sample_period = static_cast<std::uint32_t>(p);
+        } else {
+            static constexpr char msg[] =
+                "libcontend_interpose: CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD is not a whole number from 0 to 1048576; "
+                "using 4\n";
             (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
         }
     }
@@ -663,8 +764,27 @@ struct lock_total {
     histogram::counts waits{}, holds{};
     bool rwlock = false;  // the counts below only for a rwlock
     std::uint64_t read_acquisitions = 0, read_contended = 0, read_timeouts = 0, read_wait_ticks = 0;
+    struct stack_total {
+        std::vector<std::uintptr_t> frames;
+        std::uint64_t samples = 0, wait_ticks = 0;
+    };
+    std::vector<stack_total> stacks;
+
+    void add_stacks(const stack_table& table) {
+        for (const auto& e : table.stacks) {
+            const std::uint8_t depth = e.depth.load(std::memory_order_acquire);
+            if (depth == 0) continue;
+            std::vector<std::uintptr_t> frames(e.frames, e.frames + depth);
+            auto it =
+                std::find_if(stacks.begin(), stacks.end(), [&](const stack_total& t) { return t.frames == frames; });
+            if (it == stacks.end()) it = stacks.insert(stacks.end(), stack_total{std::move(frames)});
+            it->samples += e.samples.load(std::memory_order_relaxed);
+            it->wait_ticks += e.wait_ticks.load(std::memory_order_relaxed);
+        }
+    }
 
     void add(const lock_record& r) {
+        add_stacks(r.stacks);
         if (site == nullptr) site = r.site.load(std::memory_order_relaxed);
         const counts_left left = residual(r, address);
         acquisitions += r.acquisitions.load(std::memory_order_relaxed) + left.all;
@@ -737,6 +857,36 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
     j.field(fields::hold_max_ns, static_cast<std::uint64_t>(histogram::largest(t.holds) * ns_per_tick));
     j.key(fields::site);
     write_site(j, t.site, executable);
+    if (!t.stacks.empty()) {
+        auto stacks = t.stacks;
+        std::stable_sort(stacks.begin(), stacks.end(),
+                         [](const auto& a, const auto& b) { return a.wait_ticks > b.wait_ticks; });
+        j.key(fields::stacks);
+        j.open('[');
+        for (const auto& stack : stacks) {
+            j.open('{');
+            j.key(fields::frames);
+            j.open('[');
+            for (const std::uintptr_t f : stack.frames) write_site(j, reinterpret_cast<const void*>(f), executable);
+            j.close(']');
+            j.field(fields::samples, stack.samples);
+            j.field(fields::wait_ns, ns(stack.wait_ticks));
+            j.close('}');
+        }
+        j.close(']');
+    }
+    if (t.contended != 0) {
+        j.key(fields::wait_histogram);
+        j.open('[');
+        for (unsigned i = 0; i < histogram::buckets; ++i) {
+            if (t.waits[i] == 0) continue;
+            j.open('[');
+            j.number(static_cast<std::uint64_t>(histogram::lower_bound(i) * ns_per_tick));
+            j.number(t.waits[i]);
+            j.close(']');
+        }
+        j.close(']');
+    }
     if (t.rwlock) {
         j.key(fields::kind);
         j.string(fields::rwlock_kind);
@@ -801,6 +951,7 @@ std::string profile_text(const timespec& now, std::uint64_t now_ticks) {
     j.key(fields::seconds);
     j.real(seconds);
     j.field(fields::hold_sample_period, hold_sample_period());
+    j.field(fields::stack_sample_period, static_cast<std::uint64_t>(state.stack_sample_period));
     j.field(fields::acquisitions, acquisitions);
     j.field(fields::contended, contended);
     j.field(fields::trylock_busy, trylock_busy);

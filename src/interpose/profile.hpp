@@ -46,6 +46,16 @@ namespace contend::interpose::profile {
 inline constexpr std::uint64_t default_hold_sample_period = 1024;
 std::uint64_t hold_sample_period() noexcept;
 
+// Each thread takes the call stack of one contended wait in this many (its first one among
+// them) by default (CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD sets another, 1 to 2^20, or 0 for
+// none): an unwind of up to max_stack_frames frames through the callers' unwind tables
+// (_Unwind_Backtrace), taken before the thread waits, so the holder never waits for it, and
+// added to the lock's record with the wait's time after the release. Only contended
+// acquisitions pay it: an uncontended one runs no instruction more. Its cost is measured in
+// docs/interpose.md ("The cost of the call stacks").
+inline constexpr std::uint32_t default_stack_sample_period = 4;
+inline constexpr unsigned max_stack_frames = 16;
+
 // The words of a kind-0 mutex the profile keeps its count and its record in:
 // glibc_layout.hpp, record_word_offset and count_word_offset.
 struct lock_record;
@@ -100,7 +110,16 @@ struct stripe {
         lock_record* record = nullptr;
         std::uint64_t acquisitions = 0, wait = 0, hold = 0;
         bool contended = false, held = false;
+        std::uint8_t stack_depth = 0;  // the contended wait's sampled call stack, when one was
+        std::uintptr_t stack[max_stack_frames]{};
     } pending;
+    // The call stack take_stack sampled before a contended wait, which contended() moves into
+    // the note (a nested contended lock before the release takes its own), and the contended
+    // waits until the next sample.
+    std::uint8_t scratch_depth = 0;
+    std::uintptr_t scratch_stack[max_stack_frames]{};
+    std::uint32_t until_stack = 0;
+    bool unwinding = false;  // the unwinder may lock a mutex of its own: no sample inside it
     // The mutex whose hold this thread is timing. Kept here, not in the mutex: every release
     // checks it, and on this thread's own line the check cannot stall as a load from the
     // lock's line can (a waiter may have just taken that line away).
@@ -174,6 +193,9 @@ inline void trylock_busy() noexcept {
 // return address as its site). Never null: past the table's capacity, a shared record that
 // counts the dropped locks' contentions in the totals only.
 lock_record* record_for(pthread_mutex_t* m, const void* site) noexcept;
+// Before a contended wait at `site` (the return address into the lock's caller): on one wait
+// in the stack sample period, the caller's call stack, from `site` outwards.
+void take_stack(const void* site) noexcept;
 // A contended wait that ended holding the mutex (the caller calls acquired() first), or one
 // that timed out. The mutex's count goes into its record then, so that a record never holds
 // more contentions than acquisitions.

@@ -308,6 +308,62 @@ TEST_P(ProfileUnderEachLock, TheTortureProgramAndItsForkedChildEachWriteTheirOwn
 INSTANTIATE_TEST_SUITE_P(Locks, ProfileUnderEachLock, testing::ValuesIn(locks),
                          [](const auto& info) { return info.param; });
 
+// With every contended wait's stack taken (period 1), a lock's stacks account for its sampled
+// waits: each stack starts at the lock's call site, in the program, and goes on outwards
+// (lock_counting's caller at least); the stacks' samples are the waits that ended holding the
+// mutex (all of them, unless more than the record's six distinct stacks came up), and their
+// time is within the lock's wait. Period 0 takes none.
+TEST(Profile, TheCallStacksOfSampledWaitsStartAtTheLocksCallerAndAccountForTheirWaits) {
+    for (const std::string period : {"1", "0"}) {
+        scratch_dir dir;
+        auto env = preload_env(locks.front(), dir.profile());
+        env.push_back("CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD=" + period);
+        const finished f = run({CONTEND_TEST_SELF_COUNTING, "300"}, env, dir.path());
+        ASSERT_EQ(f.status, 0) << f.err;
+        const auto profiles = profiles_in(dir.profile());
+        ASSERT_EQ(profiles.size(), 1u);
+        const json& p = profiles.front();
+        EXPECT_EQ(p["stack_sample_period"], std::stoi(period));
+        std::uint64_t locks_with_stacks = 0;
+        for (const auto& l : p["locks"]) {
+            if (!l.contains("stacks")) continue;
+            ++locks_with_stacks;
+            std::uint64_t samples = 0, wait = 0;
+            for (const auto& st : l["stacks"]) {
+                ASSERT_GE(st["frames"].size(), 2u) << st.dump();
+                EXPECT_LE(st["frames"].size(), 16u);
+                EXPECT_EQ(st["frames"][0]["address"], l["site"]["address"]) << "a stack that does not start at the "
+                                                                               "lock's call site: "
+                                                                            << st.dump();
+                EXPECT_EQ(st["frames"][0]["module"], l["site"]["module"]);
+                samples += st["samples"].get<std::uint64_t>();
+                wait += st["wait_ns"].get<std::uint64_t>();
+            }
+            EXPECT_GE(samples, 1u);
+            EXPECT_LE(samples, l["contended"].get<std::uint64_t>());
+            EXPECT_LE(wait, l["wait_ns"].get<std::uint64_t>() + 1);
+            if (l["stacks"].size() < 6) EXPECT_EQ(samples, l["contended"].get<std::uint64_t>()) << l.dump();
+        }
+        if (period == "1") EXPECT_GE(locks_with_stacks, 1u) << p.dump();
+        else EXPECT_EQ(locks_with_stacks, 0u) << p.dump();
+    }
+}
+
+TEST(Profile, AStackSamplePeriodThatIsNotANumberFrom0To2To20IsSaidAndTheDefaultUsed) {
+    for (const std::string period : {"abc", "-1", "4x", "2000000"}) {
+        scratch_dir dir;
+        auto env = preload_env(locks.front(), dir.profile());
+        env.push_back("CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD=" + period);
+        const finished f = run({CONTEND_TEST_SELF_COUNTING, "50"}, env, dir.path());
+        EXPECT_EQ(f.status, 0) << f.err;
+        EXPECT_NE(f.err.find("CONTEND_INTERPOSE_STACK_SAMPLE_PERIOD is not a whole number"), std::string::npos)
+            << period << ": " << f.err;
+        const auto profiles = profiles_in(dir.profile());
+        ASSERT_EQ(profiles.size(), 1u);
+        EXPECT_EQ(profiles.front()["stack_sample_period"], 4) << period;
+    }
+}
+
 TEST(Profile, AProgramThatNeverLocksWritesNoFile) {
     scratch_dir dir;
     const finished f = run({"/bin/true"}, preload_env(locks.front(), dir.profile()), dir.path());

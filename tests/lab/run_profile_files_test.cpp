@@ -153,3 +153,61 @@ TEST_F(RunProfile, TheWaitAndHoldDistributionsAreReadAndAFileWithoutThemReadsZer
     with["hold_max_ns"] = -1;
     EXPECT_THROW(lab::parse_profile(profile_json(42, {with}).dump()), std::runtime_error);
 }
+
+TEST_F(RunProfile, TheSampledCallStacksAndTheWaitHistogramAreReadAndAFileWithoutThemReadsNone) {
+    auto file = profile_json(42, {with_stacks(lock_json("0x10", 3000)), lock_json("0x20", 1000)});
+    file["stack_sample_period"] = 4;
+    const auto p = lab::parse_profile(file.dump());
+    EXPECT_EQ(p.stack_sample_period, 4u);
+    ASSERT_EQ(p.locks.size(), 2u);
+    const auto& a = p.locks[0];
+    ASSERT_EQ(a.stacks.size(), 2u);
+    ASSERT_EQ(a.stacks[0].frames.size(), 3u);
+    EXPECT_EQ(a.stacks[0].frames[1].function, "run_jobs");
+    EXPECT_EQ(a.stacks[0].frames[2].module_address, 0x3000u);
+    EXPECT_EQ(a.stacks[0].samples, 3u);
+    EXPECT_EQ(a.stacks[0].wait_ns, 6000u);
+    EXPECT_EQ(a.stacks[1].frames.back().function, "drain");
+    EXPECT_EQ(a.wait_histogram, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{256, 6}, {4096, 4}}));
+    EXPECT_TRUE(p.locks[1].stacks.empty());
+    EXPECT_TRUE(p.locks[1].wait_histogram.empty());
+    EXPECT_EQ(lab::parse_profile(profile_json(42, {lock_json("0x20", 1000)}).dump()).stack_sample_period, 0u);
+}
+
+// A hostile or broken file's stacks and histogram are refused, never half read.
+TEST_F(RunProfile, MalformedStacksAndHistogramsAreRefused) {
+    const auto refused = [](const json& lock, const std::string& says) {
+        try {
+            lab::parse_profile(profile_json(42, {lock}).dump());
+            ADD_FAILURE() << "accepted: " << lock.dump();
+        } catch (const lab::profile_error& e) {
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
+    };
+    const auto good = with_stacks(lock_json("0x10", 3000));
+    auto j = good;
+    j["stacks"] = "no";
+    refused(j, "\"stacks\" is not an array");
+    j = good;
+    j["stacks"][0]["frames"] = json::array();
+    refused(j, "stacks[0]: \"frames\" is not an array of 1 to 64 sites");
+    j = good;
+    j["stacks"][0]["frames"] = json::array();
+    for (int i = 0; i < 65; ++i) j["stacks"][0]["frames"].push_back(good["stacks"][0]["frames"][0]);
+    refused(j, "1 to 64 sites");
+    j = good;
+    j["stacks"][1]["frames"][1]["address"] = "1234";
+    refused(j, "stacks[1]: frames[1]: \"address\" is not an address");
+    j = good;
+    j["stacks"][0]["samples"] = -3;
+    refused(j, "stacks[0]: \"samples\" is not a whole number");
+    j = good;
+    j["wait_histogram"] = {{4096, 4}, {256, 6}};
+    refused(j, "not in increasing order");
+    j = good;
+    j["wait_histogram"] = {{256, 6, 1}};
+    refused(j, "a bucket is not a pair");
+    j = good;
+    j["wait_histogram"] = {{256, -6}};
+    refused(j, "a bucket is not a pair");
+}

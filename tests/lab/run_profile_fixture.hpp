@@ -44,6 +44,23 @@ inline nlohmann::json with_distributions(nlohmann::json j) {
     return j;
 }
 
+// lock_json's lock with two sampled call stacks, as the library writes them: the first (3
+// waits, 6,000 ns) from worker_loop through run_jobs and main, the second (1 wait, 2,000 ns)
+// from worker_loop through drain; and its waits' histogram (buckets from 256 and 4,096 ns).
+inline nlohmann::json with_stacks(nlohmann::json j) {
+    const auto frame = [](const std::string& address, const std::string& function) {
+        return nlohmann::json{
+            {"address", address}, {"module", "/no/such/module"}, {"module_address", address}, {"function", function}};
+    };
+    j["stacks"] = {
+        {{"frames", {frame("0x1234", "worker_loop"), frame("0x2000", "run_jobs"), frame("0x3000", "main")}},
+         {"samples", 3},
+         {"wait_ns", 6000}},
+        {{"frames", {frame("0x1234", "worker_loop"), frame("0x2400", "drain")}}, {"samples", 1}, {"wait_ns", 2000}}};
+    j["wait_histogram"] = {{256, 6}, {4096, 4}};
+    return j;
+}
+
 // A rwlock's lock: lock_json's counts (1,000 acquisitions, `contended`) split 600 reads and
 // 400 writes, the contended and the wait in two even halves.
 inline nlohmann::json rwlock_json(const std::string& address, std::uint64_t wait_ns, std::uint64_t contended = 10) {

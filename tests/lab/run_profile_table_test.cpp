@@ -105,3 +105,22 @@ TEST_F(RunProfile, ARowHasALineWithItsWaitAndHoldDistributionsWhenTheFileHasThem
     // The second lock's file had none of them: no such line under its row.
     EXPECT_EQ(table.find("wait us:", line + 10), std::string::npos) << table;
 }
+
+TEST_F(RunProfile, ARowWithSampledStacksListsTheFirstTwoWithTheirShareAndFrames) {
+    auto file = profile_json(7, {with_stacks(lock_json("0x10", 4000000)), lock_json("0x20", 1000)});
+    file["stack_sample_period"] = 4;
+    const std::string table = lab::profile_table(lab::merge_profiles({lab::parse_profile(file.dump())}, 7));
+    const auto first = table.find(
+        "        stack 1 of 2: 75 % of the sampled waits' time (3 of 4 sampled waits)\n"
+        "          worker_loop\n"
+        "          run_jobs\n"
+        "          main\n"
+        "        stack 2 of 2: 25 % of the sampled waits' time (1 of 4 sampled waits)\n"
+        "          worker_loop\n"
+        "          drain\n");
+    ASSERT_NE(first, std::string::npos) << table;
+    EXPECT_LT(table.find("    1  0x10 "), first);
+    EXPECT_EQ(table.find("stack 1 of", first + 10), std::string::npos) << "a stack under the lock without any";
+    EXPECT_NE(table.find("stacks: the call stacks of sampled contended waits (one in 4 per thread)"), std::string::npos)
+        << table;
+}

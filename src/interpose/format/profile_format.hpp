@@ -11,7 +11,7 @@
 //   LOCK: {"address": "0x..", "acquisitions": N, "contended": N, "timeouts": N, "wait_ns": N,
 //          "wait_p99_ns": N, "wait_max_ns": N, "hold_samples": N, "hold_sampled_ns": N,
 //          "hold_p99_ns": N, "wait_p50_ns": N, "wait_p90_ns": N, "hold_p50_ns": N,
-//          "hold_p90_ns": N, "hold_max_ns": N, "site": SITE[, RWLOCK]}
+//          "hold_p90_ns": N, "hold_max_ns": N, "site": SITE[, RWLOCK][, STACKS][, HISTOGRAM]}
 //   The percentiles are read off the library's log-linear histograms (within about 6 %), as
 //   is hold_max_ns (the sampled holds' longest); wait_max_ns is exact, and no wait percentile
 //   is written above it. The p50s, p90s and
@@ -23,6 +23,13 @@
 // The file's read_acquisitions and write_acquisitions are its rwlocks' (both within its
 // acquisitions). A LOCK without "kind" is a mutex (files before rwlocks were profiled).
 //   SITE: {"address": "0x..", "module": "...", "module_address": "0x..", "function": "..."}
+//   STACKS (later; optional): "stacks": [{"frames": [SITE, ...], "samples": N, "wait_ns": N},
+//          ...], the call stacks of the sampled contended waits (one in the file's
+//          "stack_sample_period" per thread), each with how many waits it took and their
+//          time, most wait first; frames innermost first, from the lock's caller outwards.
+//   HISTOGRAM (later; optional): "wait_histogram": [[LOW_NS, N], ...], the contended waits
+//          by the library's log-linear bucket (the bucket's lower bound in ns, its count),
+//          the empty buckets left out, in order.
 // N: a whole number >= 0 below 2^64; X: a number >= 0; "0x..": "0x" and 1 to 16 hex digits.
 // A reader ignores fields it does not know, so a field may be added without a new format; a
 // change that an older reader would misread names a new format_name (its version after '/').
@@ -81,6 +88,11 @@ inline constexpr char write_acquisitions[] = "write_acquisitions";
 inline constexpr char write_contended[] = "write_contended";
 inline constexpr char write_timeouts[] = "write_timeouts";
 inline constexpr char write_wait_ns[] = "write_wait_ns";
+inline constexpr char stack_sample_period[] = "stack_sample_period";
+inline constexpr char stacks[] = "stacks";
+inline constexpr char frames[] = "frames";
+inline constexpr char samples[] = "samples";
+inline constexpr char wait_histogram[] = "wait_histogram";
 }  // namespace fields
 
 // The parts of the files' names.
