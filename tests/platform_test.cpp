@@ -35,6 +35,7 @@
 #endif
 #include "contend/mutex.hpp"
 #include "contend/wait_backend.hpp"
+#include "platform/first_use.hpp"
 #include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/wait.hpp"
@@ -58,6 +59,46 @@ TEST(Platform, AProcessOutsideValgrindIsNotTakenForHelgrinds) {
     EXPECT_FALSE(contend::internal::helgrind_running);
 }
 #endif
+
+// Values built on first use (platform/first_use.hpp): threads that race to the first use may
+// each build one, but every caller, then and later, gets the one published first, and an
+// object that lost the race is freed, not leaked into use.
+TEST(Platform, AFirstUseValueAndObjectAreOneForEveryCallerHoweverManyRaceToBuildThem) {
+    watchdog dog(60s);
+    static contend::internal::first_use_value<int> value;
+    static std::atomic<int> built{0}, alive{0};
+    struct counted {
+        counted() {
+            built.fetch_add(1);
+            alive.fetch_add(1);
+        }
+        ~counted() { alive.fetch_sub(1); }
+    };
+    static contend::internal::first_use_object<counted> object;
+    constexpr int threads = 8;
+    std::atomic<int> ready{0};
+    std::vector<int> values(threads);
+    std::vector<const counted*> objects(threads);
+    std::vector<std::thread> t;
+    for (int i = 0; i < threads; ++i)
+        t.emplace_back([&, i] {
+            ready.fetch_add(1);
+            while (ready.load() < threads) std::this_thread::yield();
+            values[i] = value.get([i] { return 100 + i; });
+            objects[i] = &object.get();
+        });
+    for (auto& th : t) th.join();
+    for (int i = 0; i < threads; ++i) {
+        EXPECT_EQ(values[i], values[0]);
+        EXPECT_EQ(objects[i], objects[0]);
+    }
+    EXPECT_GE(values[0], 100);
+    EXPECT_LT(values[0], 100 + threads);
+    EXPECT_EQ(value.get([] { return 1; }), values[0]) << "a later caller built its own";
+    EXPECT_EQ(&object.get(), objects[0]);
+    EXPECT_GE(built.load(), 1);
+    EXPECT_EQ(alive.load(), 1) << "an object that lost the race was not freed";
+}
 
 TEST(Platform, CachePaddedOccupiesWholeLines) {
     static_assert(alignof(contend::cache_padded<char>) == contend::cache_line_size);

@@ -57,9 +57,13 @@ std::string stack_lines(const lock_profile& l, std::size_t stacks = 2, std::size
     for (std::size_t i = 0; i < std::min(stacks, l.stacks.size()); ++i) {
         const auto& st = l.stacks[i];
         const double share = wait ? 100.0 * static_cast<double>(st.wait_ns) / static_cast<double>(wait) : 0;
-        s += "        stack " + std::to_string(i + 1) + " of " + std::to_string(l.stacks.size()) + ": " +
-             format_fixed(share, 0) + " % of the sampled waits' time (" + std::to_string(st.samples) + " of " +
-             std::to_string(samples) + " sampled waits)\n";
+        // A share rounded to 100 or to 0 while other stacks waited, or this one did, says so.
+        std::string share_text = format_fixed(share, 0);
+        if (share_text == "100" && st.wait_ns < wait) share_text = ">99";
+        else if (share_text == "0" && st.wait_ns > 0) share_text = "<1";
+        s += "        stack " + std::to_string(i + 1) + " of " + std::to_string(l.stacks.size()) + ": " + share_text +
+             " % of the sampled waits' time (" + std::to_string(st.samples) + " of " + std::to_string(samples) +
+             " sampled waits)\n";
         for (std::size_t f = 0; f < std::min(frames, st.frames.size()); ++f)
             s += "          " + st.frames[f].text() + "\n";
         if (st.frames.size() > frames)

@@ -124,3 +124,15 @@ TEST_F(RunProfile, ARowWithSampledStacksListsTheFirstTwoWithTheirShareAndFrames)
     EXPECT_NE(table.find("stacks: the call stacks of sampled contended waits (one in 4 per thread)"), std::string::npos)
         << table;
 }
+
+// A share that rounds to 100 % while other stacks waited too, or to 0 % while this one waited,
+// is not printed as either.
+TEST_F(RunProfile, AStackShareNeverRoundsToAllOrNothingWhenItIsNeither) {
+    auto lock = with_stacks(lock_json("0x10", 4000000));
+    lock["stacks"][0]["wait_ns"] = 999000;
+    lock["stacks"][1]["wait_ns"] = 1000;
+    const std::string table =
+        lab::profile_table(lab::merge_profiles({lab::parse_profile(profile_json(7, {lock}).dump())}, 7));
+    EXPECT_NE(table.find("stack 1 of 2: >99 % of the sampled waits' time"), std::string::npos) << table;
+    EXPECT_NE(table.find("stack 2 of 2: <1 % of the sampled waits' time"), std::string::npos) << table;
+}
