@@ -9,6 +9,7 @@
 #include "measure/harness.hpp"
 #include "results/statistics.hpp"
 #include "store/results_io.hpp"
+#include "text/fnv1a.hpp"
 #include "text/numbers.hpp"
 
 namespace contend::lab {
@@ -22,15 +23,14 @@ param_list program_params(const std::vector<std::string>& argv) {
     }
     if (name.size() > 64) name.resize(64);
     if (name.empty()) name.push_back('_');
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    const auto mix = [&h](unsigned char byte) {
-        h ^= byte;
-        h *= 0x100000001b3ULL;
-    };
+    // Each argument's length (8 bytes, little-endian) and then its bytes, so that ("ab", "c")
+    // and ("a", "bc") differ.
+    std::uint64_t h = fnv1a_basis;
     for (std::size_t i = 1; i < argv.size(); ++i) {
         const std::uint64_t n = argv[i].size();
-        for (int b = 0; b < 8; ++b) mix(static_cast<unsigned char>(n >> (8 * b)));
-        for (const char c : argv[i]) mix(static_cast<unsigned char>(c));
+        char length[8];
+        for (int b = 0; b < 8; ++b) length[b] = static_cast<char>(n >> (8 * b));
+        h = fnv1a(argv[i], fnv1a(std::string_view(length, sizeof length), h));
     }
     char args[24];
     std::snprintf(args, sizeof args, "%012llx", static_cast<unsigned long long>(h >> 16));

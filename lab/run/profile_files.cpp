@@ -324,26 +324,4 @@ run_markers read_run_markers(const std::string& folder) {
     return markers;
 }
 
-profile_directory::profile_directory(bool writable_by_all) {
-    std::string base = "/tmp";
-    if (const char* t = std::getenv("TMPDIR"); t && *t == '/') base = t;
-    while (base.size() > 1 && base.back() == '/') base.pop_back();
-    std::string pattern = base + "/contend-run-profile.XXXXXX";
-    if (!::mkdtemp(pattern.data()))
-        throw std::system_error(errno, std::generic_category(), "cannot create a profile folder in " + base);
-    path_ = pattern;
-    if (writable_by_all && ::chmod(path_.c_str(), 0733) != 0) {
-        const int e = errno;
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-        throw std::system_error(e, std::generic_category(),
-                                "cannot open the profile folder " + path_ + " to all users");
-    }
-}
-
-profile_directory::~profile_directory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-}
-
 }  // namespace contend::lab

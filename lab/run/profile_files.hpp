@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "os/temp_folder.hpp"
 #include "profile_format.hpp"  // src/interpose/format/: the format, declared once for both sides
 
 namespace contend::lab {
@@ -115,20 +116,10 @@ struct run_markers {
 };
 run_markers read_run_markers(const std::string& folder);
 
-// A fresh folder for one run (mkdtemp) under $TMPDIR when it is an absolute path, else /tmp,
-// removed with everything in it by the destructor. Private (mode 0700); with
-// `writable_by_all`, 0733, so that a program that drops its privileges (a daemon started as
-// root that becomes `nobody`) can still write its profile there (others cannot list it).
-class profile_directory {
+// A fresh folder for one run's profiles (os/temp_folder.hpp), "contend-run-profile.XXXXXX".
+class profile_directory : public temp_folder {
 public:
-    explicit profile_directory(bool writable_by_all = false);
-    ~profile_directory();
-    profile_directory(const profile_directory&) = delete;
-    profile_directory& operator=(const profile_directory&) = delete;
-    const std::string& path() const noexcept { return path_; }
-
-private:
-    std::string path_;
+    explicit profile_directory(bool writable_by_all = false) : temp_folder("contend-run-profile.", writable_by_all) {}
 };
 
 // An address as the table and the messages write it: "0x" and lowercase hex digits.

@@ -45,18 +45,12 @@
 #include "measure/placement.hpp"
 #include "os/child_process.hpp"
 #include "os/interpose_library.hpp"
+#include "os/temp_folder.hpp"
 #include "results/statistics.hpp"
+#include "text/fnv1a.hpp"
 #include "text/utf8.hpp"
 
 namespace contend::lab {
-
-std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h) noexcept {
-    for (const unsigned char b : bytes) {
-        h ^= b;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 std::string sysbench_outcome(std::string_view output) {
     static const std::regex events(R"(total number of events:\s+(\d+))");
@@ -117,25 +111,6 @@ struct program_kind {
 };
 
 // A scratch folder under $TMPDIR (or /tmp), removed with everything in it at the end.
-class scratch_dir {
-public:
-    scratch_dir() {
-        std::string pattern = (fs::temp_directory_path() / "contend-programs-XXXXXX").string();
-        if (!::mkdtemp(pattern.data())) throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
-        path_ = pattern;
-    }
-    ~scratch_dir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    scratch_dir(const scratch_dir&) = delete;
-    scratch_dir& operator=(const scratch_dir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
 // `bytes` of text lines (six words and a number each, xorshift64 from a fixed seed: the same
 // file every time), written to `file`. Returns the lines, for the sort's known answer.
 std::string write_text(const fs::path& file, std::size_t bytes) {
@@ -465,10 +440,10 @@ cell_result measure_program_cell(const program_kind& p, const std::string& lock,
     } catch (const std::exception& e) {
         return fail("program_failed", e.what());
     }
-    std::optional<scratch_dir> dir;
+    std::optional<temp_folder> dir;
     job j;
     try {
-        dir.emplace();
+        dir.emplace("contend-programs-");
         j = p.make(workers, o.min_time_s <= 0.01, dir->path());
     } catch (const std::exception& e) {
         return fail("input_failed", std::string("the program's input could not be made: ") + e.what());

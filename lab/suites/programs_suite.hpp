@@ -20,7 +20,4 @@ suite make_programs_suite();
 std::string sysbench_outcome(std::string_view output);
 std::string db_bench_outcome(std::string_view output);
 
-// FNV-1a, 64 bits, over `bytes`: the checksum of a program's output that must match.
-std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = 0xcbf29ce484222325ull) noexcept;
-
 }  // namespace contend::lab

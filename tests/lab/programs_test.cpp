@@ -17,6 +17,7 @@
 #include "suites/programs_suite.hpp"
 #include "suites/suites.hpp"
 #include "temp_dir.hpp"
+#include "text/fnv1a.hpp"
 
 namespace lab = contend::lab;
 
@@ -58,6 +59,7 @@ TEST(ProgramsSuite, ReadsWhatMustNotDependOnTheLock) {
               "fillrandom 100000 operations\nreadrandom 100000 operations (43209 of 50000 found)\n");
     EXPECT_EQ(lab::fnv1a(""), 0xcbf29ce484222325ull);
     EXPECT_EQ(lab::fnv1a("a"), 0xaf63dc4c8601ec8cull);
+    EXPECT_EQ(lab::fnv1a("bc", lab::fnv1a("a")), lab::fnv1a("abc")) << "a hash continued is the hash of both";
 }
 
 namespace {
