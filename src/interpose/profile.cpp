@@ -28,6 +28,7 @@
 
 #include "contend/internal/tsan.hpp"
 #include "interpose/format/profile_format.hpp"
+#include "interpose/helgrind_notes.hpp"
 #include "interpose/profile_rwlock.hpp"
 #include "interpose/rwlock_layout.hpp"
 
@@ -625,6 +626,9 @@ bool start_from_environment(const char* lock_name) noexcept {
             (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
         }
     }
+    // Under helgrind no stacks: libgcc's unwinder fills its caches with plain writes that no
+    // lock orders, which helgrind reports as races in every program profiled.
+    if (helgrind::running()) state.stack_sample_period = 0;
     state.pid = ::getpid();
     state.records = map_array<lock_record>(max_records);
     if (state.records == nullptr || pthread_key_create(&state.exit_key, stripe_exits) != 0) {
