@@ -65,8 +65,13 @@ public:
         return *expected;  // another thread's was published first: ours is freed
     }
 
+    // The object, or null when none has been built yet.
+    T* peek() const noexcept { return object_.load(std::memory_order_acquire); }
+
     // For a fork child handler (platform/fork_child.hpp) whose parent may have left the
-    // object mid-update: points every later get() at `fresh`; the old one is leaked.
+    // object mid-update: points every later get() at `fresh`. The old one is never freed
+    // (its state may be broken); `fresh` should keep a pointer to it, so that a leak checker
+    // still finds it reachable.
     void replace_in_fork_child(T* fresh) noexcept { object_.store(fresh, std::memory_order_release); }
 
 private:

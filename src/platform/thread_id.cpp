@@ -23,6 +23,9 @@ struct id_pool {
     std::uint32_t next_fresh = 1;
     std::uint32_t live = 0;
     std::uint32_t retired = 0;
+    // In a fork child, the parent's pool this one replaced (reset_in_fork_child): never read,
+    // only kept reachable.
+    const void* parents = nullptr;
 };
 
 // Leaked on purpose: threads may exit (and return ids) during static destruction. Built on
@@ -66,7 +69,9 @@ thread_local id_returner returner;
 // handed out again: those threads are not in the child, but locks in its memory may still
 // name them. Ids the parent had freed are lost to reuse, a few at most.
 void reset_in_fork_child() noexcept {
-    id_pool& old = pool();
+    id_pool* parents = id_pool_object.peek();
+    if (parents == nullptr) return;  // no thread asked for an id yet: nothing to reset
+    id_pool& old = *parents;
     const std::uint32_t next_fresh = old.next_fresh;
     const std::uint32_t retired = old.retired;
     helgrind_unchecked(&old, sizeof old);
@@ -78,6 +83,7 @@ void reset_in_fork_child() noexcept {
     fresh->next_fresh = next_fresh;
     fresh->retired = retired;
     fresh->live = returner.id != 0 ? 1 : 0;  // the forking thread, the child's only one
+    fresh->parents = parents;
     id_pool_object.replace_in_fork_child(fresh);
 }
 [[maybe_unused]] const bool fork_handler_registered = at_fork_child(reset_in_fork_child);
