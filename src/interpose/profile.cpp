@@ -880,13 +880,22 @@ void write_lock(json_out& j, const lock_total& t, double ns_per_tick, const std:
         j.close(']');
     }
     if (t.contended != 0) {
-        j.key(fields::wait_histogram);
-        j.open('[');
+        // The buckets' lower bounds in whole ns: the narrow buckets of a few ticks can round to
+        // one value, and their counts are then one bucket's, so the bounds stay increasing (a
+        // reader refuses a file whose bounds are not).
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> buckets;
         for (unsigned i = 0; i < histogram::buckets; ++i) {
             if (t.waits[i] == 0) continue;
+            const auto low = static_cast<std::uint64_t>(histogram::lower_bound(i) * ns_per_tick);
+            if (!buckets.empty() && buckets.back().first >= low) buckets.back().second += t.waits[i];
+            else buckets.emplace_back(low, t.waits[i]);
+        }
+        j.key(fields::wait_histogram);
+        j.open('[');
+        for (const auto& [low, count] : buckets) {
             j.open('[');
-            j.number(static_cast<std::uint64_t>(histogram::lower_bound(i) * ns_per_tick));
-            j.number(t.waits[i]);
+            j.number(low);
+            j.number(count);
             j.close(']');
         }
         j.close(']');

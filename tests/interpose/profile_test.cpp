@@ -137,6 +137,20 @@ void expect_counts_add_up(const json& p) {
         EXPECT_LE(l["hold_p50_ns"].get<std::uint64_t>(), l["hold_p90_ns"].get<std::uint64_t>());
         EXPECT_LE(l["hold_p90_ns"].get<std::uint64_t>(), l["hold_p99_ns"].get<std::uint64_t>());
         EXPECT_LE(l["hold_p99_ns"].get<std::uint64_t>(), l["hold_max_ns"].get<std::uint64_t>());
+        // The waits' histogram: bounds strictly increasing (the lab refuses a file otherwise),
+        // one count per contended wait.
+        if (l.contains("wait_histogram")) {
+            std::uint64_t previous = 0, waits = 0;
+            bool first = true;
+            for (const auto& bucket : l["wait_histogram"]) {
+                const auto low = bucket[0].get<std::uint64_t>();
+                if (!first) EXPECT_GT(low, previous) << l["wait_histogram"].dump();
+                previous = low;
+                first = false;
+                waits += bucket[1].get<std::uint64_t>();
+            }
+            EXPECT_EQ(waits, l["contended"].get<std::uint64_t>());
+        }
     }
     EXPECT_EQ(p["locks_dropped"], 0);
     EXPECT_EQ(contended, p["contended"].get<std::uint64_t>());
