@@ -25,7 +25,7 @@ using contend_test::shell_quote;
 using nlohmann::json;
 
 // A stand-in for Chart.js: these tests read the page, they do not run it.
-constexpr const char* fake_library = "/*! Chart.js v9.8.7 */ window.Chart = function () {};";
+constexpr const char* fake_chart_js = "/*! Chart.js v9.8.7 */ window.Chart = function () {};";
 
 std::size_t occurrences(const std::string& text, const std::string& what) {
     std::size_t n = 0;
@@ -33,7 +33,7 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
     return n;
 }
 
-json page_data(const std::string& page) {
+json history_page_data(const std::string& page) {
     const std::string open = "<script type=\"application/json\" id=\"page-data\">";
     const auto begin = page.find(open);
     if (begin == std::string::npos) return nullptr;
@@ -77,7 +77,7 @@ protected:
         const lab::history_store store(db, lab::history_access::read_only);
         const auto runs = store.stored_runs();
         const auto series = lab::history_series(runs, "", {});
-        return lab::render_history_page(runs, series, {db, "", {}}, fake_library);
+        return lab::render_history_page(runs, series, {db, "", {}}, fake_chart_js);
     }
 
     std::string file_compare_page() const {
@@ -85,7 +85,7 @@ protected:
         const auto test = lab::read_comparison_input(path("test.json"));
         const auto c = lab::compare_inputs(base, test, {});
         return lab::render_compare_page(c, "contend compare base.json test.json", {&base, &test, nullptr, 0, 0},
-                                        fake_library);
+                                        fake_chart_js);
     }
 
     std::string db_;
@@ -112,7 +112,7 @@ TEST_F(ComparePage, HistoryPageHasTheRunsTheChangesAndOneChartPerBenchmarkChange
                         "<td class=\"num\">12.0</td><td class=\"num\">+20.0 %</td><td>r6</td><td>r7</td>"),
               std::string::npos)
         << page;
-    const json data = page_data(page);
+    const json data = history_page_data(page);
     ASSERT_EQ(data["charts"].size(), 3u);
     // Benchmarks with changes first: the flat one is last.
     EXPECT_EQ(data["charts"][2]["title"], "counter/flat_lock/workers:2");
@@ -123,7 +123,7 @@ TEST_F(ComparePage, HistoryPageHasTheRunsTheChangesAndOneChartPerBenchmarkChange
 }
 
 TEST_F(ComparePage, HistoryPageMarksTheStepWithAChangePointAndSegmentMeans) {
-    const json chart = page_data(history_page(db_))["charts"][0];
+    const json chart = history_page_data(history_page(db_))["charts"][0];
     ASSERT_EQ(chart["changes"].size(), 1u);
     EXPECT_EQ(chart["changes"][0]["index"], 6);  // between r6 (index 5) and r7 (index 6)
     EXPECT_EQ(chart["changes"][0]["text"], "+20.0 %");
@@ -137,7 +137,7 @@ TEST_F(ComparePage, AFlatHistoryHasNoChangePointNoStepLineAndSaysSo) {
     const std::string page = history_page(flat_db);
     EXPECT_EQ(body_attribute(page, "data-change-points-expected"), "0");
     EXPECT_NE(page.find("<h2>Changes</h2>\n<p>None.</p>"), std::string::npos);
-    const json data = page_data(page);
+    const json data = history_page_data(page);
     ASSERT_EQ(data["charts"].size(), 3u);
     for (const auto& chart : data["charts"]) {
         EXPECT_TRUE(chart["changes"].empty()) << chart["title"];
@@ -154,14 +154,14 @@ TEST_F(ComparePage, HostileNamesAreEscapedInTheHtmlAndCarriedIntactInTheJson) {
               std::string::npos);
     EXPECT_NE(history.find("Test CPU &lt;b&gt;9000&lt;/b&gt; &amp; &quot;co&quot;"), std::string::npos);
     EXPECT_NE(history.find("host-&lt;i&gt;0&lt;/i&gt;\xEF\xBF\xBD"), std::string::npos);
-    EXPECT_EQ(page_data(history)["charts"][1]["title"],
+    EXPECT_EQ(history_page_data(history)["charts"][1]["title"],
               "counter/hostile_lock/tag:<script>alert(2)<img src=x onerror=alert(1)> \"q\" 'a' & <!-- "
               "\xEF\xBF\xBD/workers:2");
 
     const std::string files = file_compare_page();
     expect_no_markup_from_data(files);
     EXPECT_NE(files.find("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
-    const json data = page_data(files);
+    const json data = history_page_data(files);
     ASSERT_EQ(data["charts"].size(), 2u);
     EXPECT_EQ(data["charts"][0]["title"], hostile_name);
 }
@@ -190,7 +190,7 @@ TEST_F(ComparePage, ComparePageFromFilesHoldsTheReportAndAStripChartPerChange) {
     EXPECT_NE(page.find("<pre><code>contend compare base.json test.json</code></pre>"), std::string::npos);
     EXPECT_EQ(page.find("<th>History</th>"), std::string::npos);  // no history, no edge detector
     EXPECT_EQ(body_attribute(page, "data-charts-expected"), "2");
-    const json data = page_data(page);
+    const json data = history_page_data(page);
     for (const auto& chart : data["charts"]) {
         EXPECT_EQ(chart["kind"], "strip");
         EXPECT_EQ(chart["base"].size(), 5u);
@@ -211,8 +211,8 @@ TEST_F(ComparePage, ComparePageShowsUndecidedRowsWithChartsAndEachCellNotMeasure
     test.skipped = {{"counter/dead/workers:2", "timed_out: no repetition finished within 3 s", "timed_out"},
                     {"counter/" + hostile_name, "crashed: " + hostile_name, "crashed"}};
     const auto c = lab::compare_inputs(base, test, {});
-    const std::string page =
-        lab::render_compare_page(c, "contend compare base.json test.json", {&base, &test, nullptr, 0, 0}, fake_library);
+    const std::string page = lab::render_compare_page(c, "contend compare base.json test.json",
+                                                      {&base, &test, nullptr, 0, 0}, fake_chart_js);
     EXPECT_NE(page.find("<h2>Undecided</h2>\n<p class=\"note\">Past the thresholds, every repetition"),
               std::string::npos);
     EXPECT_NE(page.find("<a href=\"#undecided-0\">counter/short/workers:2</a>"), std::string::npos);
@@ -221,7 +221,7 @@ TEST_F(ComparePage, ComparePageShowsUndecidedRowsWithChartsAndEachCellNotMeasure
               std::string::npos);
     EXPECT_NE(page.find("Gate: fails</strong>: 1 benchmark undecided and slower"), std::string::npos);
     expect_no_markup_from_data(page);
-    EXPECT_EQ(page_data(page)["charts"].size(), 1u);
+    EXPECT_EQ(history_page_data(page)["charts"].size(), 1u);
 }
 
 TEST_F(ComparePage, ComparePageFromTheHistoryMarksTheBaselineAndTestRunsOnEachChartAndShowsTheEdgeDetector) {
@@ -235,13 +235,13 @@ TEST_F(ComparePage, ComparePageFromTheHistoryMarksTheBaselineAndTestRunsOnEachCh
     const auto c = lab::compare_inputs(base, test, {}, &edges);
     const auto series = lab::history_series(runs, "", {});
     const lab::compare_page_evidence evidence{nullptr, nullptr, &series, base_run, test_run};
-    const std::string page = lab::render_compare_page(c, "contend compare --db h r1 r12", evidence, fake_library);
+    const std::string page = lab::render_compare_page(c, "contend compare --db h r1 r12", evidence, fake_chart_js);
     expect_no_markup_from_data(page);
     EXPECT_NE(page.find("<th>History</th>"), std::string::npos);
     EXPECT_NE(page.find("<td>change: "), std::string::npos);  // each regression confirmed by its step
     EXPECT_EQ(body_attribute(page, "data-charts-expected"), "2");  // the two regressions
     EXPECT_EQ(body_attribute(page, "data-change-points-expected"), "2");
-    const json data = page_data(page);
+    const json data = history_page_data(page);
     ASSERT_EQ(data["charts"].size(), 2u);
     for (const auto& chart : data["charts"]) {
         EXPECT_EQ(chart["kind"], "history");
@@ -296,7 +296,7 @@ TEST_F(ComparePage, CliCompareHtmlFromFilesAndFromTheHistory) {
     const auto db = contend_test::run_cli("compare --db " + shell_quote(db_) +
                                           " r1 r12 --no-fail-on-regression --html " + shell_quote(path("d.html")));
     EXPECT_EQ(db.exit_code, 0) << db.output;
-    const json data = page_data(read(dir_ / "d.html"));
+    const json data = history_page_data(read(dir_ / "d.html"));
     ASSERT_EQ(data["charts"].size(), 2u);
     EXPECT_EQ(data["charts"][0]["marks"].size(), 2u);
 }

@@ -62,7 +62,7 @@ void maybe_update(const std::string& file, const std::string& text) {
     ADD_FAILURE() << "golden file " << path << " rewritten; re-run without CONTEND_UPDATE_GOLDEN and review the diff";
 }
 
-std::string golden(const std::string& file) {
+std::string golden_text(const std::string& file) {
     std::ifstream in(std::string(CONTEND_LAB_GOLDEN_DIR) + "/compare/" + file);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -175,13 +175,13 @@ TEST(Compare, HostileNamesAreEscapedInMarkdownAndKeptExactInJson) {
 TEST(Compare, TheMarkdownReportMatchesItsGoldenFile) {
     const std::string md = lab::comparison_to_markdown(golden_comparison(), "contend compare base.json test.json");
     maybe_update("report.md", md);
-    EXPECT_EQ(md, golden("report.md")) << md;
+    EXPECT_EQ(md, golden_text("report.md")) << md;
 }
 
 TEST(Compare, TheJsonReportMatchesItsGoldenFile) {
     const std::string json = lab::comparison_to_json(golden_comparison());
     maybe_update("report.json", json);
-    EXPECT_EQ(json, golden("report.json")) << json;
+    EXPECT_EQ(json, golden_text("report.json")) << json;
 }
 
 // --- A side whose repetitions fall into separate modes --------------------------------------

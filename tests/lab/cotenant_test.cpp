@@ -249,7 +249,7 @@ const lab::contender& probe() {
     throw std::runtime_error("no cotenant_probe");
 }
 
-lab::harness_options quick() {
+lab::harness_options cotenant_quick() {
     lab::harness_options o;
     o.min_time_s = 0.002;
     o.repetitions = 2;
@@ -274,7 +274,7 @@ int busy_children() {
 }  // namespace
 
 TEST(Cotenant, ACellOnOneCpuBesideBusyLoopsSaysSoInItsNameAndLeavesNothingRunning) {
-    auto o = quick();
+    auto o = cotenant_quick();
     o.cotenant = {2, 19, true};
     const auto cell = lab::run_cell_in_process(probe(), "selftest", 2, o);
     ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
@@ -286,7 +286,7 @@ TEST(Cotenant, ACellOnOneCpuBesideBusyLoopsSaysSoInItsNameAndLeavesNothingRunnin
     EXPECT_TRUE(cell.oversubscribed) << "two workers on one CPU";
     EXPECT_EQ(busy_children(), 0);
 
-    const auto quiet = lab::run_cell_in_process(probe(), "selftest", 2, quick());
+    const auto quiet = lab::run_cell_in_process(probe(), "selftest", 2, cotenant_quick());
     ASSERT_TRUE(quiet.valid()) << quiet.detail;
     EXPECT_EQ(quiet.name(), "selftest/cotenant_probe/workers:2");
     EXPECT_EQ(quiet.metric("busy_loops_seen"), 0);
@@ -294,7 +294,7 @@ TEST(Cotenant, ACellOnOneCpuBesideBusyLoopsSaysSoInItsNameAndLeavesNothingRunnin
 }
 
 TEST(Cotenant, OneCpuWithAPinIsRefusedInTheCellToo) {
-    auto o = quick();
+    auto o = cotenant_quick();
     o.cotenant.one_cpu = true;
     o.pin = "compact";
     const auto cell = lab::run_cell_in_process(probe(), "selftest", 2, o);

@@ -15,15 +15,16 @@ namespace {
 
 namespace lab = contend::lab;
 
-constexpr int run_count = 12;
+constexpr int detector_runs = 12;
 // 10 ns in r1..r6, 12 ns from r7 on, with a little noise of fixed values.
-constexpr double step[run_count] = {10.05, 9.97, 10.02, 9.96, 10.01, 9.98, 12.03, 11.95, 12.02, 11.99, 12.04, 11.97};
+constexpr double step[detector_runs] = {10.05, 9.97,  10.02, 9.96,  10.01, 9.98,
+                                        12.03, 11.95, 12.02, 11.99, 12.04, 11.97};
 // A contended cell on a shared machine: each run lands in one of two modes, 20 or 30 ns, with
 // a tight spread inside the run. r6 -> r7 jumps 22 -> 31 ns and the U test on their
 // repetitions calls it significant; the series shows it is how this benchmark always moves.
-constexpr double wobbly[run_count] = {20.0, 30.0, 21.0, 29.5, 20.5, 22.0, 31.0, 20.2, 30.2, 21.0, 29.0, 20.4};
+constexpr double wobbly[detector_runs] = {20.0, 30.0, 21.0, 29.5, 20.5, 22.0, 31.0, 20.2, 30.2, 21.0, 29.0, 20.4};
 
-lab::cell_result make_cell(const std::string& contender, double median) {
+lab::cell_result detector_cell(const std::string& contender, double median) {
     lab::cell_result cell;
     cell.suite = "counter";
     cell.contender = contender;
@@ -37,14 +38,14 @@ lab::cell_result make_cell(const std::string& contender, double median) {
     return cell;
 }
 
-std::vector<lab::stored_run> history(int first = 0, int last = run_count) {
+std::vector<lab::stored_run> history(int first = 0, int last = detector_runs) {
     std::vector<lab::stored_run> runs;
     for (int i = first; i < last; ++i) {
         lab::stored_run r;
         r.id = i + 1;
         r.run.context.label = std::string("r").append(std::to_string(i + 1));
-        r.run.cells.push_back(make_cell("step_lock", step[i]));
-        r.run.cells.push_back(make_cell("wobbly_lock", wobbly[i]));
+        r.run.cells.push_back(detector_cell("step_lock", step[i]));
+        r.run.cells.push_back(detector_cell("wobbly_lock", wobbly[i]));
         runs.push_back(std::move(r));
     }
     return runs;
@@ -61,7 +62,7 @@ lab::comparison_input input_of(const std::vector<lab::stored_run>& runs, std::in
     return in;
 }
 
-const lab::compare_row& row(const lab::comparison& c, const std::string& contender) {
+const lab::compare_row& detector_row(const lab::comparison& c, const std::string& contender) {
     // Appends only: GCC 12 warns (-Wrestrict, a false positive) on "literal" + std::string&&.
     std::string name = "counter/";
     name.append(contender).append("/workers:2");
@@ -81,20 +82,20 @@ lab::comparison compare(const std::vector<lab::stored_run>& runs, std::int64_t b
 TEST(EdgeDetector, WithoutTheHistoryBothJumpsAreRegressions) {
     // What the U test alone says of r6 -> r7: the premise of everything below.
     const auto c = compare(history(), 6, 7, false);
-    EXPECT_EQ(row(c, "step_lock").verdict, lab::compare_verdict::regression);
-    EXPECT_EQ(row(c, "wobbly_lock").verdict, lab::compare_verdict::regression);
+    EXPECT_EQ(detector_row(c, "step_lock").verdict, lab::compare_verdict::regression);
+    EXPECT_EQ(detector_row(c, "wobbly_lock").verdict, lab::compare_verdict::regression);
     EXPECT_FALSE(c.edges_checked);
     EXPECT_EQ(lab::comparison_to_markdown(c, "x").find("History"), std::string::npos);
 }
 
 TEST(EdgeDetector, TheStepIsConfirmedAndTheRunToRunWobbleIsNoisy) {
     const auto c = compare(history(), 6, 7);
-    const auto& s = row(c, "step_lock");
+    const auto& s = detector_row(c, "step_lock");
     EXPECT_EQ(s.verdict, lab::compare_verdict::regression);
     EXPECT_TRUE(s.edge_checked);
     EXPECT_EQ(s.edge, lab::edge_state::change);
     EXPECT_NE(s.edge_detail.find("r6 -> r7"), std::string::npos) << s.edge_detail;
-    const auto& w = row(c, "wobbly_lock");
+    const auto& w = detector_row(c, "wobbly_lock");
     EXPECT_EQ(w.verdict, lab::compare_verdict::noisy);
     EXPECT_EQ(w.edge, lab::edge_state::no_change);
     EXPECT_NE(w.reason.find("no change point"), std::string::npos) << w.reason;
@@ -104,27 +105,27 @@ TEST(EdgeDetector, TheStepIsConfirmedAndTheRunToRunWobbleIsNoisy) {
 
 TEST(EdgeDetector, AnyTwoRunsAcrossTheStepAreConfirmedInEitherOrder) {
     const auto runs = history();
-    EXPECT_EQ(row(compare(runs, 2, 11), "step_lock").edge, lab::edge_state::change);
+    EXPECT_EQ(detector_row(compare(runs, 2, 11), "step_lock").edge, lab::edge_state::change);
     const auto reversed = compare(runs, 7, 6);  // the newer run as the baseline
-    EXPECT_EQ(row(reversed, "step_lock").verdict, lab::compare_verdict::improvement);
-    EXPECT_EQ(row(reversed, "step_lock").edge, lab::edge_state::change);
+    EXPECT_EQ(detector_row(reversed, "step_lock").verdict, lab::compare_verdict::improvement);
+    EXPECT_EQ(detector_row(reversed, "step_lock").edge, lab::edge_state::change);
 }
 
 TEST(EdgeDetector, TwoRunsOnOneSideOfTheStepShowNoChange) {
     const auto c = compare(history(), 8, 10);
-    EXPECT_EQ(row(c, "step_lock").edge, lab::edge_state::no_change);
-    EXPECT_EQ(row(c, "step_lock").verdict, lab::compare_verdict::same);  // 11.95 -> 11.99: within 5 %
+    EXPECT_EQ(detector_row(c, "step_lock").edge, lab::edge_state::no_change);
+    EXPECT_EQ(detector_row(c, "step_lock").verdict, lab::compare_verdict::same);  // 11.95 -> 11.99: within 5 %
 }
 
 TEST(EdgeDetector, TooFewRunsAroundTheTwoLeavesTheUTestsVerdictUnconfirmed) {
     // r5..r8: two runs up to r6, so no change point can be found between r6 and r7.
     const auto runs = history(4, 8);
     const auto c = compare(runs, 6, 7);
-    const auto& s = row(c, "step_lock");
+    const auto& s = detector_row(c, "step_lock");
     EXPECT_EQ(s.edge, lab::edge_state::too_few_runs);
     EXPECT_EQ(s.verdict, lab::compare_verdict::regression);
     EXPECT_NE(s.reason.find("unconfirmed"), std::string::npos) << s.reason;
-    EXPECT_EQ(row(c, "wobbly_lock").verdict, lab::compare_verdict::regression);
+    EXPECT_EQ(detector_row(c, "wobbly_lock").verdict, lab::compare_verdict::regression);
 }
 
 TEST(EdgeDetector, TheReportsShowTheHistoryColumnAndTheJsonItsFields) {

@@ -22,8 +22,8 @@ using contend_test::cli_outcome;
 using contend_test::run_cli;
 using contend_test::shell_quote;
 
-const std::string golden = CONTEND_LAB_GOLDEN_DIR;
-const std::string counter = shell_quote(golden + "/compare/lab_counter.json");
+const std::string golden_folder = CONTEND_LAB_GOLDEN_DIR;
+const std::string counter = shell_quote(golden_folder + "/compare/lab_counter.json");
 
 // `contend <args>` with standard output sent to `stdout_to` (a shell redirection target) and
 // standard error captured.
@@ -36,7 +36,7 @@ protected:
     void SetUp() override {
         temp_dir_test::SetUp();
         db_ = shell_quote(path("h.db"));
-        const auto o = run_cli("history import " + shell_quote(golden + "/run.json") + " --label a --db " + db_);
+        const auto o = run_cli("history import " + shell_quote(golden_folder + "/run.json") + " --label a --db " + db_);
         ASSERT_EQ(o.exit_code, 0) << o.output;
     }
 
@@ -103,7 +103,7 @@ TEST_F(ExitCodes, AFullStandardOutputExitsFourInEveryCommandThatPrints) {
              "history list --db " + db_, "history --changes --db " + db_, "report --db " + db_ + " -o -",
              "bench --list", "disasm counter contend_mutex",
              "bench --suite selftest --contenders ok --workers 1 --min-time 1 --reps 1 --no-history --json " + run_json,
-             "history import " + shell_quote(golden + "/run.json") + " --label b --db " + db_}) {
+             "history import " + shell_quote(golden_folder + "/run.json") + " --label b --db " + db_}) {
         const auto o = run_redirected(args, "/dev/full");
         EXPECT_EQ(o.exit_code, 4) << args << "\n" << o.output;
         EXPECT_NE(o.output.find("standard output"), std::string::npos) << args << "\n" << o.output;
@@ -219,10 +219,11 @@ TEST_F(ExitCodes, AHistoryImportThatFailsOnAFullDiskLeavesNoEmptyHistory) {
     for (const int blocks : {1, 4}) {
         SCOPED_TRACE(blocks);
         const std::string file = path("new" + std::to_string(blocks) + ".db");
-        const auto o = run_cli("{ trap '' XFSZ; ulimit -f " + std::to_string(blocks) + "; " +
-                                   shell_quote(CONTEND_CLI_PATH) + " history import " +
-                                   shell_quote(golden + "/run.json") + " --label a --db " + shell_quote(file) + "; }",
-                               false);
+        const auto o =
+            run_cli("{ trap '' XFSZ; ulimit -f " + std::to_string(blocks) + "; " + shell_quote(CONTEND_CLI_PATH) +
+                        " history import " + shell_quote(golden_folder + "/run.json") + " --label a --db " +
+                        shell_quote(file) + "; }",
+                    false);
         EXPECT_EQ(o.exit_code, 1) << o.output;
         EXPECT_FALSE(fs::exists(file) && fs::file_size(file) == 0) << "an empty file left: " << o.output;
     }
@@ -231,7 +232,7 @@ TEST_F(ExitCodes, AHistoryImportThatFailsOnAFullDiskLeavesNoEmptyHistory) {
 TEST_F(ExitCodes, AHistoryImportThatCannotWriteTheHistoryExitsOne) {
     const auto o =
         run_cli("{ ulimit -f 4; " + shell_quote(CONTEND_CLI_PATH) + " history import " +
-                    shell_quote(golden + "/run.json") + " --label a --db " + shell_quote(path("new.db")) + "; }",
+                    shell_quote(golden_folder + "/run.json") + " --label a --db " + shell_quote(path("new.db")) + "; }",
                 false);
     EXPECT_EQ(o.exit_code, 1) << o.output;
     EXPECT_NE(o.output.find("new.db"), std::string::npos) << o.output;

@@ -25,7 +25,7 @@ namespace {
 using namespace contend::lab;
 using contend_test::shell_quote;
 
-const std::string golden = std::string(CONTEND_LAB_GOLDEN_DIR) + "/compare/";
+const std::string compare_golden = std::string(CONTEND_LAB_GOLDEN_DIR) + "/compare/";
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -150,7 +150,7 @@ TEST_F(HistoryImport, ANearMissOfAPostgresUriIsRefusedByEveryCommandAndCreatesNo
 }  // namespace
 
 TEST(HistoryImportRun, GoogleBenchmarkRowsBecomeLabCellsNamedByProgramAndThreads) {
-    const auto imported = import_run_file(golden + "gb_repetitions.json", "base-1");
+    const auto imported = import_run_file(compare_golden + "gb_repetitions.json", "base-1");
     EXPECT_EQ(imported.format, "google-benchmark");
     EXPECT_EQ(imported.run.context.label, "base-1");  // replaces the file's own label
     EXPECT_EQ(imported.run.context.host_name, "bench-1");
@@ -173,8 +173,8 @@ TEST(HistoryImportRun, GoogleBenchmarkRowsBecomeLabCellsNamedByProgramAndThreads
 }
 
 TEST(HistoryImportRun, AggregatesOnlyKeepsTheMedianWithoutSamples) {
-    const auto in = read_comparison_input(golden + "gb_aggregates_only.json");
-    const auto imported = import_run_file(golden + "gb_aggregates_only.json", "agg");
+    const auto in = read_comparison_input(compare_golden + "gb_aggregates_only.json");
+    const auto imported = import_run_file(compare_golden + "gb_aggregates_only.json", "agg");
     ASSERT_EQ(imported.run.cells.size(), in.benchmarks.size());
     for (std::size_t i = 0; i < in.benchmarks.size(); ++i) {
         EXPECT_TRUE(imported.run.cells[i].ns_per_op.empty());
@@ -184,7 +184,7 @@ TEST(HistoryImportRun, AggregatesOnlyKeepsTheMedianWithoutSamples) {
 }
 
 TEST(HistoryImportRun, ALabFileIsStoredWholeWithOnlyItsLabelReplaced) {
-    const std::string text = read_file(golden + "lab_counter.json");
+    const std::string text = read_file(compare_golden + "lab_counter.json");
     const run_result original = run_from_json(text);
     const auto imported = import_run(text, "lab_counter.json", "ci-42");
     EXPECT_EQ(imported.format, "contend-lab");
@@ -237,7 +237,7 @@ TEST(HistoryImportRun, AnEmptyLabelIsRefused) {
 
 TEST(HistoryImportRun, EveryFileTheCompareReaderRefusesIsRefusedWithTheSameKind) {
     std::size_t files = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(golden + "bad")) {
+    for (const auto& entry : std::filesystem::directory_iterator(compare_golden + "bad")) {
         const std::string file = entry.path().string();
         input_error_kind expected = input_error_kind::other;
         try {
@@ -293,7 +293,7 @@ TEST_F(HistoryImport, TwoImportedRunsCompareByLabelAsTheirFilesDo) {
 TEST_F(HistoryImport, ARefusedFileLeavesTheHistoryAsItWas) {
     const std::string db = path("h.db");
     // No history yet: a refused file creates none.
-    auto o = import(golden + "bad/negative_time.json", "x", db);
+    auto o = import(compare_golden + "bad/negative_time.json", "x", db);
     EXPECT_EQ(o.exit_code, 2) << o.output;
     EXPECT_NE(o.output.find("negative_time.json"), std::string::npos) << o.output;
     EXPECT_FALSE(std::filesystem::exists(db));
@@ -302,7 +302,7 @@ TEST_F(HistoryImport, ARefusedFileLeavesTheHistoryAsItWas) {
     ASSERT_EQ(import(path("good.json"), "good", db).exit_code, 0);
     const auto before = read(db);
     for (const char* bad : {"bad/truncated.json", "bad/null_time.json", "bad/mixed_units.json", "bad/error_row.json"}) {
-        o = import(golden + bad, "x", db);
+        o = import(compare_golden + bad, "x", db);
         EXPECT_EQ(o.exit_code, 2) << bad << ": " << o.output;
     }
     o = import(path("missing.json"), "x", db);

@@ -19,6 +19,7 @@
 
 #include "run/run_profile.hpp"
 #include "run_cli.hpp"
+#include "run_environment.hpp"
 #include "store/results_io.hpp"
 #include "temp_dir.hpp"
 
@@ -28,11 +29,6 @@ using contend_test::run_cli;
 using contend_test::shell_quote;
 using RunLosses = contend_test::temp_dir_test;
 namespace lab = contend::lab;
-
-const bool environment_cleared = [] {
-    unsetenv("CONTEND_INTERPOSE_LIBRARY");
-    return true;
-}();
 
 const std::string scenarios = CONTEND_TEST_SCENARIOS_PATH;
 

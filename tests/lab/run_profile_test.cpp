@@ -13,6 +13,7 @@
 
 #include "run/run_profile.hpp"
 #include "run_cli.hpp"
+#include "run_environment.hpp"
 #include "run_profile_fixture.hpp"
 #include "store/results_io.hpp"
 #include "temp_dir.hpp"
@@ -26,11 +27,6 @@ using contend_test::shell_quote;
 using json = nlohmann::json;
 using RunProfile = contend_test::temp_dir_test;
 namespace lab = contend::lab;
-
-const bool environment_cleared = [] {
-    unsetenv("CONTEND_INTERPOSE_LIBRARY");
-    return true;
-}();
 
 // --- The CLI end to end ---------------------------------------------------------------------
 

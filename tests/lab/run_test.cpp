@@ -17,6 +17,7 @@
 
 #include "run/preload_run.hpp"
 #include "run_cli.hpp"
+#include "run_environment.hpp"
 #include "store/results_io.hpp"
 #include "temp_dir.hpp"
 
@@ -28,12 +29,6 @@ using ContendRun = contend_test::temp_dir_test;
 
 const std::string torture = CONTEND_TEST_TORTURE_PATH;
 const std::string dlopened = CONTEND_TEST_DLOPENED_PATH;
-
-// The library is found in the build tree; a stray CONTEND_INTERPOSE_LIBRARY must not decide.
-const bool environment_cleared = [] {
-    unsetenv("CONTEND_INTERPOSE_LIBRARY");
-    return true;
-}();
 
 // Our multi-threaded program that uses every interposed function (tests/interpose/), under
 // each lock, named by its name and by its older name: it checks its own counts and that the
