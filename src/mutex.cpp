@@ -190,15 +190,7 @@ void reset_in_fork_child() noexcept {
 // guard a forked child could find held (platform/first_use.hpp).
 internal::first_use_value<std::uint32_t> crowd_threshold_value;
 std::uint32_t crowd_threshold() noexcept {
-    return crowd_threshold_value.get([] {
-        int cpus = 0;
-#if defined(__linux__)
-        cpu_set_t set;
-        if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
-#endif
-        if (cpus <= 0) cpus = static_cast<int>(std::thread::hardware_concurrency());
-        return crowd_per_cpu * static_cast<std::uint32_t>(cpus > 0 ? cpus : 1);
-    });
+    return crowd_threshold_value.get([] { return crowd_per_cpu * internal::allowed_cpu_count(); });
 }
 
 // Round r of a contended lock's spin: 2^(r+1) pause lengths for the first four rounds, then

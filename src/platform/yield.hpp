@@ -16,6 +16,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <thread>
 
 #if CONTEND_MODEL_CHECK
 #include "contend/internal/model_atomic.hpp"
@@ -77,6 +78,25 @@ constexpr std::chrono::duration<Rep, Period> tidy_up_after(std::chrono::duration
     return std::chrono::duration<Rep, Period>::max();
 #else
     return on_hardware;
+#endif
+}
+
+// The CPUs this process may run on (its affinity: taskset, cgroups' cpusets), at least 1; in
+// the model-checking build always 2, so that what a primitive decides from it (when a crowd
+// yields) is the same on every machine, and a schedule's spec replays anywhere. The checker
+// runs each execution on one CPU of its own (src/model/explore.cpp).
+inline unsigned allowed_cpu_count() noexcept {
+#if CONTEND_MODEL_CHECK
+    return 2;
+#else
+    int cpus = 0;
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+#endif
+    if (cpus <= 0) cpus = static_cast<int>(std::thread::hardware_concurrency());
+    return cpus > 0 ? static_cast<unsigned>(cpus) : 1u;
 #endif
 }
 

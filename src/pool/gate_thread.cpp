@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "platform/yield.hpp"
 #include "pool/pool_core.hpp"
 
 namespace contend::internal {
@@ -29,16 +30,6 @@ constexpr auto starvation_period = std::chrono::milliseconds(500);
 // Reading a worker's scheduler statistics is a file read; past this many workers the CPU
 // view is left unknown rather than costing the gate thread a file per worker per tick.
 constexpr std::size_t max_metered_workers = 256;
-
-// CPUs this process may run on (its affinity), or 0 if unknown.
-std::size_t allowed_cpus() noexcept {
-#ifdef __linux__
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-#endif
-    return std::thread::hardware_concurrency();
-}
 
 // Nanoseconds a thread of this process has spent running or waiting for a CPU (the first two
 // fields of Linux's /proc/<pid>/task/<tid>/schedstat), or false if unavailable.
@@ -160,7 +151,7 @@ void pool_core::gate_main() {
         last_sleeps = sleeps;
         if (options.hill_climbing) {
             hill_climber::cpu_view cpu;
-            cpu.cpus = allowed_cpus();
+            cpu.cpus = internal::allowed_cpu_count();
             cpu.blocked_workers = meter.sample(*this);
             // Workers inside a blocking_scope have their extra threads already.
             if (cpu.blocked_workers >= 0)
