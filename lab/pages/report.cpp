@@ -19,6 +19,7 @@
 #include "analyze/inputs.hpp"
 #include "measure/cotenant.hpp"
 #include "pages/assets.hpp"
+#include "pages/lock_profile_page.hpp"
 #include "pages/page_parts.hpp"
 #include "pages/ratio_table.hpp"
 #include "results/statistics.hpp"
@@ -347,8 +348,8 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     const std::string_view drawing = inlinable(assets::render_js.text, "script", assets::render_js.path);
 
     std::string sections;
-    json charts = json::array();
-    std::size_t suite_count = 0, side_charts = 0;
+    json charts = json::array(), lock_charts = json::array();
+    std::size_t suite_count = 0, side_charts = 0, lock_charts_expected = 0;
     for (const auto& source : sources) {
         for (const auto& suite : suites_of(source.run)) {
             std::vector<const cell_result*> cells;
@@ -388,6 +389,8 @@ std::string render_report(const std::vector<report_source>& sources, std::string
             // Which lock for which program: each lock's rate against glibc's, program by program.
             if (suite == "programs") sections += ratio_table_html(cells, "glibc");
             cells_table(sections, cells);
+            // A profiled contend run's rows: their locks' waits and stacks.
+            lock_charts_expected += lock_profile_html(sections, lock_charts, id + "-lock", cells);
             sections += "</div>\n</section>\n";
             side_charts += chart["share_canvas"].is_null() ? 1 : 2;
             charts.push_back(chart);
@@ -409,7 +412,8 @@ std::string render_report(const std::vector<report_source>& sources, std::string
     // page whose script never ran reads as having drawn nothing.
     out += "<body data-charts-expected=\"" + std::to_string(suite_count) +
            "\" data-charts-rendered=\"0\" data-side-charts-expected=\"" + std::to_string(side_charts) +
-           "\" data-side-charts-rendered=\"0\" data-points-plotted=\"0\" data-ratio-points-plotted=\"0\" "
+           "\" data-side-charts-rendered=\"0\" data-lock-charts-expected=\"" + std::to_string(lock_charts_expected) +
+           "\" data-lock-charts-rendered=\"0\" data-points-plotted=\"0\" data-ratio-points-plotted=\"0\" "
            "data-baseline=\"\" data-shown=\"\" data-errors=\"0\">\n";
     out += "<script>\n";
     out += error_trap;
@@ -434,8 +438,8 @@ std::string render_report(const std::vector<report_source>& sources, std::string
         "when the repetitions were too short for the scheduler to run every worker. "
         "Charts drawn by " +
         escape_html(chart_library_name(library)) + " (MIT licence), inlined in this page.</footer>\n";
-    out += "<script type=\"application/json\" id=\"report-data\">" + script_safe_json({{"charts", charts}}) +
-           "</script>\n";
+    out += "<script type=\"application/json\" id=\"report-data\">" +
+           script_safe_json({{"charts", charts}, {"lock_charts", lock_charts}}) + "</script>\n";
     out += "<script>\n";
     out += library;
     out += "\n</script>\n";

@@ -23,6 +23,9 @@
 //   data-side-charts-expected   small charts it has data for: per section one of CPU ns/op, and
 //                               one of the least-served share when a cell measured it
 //   data-side-charts-rendered   small charts constructed whose canvas has painted pixels
+//   data-lock-charts-expected   wait histograms of profiled locks it has data for
+//                               (pages/lock_profile_page.hpp: a profiled `contend run` row's)
+//   data-lock-charts-rendered   of those, the ones constructed whose canvas has painted pixels
 //   data-points-plotted         points on the main charts as drawn now, all sections: medians
 //                               of the shown contenders, or their ratios with a baseline
 //   data-ratio-points-plotted   of those, ratios to a baseline (0 in absolute ns/op)

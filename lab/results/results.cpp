@@ -122,7 +122,8 @@ std::size_t run_result::valid_cells() const {
 // Order is the order of CSV columns and of the JSON keys. Schema version 2 added version,
 // library_build_type, run_status and operation (and the metrics table); version 3 the
 // co-tenant (busy_loops, busy_nice, one_cpu; the report shows them as one line); version 4 a
-// cell's modal flag; version 5 why a cell's fairness was not measured.
+// cell's modal flag; version 5 why a cell's fairness was not measured; version 6 a profiled
+// run's locks (results/lock_profile.hpp).
 std::span<const field<machine_context>> context_fields() {
     using c = machine_context;
     static const std::array<field<c>, 19> fields{{
@@ -151,7 +152,7 @@ std::span<const field<machine_context>> context_fields() {
 
 std::span<const field<cell_result>> cell_fields() {
     using c = cell_result;
-    static const std::array<field<c>, 21> fields{{
+    static const std::array<field<c>, 22> fields{{
         {"suite", "suite", &c::suite},
         {"contender", "contender", &c::contender, 1, "contender"},
         {"params", "params", &c::params, 1, "params"},
@@ -173,6 +174,7 @@ std::span<const field<cell_result>> cell_fields() {
         {"fairness_reason", "fairness_reason", &c::fairness_reason, 5},
         {"affinity", "affinity", &c::affinity},
         {"oversubscribed", "oversubscribed", &c::oversubscribed},
+        {"lock_profile", "lock_profile", &c::lock_profile, 6},
     }};
     return fields;
 }

@@ -125,6 +125,9 @@ struct cell_result {
     std::string affinity;  // CPUs the workers were pinned to ("" when not pinned)
     bool oversubscribed = false;  // workers outnumber the CPUs they may use
     metric_list metrics;  // the workload's own figures
+    // A profiled `contend run` row's locks that waited most, with their waits' histograms and
+    // stacks, as results/lock_profile.hpp writes them ("" for none: every other row).
+    std::string lock_profile;
 
     // "<suite>/<contender>/<k:v>.../workers:N", lower case (docs/lab.md, "The JSON results").
     std::string name() const;

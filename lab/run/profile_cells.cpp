@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "measure/harness.hpp"
+#include "results/lock_profile.hpp"
 #include "results/statistics.hpp"
 #include "store/results_io.hpp"
 #include "text/fnv1a.hpp"
@@ -91,6 +92,53 @@ metric_list profile_metrics(const program_profile& p) {
     return m;
 }
 
+// The locks of one run's profile that waited most, as the row keeps them (at most
+// lock_profile_max_locks, each with its first lock_profile_max_stacks stacks).
+lock_profile_data top_locks(const program_profile& p) {
+    lock_profile_data out;
+    out.stack_sample_period = p.stack_sample_periods.empty() ? 0 : p.stack_sample_periods.front();
+    for (const auto& l : p.locks) {
+        if (out.locks.size() == lock_profile_max_locks) break;
+        profiled_lock k;
+        k.site = l.site_text();
+        if (k.site.empty()) k.site = hex_text(l.address);
+        if (k.site.size() > lock_profile_max_name_bytes) k.site.resize(lock_profile_max_name_bytes);
+        k.rwlock = l.rwlock;
+        k.acquisitions = l.acquisitions;
+        k.contended = l.contended;
+        k.wait_ns = l.wait_ns;
+        k.wait_p50_ns = l.wait_p50_ns;
+        k.wait_p90_ns = l.wait_p90_ns;
+        k.wait_p99_ns = l.wait_p99_ns;
+        k.wait_max_ns = l.wait_max_ns;
+        for (const auto& bucket : l.wait_histogram) {
+            if (k.wait_histogram.size() == lock_profile_max_buckets) break;
+            k.wait_histogram.push_back(bucket);
+        }
+        k.stacks_seen = l.stacks.size();
+        for (const auto& s : l.stacks) {
+            k.sampled_waits += s.samples;
+            k.sampled_wait_ns += s.wait_ns;
+        }
+        for (const auto& s : l.stacks) {
+            if (k.stacks.size() == lock_profile_max_stacks) break;
+            waiting_stack w;
+            w.samples = s.samples;
+            w.wait_ns = s.wait_ns;
+            for (const auto& frame : s.frames) {
+                if (w.frames.size() == lock_profile_max_frames) break;
+                std::string name = frame.text();
+                if (name.empty()) name = hex_text(frame.address);
+                if (name.size() > lock_profile_max_name_bytes) name.resize(lock_profile_max_name_bytes);
+                w.frames.push_back(std::move(name));
+            }
+            if (!w.frames.empty()) k.stacks.push_back(std::move(w));
+        }
+        out.locks.push_back(std::move(k));
+    }
+    return out;
+}
+
 void set_status(cell_result& cell, const program_run& run) {
     const program_status& s = run.status;
     if (!run.not_interposed.empty() && s.start_error == 0 && !s.signalled && s.value == 0) {
@@ -145,6 +193,17 @@ cell_result run_cell(const run_record_input& in) {
     }
     // Not a median: one run's loss is the row's.
     if (in.profiled) cell.metrics.emplace_back("processes_lost", lost);
+    // Its locks from one run, whole (a median of histograms and stacks would be no run's):
+    // the profiled run whose total wait is the median of theirs (the lower middle of an even
+    // count).
+    std::vector<const program_profile*> profiles;
+    for (const auto& run : in.runs)
+        if (run.profile) profiles.push_back(&*run.profile);
+    if (!profiles.empty()) {
+        std::stable_sort(profiles.begin(), profiles.end(),
+                         [](const program_profile* a, const program_profile* b) { return a->wait_ns < b->wait_ns; });
+        cell.lock_profile = lock_profile_text(top_locks(*profiles[(profiles.size() - 1) / 2]));
+    }
     return cell;
 }
 

@@ -12,6 +12,8 @@
 #include "store/interrupted.hpp"
 #include "store/output_file.hpp"
 #include "store/results_io.hpp"
+
+#include "results/lock_profile.hpp"
 #include "text/utf8.hpp"
 
 namespace contend::lab {
@@ -203,12 +205,29 @@ void check_cell_values(const cell_result& cell, const json& row) {
     }
 }
 
+json without_key(const json& j, const char* key) {
+    json copy = j;
+    copy.erase(key);
+    return copy;
+}
+
 }  // namespace
 
 json context_to_json(const machine_context& c) { return record_to_json(c, context_fields()); }
 
 json cell_to_json(const cell_result& cell) {
     json j = record_to_json(cell, cell_fields());
+    // An object in the file, not a string of JSON; absent from every row but a profiled run's.
+    if (cell.lock_profile.empty()) {
+        j.erase("lock_profile");
+    } else {
+        try {
+            lock_profile_from_text(cell.lock_profile);  // a history row's text is input too
+        } catch (const lock_profile_error& e) {
+            throw std::runtime_error("row " + message_text(cell.name()) + ": " + e.what());
+        }
+        j["lock_profile"] = json::parse(cell.lock_profile);
+    }
     const std::string name = cell.name();
     j["name"] = name;
     j["run_name"] = name;
@@ -230,7 +249,22 @@ machine_context context_from_json(const json& j) {
 }
 
 cell_result cell_from_json(const json& j) {
-    cell_result cell = record_from_json(j, cell_fields(), std::string("result row"));
+    // The lock profile is an object in the file and a text in the row: checked as the text is
+    // whenever it is read (results/lock_profile.hpp), and kept in its one written form.
+    const auto profile = j.is_object() ? j.find("lock_profile") : j.end();
+    std::string profile_text;
+    if (profile != j.end()) {
+        if (!profile->is_object()) throw std::runtime_error("result row: 'lock_profile' is not an object");
+        try {
+            profile_text = lock_profile_text(lock_profile_from_text(profile->dump()));
+        } catch (const lock_profile_error& e) {
+            throw std::runtime_error(std::string("result row: ") + e.what());
+        }
+    }
+    json stripped;  // the row less its profile, copied only for the rows that have one
+    if (profile != j.end()) stripped = without_key(j, "lock_profile");
+    cell_result cell = record_from_json(profile != j.end() ? stripped : j, cell_fields(), std::string("result row"));
+    cell.lock_profile = std::move(profile_text);
     // Every other number is a workload metric (Google Benchmark's user counters are written
     // the same way); anything else unknown is a mistake worth saying.
     for (const auto& [key, value] : j.items()) {

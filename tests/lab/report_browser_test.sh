@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The page of `contend report` in a real browser. Usage:
-#   report_browser_test.sh <contend binary> <results JSON> <number of suites in it>
+#   report_browser_test.sh <contend binary> <results JSON> <number of suites in it> [<lock charts>]
+# (<lock charts>: the wait histograms of profiled locks the results hold, default 0; each must
+# be drawn in every view.)
 # Writes the page of the JSON file and opens it three times in Debian's headless Chromium,
 # each time reading back what the page's own script recorded on <body> (lab/pages/report.hpp):
 #   1. plain: every main and side chart constructed and painted, points plotted, ratios to
@@ -17,6 +19,7 @@ set -uo pipefail
 contend=$1
 results=$2
 suites=$3
+lock_charts=${4:-0}
 chromium=${CONTEND_CHROMIUM:-/usr/bin/chromium}
 
 fail() {
@@ -65,6 +68,10 @@ load() {
   [ "${side_expected:-0}" -ge "$suites" ] || fail "$name: data for $side_expected side charts, fewer than the suites"
   [ "$side_rendered" = "$side_expected" ] || fail "$name: $side_rendered of $side_expected side charts rendered"
   [ "$(attribute data-points-plotted)" -gt 0 ] || fail "$name: no point plotted"
+  [ "$(attribute data-lock-charts-expected)" = "$lock_charts" ] ||
+    fail "$name: the page has data for $(attribute data-lock-charts-expected) lock charts, not $lock_charts"
+  [ "$(attribute data-lock-charts-rendered)" = "$lock_charts" ] ||
+    fail "$name: $(attribute data-lock-charts-rendered) of $lock_charts lock charts rendered"
 }
 attribute() { sed -n "s/.* $1=\"\([^\"]*\)\".*/\1/p" <<<"$body"; }
 

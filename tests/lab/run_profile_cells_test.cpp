@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "results/lock_profile.hpp"
 #include "run/profile_cells.hpp"
 #include "run_profile_fixture.hpp"
 #include "store/history.hpp"
@@ -121,6 +122,58 @@ TEST_F(RunProfile, ARowCarriesTheRwlocksReadsAndWritesApartThroughTheJsonAndTheH
          {{ok, 1e6, lab::merge_profiles({lab::parse_profile(profile_json(7, {lock_json("0x20", 1)}).dump())}, 7), 0,
            ""}}});
     for (const auto& [name, value] : mutexes.metrics) EXPECT_EQ(name.find("rwlock"), std::string::npos) << name;
+}
+
+// The row keeps its top locks whole from one run, the profiled run whose total wait is the
+// median: their waits' histograms and stacks, named as the table names them, through the JSON
+// results and the history alike.
+TEST_F(RunProfile, TheRowKeepsTheTopLocksOfItsMedianRunWithTheirHistogramsAndStacks) {
+    const auto profile_of = [](std::uint64_t total_wait, std::uint64_t top_wait) {
+        auto j = profile_json(7, {with_distributions(with_stacks(lock_json("0x10", top_wait))), lock_json("0x20", 1)});
+        j["wait_ns"] = total_wait;
+        j["stack_sample_period"] = 4;
+        return lab::merge_profiles({lab::parse_profile(j.dump())}, 7);
+    };
+    lab::program_status ok;
+    lab::run_result run;
+    run.context.date = "2026-01-01T00:00:00Z";
+    // Three runs; the middle total wait (5 ms) is the second one's, whose top lock waited 222 us.
+    run.cells.push_back(lab::run_cell({{"prog"},
+                                       "contend_mutex",
+                                       true,
+                                       {{ok, 1e6, profile_of(9000000, 333000), 0, ""},
+                                        {ok, 1e6, profile_of(5000000, 222000), 0, ""},
+                                        {ok, 1e6, profile_of(1000000, 111000), 0, ""}}}));
+    {
+        lab::history_store history(path("h.db"));
+        history.append(run);
+    }
+    const auto stored = lab::history_store(path("h.db"), lab::history_access::read_only).runs();
+    ASSERT_EQ(stored.size(), 1u);
+    const auto from_json = lab::run_from_json(lab::to_json(run));
+    for (const auto& cells : {run.cells, from_json.cells, stored[0].cells}) {
+        ASSERT_EQ(cells.size(), 1u);
+        EXPECT_EQ(cells[0].lock_profile, run.cells[0].lock_profile);
+        const auto p = lab::lock_profile_from_text(cells[0].lock_profile);
+        EXPECT_EQ(p.stack_sample_period, 4u);
+        ASSERT_EQ(p.locks.size(), 2u);
+        const auto& top = p.locks[0];
+        EXPECT_EQ(top.wait_ns, 222000u) << "the run of the median total wait";
+        EXPECT_EQ(top.wait_p50_ns, 300u);
+        EXPECT_EQ(top.wait_p90_ns, 1200u);
+        EXPECT_EQ(top.wait_histogram, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{256, 6}, {4096, 4}}));
+        ASSERT_EQ(top.stacks.size(), 2u);
+        EXPECT_EQ(top.stacks[0].frames.size(), 3u);
+        EXPECT_NE(top.stacks[0].frames[0].find("worker_loop"), std::string::npos) << top.stacks[0].frames[0];
+        EXPECT_EQ(top.stacks[0].samples, 3u);
+        EXPECT_EQ(top.stacks_seen, 2u);
+        EXPECT_EQ(top.sampled_waits, 4u);
+        EXPECT_EQ(top.sampled_wait_ns, 8000u);
+        EXPECT_TRUE(p.locks[1].stacks.empty());
+        EXPECT_TRUE(p.locks[1].wait_histogram.empty());
+    }
+    // A row that was not profiled keeps none.
+    EXPECT_TRUE(lab::run_cell({{"prog"}, "glibc", false, {{ok, 1e6, std::nullopt, 0, ""}}}).lock_profile.empty());
 }
 
 TEST_F(RunProfile, TheProgramParamsAreSafeAndTheArgumentsHashKeepsTheirBoundaries) {

@@ -383,7 +383,31 @@
     });
     record();
   });
+  // A profiled program's locks: each one's contended waits by duration, as bars.
+  var lock_rendered = 0;
+  each(data.lock_charts || [], function (h) {
+    var canvas = document.getElementById(h.canvas);
+    new Chart(canvas, {
+      type: 'bar',
+      data: { labels: h.labels, datasets: [{ label: 'contended waits', data: h.counts, backgroundColor: palette[0] }] },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        plugins: {
+          legend: { display: false },
+          title: { display: true, text: 'Contended waits by duration' },
+          tooltip: { callbacks: { label: function (ctx) { return ctx.parsed.y.toLocaleString('en-US') + ' waits'; } } }
+        },
+        scales: {
+          x: { title: { display: true, text: 'wait (from)' } },
+          y: { type: 'linear', beginAtZero: true, title: { display: true, text: 'waits' } }
+        }
+      }
+    });
+    if (canvas.width > 0 && canvas.height > 0 && painted(canvas)) lock_rendered += 1;
+    else console.error('contend report: the wait chart of ' + h.title + ' did not draw');
+  });
   record();
   body.setAttribute('data-charts-rendered', String(rendered));
   body.setAttribute('data-side-charts-rendered', String(side_rendered));
+  body.setAttribute('data-lock-charts-rendered', String(lock_rendered));
 })();
