@@ -8,15 +8,17 @@
 #     wrk, the HTTP load of server's smoke test; sysbench, a real program `contend run`'s test
 #     runs under every lock; valgrind, whose helgrind the interposer's test runs a program
 #     under, and whose <valgrind/helgrind.h> the build takes its client requests from
-#     (docs/interpose.md#helgrind); pigz, xz-utils, rocksdb-tools (db_bench) and python3, the
-#     programs suite's programs beside sysbench and coreutils' sort (docs/lab.md).
+#     (docs/interpose.md#helgrind); pigz, xz-utils, rocksdb-tools (db_bench), python3, memcached
+#     and libmemcached-tools (its load client, memaslap), the programs suite's programs beside
+#     sysbench and coreutils' sort (docs/lab.md). Debian starts memcached as a service where
+#     the machine has an init that runs services; the suite runs its own on another port.
 #   - Chart.js, the charting library `contend report` inlines into its page, from npm at the
 #     exact version pinned in lab/pages/package-lock.json, into lab/pages/node_modules.
 #     The build embeds it (a build configured without it configures again by itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build g++ pkg-config clang-format libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev postgresql libpq-dev libabsl-dev libtbb-dev libck-dev libboost-dev libreaderwriterqueue-dev chromium clang wrk sysbench valgrind
-  pigz xz-utils rocksdb-tools python3)
+  pigz xz-utils rocksdb-tools python3 memcached libmemcached-tools)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do

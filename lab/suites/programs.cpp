@@ -29,11 +29,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <regex>
 #include <stdexcept>
@@ -98,6 +100,12 @@ struct job {
     std::function<std::string(const std::string& output, std::string& why)> outcome;
     // The outcome the suite knows to be right, or "" when only the plain run says.
     std::string known_outcome;
+    // A server the steps talk to (memcached): started first, with the run's environment (so
+    // under the lock), while the steps, its load client, run plainly; stopped after them. It
+    // writes its TCP port to the file that MEMCACHED_PORT_FILENAME names ("TCP INET: N"),
+    // which replaces "{port}" in the steps' arguments. Its CPU time is the run's too.
+    std::vector<std::string> server;
+    std::string port_file;  // where the server writes its port (under the cell's folder)
 };
 
 struct program_kind {
@@ -108,6 +116,8 @@ struct program_kind {
     std::string unit;  // what one unit of the job is: the row's operation
     // The job at `threads` (quick: a smaller one), its input written under `dir`.
     std::function<job(int threads, bool quick, const fs::path& dir)> make;
+    // A second program the job runs (a load client), and its package; "" for none.
+    std::string client_executable = {}, client_package = {};
 };
 
 // A scratch folder under $TMPDIR (or /tmp), removed with everything in it at the end.
@@ -227,6 +237,27 @@ std::string events_outcome(const std::string& output, std::string& why) {
     return o;
 }
 
+// memaslap's counts: the gets and sets it made must be the ones asked for, and every value it
+// read back and verified must be the one it stored.
+std::string memaslap_outcome(const std::string& output, std::string& why) {
+    const auto figure = [&](const char* name) -> std::optional<long long> {
+        const std::regex line(std::string("(^|\n)") + name + R"(: (\d+))");
+        std::smatch m;
+        if (!std::regex_search(output, m, line)) return std::nullopt;
+        return std::stoll(m[2].str());
+    };
+    const auto gets = figure("cmd_get"), sets = figure("cmd_set"), failed = figure("verify_failed");
+    if (!gets || !sets || !failed) {
+        why = "no \"cmd_get\", \"cmd_set\" and \"verify_failed\" lines";
+        return "";
+    }
+    if (*failed != 0) {
+        why = std::to_string(*failed) + " values read back were not the ones stored (verify_failed)";
+        return "";
+    }
+    return "gets " + std::to_string(*gets) + " sets " + std::to_string(*sets);
+}
+
 std::string str(double v) { return std::to_string(static_cast<long long>(v)); }
 
 // A compressor's round trip: compress `data` to a file beside it, then decompress that to
@@ -316,6 +347,29 @@ std::vector<program_kind> program_kinds() {
              j.known_outcome = "items " + std::to_string(items) + " sum " + std::to_string(items * (items - 1) / 2);
              return j;
          }});
+    // memcached (its worker threads the program's threads) under the lock, loaded over
+    // 127.0.0.1 by memaslap from libmemcached-tools (Debian's memcaslap), run plainly: 2
+    // client threads, 32 connections, 90 % gets, a tenth of the values verified. The job is a
+    // fixed count of operations; its time runs from the server being ready to the client's end.
+    p.push_back({"memcached",
+                 "memcached under the lock, loaded over 127.0.0.1 by memaslap (2 threads, 32 connections, 90 % gets): "
+                 "200,000 operations (50,000 with --quick)",
+                 "memcached", "memcached", "operation",
+                 [](int threads, bool quick, const fs::path& dir) {
+                     const long long operations = quick ? 50000 : 200000;
+                     job j;
+                     j.port_file = (dir / "memcached.port").string();
+                     j.server = {"memcached", "-l", "127.0.0.1", "-p", "-1", "-U", "0", "-t", std::to_string(threads),
+                                 "-m",        "64", "-c",        "256"};
+                     // As root it refuses to start unless told which user to run as.
+                     if (geteuid() == 0) j.server.insert(j.server.end(), {"-u", "root"});
+                     j.steps = {{"memcaslap", "-s", "127.0.0.1:{port}", "-T", "2", "-c", "32", "-x",
+                                 std::to_string(operations), "-v", "0.1"}};
+                     j.units = static_cast<double>(operations);
+                     j.outcome = memaslap_outcome;
+                     return j;
+                 },
+                 "memcaslap", "libmemcached-tools"});
     // RocksDB's db_bench, a fresh database each run, no compression, fixed seed: the keys
     // found are the same in every run at one thread count. Its --num and --reads are each
     // thread's, so the job's totals are split over the threads (whole keys a thread): the job
@@ -353,17 +407,89 @@ struct run_outcome {
     double cpu_ns = 0;
 };
 
-// Runs the job's steps within `limit_s` in all, with `environment` (none: ours, plainly).
+std::vector<std::string> own_environment() {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    return env;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// How a server that should still run ended, in words.
+std::string ended_text(const child_exit& e) {
+    return e.end == child_end::signaled
+               ? "was killed by signal " + std::to_string(e.value) + " (" + strsignal(e.value) + ")"
+               : "exited with status " + std::to_string(e.value);
+}
+
+// The job's server (job::server), started with `environment` and listening: its port, or ""
+// with the failure in `r` (it did not start, ended, or wrote no port within `limit_s`).
+std::string start_server(const job& j, const std::vector<std::string>& environment, double limit_s,
+                         child_process& server, run_outcome& r) {
+    const std::string who = j.server.front();
+    std::error_code ignored;
+    fs::remove(j.port_file, ignored);
+    child_spec spec;
+    spec.argv = j.server;
+    spec.environment = environment;
+    spec.environment->push_back("MEMCACHED_PORT_FILENAME=" + j.port_file);
+    spec.input = child_stream::null;
+    spec.output = child_stream::pipe;
+    spec.errors = child_stream::pipe;
+    spec.new_process_group = true;
+    spec.die_with_parent = true;
+    server = child_process::start(spec);
+    r.status = "program_failed";
+    if (server.start_error() != 0) {
+        r.detail = who + " could not be started: " + std::strerror(server.start_error());
+        return "";
+    }
+    static const std::regex listening(R"(TCP INET: (\d+))");
+    const auto begun = std::chrono::steady_clock::now();
+    std::string said;
+    for (;;) {
+        std::ifstream in(j.port_file);
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::smatch m;
+        if (std::regex_search(text, m, listening)) {
+            r.status.clear();
+            return m[1].str();
+        }
+        if (const auto e = server.wait_for(0)) {
+            server.read_output(said, 0);
+            r.detail = who + " " + ended_text(*e) + " before it listened: " + output_tail(said);
+            return "";
+        }
+        if (seconds_since(begun) > limit_s) {
+            server.kill_and_wait();
+            r.status = "timed_out";
+            r.detail = who + " did not listen within " + std::to_string(static_cast<int>(limit_s)) + " s; killed";
+            return "";
+        }
+        server.read_output(said, 10);  // and waits up to 10 ms
+    }
+}
+
+// Runs the job's steps within `limit_s` in all, with `environment` (none: ours, plainly); a
+// job with a server runs the server so and its steps plainly.
 run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>& environment, double limit_s) {
     run_outcome r;
+    const auto begun = std::chrono::steady_clock::now();
+    child_process server;  // killed and reaped by its destructor on every early return
+    std::string port;
+    if (!j.server.empty()) {
+        port = start_server(j, environment ? *environment : own_environment(), std::min(10.0, limit_s), server, r);
+        if (port.empty()) return r;
+    }
     const auto start = std::chrono::steady_clock::now();
-    for (const auto& argv : j.steps) {
+    for (auto argv : j.steps) {
+        for (auto& a : argv)
+            if (const auto at = a.find("{port}"); at != std::string::npos) a.replace(at, 6, port);
         child_spec spec;
         spec.argv = argv;
-        std::vector<std::string> env;
-        if (environment) env = *environment;
-        else
-            for (char** e = environ; *e; ++e) env.emplace_back(*e);
+        std::vector<std::string> env = environment && j.server.empty() ? *environment : own_environment();
         env.insert(env.end(), j.environment.begin(), j.environment.end());
         spec.environment = std::move(env);
         spec.input = child_stream::null;
@@ -372,8 +498,7 @@ run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>&
         spec.new_process_group = true;  // a deadline's kill reaches what the program started
         spec.die_with_parent = true;
         spec.output_limit = std::size_t{64} << 20;
-        const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        spec.timeout_s = std::max(0.001, limit_s - used);
+        spec.timeout_s = std::max(0.001, limit_s - seconds_since(begun));
         const child_result c = run_child(spec);
         r.cpu_ns += c.cpu_ns;
         r.output = c.output;
@@ -408,6 +533,23 @@ run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>&
         }
     }
     r.wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    if (!j.server.empty()) {
+        const std::string who = j.server.front();
+        // A server that ended during the load failed it, whatever the client printed.
+        if (const auto e = server.wait_for(0)) {
+            r.status = "program_failed";
+            r.detail = who + " " + ended_text(*e) + " while it was loaded";
+            return r;
+        }
+        server.signal(SIGTERM);
+        const auto e = server.wait_for(5);
+        if (!e) {
+            r.status = "program_failed";
+            r.detail = who + " did not stop within 5 s of SIGTERM; killed";
+            return r;
+        }
+        r.cpu_ns += e->cpu_ns;
+    }
     return r;
 }
 
@@ -433,6 +575,9 @@ cell_result measure_program_cell(const program_kind& p, const std::string& lock,
     };
     if (program_file(p.executable, std::getenv("PATH")).empty())
         return fail("skipped", p.executable + " is not installed: apt-get install " + p.package +
+                                   " (scripts/setup.sh installs every program of the suite)");
+    if (!p.client_executable.empty() && program_file(p.client_executable, std::getenv("PATH")).empty())
+        return fail("skipped", p.client_executable + " is not installed: apt-get install " + p.client_package +
                                    " (scripts/setup.sh installs every program of the suite)");
     std::string library;
     try {

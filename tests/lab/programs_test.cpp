@@ -35,8 +35,8 @@ TEST(ProgramsSuite, ListsEveryProgramUnderEveryLockOfContendRun) {
     EXPECT_EQ(ids.size(), s->contenders.size());
     EXPECT_EQ(locks.count("glibc"), 1u);
     EXPECT_EQ(locks.count("contend_mutex"), 1u);
-    for (const char* p : {"sysbench_mutex", "sysbench_threads", "sort", "xz", "pigz", "python_queue", "db_bench_read",
-                          "db_bench_write"})
+    for (const char* p : {"sysbench_mutex", "sysbench_threads", "sort", "xz", "pigz", "python_queue", "memcached",
+                          "db_bench_read", "db_bench_write"})
         EXPECT_EQ(programs.count(p), 1u) << p;
     EXPECT_EQ(s->contenders.size(), locks.size() * programs.size());
     EXPECT_TRUE(s->interleave_rounds);
@@ -84,6 +84,34 @@ case $mode in
 esac
 )sh");
         ::chmod(path("sysbench").c_str(), 0755);
+        // memcached: under the library does what FAKE_SERVER says (listen: write its port and
+        // run until SIGTERM; die: listen, then exit 1 during the load; silent: never listen;
+        // refuse: exit 2 at once), plainly it listens. Notes in server.log whether it ran
+        // under the library.
+        write(path("memcached"), R"sh(#!/bin/sh
+mode=listen
+case "$LD_PRELOAD" in *contend_interpose*) mode=${FAKE_SERVER:-listen}; echo preloaded >> "${0%/*}/server.log";; *) echo plain >> "${0%/*}/server.log";; esac
+trap 'exit 0' TERM
+case $mode in
+  refuse) echo "failed to listen on TCP port" >&2; exit 2;;
+  silent) ;;
+  *) echo "TCP INET: 41234" > "$MEMCACHED_PORT_FILENAME";;
+esac
+[ "$mode" = die ] && { /bin/sleep 0.1; exit 1; }
+while :; do /bin/sleep 0.05; done
+)sh");
+        ::chmod(path("memcached").c_str(), 0755);
+        // memcaslap: must run plainly and be given the port the server wrote; prints its
+        // counts, with FAKE_CLIENT=corrupt three values read back wrong.
+        write(path("memcaslap"), R"sh(#!/bin/sh
+case "$LD_PRELOAD" in *contend_interpose*) echo "the client ran under the library"; exit 4;; esac
+case " $* " in *" 127.0.0.1:41234 "*) ;; *) echo "not given the server's port: $*"; exit 5;; esac
+/bin/sleep 0.3
+echo "cmd_get: 45000"
+echo "cmd_set: 5000"
+[ "${FAKE_CLIENT:-}" = corrupt ] && echo "verify_failed: 3" || echo "verify_failed: 0"
+)sh");
+        ::chmod(path("memcaslap").c_str(), 0755);
         old_path_ = std::getenv("PATH") ? std::getenv("PATH") : "";
         ::setenv("PATH", dir_.c_str(), 1);  // the stand-in, and nothing else
     }
@@ -91,6 +119,8 @@ esac
         ::setenv("PATH", old_path_.c_str(), 1);
         ::unsetenv("FAKE_MODE");
         ::unsetenv("FAKE_PLAIN");
+        ::unsetenv("FAKE_SERVER");
+        ::unsetenv("FAKE_CLIENT");
         temp_dir_test::TearDown();
     }
 
@@ -175,4 +205,55 @@ TEST_F(ProgramsCells, AProgramThatIsNotInstalledIsSkippedWithThePackageToInstall
     const auto c = cell("xz");  // PATH holds the stand-in only
     EXPECT_EQ(c.status, "skipped") << c.detail;
     EXPECT_NE(c.detail.find("apt-get install xz-utils"), std::string::npos) << c.detail;
+}
+
+// A server program (memcached): started under the lock and ready before its plain load client
+// runs against the port it wrote, stopped after it; every way it can go wrong makes the cell
+// invalid with the reason.
+TEST_F(ProgramsCells, AServerUnderTheLockLoadedByAPlainClientMakesAValidCell) {
+    const auto c = cell("memcached");
+    ASSERT_TRUE(c.valid()) << c.status << ": " << c.detail;
+    EXPECT_EQ(c.operation, "operation");
+    EXPECT_EQ(c.repetitions, 2);
+    EXPECT_GT(c.metric("per_second"), 0);
+    // Each round (one repetition each, measure/rounds.hpp): its plain run's server, then its
+    // repetition's under the library.
+    EXPECT_EQ(read(path("server.log")), "plain\npreloaded\nplain\npreloaded\n");
+}
+
+TEST_F(ProgramsCells, AServerThatDiesDuringTheLoadMakesTheCellProgramFailed) {
+    ::setenv("FAKE_SERVER", "die", 1);
+    const auto c = cell("memcached");
+    EXPECT_EQ(c.status, "program_failed") << c.detail;
+    EXPECT_NE(c.detail.find("memcached exited with status 1 while it was loaded"), std::string::npos) << c.detail;
+}
+
+TEST_F(ProgramsCells, AServerThatCannotListenSaysWhatItPrinted) {
+    ::setenv("FAKE_SERVER", "refuse", 1);
+    const auto c = cell("memcached");
+    EXPECT_EQ(c.status, "program_failed") << c.detail;
+    EXPECT_NE(c.detail.find("exited with status 2 before it listened: failed to listen on TCP port"), std::string::npos)
+        << c.detail;
+}
+
+TEST_F(ProgramsCells, AServerThatNeverListensIsKilledAndTheCellTimedOut) {
+    ::setenv("FAKE_SERVER", "silent", 1);
+    const auto c = cell("memcached");
+    EXPECT_EQ(c.status, "timed_out") << c.detail;
+    EXPECT_NE(c.detail.find("memcached did not listen within 2 s; killed"), std::string::npos) << c.detail;
+}
+
+TEST_F(ProgramsCells, AClientThatReadsBackValuesOtherThanItStoredMakesTheCellWrongOutput) {
+    ::setenv("FAKE_CLIENT", "corrupt", 1);
+    const auto c = cell("memcached");
+    EXPECT_EQ(c.status, "plain_run_failed") << c.detail;
+    EXPECT_NE(c.detail.find("3 values read back were not the ones stored"), std::string::npos) << c.detail;
+}
+
+TEST_F(ProgramsCells, AMissingLoadClientIsSkippedWithItsPackage) {
+    ASSERT_EQ(::unlink(path("memcaslap").c_str()), 0);
+    const auto c = cell("memcached");
+    EXPECT_EQ(c.status, "skipped") << c.detail;
+    EXPECT_NE(c.detail.find("memcaslap is not installed: apt-get install libmemcached-tools"), std::string::npos)
+        << c.detail;
 }
