@@ -44,8 +44,14 @@ void stacks_html(std::string& html, const profiled_lock& l, std::uint64_t period
             "), innermost frame first.</p>\n<ol class=\"stacks\">\n";
     for (const auto& s : l.stacks) {
         html += "<li><span class=\"share\">" + share_text(s.wait_ns, l.sampled_wait_ns) +
-                " %</span> of the sampled waits' time (" + std::to_string(s.samples) + " waits)<ol class=\"frames\">";
-        for (const auto& frame : s.frames) html += "<li><code>" + escape_html(frame) + "</code></li>";
+                " %</span> of the sampled waits' time (" + std::to_string(s.samples) +
+                (s.samples == 1 ? " wait)" : " waits)") + "<ol class=\"frames\">";
+        // The innermost frames say where; the rest (thread start, main) is said as a count.
+        constexpr std::size_t shown = 8;
+        for (std::size_t f = 0; f < s.frames.size() && f < shown; ++f)
+            html += "<li><code>" + escape_html(s.frames[f]) + "</code></li>";
+        if (s.frames.size() > shown)
+            html += "<li class=\"note\">\u2026 " + std::to_string(s.frames.size() - shown) + " more frames</li>";
         html += "</ol></li>\n";
     }
     html += "</ol>\n";
@@ -81,10 +87,12 @@ std::size_t lock_profile_html(std::string& html, json& charts, const std::string
         } catch (const lock_profile_error& e) {
             throw std::runtime_error("row " + cell.name() + ": " + e.what());
         }
-        html += "<div class=\"locks\">\n<h3>Where it waits: " + escape_html(cell.name()) +
-                "</h3>\n<p class=\"note\">The " + std::to_string(profile.locks.size()) +
-                " locks that waited longest, in the profiled run whose total wait was the median of the "
-                "row's runs; each chart counts that lock's contended waits by how long they took.</p>\n";
+        const std::size_t n = profile.locks.size();
+        html += "<div class=\"locks\">\n<h3>Where it waits: " + escape_html(cell.name()) + "</h3>\n<p class=\"note\">" +
+                (n == 1 ? std::string("The one lock that waited")
+                        : "The " + std::to_string(n) + " locks that waited longest") +
+                ", in the profiled run whose total wait was the median of the row's runs; each chart counts that "
+                "lock's contended waits by how long they took.</p>\n";
         for (std::size_t k = 0; k < profile.locks.size(); ++k) {
             const profiled_lock& l = profile.locks[k];
             const std::string id = id_prefix + "-" + std::to_string(c) + "-" + std::to_string(k);

@@ -173,6 +173,7 @@ TEST(Report, AProfiledRunsLocksAreDrawnWithTheirFiguresAndStacksAndNamesAreEscap
               std::string::npos);
     EXPECT_NE(page.find("2 of its 5 call stacks, of 5103 sampled waits (1 contended wait in 4)"), std::string::npos);
     EXPECT_NE(page.find("<li><code>TableCache::FindTable at db/table_cache.cc:142</code></li>"), std::string::npos);
+    EXPECT_NE(page.find("The 2 locks that waited longest"), std::string::npos);
     EXPECT_NE(page.find("2. rwlock at rocksdb::port::Mutex::Lock"), std::string::npos);
     EXPECT_NE(page.find("No call stack sampled for this lock."), std::string::npos);
     // A frame's name is text, never markup.
@@ -196,6 +197,22 @@ TEST(Report, AMalformedLockProfileFailsThePageNamingItsRow) {
         EXPECT_NE(what.find("row run/contend_mutex/program:db_bench"), std::string::npos) << what;
         EXPECT_NE(what.find("lock profile: the profile lacks 'stack_sample_period'"), std::string::npos) << what;
     }
+}
+
+// A stack's first 8 frames are listed, the rest counted; one lock is said as one.
+TEST(Report, AStacksInnermostFramesAreListedAndTheRestCounted) {
+    lab::run_result run = lab::run_from_json(read_file(profiled_run_file()));
+    auto p = lab::lock_profile_from_text(run.cells[0].lock_profile);
+    p.locks.resize(1);
+    p.locks[0].stacks[0].frames.clear();
+    for (int f = 0; f < 11; ++f) p.locks[0].stacks[0].frames.push_back("frame" + std::to_string(f));
+    run.cells[0].lock_profile = lab::lock_profile_text(p);
+    run.cells[1].lock_profile.clear();
+    const std::string page = lab::render_report({{"one.json", run}}, fake_library);
+    EXPECT_NE(page.find("<code>frame7</code>"), std::string::npos);
+    EXPECT_EQ(page.find("<code>frame8</code>"), std::string::npos);
+    EXPECT_NE(page.find("\u2026 3 more frames"), std::string::npos);
+    EXPECT_NE(page.find("The one lock that waited,"), std::string::npos);
 }
 
 TEST(LockProfile, DurationsAreWrittenInTheirUnitWithThreeFigures) {
