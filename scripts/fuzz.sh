@@ -18,7 +18,7 @@ out=build/fuzz
 mkdir -p "$out/objects"
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Ilab -Iinclude -Iserver)
 lab_seeds="tests/lab/golden/compare tests/lab/golden/run.json tests/lab/golden/run_v1.json"
-parsers=(lab/analyze/inputs.cpp lab/store/results_json.cpp lab/results/results.cpp lab/results/statistics.cpp
+parsers=(lab/analyze/inputs.cpp lab/store/results_json.cpp lab/results/results.cpp lab/results/lock_profile.cpp lab/results/statistics.cpp
   lab/store/output_file.cpp lab/os/write_all.cpp lab/text/utf8.cpp lab/text/numbers.cpp)  # text/: message_text and ns_text, which errors use
 compare_inputs_sources=(fuzz/compare_inputs_fuzz.cpp "${parsers[@]}")
 history_import_sources=(fuzz/history_import_fuzz.cpp lab/analyze/history_import.cpp "${parsers[@]}")
