@@ -17,7 +17,7 @@ runs=${1:-50000}
 out=build/fuzz
 mkdir -p "$out/objects"
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Ilab -Iinclude -Iserver)
-lab_seeds="tests/lab/golden/compare tests/lab/golden/run.json tests/lab/golden/run_v1.json"
+lab_seeds="tests/lab/golden/compare tests/lab/golden/run.json tests/lab/golden/run_v1.json tests/lab/golden/report_profiled_run.json"
 parsers=(lab/analyze/inputs.cpp lab/store/results_json.cpp lab/results/results.cpp lab/results/lock_profile.cpp lab/results/statistics.cpp
   lab/store/output_file.cpp lab/os/write_all.cpp lab/text/utf8.cpp lab/text/numbers.cpp)  # text/: message_text and ns_text, which errors use
 compare_inputs_sources=(fuzz/compare_inputs_fuzz.cpp "${parsers[@]}")
