@@ -174,11 +174,16 @@ TEST(ThreadPool, WorkWaitingSeesTheCallersDequeAndTheGlobalQueues) {
     EXPECT_TRUE(after_local.load());
     EXPECT_TRUE(after_global.load());
 
-    // Off the pool: the global queue, here behind the one worker held busy.
-    std::atomic<bool> release{false};
+    // Off the pool: the global queue, here behind the one worker held busy. The second item
+    // is posted once the worker runs the first: posted before, it could move with the first
+    // into the worker's deque (a worker takes a batch from the global queue), which off the
+    // pool is not looked at (thread_pool.hpp), and the check below failed so under ASan.
+    std::atomic<bool> release{false}, running{false};
     pool.post([&] {
+        running = true;
         while (!release.load()) std::this_thread::sleep_for(1ms);
     });
+    while (!running.load()) std::this_thread::sleep_for(1ms);  // bounded by the watchdog
     pool.post([] {});
     EXPECT_TRUE(pool.work_waiting());
     release = true;

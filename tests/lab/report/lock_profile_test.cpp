@@ -90,6 +90,14 @@ TEST(LockProfile, AMalformedTextIsRefusedSayingWhat) {
         {with([](json& j) { j["locks"][0]["wait_ns"] = 1.5; }), "locks[0].wait_ns is not a whole number"},
         {with([](json& j) { j["locks"][0]["wait_histogram"][1][0] = 512; }), "does not start above the bucket"},
         {with([](json& j) { j["locks"][0]["wait_histogram"][0] = json::array({1}); }), "is not a pair"},
+        {with([](json& j) {
+             json buckets = json::array();
+             for (int b = 1; b <= 513; ++b) buckets.push_back({b, 1});
+             j["locks"][0]["wait_histogram"] = buckets;
+         }),
+         "wait_histogram holds more than 512"},
+        {with([](json& j) { j["locks"][0]["stacks"] = json::array_t(4, j["locks"][0]["stacks"][0]); }),
+         "stacks holds more than 3"},
         {with([](json& j) { j["locks"][0]["stacks"][0]["frames"] = json::array(); }), "frames is empty"},
         {with([](json& j) { j["locks"][0]["stacks"][0]["frames"] = json::array_t(17, "f"); }), "holds more than 16"},
         {with([](json& j) { j["locks"][0]["stacks"][0]["frames"][0] = nullptr; }), "frames[0] is not a string"},
