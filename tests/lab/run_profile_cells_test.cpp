@@ -14,6 +14,19 @@ namespace {
 using namespace contend_test;
 namespace lab = contend::lab;
 
+// The row as made, as read back from the JSON results, and as read back from a history at
+// `db` it is appended to.
+std::vector<std::vector<lab::cell_result>> made_and_read_back(const lab::run_result& run, const std::string& db) {
+    {
+        lab::history_store history(db);
+        history.append(run);
+    }
+    const auto stored = lab::history_store(db, lab::history_access::read_only).runs();
+    EXPECT_EQ(stored.size(), 1u);
+    return {run.cells, lab::run_from_json(lab::to_json(run)).cells,
+            stored.empty() ? std::vector<lab::cell_result>{} : stored[0].cells};
+}
+
 TEST_F(RunProfile, TheRowIsOneCellOfSuiteRunWithTheProfilesFiguresAndRoundTripsThroughJson) {
     const auto m = lab::merge_profiles(
         {lab::parse_profile(profile_json(7, {lock_json("0x10", 2000000), lock_json("0x20", 3000)}).dump())}, 7);
@@ -102,15 +115,7 @@ TEST_F(RunProfile, ARowCarriesTheRwlocksReadsAndWritesApartThroughTheJsonAndTheH
     const std::pair<const char*, double> expected[] = {
         {"rwlock_read_acquisitions", 600}, {"rwlock_write_acquisitions", 400}, {"rwlock_read_contended", 4},
         {"rwlock_write_contended", 4},     {"rwlock_read_wait_ms", 2},         {"rwlock_write_wait_ms", 2}};
-    {
-        lab::history_store history(path("h.db"));
-        history.append(run);
-    }
-    const auto stored = lab::history_store(path("h.db"), lab::history_access::read_only).runs();
-    ASSERT_EQ(stored.size(), 1u);
-    const auto from_json = lab::run_from_json(lab::to_json(run));
-    // The row as made, as read back from the JSON results, and as read back from the history.
-    for (const auto& cells : {run.cells, from_json.cells, stored[0].cells}) {
+    for (const auto& cells : made_and_read_back(run, path("h.db"))) {
         ASSERT_EQ(cells.size(), 1u);
         for (const auto& [name, value] : expected) EXPECT_DOUBLE_EQ(cells[0].metric(name), value) << name;
     }
@@ -144,14 +149,7 @@ TEST_F(RunProfile, TheRowKeepsTheTopLocksOfItsMedianRunWithTheirHistogramsAndSta
                                        {{ok, 1e6, profile_of(9000000, 333000), 0, ""},
                                         {ok, 1e6, profile_of(5000000, 222000), 0, ""},
                                         {ok, 1e6, profile_of(1000000, 111000), 0, ""}}}));
-    {
-        lab::history_store history(path("h.db"));
-        history.append(run);
-    }
-    const auto stored = lab::history_store(path("h.db"), lab::history_access::read_only).runs();
-    ASSERT_EQ(stored.size(), 1u);
-    const auto from_json = lab::run_from_json(lab::to_json(run));
-    for (const auto& cells : {run.cells, from_json.cells, stored[0].cells}) {
+    for (const auto& cells : made_and_read_back(run, path("h.db"))) {
         ASSERT_EQ(cells.size(), 1u);
         EXPECT_EQ(cells[0].lock_profile, run.cells[0].lock_profile);
         const auto p = lab::lock_profile_from_text(cells[0].lock_profile);
