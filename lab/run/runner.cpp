@@ -117,8 +117,10 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
         if (stopped) break;
         if (plan.chosen_suite->interleave_rounds || o.interleave) {
             // One repetition of every row per round (measure/rounds.hpp).
+            harness_options rounds_harness = o.harness;
+            if (plan.chosen_suite->every_round) rounds_harness.min_repetitions = rounds_harness.repetitions;
             auto outcome = run_rounds(
-                plan.contenders.size(), o.harness,
+                plan.contenders.size(), rounds_harness,
                 [&](std::size_t i, std::int32_t round, const harness_options& one) -> std::optional<cell_result> {
                     if (hooks.stop && hooks.stop->load() != 0) return std::nullopt;
                     const auto* c = plan.contenders[i];

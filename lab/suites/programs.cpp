@@ -41,6 +41,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "measure/harness.hpp"
@@ -470,9 +471,38 @@ std::string start_server(const job& j, const std::vector<std::string>& environme
             r.detail = who + " did not listen within " + std::to_string(static_cast<int>(limit_s)) + " s; killed";
             return "";
         }
-        server.read_output(said, 10);  // and waits up to 10 ms
+        // Waits up to 10 ms for output; a server that closed its output returns at once, so
+        // the wait is a sleep then.
+        if (server.read_output(said, 10) == child_process::read_result::end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
 }
+
+// Reads the listening server's output while the steps run, so that a server that writes
+// more than a pipe holds (64 KiB) does not block on it mid-load (and then miss the SIGTERM a
+// shell's trap or a handler would take only between writes). Keeps the last 4 KiB, for a
+// failure's detail. Stopped, and joined, before the server is waited for or signalled: the
+// child_process is not read from two threads at once.
+class server_output_drain {
+public:
+    explicit server_output_drain(child_process& server)
+        : thread_([this, &server](std::stop_token stop) {
+              while (!stop.stop_requested()) {
+                  if (server.read_output(tail_, 50) == child_process::read_result::end) return;
+                  if (tail_.size() > 8192) tail_.erase(0, tail_.size() - 4096);
+              }
+          }) {}
+    // The last of what the server wrote; stops the drain first.
+    const std::string& stop() {
+        thread_.request_stop();
+        if (thread_.joinable()) thread_.join();
+        return tail_;
+    }
+
+private:
+    std::string tail_;
+    std::jthread thread_;  // last: started once tail_ exists, joined before it goes
+};
 
 // Runs the job's steps within `limit_s` in all, with `environment` (none: ours, plainly); a
 // job with a server runs the server so and its steps plainly.
@@ -481,9 +511,11 @@ run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>&
     const auto begun = std::chrono::steady_clock::now();
     child_process server;  // killed and reaped by its destructor on every early return
     std::string port;
+    std::optional<server_output_drain> drain;  // destroyed (joined) before the server
     if (!j.server.empty()) {
         port = start_server(j, environment ? *environment : own_environment(), std::min(10.0, limit_s), server, r);
         if (port.empty()) return r;
+        drain.emplace(server);
     }
     const auto start = std::chrono::steady_clock::now();
     for (auto argv : j.steps) {
@@ -537,10 +569,12 @@ run_outcome run_job(const job& j, const std::optional<std::vector<std::string>>&
     r.wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
     if (!j.server.empty()) {
         const std::string who = j.server.front();
+        const std::string said = drain->stop();
         // A server that ended during the load failed it, whatever the client printed.
         if (const auto e = server.wait_for(0)) {
             r.status = "program_failed";
-            r.detail = who + " " + ended_text(*e) + " while it was loaded";
+            r.detail =
+                who + " " + ended_text(*e) + " while it was loaded" + (said.empty() ? "" : ": " + output_tail(said));
             return r;
         }
         server.signal(SIGTERM);
@@ -644,6 +678,7 @@ suite make_programs_suite() {
             {},
             {2, 4 * cpus}};
     s.interleave_rounds = true;
+    s.every_round = true;
     for (const auto& kind : program_kinds()) {
         for (const auto& lock : interpose_locks()) {
             contender c;

@@ -18,6 +18,11 @@ struct suite {
     // for rows that drift together over seconds, so that the rows compared sample the same
     // stretches of time.
     bool interleave_rounds = false;
+    // Run every round --reps asks for, without the early stop at a small spread or after a
+    // second per row (harness.hpp): for rows whose one repetition is a whole program run of a
+    // second or more, which that rule, made for repetitions of 50 ms, stops at the minimum of
+    // three, too few for a ratio within a few percent.
+    bool every_round = false;
 };
 
 // Inserts, right after the row whose id is `quiet_id`, the same row beside `loops` busy loops

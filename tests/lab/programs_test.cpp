@@ -86,7 +86,8 @@ esac
         ::chmod(path("sysbench").c_str(), 0755);
         // memcached: under the library does what FAKE_SERVER says (listen: write its port and
         // run until SIGTERM; die: listen, then exit 1 during the load; silent: never listen;
-        // refuse: exit 2 at once), plainly it listens. Notes in server.log whether it ran
+        // refuse: exit 2 at once; chatty: listen, then write 1 MiB, more than a pipe holds,
+        // before it waits), plainly it listens. Notes in server.log whether it ran
         // under the library.
         write(path("memcached"), R"sh(#!/bin/sh
 mode=listen
@@ -97,7 +98,8 @@ case $mode in
   silent) ;;
   *) echo "TCP INET: 41234" > "$MEMCACHED_PORT_FILENAME";;
 esac
-[ "$mode" = die ] && { /bin/sleep 0.1; exit 1; }
+[ "$mode" = die ] && { /bin/sleep 0.1; echo "out of memory"; exit 1; }
+[ "$mode" = chatty ] && /bin/dd if=/dev/zero bs=65536 count=16 status=none
 while :; do /bin/sleep 0.05; done
 )sh");
         ::chmod(path("memcached").c_str(), 0755);
@@ -229,11 +231,41 @@ TEST_F(ProgramsCells, AServerUnderTheLockLoadedByAPlainClientMakesAValidCell) {
     EXPECT_EQ(read(path("server.log")), "plain\npreloaded\nplain\npreloaded\n");
 }
 
+TEST_F(ProgramsCells, EveryRoundRunsThoughTheSpreadIsSmallAndTheRoundsLastLong) {
+    // The harness's rule stops other suites' rounds after min_repetitions once their samples'
+    // spread is within 2 % or they have lasted time_to_stop_s: set here to stop at once.
+    lab::bench_options o;
+    o.suite = "programs";
+    o.contenders = "glibc/program:sysbench_mutex";
+    o.workers = {2};
+    o.in_process = true;
+    o.harness.min_time_s = 0.005;
+    o.harness.repetitions = 4;
+    o.harness.min_repetitions = 1;
+    o.harness.spread_to_stop = 10;
+    o.harness.time_to_stop_s = 0;
+    o.harness.deadline_s = 2;
+    const auto run = lab::run_suite(o);
+    ASSERT_EQ(run.cells.size(), 1u);
+    ASSERT_TRUE(run.cells.front().valid()) << run.cells.front().status << ": " << run.cells.front().detail;
+    EXPECT_EQ(run.cells.front().repetitions, 4);
+}
+
 TEST_F(ProgramsCells, AServerThatDiesDuringTheLoadMakesTheCellProgramFailed) {
     ::setenv("FAKE_SERVER", "die", 1);
     const auto c = cell("memcached");
     EXPECT_EQ(c.status, "program_failed") << c.detail;
-    EXPECT_NE(c.detail.find("memcached exited with status 1 while it was loaded"), std::string::npos) << c.detail;
+    EXPECT_NE(c.detail.find("memcached exited with status 1 while it was loaded: out of memory"), std::string::npos)
+        << c.detail;
+}
+
+TEST_F(ProgramsCells, AServerThatWritesMoreThanAPipeHoldsDuringTheLoadIsNotBlockedByIt) {
+    // Its output unread, the stand-in would block in dd, and its shell would take the SIGTERM
+    // only once dd was done: never.
+    ::setenv("FAKE_SERVER", "chatty", 1);
+    const auto c = cell("memcached");
+    ASSERT_TRUE(c.valid()) << c.status << ": " << c.detail;
+    EXPECT_EQ(c.repetitions, 2);
 }
 
 TEST_F(ProgramsCells, AServerThatCannotListenSaysWhatItPrinted) {
