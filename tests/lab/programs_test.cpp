@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 
 #include <set>
 #include <string>
@@ -20,6 +24,7 @@
 #include "text/fnv1a.hpp"
 
 namespace lab = contend::lab;
+namespace fs = std::filesystem;
 
 TEST(ProgramsSuite, ListsEveryProgramUnderEveryLockOfContendRun) {
     const auto* s = lab::find_suite("programs");
@@ -249,6 +254,32 @@ TEST_F(ProgramsCells, EveryRoundRunsThoughTheSpreadIsSmallAndTheRoundsLastLong) 
     ASSERT_EQ(run.cells.size(), 1u);
     ASSERT_TRUE(run.cells.front().valid()) << run.cells.front().status << ": " << run.cells.front().detail;
     EXPECT_EQ(run.cells.front().repetitions, 4);
+}
+
+TEST_F(ProgramsCells, AFullDiskWhileTheInputIsWrittenMakesTheCellInputFailedAndLeavesNoFolder) {
+    // A file size limit of 1 MiB fails the 4 MiB input's write as a full disk would (EFBIG,
+    // SIGXFSZ ignored), in this process, where an in-process cell makes its input.
+    write(path("sort"), "#!/bin/sh\nexec /usr/bin/sort \"$@\"\n");
+    ::chmod(path("sort").c_str(), 0755);
+    const fs::path scratch = dir_ / "tmp";
+    fs::create_directory(scratch);
+    const char* old_tmpdir = std::getenv("TMPDIR");
+    const std::string kept = old_tmpdir ? old_tmpdir : "";
+    ::setenv("TMPDIR", scratch.c_str(), 1);
+    rlimit old_limit{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+    rlimit small = old_limit;
+    small.rlim_cur = 1 << 20;
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    const auto c = cell("sort");
+    ::setrlimit(RLIMIT_FSIZE, &old_limit);
+    std::signal(SIGXFSZ, old_handler);
+    if (old_tmpdir) ::setenv("TMPDIR", kept.c_str(), 1);
+    else ::unsetenv("TMPDIR");
+    EXPECT_EQ(c.status, "input_failed") << c.detail;
+    EXPECT_NE(c.detail.find("(a full disk?)"), std::string::npos) << c.detail;
+    EXPECT_TRUE(fs::is_empty(scratch)) << "the cell's scratch folder was left in " << scratch;
 }
 
 TEST_F(ProgramsCells, AServerThatDiesDuringTheLoadMakesTheCellProgramFailed) {
