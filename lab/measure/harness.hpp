@@ -45,6 +45,9 @@ struct harness_options {
     // What shares the machine with every cell (cotenant.hpp): one CPU, busy loops. A row of a
     // suite may carry its own busy loops (contender::cotenant), which then take precedence.
     cotenant_options cotenant;
+    // Which round this is, in a suite run in rounds (measure/rounds.hpp), from 0; 0 otherwise.
+    // A cell that makes the same reference in every round can make it in the first only.
+    std::int32_t round = 0;
     // Called after every repetition, calibration included (a child process uses it to
     // tell its parent it is still making progress).
     std::function<void()> on_repetition;

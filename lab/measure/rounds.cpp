@@ -81,6 +81,7 @@ rounds_outcome run_rounds(std::size_t rows, const harness_options& harness,
     one.repetitions = one.min_repetitions = 1;
     const auto began = std::chrono::steady_clock::now();
     for (std::int32_t r = 0; r < harness.repetitions && !out.stopped; ++r) {
+        one.round = r;
         for (std::size_t i = 0; i < rows; ++i) {
             if (ended[i]) continue;
             auto cell = measure(i, r, one);

@@ -53,6 +53,7 @@ nlohmann::json settings_to_json(const cell_settings& s) {
             {"workers", s.workers},
             {"min_time_s", h.min_time_s},
             {"repetitions", h.repetitions},
+            {"round", h.round},
             {"min_repetitions", h.min_repetitions},
             {"spread_to_stop", h.spread_to_stop},
             {"time_to_stop_s", h.time_to_stop_s},
@@ -74,6 +75,7 @@ cell_settings settings_from_json(const nlohmann::json& j) {
         s.workers = j.at("workers").get<std::int32_t>();
         h.min_time_s = j.at("min_time_s").get<double>();
         h.repetitions = j.at("repetitions").get<std::int32_t>();
+        h.round = j.at("round").get<std::int32_t>();
         h.min_repetitions = j.at("min_repetitions").get<std::int32_t>();
         h.spread_to_stop = j.at("spread_to_stop").get<double>();
         h.time_to_stop_s = j.at("time_to_stop_s").get<double>();

@@ -75,11 +75,14 @@ protected:
         temp_dir_test::SetUp();
         // Prints sysbench's event line for its --threads=N (one event a thread), or, under the
         // library, does what FAKE_MODE says; FAKE_PLAIN=lie makes the plain run lie too.
+        // Notes each run in runs.log, plain or preloaded; from its third run on, with
+        // FAKE_LATER=fail, every run fails, plain or not.
         write(path("sysbench"), R"sh(#!/bin/sh
 threads=0
 for a in "$@"; do case $a in --threads=*) threads=${a#--threads=};; esac; done
 mode=truth
-case "$LD_PRELOAD" in *contend_interpose*) mode=${FAKE_MODE:-truth};; *) mode=${FAKE_PLAIN:-truth};; esac
+case "$LD_PRELOAD" in *contend_interpose*) mode=${FAKE_MODE:-truth}; echo preloaded >> "${0%/*}/runs.log";; *) mode=${FAKE_PLAIN:-truth}; echo plain >> "${0%/*}/runs.log";; esac
+if [ "${FAKE_LATER:-}" = fail ] && [ "$(/usr/bin/wc -l < "${0%/*}/runs.log")" -gt 2 ]; then echo "disk quota exceeded"; exit 3; fi
 case $mode in
   truth) echo "    total number of events:              $threads";;
   lie) echo "    total number of events:              $((threads + 1))";;
@@ -126,6 +129,7 @@ echo "cmd_set: 5000"
         ::setenv("PATH", old_path_.c_str(), 1);
         ::unsetenv("FAKE_MODE");
         ::unsetenv("FAKE_PLAIN");
+        ::unsetenv("FAKE_LATER");
         ::unsetenv("FAKE_SERVER");
         ::unsetenv("FAKE_CLIENT");
         temp_dir_test::TearDown();
@@ -234,6 +238,24 @@ TEST_F(ProgramsCells, AServerUnderTheLockLoadedByAPlainClientMakesAValidCell) {
     // Each round (one repetition each, measure/rounds.hpp): its plain run's server, then its
     // repetition's under the library.
     EXPECT_EQ(read(path("server.log")), "plain\npreloaded\nplain\npreloaded\n");
+}
+
+TEST_F(ProgramsCells, AJobWithAKnownAnswerRunsPlainlyInItsFirstRoundOnly) {
+    const auto c = cell("sysbench_mutex");
+    ASSERT_TRUE(c.valid()) << c.status << ": " << c.detail;
+    EXPECT_EQ(read(path("runs.log")), "plain\npreloaded\npreloaded\n");
+    EXPECT_GT(c.metric("plain_seconds"), 0);  // the first round's
+}
+
+TEST_F(ProgramsCells, ARunThatFailsInALaterRoundIsBlamedOnTheProgramWhenItsPlainRunFailsToo) {
+    // The second round's run under the lock fails; so does the plain run it is checked with.
+    ::setenv("FAKE_LATER", "fail", 1);
+    const auto c = cell("sysbench_mutex");
+    EXPECT_EQ(c.status, "plain_run_failed") << c.detail;
+    EXPECT_NE(c.detail.find("without contend's library: sysbench exited with status 3: disk quota exceeded"),
+              std::string::npos)
+        << c.detail;
+    EXPECT_EQ(read(path("runs.log")), "plain\npreloaded\npreloaded\nplain\n");
 }
 
 TEST_F(ProgramsCells, EveryRoundRunsThoughTheSpreadIsSmallAndTheRoundsLastLong) {

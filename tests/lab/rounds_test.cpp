@@ -64,6 +64,7 @@ TEST(Rounds, EveryRoundVisitsEveryRowOnceInOrder) {
     std::vector<std::pair<std::size_t, std::int32_t>> order;
     const auto out = lab::run_rounds(3, h, [&](std::size_t row, std::int32_t round, const lab::harness_options& one) {
         EXPECT_EQ(one.repetitions, 1);
+        EXPECT_EQ(one.round, round);  // what a cell reads to make a reference once (the programs suite)
         order.emplace_back(row, round);
         return std::optional(round_of(10.0 + static_cast<double>(row), 1, 1));
     });
