@@ -82,7 +82,12 @@ rounds_outcome run_rounds(std::size_t rows, const harness_options& harness,
     const auto began = std::chrono::steady_clock::now();
     for (std::int32_t r = 0; r < harness.repetitions && !out.stopped; ++r) {
         one.round = r;
-        for (std::size_t i = 0; i < rows; ++i) {
+        // Forward in even rounds, backward in odd ones (A B C, C B A: ABBA counterbalancing),
+        // so that a row's place in a round (first after another program's rows, or last
+        // before a long one) and a drift across the round fall on each row alike in pairs of
+        // rounds, instead of on the same row every round.
+        for (std::size_t step = 0; step < rows; ++step) {
+            const std::size_t i = r % 2 == 0 ? step : rows - 1 - step;
             if (ended[i]) continue;
             auto cell = measure(i, r, one);
             if (!cell) {
