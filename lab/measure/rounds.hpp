@@ -29,11 +29,13 @@ cell_result merge_rounds(const std::vector<cell_result>& rounds);
 // Runs `rows` rows in rounds: measure(row, round, one) runs one repetition of a row (`one`
 // is `harness` with a single repetition, and one.round the round) and returns its cell, or
 // nothing when the run is being stopped. Even rounds take the rows in order, odd rounds in
-// reverse (ABBA), so that no row is always first after, or last before, another. Rounds go on until each row has
-// harness.repetitions, or, after harness.min_repetitions, until every row's samples have settled (interquartile range
-// at most spread_to_stop times the median) or the rounds have lasted time_to_stop_s per row: the harness's rule for one
-// cell (run_cell_in_process), applied to all rows at once. A row whose round is not valid is not run again. Returns the
-// merged cell of every row that finished at least one round, in row order, and whether measure() said stop.
+// reverse (ABBA), so that no row is always first after, or last before, another. Rounds go
+// on until each row has harness.repetitions, or, after harness.min_repetitions, until every
+// row's samples have settled (interquartile range at most spread_to_stop times the median)
+// or the rounds have lasted time_to_stop_s per row: the harness's rule for one cell
+// (run_cell_in_process), applied to all rows at once. A row whose round is not valid is not
+// run again. Returns the merged cell of every row that finished at least one round, in row
+// order, and whether measure() said stop.
 struct rounds_outcome {
     std::vector<cell_result> cells;
     bool stopped = false;

@@ -119,13 +119,16 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
             // One repetition of every row per round (measure/rounds.hpp).
             harness_options rounds_harness = o.harness;
             if (plan.chosen_suite->every_round) rounds_harness.min_repetitions = rounds_harness.repetitions;
+            // Progress counts the repetitions measured, whatever order a round takes its rows in.
+            std::size_t measured = 0;
             auto outcome = run_rounds(
                 plan.contenders.size(), rounds_harness,
                 [&](std::size_t i, std::int32_t round, const harness_options& one) -> std::optional<cell_result> {
                     if (hooks.stop && hooks.stop->load() != 0) return std::nullopt;
                     const auto* c = plan.contenders[i];
+                    const std::size_t rows = plan.contenders.size(), reps = rounds_harness.repetitions;
                     if (hooks.on_cell)
-                        hooks.on_cell(done + i, total,
+                        hooks.on_cell(done + std::min(rows - 1, measured++ / reps), total,
                                       plan.chosen_suite->name + "/" + c->id() + "/workers:" + std::to_string(w) +
                                           " (round " + std::to_string(round + 1) + ")");
                     return measure(*c, w, one);

@@ -38,6 +38,7 @@
 #include <iterator>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -388,17 +389,9 @@ std::vector<program_kind> program_kinds() {
                         "--compression_type=none"}};
             j.units = (num * passes_over_keys + each_reads) * threads;
             j.outcome = db_outcome;
-            if (reads == 0) {
-                std::string name;
-                for (std::size_t at = 0; at <= benchmarks.size(); ++at) {
-                    if (at < benchmarks.size() && benchmarks[at] != ',') {
-                        name += benchmarks[at];
-                        continue;
-                    }
-                    j.known_outcome += name + " " + str(num * threads) + " operations\n";
-                    name.clear();
-                }
-            }
+            std::istringstream names(benchmarks);
+            for (std::string name; reads == 0 && std::getline(names, name, ',');)
+                j.known_outcome += name + " " + str(num * threads) + " operations\n";
             return j;
         };
     };
