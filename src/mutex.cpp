@@ -153,6 +153,27 @@ void judge_sparse(std::size_t slot_index, bool found_free) noexcept {
 // pause measured on this machine.
 constexpr std::chrono::nanoseconds sparse_step{100};
 
+// Whether a self-appointed designee watches the mutex before its first nap (wait_as_designee):
+// not while this thread's CPU is shared (its last poll's yield gave the CPU away: more
+// runnable threads than CPUs), where a watch holds a CPU another thread wants, the holder
+// perhaps; but on one look in first_look_trial_period anyway, since only a poll's yield
+// finds out that the CPU is free again.
+constexpr std::uint32_t first_look_trial_period = 16;
+
+// How long the watch must see the mutex free before it takes it, in reads a sparse_step
+// apart: 1 us, a hundredth of the nap it saves. A thread that works through a table of locks
+// with nothing between them (the striped suite) comes back to a lock it just released within
+// a few of its turns; taking that lock after 100 ns free made two threads share 4 stripes,
+// bouncing their lines, where one had run alone while the other napped (docs/design/mutex.md,
+// "The designee's first look").
+constexpr std::uint32_t first_look_free_reads = 11;
+
+bool first_look_pays() noexcept {
+    if (!internal::this_thread_cpu_shared()) return true;
+    thread_local std::uint32_t skipped = 0;
+    return ++skipped % first_look_trial_period == 0;
+}
+
 // A designee's nap and its patience before it asks for a handoff: src/designee_nap.hpp.
 using internal::designee_nap;
 using internal::designee_patience;
@@ -268,21 +289,17 @@ bool mutex::lock_slow(internal::deadline until) {
     return lock_after_spin(until);
 }
 
+// How a waiter watches a held mutex before it sleeps (poll_for_release).
+struct mutex::release_watch {
+    std::chrono::nanoseconds budget;  // at most this long
+    std::uint32_t free_reads;  // reads a step apart that must all find it free
+    std::uint8_t clear;  // state bits the acquiring CAS clears
+    bool leave_if_shared;  // give up once a yield finds this thread's CPU shared
+};
+
 // On a mutex marked sparse a holder lets go after a short hold and does not take it straight
-// back, so a waiter polls for it before it registers and sleeps: for up to max_spin, what a
-// park and wake cost one way on the AMD VM (16 to 19 us) and no less on the Intel ones
-// (docs/design/condition_variable.md). Spinning as long as blocking would cost is at worst
-// twice the better of the two (docs/references.md, competitive-spinning); where a wake-up
-// costs B > max_spin, at worst 1 + B / max_spin. The poll yields the CPU between steps when
-// another thread wants it (platform/spin_wait.hpp).
-//
-// It takes the mutex only when two reads a step (sparse_step) apart both find it free, and a
-// mutex found free and then held again a step later is one whose holders take it straight
-// back: a hammered mutex, marked sparse by a chance finding. Then the poll clears the mark
-// and the waiter goes the usual way, to the designee's nap. Without that check the poll kept
-// the mark for ever on a hammered mutex (its waiters no longer napped, so none judged it
-// again) and traded the mutex between the CPUs on every turn: the counter suite at 2 workers
-// went from 0.19x pthread_mutex's time to 1.5x. A timed lock polls no further than its
+// back, so a waiter polls for it before it registers and sleeps, for up to max_spin, and
+// takes it once two reads a step apart find it free. A timed lock polls no further than its
 // deadline. True holding the mutex.
 bool mutex::poll_sparse(std::size_t slot_index, internal::deadline until) {
     std::chrono::nanoseconds budget = max_spin;
@@ -291,20 +308,39 @@ bool mutex::poll_sparse(std::size_t slot_index, internal::deadline until) {
         if (left <= left.zero()) return false;
         budget = std::min(budget, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
     }
-    internal::spin_wait poll(budget, sparse_step);
-    bool was_free = false;
+    return poll_for_release(slot_index, {budget, 2, 0, false});
+}
+
+// Watches a held mutex for up to the watch's budget: at most max_spin, what a park and wake
+// cost one way on the AMD VM (16 to 19 us) and no less on the Intel ones
+// (docs/design/condition_variable.md). Spinning as long as blocking would cost is at worst
+// twice the better of the two (docs/references.md, competitive-spinning); where a wake-up
+// costs B > max_spin, at worst 1 + B / max_spin. The poll yields the CPU between steps when
+// another thread wants it (platform/spin_wait.hpp).
+//
+// It takes the mutex only when `free_reads` reads a step (sparse_step) apart all find it
+// free, and a mutex found free and then held again is one whose holders take it straight
+// back: a hammered mutex. Then the poll gives up at once, and clears the slot's sparse mark
+// (a chance finding may have set it). Without that check the sparse poll kept the mark for
+// ever on a hammered mutex (its waiters no longer napped, so none judged it again) and traded
+// the mutex between the CPUs on every turn: the counter suite at 2 workers went from 0.19x
+// pthread_mutex's time to 1.5x. True holding the mutex.
+bool mutex::poll_for_release(std::size_t slot_index, const release_watch& watch) {
+    internal::spin_wait poll(watch.budget, sparse_step);
+    std::uint32_t free_reads = 0;
     for (;;) {
         std::uint8_t s = state_.load(std::memory_order_relaxed);
         if (!(s & held_bit)) {
-            if (was_free &&
-                state_.compare_exchange_strong(s, s | held_bit, std::memory_order_acquire, std::memory_order_relaxed))
+            if (++free_reads >= watch.free_reads &&
+                state_.compare_exchange_strong(s, static_cast<std::uint8_t>((s | held_bit) & ~watch.clear),
+                                               std::memory_order_acquire, std::memory_order_relaxed))
                 return true;
-            was_free = true;
-        } else if (was_free) {
+        } else if (free_reads > 0) {
             judge_sparse(slot_index, false);
             return false;
         }
         if (!poll.pause()) return false;
+        if (watch.leave_if_shared && internal::this_thread_cpu_shared()) return false;
     }
 }
 
@@ -481,14 +517,24 @@ bool mutex::yield_while_crowded(std::size_t slot_index) {
 }
 
 // The designee's loop: probe, nap, probe...; after designee_patience, ask for a handoff.
-// A thread that appoints itself naps first: it has just watched the mutex stay held, and
-// winning at once would only swap places with a holder that is hammering it. A thread
-// promoted from the queue probes first: its promoter may be about to stop using the mutex
-// (a thread finishing its work), and a nap then would leave the mutex idle.
-// Returns holding the mutex. Only untimed waiters become designees, so this never gives up.
+// A thread that appoints itself watches the mutex first (poll_for_release), then naps: it
+// has just seen the mutex held, and a nap (about 90 us) far outlasts a hold of a
+// microsecond, such as RocksDB's per-writer mutex, held by its writer only until its
+// condition-variable wait lets go, or CPython's GIL: the holder lets go, and the mutex sat
+// free while the designee slept (docs/design/mutex.md, "The designee's first look"). The
+// watch takes the mutex only once it stays free 1 us, and gives up at once where a
+// holder takes it straight back, so on a hammered mutex it still naps and does not swap
+// places with the holder. A thread promoted from the queue probes first: its promoter may
+// be about to stop using the mutex (a thread finishing its work), and a nap then would
+// leave the mutex idle. Returns holding the mutex. Only untimed waiters become designees,
+// so this never gives up.
 void mutex::wait_as_designee(bool nap_first) {
     const auto since = internal::clock::now();
     const std::size_t slot_index = internal::waiter_slot_index(this);
+    if (nap_first && first_look_pays() &&
+        poll_for_release(slot_index, {max_spin, first_look_free_reads,
+                                      static_cast<std::uint8_t>(waking_bit | handoff_request_bit), true}))
+        return;
     bool just_woke = false;  // from a nap that ran out, or that an unlock cut short
     for (bool napped = false;; napped = true) {
         if (napped || !nap_first) {

@@ -82,6 +82,8 @@ thread_local std::uint8_t idle_yields = 0;
 constexpr std::uint8_t max_idle_yield_doublings = 3;
 }  // namespace
 
+bool this_thread_cpu_shared() noexcept { return cpu_shared; }
+
 spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
     : budget_(budget),
       interval_(yield_interval()),

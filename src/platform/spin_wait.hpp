@@ -38,6 +38,10 @@ void relax_for(std::chrono::nanoseconds d) noexcept;
 // yields take at most about a fifth of a poll on a quiet machine.
 std::chrono::nanoseconds yield_interval() noexcept;
 
+// Whether this thread's last yield in a poll gave its CPU to another thread (spin_wait::pause
+// below): the CPU is shared, so a poll here holds a CPU that another runnable thread wants.
+bool this_thread_cpu_shared() noexcept;
+
 // One poll's pacing:
 //     spin_wait poll(budget);
 //     while (!ready()) if (!poll.pause()) { /* budget spent: sleep */ }
