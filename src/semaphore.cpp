@@ -1,0 +1,97 @@
+// contend::counting_semaphore slow paths.
+//
+// Why no permit is lost and no waiter sleeps past one: a waiter sets WAITERS in park's
+// validation, under the bucket lock, only while the count is zero (one CAS reads the count
+// and sets the bit). A release adds to the count only with a CAS that finds WAITERS clear;
+// one that finds it set takes the bucket lock (unpark_one) and there either hands its permit
+// to the longest-parked thread (token permit_token: that thread returns holding it) or,
+// finding nobody parked (they timed out), clears WAITERS and puts its permits into the count
+// in one CAS. Either way the bucket lock orders it against every validation.
+#include "contend/semaphore.hpp"
+
+#include "contend/parking_lot.hpp"
+#include "contend/synchronization_error.hpp"
+#include "contention_counter.hpp"
+#include "model/mutation.hpp"
+
+namespace contend::internal {
+
+namespace {
+constexpr std::intptr_t permit_token = 1;  // the unparked thread was handed a permit
+}  // namespace
+
+semaphore_base::semaphore_base(std::ptrdiff_t desired, std::ptrdiff_t max) : state_(0) {
+    if (desired < 0 || desired > max)
+        throw synchronization_error("contend::counting_semaphore: the initial count must be between 0 and max()");
+    state_.store(static_cast<std::uint64_t>(desired) << 1, std::memory_order_relaxed);
+}
+
+void semaphore_base::release(std::ptrdiff_t n, std::ptrdiff_t max) {
+    if (n < 0) throw synchronization_error("contend::counting_semaphore::release: a negative update");
+    if (n == 0) return;
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    while (!(s & waiters_bit)) {
+        if (n > max - static_cast<std::ptrdiff_t>(s >> 1))
+            throw synchronization_error("contend::counting_semaphore::release: the count would exceed max()");
+        if (state_.compare_exchange_weak(s, s + (static_cast<std::uint64_t>(n) << 1), std::memory_order_release,
+                                         std::memory_order_relaxed))
+            return;
+    }
+    // Threads may be parked, and then the count is zero.
+    if (n > max) throw synchronization_error("contend::counting_semaphore::release: the count would exceed max()");
+    hand_out(n);
+}
+
+// Each permit to one parked thread, while there are any; the rest into the count.
+void semaphore_base::hand_out(std::ptrdiff_t n) {
+    while (n > 0) {
+        std::uint64_t s = state_.load(std::memory_order_relaxed);
+        if (!(s & waiters_bit)) {
+            if (state_.compare_exchange_weak(s, s + (static_cast<std::uint64_t>(n) << 1), std::memory_order_release,
+                                             std::memory_order_relaxed))
+                return;
+            continue;
+        }
+        bool handed = false;
+        parking_lot::unpark_one(this, [&](parking_lot::unpark_result r) -> std::intptr_t {
+            if (r.did_unpark_thread) {
+                if (!r.may_have_more_threads) state_.fetch_and(~waiters_bit, std::memory_order_relaxed);
+                handed = true;
+                return CONTEND_MUTATION(semaphore_release_wakes_without_a_permit) ? 0 : permit_token;
+            }
+            // The parked threads left (timed out) before we came: the permits go to the count.
+            std::uint64_t v = state_.load(std::memory_order_relaxed);
+            while (!state_.compare_exchange_weak(v, (v & ~waiters_bit) + (static_cast<std::uint64_t>(n) << 1),
+                                                 std::memory_order_release, std::memory_order_relaxed)) {
+            }
+            return 0;
+        });
+        if (!handed) return;
+        --n;
+    }
+}
+
+bool semaphore_base::acquire_slow(deadline until) noexcept {
+    count_contention();
+    for (;;) {
+        if (try_acquire()) return true;
+        const auto r = parking_lot::park(
+            this,
+            [this] {
+                std::uint64_t s = state_.load(std::memory_order_acquire);
+                for (;;) {
+                    if (s >> 1 != 0) return false;  // a permit: take it instead
+                    if (s & waiters_bit) return true;
+                    if (state_.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel,
+                                                     std::memory_order_acquire))
+                        return true;
+                }
+            },
+            until);
+        if (r.was_unparked() && r.token == permit_token) return true;
+        // Off the queue without a permit: a release finds us no more. One last look at the count.
+        if (r.status == parking_lot::park_status::timed_out) return try_acquire();
+    }
+}
+
+}  // namespace contend::internal
