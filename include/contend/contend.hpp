@@ -1,6 +1,7 @@
 // Umbrella header: everything public in contend.
 #pragma once
 
+#include "contend/barrier.hpp"
 #include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"
 #include "contend/cpu_relax.hpp"
@@ -8,6 +9,7 @@
 #include "contend/latch.hpp"
 #include "contend/monitor.hpp"
 #include "contend/mutex.hpp"
+#include "contend/once.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/pipe.hpp"
 #include "contend/pipe_fd.hpp"

@@ -1,0 +1,64 @@
+// contend::barrier slow paths.
+//
+// Why no waiter sleeps through the end of its phase: a waiter sets WAITERS in park's
+// validation, under the bucket lock, only while the phase is still its own (one CAS reads the
+// phase and sets the bit). The last arrival starts the next phase with an exchange of the
+// whole word, which reads WAITERS in the same step: if it was set, it wakes every thread
+// parked here (unpark_all takes the bucket lock, after which no validation finds the old
+// phase); if not, a waiter's CAS comes after the exchange, finds the new phase and does not
+// sleep.
+#include "contend/barrier.hpp"
+
+#include "contend/parking_lot.hpp"
+#include "contend/synchronization_error.hpp"
+#include "contention_counter.hpp"
+#include "model/mutation.hpp"
+
+namespace contend::internal {
+
+barrier_base::barrier_base(std::ptrdiff_t expected) : state_(0), expected_(expected) {
+    if (expected < 0 || expected > limit)
+        throw synchronization_error("contend::barrier: the expected count must be between 0 and barrier::max()");
+    state_.store(static_cast<std::uint64_t>(expected) << 1, std::memory_order_relaxed);
+}
+
+std::uint32_t barrier_base::arrive_counting(std::ptrdiff_t n, bool* last) {
+    if (n < 1) throw synchronization_error("contend::barrier::arrive: the update must be at least 1");
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    for (;;) {
+        const auto left = static_cast<std::ptrdiff_t>((s & 0xFFFF'FFFFu) >> 1);
+        if (n > left) throw synchronization_error("contend::barrier::arrive: more arrivals than the phase has left");
+        if (state_.compare_exchange_weak(s, s - (static_cast<std::uint64_t>(n) << 1), std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+            *last = left == n;
+            return static_cast<std::uint32_t>(s >> 32);
+        }
+    }
+}
+
+// The last arrival, after the completion: the next phase, with the count after the drops.
+void barrier_base::finish_phase() noexcept {
+    const std::uint64_t s = state_.load(std::memory_order_relaxed);
+    const auto next_phase = static_cast<std::uint64_t>(static_cast<std::uint32_t>(s >> 32) + 1);
+    const auto expected = static_cast<std::uint64_t>(expected_.load(std::memory_order_relaxed));
+    const std::uint64_t before = state_.exchange(next_phase << 32 | expected << 1, std::memory_order_acq_rel);
+    if ((before & waiters_bit) && !CONTEND_MUTATION(barrier_last_arrival_wakes_nobody)) parking_lot::unpark_all(this);
+}
+
+void barrier_base::wait_slow(std::uint32_t phase) const noexcept {
+    count_contention();
+    while (!phase_over(phase)) {
+        parking_lot::park(this, [this, phase] {
+            std::uint64_t s = state_.load(std::memory_order_acquire);
+            for (;;) {
+                if (static_cast<std::uint32_t>(s >> 32) != phase) return false;
+                if (s & waiters_bit) return true;
+                if (state_.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire))
+                    return true;
+            }
+        });
+    }
+}
+
+}  // namespace contend::internal
