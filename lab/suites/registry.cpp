@@ -24,6 +24,7 @@ const std::vector<suite>& all_suites() {
         s.push_back(make_tax_suite());
         s.push_back(make_monitor_suite());
         s.push_back(make_cond_suite());
+        s.push_back(make_sync_suite());
         s.push_back(make_rw_suite());
         s.push_back(make_pool_suite());
         s.push_back(make_pipe_suite());

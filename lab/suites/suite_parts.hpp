@@ -28,6 +28,8 @@ suite make_monitor_suite();
 
 // cond.cpp: condition-variable handoffs, workers taking turns under one mutex and condition variable.
 suite make_cond_suite();
+// sync.cpp: semaphores, barriers and call_once against the standard library's and the platform's.
+suite make_sync_suite();
 // rw.cpp: reader-writer locks over a shared table of 64 lines, at 0 to 100 % reads.
 suite make_rw_suite();
 // selftest.cpp: the harness's failure modes, for its tests (hidden from --list).

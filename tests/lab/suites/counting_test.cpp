@@ -59,7 +59,7 @@ TEST_P(EverySuiteContender, KeepsAnExactCountAtTwoWorkers) {
 
 INSTANTIATE_TEST_SUITE_P(Listed, EverySuiteContender,
                          testing::Values("counter", "hold", "striped", "wait-policy", "probes", "sharing", "tax",
-                                         "monitor", "cond"),
+                                         "monitor", "cond", "sync"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (auto& ch : n)
