@@ -16,6 +16,15 @@
 
 namespace contend::internal {
 
+namespace {
+// How long a waiter watches for the end of its phase before it sleeps (parking_lot's poll):
+// where workers meet phase after phase, the last arrival usually comes within microseconds,
+// and an end of phase that comes within the poll costs the waiter no sleep and the last
+// arrival no wake-up of it. As long as the semaphore's acquire and the condition variable's
+// wait poll (src/semaphore.cpp); the parking lot stops a thread's polls while they do not pay.
+constexpr std::chrono::nanoseconds phase_poll = std::chrono::microseconds(8);
+}  // namespace
+
 barrier_base::barrier_base(std::ptrdiff_t expected) : state_(0), expected_(expected) {
     if (expected < 0 || expected > limit)
         throw synchronization_error("contend::barrier: the expected count must be between 0 and barrier::max()");
@@ -48,16 +57,19 @@ void barrier_base::finish_phase() noexcept {
 void barrier_base::wait_slow(std::uint32_t phase) const noexcept {
     count_contention();
     while (!phase_over(phase)) {
-        parking_lot::park(this, [this, phase] {
-            std::uint64_t s = state_.load(std::memory_order_acquire);
-            for (;;) {
-                if (static_cast<std::uint32_t>(s >> 32) != phase) return false;
-                if (s & waiters_bit) return true;
-                if (state_.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel,
-                                                 std::memory_order_acquire))
-                    return true;
-            }
-        });
+        parking_lot::detail::park(
+            this,
+            [this, phase] {
+                std::uint64_t s = state_.load(std::memory_order_acquire);
+                for (;;) {
+                    if (static_cast<std::uint32_t>(s >> 32) != phase) return false;
+                    if (s & waiters_bit) return true;
+                    if (state_.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel,
+                                                     std::memory_order_acquire))
+                        return true;
+                }
+            },
+            [] {}, no_deadline, nullptr, phase_poll);
     }
 }
 
