@@ -11,7 +11,9 @@
 // count each new phase starts from (lowered by arrive_and_drop). 16 bytes with an empty
 // completion. Costs: an arrival is a load and a CAS; the last one runs the completion, then
 // one exchange starts the next phase and, if anyone parked, one parking-lot call wakes them
-// all; a wait() on a finished phase is one acquire load.
+// all; a wait() on a finished phase is one acquire load. A waiter watches for the end of its
+// phase for up to 8 us before it sleeps (src/barrier.cpp), so a phase that ends within that
+// costs it no sleep and the last arrival no wake-up of it.
 //
 // Invariants: arrivals never take the count below zero; only the last arrival of a phase
 // changes the phase, after the completion has returned, with the exchange that also clears

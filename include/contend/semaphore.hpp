@@ -12,7 +12,8 @@
 // nobody parked is a load and a CAS. A release() that finds WAITERS hands each of its permits
 // to one parked thread directly (the permit never enters the count, so a thread arriving
 // meanwhile cannot take it from the thread woken for it, and a waiter woken is never woken
-// in vain): release(1) wakes at most one thread, release(n) at most n.
+// in vain): release(1) wakes at most one thread, release(n) at most n. A parked acquire
+// watches for its permit for up to 8 us before it sleeps (src/semaphore.cpp).
 //
 // Invariants: WAITERS set means no permit is in the count (a waiter sets it only while the
 // count is zero, and the count rises only through a CAS that sees WAITERS clear, or under the
