@@ -9,6 +9,8 @@
 // in one CAS. Either way the bucket lock orders it against every validation.
 #include "contend/semaphore.hpp"
 
+#include <string>
+
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
@@ -47,14 +49,21 @@ void semaphore_base::release(std::ptrdiff_t n, std::ptrdiff_t max) {
     }
     // Threads may be parked, and then the count is zero.
     if (n > max) throw synchronization_error("contend::counting_semaphore::release: the count would exceed max()");
-    hand_out(n);
+    hand_out(n, max);
 }
 
 // Each permit to one parked thread, while there are any; the rest into the count.
-void semaphore_base::hand_out(std::ptrdiff_t n) {
+void semaphore_base::hand_out(std::ptrdiff_t n, std::ptrdiff_t max) {
+    std::ptrdiff_t handed_total = 0;
     while (n > 0) {
         std::uint64_t s = state_.load(std::memory_order_relaxed);
         if (!(s & waiters_bit)) {
+            // The waiters are gone and another release may have raised the count meanwhile:
+            // only a misuse (releases racing past max() together) finds it full here.
+            if (n > max - static_cast<std::ptrdiff_t>(s >> 1))
+                throw synchronization_error(
+                    "contend::counting_semaphore::release: the count would exceed max() (after " +
+                    std::to_string(handed_total) + " permits went to waiting threads)");
             if (state_.compare_exchange_weak(s, s + (static_cast<std::uint64_t>(n) << 1), std::memory_order_release,
                                              std::memory_order_relaxed))
                 return;
@@ -76,6 +85,7 @@ void semaphore_base::hand_out(std::ptrdiff_t n) {
         });
         if (!handed) return;
         --n;
+        ++handed_total;
     }
 }
 

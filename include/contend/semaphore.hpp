@@ -26,7 +26,9 @@
 //
 // Misuse (a negative initial count or release, a count above max()) throws
 // synchronization_error and leaves the semaphore as it was; the standard makes it undefined
-// behaviour. Contended acquisitions are counted (contend::lock_contention_count()).
+// behaviour. One exception: releases racing each other past max() while threads are parked
+// can be caught only after some of the permits have gone to those threads (the message says
+// how many). Contended acquisitions are counted (contend::lock_contention_count()).
 #pragma once
 
 #include <chrono>
@@ -65,7 +67,7 @@ protected:
 
 private:
     static constexpr std::uint64_t waiters_bit = 1;
-    void hand_out(std::ptrdiff_t n);
+    void hand_out(std::ptrdiff_t n, std::ptrdiff_t max);
 
     internal::atomic<std::uint64_t> state_;
 };

@@ -249,7 +249,7 @@ public:
             if (stop_after_.load(std::memory_order_relaxed) <= phase) break;
         }
         mine.store(phase + 1, std::memory_order_relaxed);
-        workers_ = progress.size();
+        if (worker == 0) workers_ = progress.size();
         return phase + 1;
     }
     std::uint64_t observed_total() override { return phases_ * workers_; }
@@ -259,61 +259,68 @@ private:
     per_cell<Barrier> built_;
     alignas(contend::cache_line_size) std::atomic<std::uint64_t> stop_after_{none};
     std::uint64_t phases_ = 0;  // worker 0's
-    std::size_t workers_ = 0;
+    std::size_t workers_ = 0;  // worker 0's
 };
 
-// call_once's hot path: the call made in reset(), every operation a call_once that finds it done.
+// call_once's hot path: the call made in reset(), every operation a call_once that finds it
+// done. Each flag counts the calls made on it, which the check requires to be one.
 struct contend_once {
     contend::once_flag flag;
-    template <class F>
-    void call(F&& f) {
-        contend::call_once(flag, f);
+    std::atomic<int> made{0};
+    void call() {
+        contend::call_once(flag, [this] { made.fetch_add(1, std::memory_order_relaxed); });
     }
+    int calls() const { return made.load(); }
 };
 struct std_once {
     std::once_flag flag;
-    template <class F>
-    void call(F&& f) {
-        std::call_once(flag, f);
+    std::atomic<int> made{0};
+    void call() {
+        std::call_once(flag, [this] { made.fetch_add(1, std::memory_order_relaxed); });
     }
+    int calls() const { return made.load(); }
 };
+// pthread_once's routine takes no argument: it counts in one global, and each flag
+// remembers where the count stood when it was made.
 std::atomic<int> posix_once_calls{0};
 void posix_once_init() { posix_once_calls.fetch_add(1, std::memory_order_relaxed); }
 struct posix_once {
     pthread_once_t flag = PTHREAD_ONCE_INIT;
-    template <class F>
-    void call(F&&) {
-        pthread_once(&flag, posix_once_init);
-    }
+    int before = posix_once_calls.load();
+    void call() { pthread_once(&flag, posix_once_init); }
+    int calls() const { return posix_once_calls.load() - before; }
 };
 
 template <class Once>
-class once_workload final : public counting_workload {
+class once_workload final : public workload {
 public:
     void reset() override {
         once_ = std::make_unique<contend::cache_padded<Once>>();
-        once_->value.call([this] { made_.fetch_add(1, std::memory_order_relaxed); });
-        for (auto& c : counts_) c.value = 0;
+        once_->value.call();
+        total_.store(0);
     }
     std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
                       progress_counters& progress) override {
         Once& o = once_->value;
-        auto& count = counts_[static_cast<std::size_t>(worker) % counts_.size()].value;
-        const std::uint64_t done = run_polled(
-            worker, ops, stop, progress, [&] { o.call([this] { made_.fetch_add(1, std::memory_order_relaxed); }); });
-        count += done;
+        const std::uint64_t done = run_polled(worker, ops, stop, progress, [&] { o.call(); });
+        total_.fetch_add(done, std::memory_order_relaxed);
         return done;
     }
-    std::uint64_t observed_total() override {
+    check_result check(const std::vector<std::uint64_t>& completed) override {
+        const int calls = once_->value.calls();
+        if (calls != 1)
+            return {"wrong_count", "the once call ran " + std::to_string(calls) + " times, expected once"};
         std::uint64_t sum = 0;
-        for (auto& c : counts_) sum += c.value;
-        return sum;
+        for (const auto c : completed) sum += c;
+        if (sum != total_.load())
+            return {"wrong_count", "the workers counted " + std::to_string(total_.load()) + " calls, expected " +
+                                       std::to_string(sum)};
+        return {};
     }
 
 private:
     std::unique_ptr<contend::cache_padded<Once>> once_;
-    std::atomic<int> made_{0};
-    std::vector<contend::cache_padded<std::uint64_t>> counts_ = std::vector<contend::cache_padded<std::uint64_t>>(64);
+    alignas(contend::cache_line_size) std::atomic<std::uint64_t> total_{0};
 };
 
 template <class Workload>
