@@ -308,13 +308,12 @@ public:
     }
     check_result check(const std::vector<std::uint64_t>& completed) override {
         const int calls = once_->value.calls();
-        if (calls != 1)
-            return {"wrong_count", "the once call ran " + std::to_string(calls) + " times, expected once"};
+        if (calls != 1) return {"wrong_count", "the once call ran " + std::to_string(calls) + " times, expected once"};
         std::uint64_t sum = 0;
         for (const auto c : completed) sum += c;
         if (sum != total_.load())
-            return {"wrong_count", "the workers counted " + std::to_string(total_.load()) + " calls, expected " +
-                                       std::to_string(sum)};
+            return {"wrong_count",
+                    "the workers counted " + std::to_string(total_.load()) + " calls, expected " + std::to_string(sum)};
         return {};
     }
 
