@@ -17,7 +17,7 @@
 #include "platform/fork_child.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/wait.hpp"
-#include "word_lock.hpp"
+#include "contend/internal/word_lock.hpp"
 
 namespace contend::parking_lot {
 namespace {

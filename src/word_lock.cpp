@@ -1,4 +1,4 @@
-#include "word_lock.hpp"
+#include "contend/internal/word_lock.hpp"
 
 #include "contend/cpu_relax.hpp"
 #include "platform/wait.hpp"

@@ -1,6 +1,8 @@
 // Umbrella header: everything public in contend.
 #pragma once
 
+#include "contend/async_mutex.hpp"
+#include "contend/async_semaphore.hpp"
 #include "contend/barrier.hpp"
 #include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"

@@ -100,6 +100,7 @@ struct thread_pool_stats {
 };
 
 namespace internal {
+class async_permits;
 struct pool_core;
 struct wait_record;
 struct worker;
@@ -229,6 +230,7 @@ public:
 
 private:
     friend class blocking_scope;
+    friend class internal::async_permits;  // resumes a waiter with the node it holds: no allocation
     void post_node(internal::task_node* node, bool local);
     timer_id add_timer(std::chrono::steady_clock::time_point when, internal::task_node* node);
     wait_registration register_wait_impl(void* event, bool auto_reset, std::function<void(bool)> callback,

@@ -1,7 +1,8 @@
-// The parking lot's bucket lock. It cannot use the parking lot (it guards it), so it waits
-// on its own word through the OS wait backend: the three-state lock of Drepper's "Futexes
-// Are Tricky" (0 free, 1 held, 2 held and maybe waited on), after a short spin, because a
-// bucket lock is only ever held for a few dozen instructions.
+// The parking lot's bucket lock, and the queue lock of the async mutex and semaphore.
+// Internal. It cannot use the parking lot (it guards it), so it waits on its own word
+// through the OS wait backend: the three-state lock of Drepper's "Futexes Are Tricky" (0
+// free, 1 held, 2 held and maybe waited on), after a short spin, because either lock is only
+// ever held for a few dozen instructions.
 #pragma once
 
 #include <atomic>
