@@ -12,12 +12,12 @@
 #include "contend/cache_padded.hpp"
 #include "contend/internal/atomic.hpp"
 #include "contend/internal/tsan.hpp"
+#include "contend/internal/word_lock.hpp"
 #include "parking_lot_cancellation.hpp"
 #include "platform/first_use.hpp"
 #include "platform/fork_child.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/wait.hpp"
-#include "contend/internal/word_lock.hpp"
 
 namespace contend::parking_lot {
 namespace {
