@@ -2,6 +2,8 @@
 // the names of this process's threads, and a coroutine type that runs to its end unowned.
 #pragma once
 
+#include "fire_and_forget.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -230,17 +232,6 @@ inline std::uint32_t test_seed() {
 inline std::string seed_trace(std::uint32_t seed) {
     return "seed " + std::to_string(seed) + " (CONTEND_TEST_SEED replays it)";
 }
-
-// A coroutine nobody awaits: it starts at once and frees itself when it ends.
-struct fire_and_forget {
-    struct promise_type {
-        fire_and_forget get_return_object() noexcept { return {}; }
-        std::suspend_never initial_suspend() noexcept { return {}; }
-        std::suspend_never final_suspend() noexcept { return {}; }
-        void return_void() noexcept {}
-        void unhandled_exception() noexcept { std::abort(); }
-    };
-};
 
 // Deadlines that mean "no deadline" although they are not steady_clock::time_point::max():
 // steady time points and durations beyond what nanoseconds hold (coarse units, floating

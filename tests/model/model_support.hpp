@@ -50,12 +50,12 @@ inline void expect_holds_under_every_strategy(const std::function<void()>& body,
 }
 
 // The proof that the checker can fail: each strategy listed must report the mutation's bug
-// within `budget` executions (the bounded search with one preemption).
+// within `budget` executions (the bounded search with `preemptions` preemptions).
 inline void expect_found(const char* mutation, const std::function<void()>& body, std::uint64_t budget,
-                         std::initializer_list<model::strategy_kind> strategies) {
+                         std::initializer_list<model::strategy_kind> strategies, unsigned preemptions = 1) {
     for (const auto strategy : strategies) {
-        const auto r =
-            model::explore({.strategy = strategy, .executions = budget, .preemptions = 1, .mutation = mutation}, body);
+        const auto r = model::explore(
+            {.strategy = strategy, .executions = budget, .preemptions = preemptions, .mutation = mutation}, body);
         EXPECT_TRUE(r.failed) << "the mutation " << mutation << " was not found:\n" << r.report;
         print_report(r);
     }
