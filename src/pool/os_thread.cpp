@@ -1,6 +1,9 @@
 // What both builds' os_thread share; the start and the join are os_thread_pthread.cpp's, or
 // in the model-checking build os_thread_model.cpp's (CMakeLists.txt chooses).
 #include <pthread.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #include <atomic>
 #include <utility>
@@ -30,6 +33,15 @@ void set_current_thread_name(const std::string& name) noexcept {
     pthread_setname_np(pthread_self(), short_name.c_str());
 #else
     (void)name;
+#endif
+}
+
+void set_current_thread_timer_slack(std::chrono::nanoseconds slack) noexcept {
+#if defined(__linux__)
+    // Best effort: a kernel that refuses leaves the default, which is late but correct.
+    (void)prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack.count() > 0 ? slack.count() : 1), 0, 0, 0);
+#else
+    (void)slack;
 #endif
 }
 

@@ -7,6 +7,7 @@
 // run user code and take the platform's default.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -48,5 +49,9 @@ bool thread_start_refused() noexcept;
 
 // Names the calling thread (truncated to 15 bytes); best effort.
 void set_current_thread_name(const std::string& name) noexcept;
+// Sets the calling thread's timer slack (Linux: PR_SET_TIMERSLACK), how late the kernel may
+// end its timed sleeps to batch wake-ups; 50 us by default. A thread whose job is to be on
+// time (the pool's timer thread) sets it to a microsecond. Elsewhere: nothing.
+void set_current_thread_timer_slack(std::chrono::nanoseconds slack) noexcept;
 
 }  // namespace contend::internal
