@@ -9,6 +9,8 @@
 //   - barrier: every worker arrives and waits, phase after phase: one operation is one
 //     worker's phase.
 //   - once: call_once on a flag whose call has run: the hot path every later caller takes.
+//   - async_mutex_tasks / blocking_mutex_tasks: N tasks sharing one lock on a 2-worker pool,
+//     holding it across a 100 us wait (async_lock_rows.cpp).
 #include <pthread.h>
 #include <semaphore.h>
 
@@ -26,6 +28,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/once.hpp"
 #include "contend/semaphore.hpp"
+#include "suites/async_lock_rows.hpp"
 #include "suites/suite_parts.hpp"
 
 namespace contend::lab {
@@ -339,7 +342,8 @@ contender row(const std::string& name, const std::string& description, const std
 suite make_sync_suite() {
     suite s{"sync",
             "semaphores, barriers and call_once against the standard library's and the platform's: a ring of "
-            "semaphores passing one permit, a bounded buffer of 4 slots, a barrier's phases, call_once's hot path",
+            "semaphores passing one permit, a bounded buffer of 4 slots, a barrier's phases, call_once's hot path; "
+            "and tasks sharing an async_mutex on a 2-worker pool against a blocking mutex",
             {},
             {2, 4, 16, 64}};
     s.contenders.push_back(row<ring_workload<contend_sem>>(
@@ -364,6 +368,7 @@ suite make_sync_suite() {
     s.contenders.push_back(row<once_workload<std_once>>("std_call_once", "std::call_once on a done flag", "call"));
     s.contenders.push_back(
         row<once_workload<posix_once>>("pthread_once", "pthread_once on a done pthread_once_t", "call"));
+    append_async_lock_rows(s.contenders);
     return s;
 }
 
