@@ -100,8 +100,9 @@ void timer_queue::compact_if_stale() {
 }
 
 void timer_queue::run() {
-    // Its sleeps end at deadlines: with the default 50 us of slack a 100 us timer fired after
-    // 135 us (median, 2-vCPU AMD EPYC VM); the slack is for threads that can be late.
+    // Its sleeps end at deadlines, and the default 50 us of slack is for threads that can be
+    // late: a coroutine looping on 100 us timers took 176 us a round with it, 135 us with
+    // 1 us (median, 2-vCPU AMD EPYC VM).
     set_current_thread_timer_slack(std::chrono::microseconds(1));
     std::vector<task_node*> due;
     std::unique_lock lk(lock_);
