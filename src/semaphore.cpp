@@ -2,11 +2,16 @@
 //
 // Why no permit is lost and no waiter sleeps past one: a waiter sets WAITERS in park's
 // validation, under the bucket lock, only while the count is zero (one CAS reads the count
-// and sets the bit). A release adds to the count only with a CAS that finds WAITERS clear;
-// one that finds it set takes the bucket lock (unpark_one) and there either hands its permit
-// to the longest-parked thread (token permit_token: that thread returns holding it) or,
-// finding nobody parked (they timed out), clears WAITERS and puts its permits into the count
-// in one CAS. Either way the bucket lock orders it against every validation.
+// and sets the bit). A release adds to the count without the bucket lock only with a CAS
+// that finds WAITERS clear; one that finds it set takes the bucket lock (unpark_one) and
+// there wakes the longest-parked thread for each permit. Usually the permit goes into the
+// count, where the woken thread or a thread already running takes it (and a woken thread that
+// finds it gone parks again, its validation seeing the count at zero); about once a
+// millisecond (the bucket's fairness deadline) the woken thread is handed it (token
+// permit_token: it returns holding it). Finding nobody parked (they timed out), it clears
+// WAITERS and puts its permits into the count in one CAS. Either way the bucket lock orders
+// it against every validation, so a thread parks only while the count is zero and every
+// permit added while it is parked wakes one.
 #include "contend/semaphore.hpp"
 
 #include <string>
@@ -23,11 +28,16 @@ constexpr std::intptr_t permit_token = 1;  // the unparked thread was handed a p
 
 // How long a parked acquire watches for its permit before it sleeps (parking_lot's poll):
 // where threads hand permits back and forth, the release usually comes within microseconds,
-// and one that comes within the poll costs the waiter no sleep and the releaser no wake-up,
-// which across CPUs is most of a hand-off's time (40 to 150 us for an idle vCPU on the VMs).
-// The condition variable's wait polls as long, for the same reason
-// (src/condition_variable.cpp); the parking lot stops a thread's polls while they do not pay.
-constexpr std::chrono::nanoseconds acquire_poll = std::chrono::microseconds(8);
+// and one that comes within the poll costs the waiter no sleep and the releaser no wake-up.
+// Why 30 us on either CPU family: a poll that runs out costs at most the poll, and a sleep
+// costs a wake-up, 40 to 150 us for an idle vCPU on both the AMD and the Intel VMs; polling
+// for less than a wake-up costs, then sleeping, is at most twice what knowing the wait's
+// length would cost (the spin-then-block bound), whichever family. The poll yields its CPU as
+// it goes (internal spin_wait), so with more threads than CPUs it lets the releaser run. With
+// 8 us (the condition variable's), a ring of 4 threads on 2 CPUs ran out most polls and took
+// 8.4 us a turn; with 30 us, 5.6 us (AMD EPYC VM). The parking lot stops a thread's polls
+// while they do not pay.
+constexpr std::chrono::nanoseconds acquire_poll = std::chrono::microseconds(30);
 }  // namespace
 
 semaphore_base::semaphore_base(std::ptrdiff_t desired, std::ptrdiff_t max) : state_(0) {
@@ -72,9 +82,22 @@ void semaphore_base::hand_out(std::ptrdiff_t n, std::ptrdiff_t max) {
         bool handed = false;
         parking_lot::unpark_one(this, [&](parking_lot::unpark_result r) -> std::intptr_t {
             if (r.did_unpark_thread) {
-                if (!r.may_have_more_threads) state_.fetch_and(~waiters_bit, std::memory_order_relaxed);
                 handed = true;
-                return CONTEND_MUTATION(semaphore_release_wakes_without_a_permit) ? 0 : permit_token;
+                if (r.time_to_be_fair) {
+                    // Now and then (about once a millisecond) the longest-parked thread gets
+                    // the permit itself, so that running threads cannot pass it over for ever.
+                    if (!r.may_have_more_threads) state_.fetch_and(~waiters_bit, std::memory_order_relaxed);
+                    return permit_token;
+                }
+                // Otherwise the permit goes into the count, for the thread woken or one already
+                // running: a running thread takes it without a context switch, which with more
+                // threads than CPUs is most of what a hand-off costs.
+                std::uint64_t v = state_.load(std::memory_order_relaxed);
+                const std::uint64_t add = CONTEND_MUTATION(semaphore_release_wakes_without_a_permit) ? 0 : 2;
+                while (!state_.compare_exchange_weak(v, (r.may_have_more_threads ? v : v & ~waiters_bit) + add,
+                                                     std::memory_order_release, std::memory_order_relaxed)) {
+                }
+                return 0;
             }
             // The parked threads left (timed out) before we came: the permits go to the count.
             std::uint64_t v = state_.load(std::memory_order_relaxed);

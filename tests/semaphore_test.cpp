@@ -128,3 +128,31 @@ TEST(Semaphore, ABoundedBufferOfProducersAndConsumersLosesAndInventsNoPermit) {
     for (int i = 0; i < slots; ++i) EXPECT_TRUE(free_slots.try_acquire());
     EXPECT_FALSE(free_slots.try_acquire());
 }
+
+// Two threads take and give back the only permit as fast as they can; a third, parked for it,
+// still gets it: a release hands it to the longest-parked thread directly once the parking
+// lot's fairness deadline (about a millisecond) passes, whoever else is running.
+TEST(Semaphore, AParkedThreadIsNotPassedOverForEverByThreadsThatKeepTakingThePermit) {
+    watchdog dog(60s);
+    contend::binary_semaphore sem(1);
+    std::atomic<bool> stop{false}, through{false};
+    std::vector<std::thread> hammers;
+    for (int i = 0; i < 2; ++i) {
+        hammers.emplace_back([&] {
+            while (!stop.load()) {
+                sem.acquire();
+                sem.release();
+            }
+        });
+    }
+    std::thread waiter([&] {
+        sem.acquire();
+        through = true;
+        sem.release();
+    });
+    EXPECT_TRUE(eventually([&] { return through.load(); }, 20s)) << "the parked thread never got the permit";
+    stop = true;
+    for (auto& h : hammers) h.join();
+    waiter.join();
+    EXPECT_TRUE(sem.try_acquire());
+}

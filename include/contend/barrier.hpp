@@ -12,7 +12,7 @@
 // completion. Costs: an arrival is a load and a CAS; the last one runs the completion, then
 // one exchange starts the next phase and, if anyone parked, one parking-lot call wakes them
 // all; a wait() on a finished phase is one acquire load. A waiter watches for the end of its
-// phase for up to 8 us before it sleeps (src/barrier.cpp), so a phase that ends within that
+// phase for up to 30 us before it sleeps (src/barrier.cpp), so a phase that ends within that
 // costs it no sleep and the last arrival no wake-up of it.
 //
 // Invariants: arrivals never take the count below zero; only the last arrival of a phase
