@@ -22,9 +22,10 @@ namespace {
 // and an end of phase that comes within the poll costs the waiter no sleep and the last
 // arrival no wake-up of it. 30 us, as the semaphore's acquire (src/semaphore.cpp says why
 // that length holds on both CPU families); the parking lot stops a thread's polls while they
-// do not pay. With 8 us, the sync suite's phase took 6.4 us at 4 workers on 2 CPUs and
-// 2.4 us with 30 (AMD EPYC VM), where the last arrivals need the waiters' CPUs, which the
-// poll yields, and run out an 8 us poll before they come.
+// do not pay. Where the last arrivals need the waiters' CPUs (more workers than CPUs), the
+// poll yields them, and an 8 us poll ran out before they came: the sync suite's phase at 4
+// workers on 2 CPUs took 5.8 to 6.4 us with 8 us, and 2.4 to 8.8 us over four runs with 30
+// (AMD EPYC VM); at 64 workers 7.3 us with 8, 4.1 to 6.9 with 30.
 constexpr std::chrono::nanoseconds phase_poll = std::chrono::microseconds(30);
 }  // namespace
 

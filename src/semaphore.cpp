@@ -34,8 +34,9 @@ constexpr std::intptr_t permit_token = 1;  // the unparked thread was handed a p
 // for less than a wake-up costs, then sleeping, is at most twice what knowing the wait's
 // length would cost (the spin-then-block bound), whichever family. The poll yields its CPU as
 // it goes (internal spin_wait), so with more threads than CPUs it lets the releaser run. With
-// 8 us (the condition variable's), a ring of 4 threads on 2 CPUs ran out most polls and took
-// 8.4 us a turn; with 30 us, 5.6 us (AMD EPYC VM). The parking lot stops a thread's polls
+// 8 us (the condition variable's), a ring of 4 threads on 2 CPUs passing one permit ran out
+// most polls and took 8.4 us a turn; with 30 us, 5.6 us (AMD EPYC VM; the sync suite's ring
+// row, which also counts its turns, 11.0 us and 8.9 to 10.3 over three runs). The parking lot stops a thread's polls
 // while they do not pay.
 constexpr std::chrono::nanoseconds acquire_poll = std::chrono::microseconds(30);
 }  // namespace

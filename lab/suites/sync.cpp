@@ -150,7 +150,8 @@ struct buffer_sems {
     explicit buffer_sems(std::size_t) {}
 };
 
-// A worker that stops sets quit_ and adds a permit per worker to both semaphores, so that
+// The repetition ends once ops x workers items have moved, whoever moved them. A worker that
+// stops sets quit_ and adds a permit per worker to both semaphores, so that
 // every worker blocked in an acquire, or about to be, comes back, sees quit_ and leaves.
 template <class Sem>
 class buffer_workload final : public counting_workload {
@@ -183,11 +184,13 @@ public:
             }
             take.acquire();
             if (quit_.load(std::memory_order_relaxed)) break;
-            moved_.fetch_add(1, std::memory_order_relaxed);
+            const std::uint64_t moved = moved_.fetch_add(1, std::memory_order_relaxed) + 1;
             ++done;
             give.release(1);
             if (done % poll_every == 0) mine.store(done, std::memory_order_relaxed);
-            if (done >= ops || stop.load(std::memory_order_relaxed)) {
+            // The repetition's items are counted all together: a semaphore that lets some
+            // workers move more items than others (barging) must not end it early or late.
+            if (moved >= ops * static_cast<std::uint64_t>(n) || stop.load(std::memory_order_relaxed)) {
                 if (!quit_.exchange(true)) {
                     b.free_slots.value.release(n);
                     b.full_slots.value.release(n);
