@@ -1,5 +1,6 @@
 #include "contend/async_mutex.hpp"
 
+#include <cmath>
 #include <stop_token>
 #include <vector>
 
@@ -118,6 +119,15 @@ TEST(AsyncMutex, ATimedLockOnAPoolTimesOutNoEarlierThanItsDelayAndOffAPoolIsRefu
         ASSERT_TRUE(eventually([&] { return result.load() != -1; }));
         EXPECT_EQ(result.load(), 0);
         EXPECT_GE(waited_us.load(), 30'000);
+        // A delay already past, NaN or negative, is no wait at all: false at once.
+        std::atomic<int> odd{0};
+        auto odd_delays = [&]() -> fire_and_forget {
+            co_await pool.schedule();
+            if (!co_await m.lock_for(-1s)) odd.fetch_add(1);
+            if (!co_await m.lock_for(std::chrono::duration<double>(std::nan("")))) odd.fetch_add(1);
+        };
+        odd_delays();
+        EXPECT_TRUE(eventually([&] { return odd.load() == 2; })) << "a timed lock with a past or NaN delay";
         // Handed the mutex in time: true, holding it.
         result = -1;
         auto waiter2 = [&]() -> fire_and_forget {

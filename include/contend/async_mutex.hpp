@@ -39,6 +39,9 @@
 // Misuse: unlock() of a mutex that is not locked throws synchronization_error and changes
 // nothing. Destroying the mutex while a coroutine or a thread waits for it ends the program
 // with a message (they would wait for ever), as destroying a joinable std::thread does.
+// Not detected, and the caller's to avoid: destroying a waiting coroutine's frame (its queue
+// entry is in it), destroying the pool a coroutine waits to resume on before its wait ends,
+// and a coroutine locking a mutex it holds (it waits for itself, as with std::mutex).
 // Contended lock()s are counted (contend::lock_contention_count()).
 #pragma once
 
