@@ -39,7 +39,7 @@ inline void expect_holds(model::plan p, const std::function<void()>& body) {
 // bounded search beside them, every model runs about a thousand schedules or more; the whole
 // suite has to fit the test command's four minutes for the model build
 // (docs/design/model-checking.md, "Costs and budgets"). scripts/model_check.sh raises it.
-inline constexpr std::uint64_t sampled_schedules = 300;
+inline constexpr std::uint64_t sampled_schedules = 200;
 
 // The usual plan of a model: PCT and random, sampled_schedules each, then every schedule with
 // at most `preemptions` preemptions (the search must complete within 5,000 executions).
