@@ -12,6 +12,7 @@
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
+#include "mark_waiting.hpp"
 #include "model/mutation.hpp"
 
 namespace contend::internal {
@@ -64,14 +65,8 @@ void barrier_base::wait_slow(std::uint32_t phase) const noexcept {
         parking_lot::detail::park(
             this,
             [this, phase] {
-                std::uint64_t s = state_.load(std::memory_order_acquire);
-                for (;;) {
-                    if (static_cast<std::uint32_t>(s >> 32) != phase) return false;
-                    if (s & waiters_bit) return true;
-                    if (state_.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel,
-                                                     std::memory_order_acquire))
-                        return true;
-                }
+                return mark_waiting(state_, waiters_bit,
+                                    [phase](std::uint64_t s) { return static_cast<std::uint32_t>(s >> 32) == phase; });
             },
             [] {}, no_deadline, nullptr, phase_poll);
     }

@@ -24,6 +24,7 @@
 #include "contend/internal/atomic.hpp"
 #include "contend/mutex.hpp"
 #include "contend/parking_lot.hpp"
+#include "mark_waiting.hpp"
 #include "model/mutation.hpp"
 #include "platform/first_use.hpp"
 
@@ -82,14 +83,9 @@ void notify_watchers(const void* event) noexcept {
 constexpr std::intptr_t signal_delivered = 1;
 
 // Validation shared by both events: sleep only if not signalled, and say we are here.
-bool mark_waiting(internal::atomic<std::uint32_t>& state, std::uint32_t set_bit, std::uint32_t waiters_bit) noexcept {
-    std::uint32_t s = state.load(std::memory_order_acquire);
-    for (;;) {
-        if (s & set_bit) return false;
-        if (s & waiters_bit) return true;
-        if (state.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel, std::memory_order_acquire))
-            return true;
-    }
+bool wait_unless_set(internal::atomic<std::uint32_t>& state, std::uint32_t set_bit,
+                     std::uint32_t waiters_bit) noexcept {
+    return internal::mark_waiting(state, waiters_bit, [set_bit](std::uint32_t s) { return !(s & set_bit); });
 }
 
 }  // namespace
@@ -114,7 +110,7 @@ bool manual_reset_event::wait_until_internal(internal::deadline until) noexcept 
     for (;;) {
         if (is_set()) return true;
         const auto r = parking_lot::park(
-            this, [this] { return mark_waiting(state_, set_bit, waiters_bit); }, until);
+            this, [this] { return wait_unless_set(state_, set_bit, waiters_bit); }, until);
         if (r.status == parking_lot::park_status::timed_out) return is_set();
     }
 }
@@ -157,7 +153,7 @@ bool auto_reset_event::wait_until_internal(internal::deadline until) noexcept {
     for (;;) {
         if (try_consume()) return true;
         const auto r = parking_lot::park(
-            this, [this] { return mark_waiting(state_, set_bit, waiters_bit); }, until);
+            this, [this] { return wait_unless_set(state_, set_bit, waiters_bit); }, until);
         if (r.was_unparked() && r.token == signal_delivered) return true;
         if (r.status == parking_lot::park_status::timed_out) return try_consume();
     }

@@ -11,6 +11,7 @@
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
+#include "mark_waiting.hpp"
 #include "model/mutation.hpp"
 
 namespace contend {
@@ -40,14 +41,7 @@ void latch::wait_slow() const noexcept {
     internal::count_contention();
     while (!try_wait()) {
         parking_lot::park(this, [this] {
-            std::uint64_t s = state_.load(std::memory_order_acquire);
-            for (;;) {
-                if (s >> 1 == 0) return false;
-                if (s & waiters_bit) return true;
-                if (state_.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel,
-                                                 std::memory_order_acquire))
-                    return true;
-            }
+            return internal::mark_waiting(state_, waiters_bit, [](std::uint64_t s) { return s >> 1 != 0; });
         });
     }
 }

@@ -11,6 +11,7 @@
 
 #include "contend/parking_lot.hpp"
 #include "contention_counter.hpp"
+#include "mark_waiting.hpp"
 #include "model/mutation.hpp"
 
 namespace contend {
@@ -26,14 +27,7 @@ bool once_flag::begin() noexcept {
         }
         internal::count_contention();
         parking_lot::park(this, [this] {
-            std::uint8_t v = state_.load(std::memory_order_acquire);
-            for (;;) {
-                if (!(v & running)) return false;
-                if (v & waiters) return true;
-                if (state_.compare_exchange_weak(v, static_cast<std::uint8_t>(v | waiters), std::memory_order_acq_rel,
-                                                 std::memory_order_acquire))
-                    return true;
-            }
+            return internal::mark_waiting(state_, waiters, [](std::uint8_t v) { return (v & running) != 0; });
         });
         s = state_.load(std::memory_order_acquire);
     }

@@ -19,6 +19,7 @@
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
+#include "mark_waiting.hpp"
 #include "model/mutation.hpp"
 
 namespace contend::internal {
@@ -120,14 +121,8 @@ bool semaphore_base::acquire_slow(deadline until) noexcept {
         const auto r = parking_lot::detail::park(
             this,
             [this] {
-                std::uint64_t s = state_.load(std::memory_order_acquire);
-                for (;;) {
-                    if (s >> 1 != 0) return false;  // a permit: take it instead
-                    if (s & waiters_bit) return true;
-                    if (state_.compare_exchange_weak(s, s | waiters_bit, std::memory_order_acq_rel,
-                                                     std::memory_order_acquire))
-                        return true;
-                }
+                // A permit in the count: take it instead.
+                return mark_waiting(state_, waiters_bit, [](std::uint64_t s) { return s >> 1 == 0; });
             },
             [] {}, until, nullptr, acquire_poll);
         if (r.was_unparked() && r.token == permit_token) return true;
