@@ -316,13 +316,11 @@ internal::wait_status sleep_cancellably(thread_data& me, clock::time_point deadl
     }
 }
 
-// park()'s poll: returns once the thread is unparked, `poll` has passed, or `deadline` has;
-// true if it was unparked meanwhile.
-bool poll_for_unpark(thread_data& me, std::chrono::nanoseconds poll, clock::time_point deadline) noexcept {
-    internal::spin_wait wait{poll};
-    while (me.parked.load(std::memory_order_acquire) != 0 && wait.pause())
-        if (deadline != internal::no_deadline && clock::now() >= deadline) break;
-    return me.parked.load(std::memory_order_acquire) == 0;
+// park()'s poll (internal::poll_until): until the thread is unparked, `poll` has passed or
+// `deadline` has, or, on a shared CPU, its yields are spent.
+internal::poll_outcome poll_for_unpark(thread_data& me, std::chrono::nanoseconds poll,
+                                       clock::time_point deadline) noexcept {
+    return internal::poll_until([&] { return me.parked.load(std::memory_order_acquire) == 0; }, poll, deadline);
 }
 
 // Whether a park's poll pays, judged by this thread's own last polls. A poll wins only when
@@ -355,14 +353,27 @@ bool poll_pays() noexcept {
     return true;
 }
 
+// A thread whose CPU is shared polls on every park, judged or not: its poll is a few yields
+// (internal::shared_poll_yields), each of which lets a thread that wants the CPU run, so a
+// miss there costs the others little and does not count against polling. Counting those
+// misses put a ring of 4 threads on 2 CPUs into a state where every thread slept at once,
+// every hand-off woke an idle CPU, and a trial poll (one in 16) lasted less than the three
+// hand-offs it waited for, so it missed and polling never resumed: 10 to 14 us a turn for
+// tens of milliseconds, against 2 to 3 once polling.
 void poll_and_judge(thread_data& me, std::chrono::nanoseconds poll, clock::time_point deadline) noexcept {
-    if (!poll_pays()) return;
+    if (!internal::this_thread_cpu_shared() && !poll_pays()) return;
     ++poll_totals.polled;
-    if (poll_for_unpark(me, poll, deadline)) {
-        polls.misses = 0;
-        ++poll_totals.won;
-    } else if (polls.misses < poll_misses_to_stop) {
-        ++polls.misses;
+    switch (poll_for_unpark(me, poll, deadline)) {
+        case internal::poll_outcome::ready:
+            polls.misses = 0;
+            ++poll_totals.won;
+            break;
+        case internal::poll_outcome::missed_shared:
+            ++poll_totals.missed_shared;
+            break;
+        case internal::poll_outcome::missed:
+            if (polls.misses < poll_misses_to_stop) ++polls.misses;
+            break;
     }
 }
 

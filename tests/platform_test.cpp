@@ -394,6 +394,39 @@ TEST(SpinWait, APartnerOnTheSameCpuRunsWhileThePollGoesOn) {
     EXPECT_GE(yields, 1u) << "the partner shared the poller's CPU, so the poll must have yielded to it";
 }
 
+// A poll on a CPU that another thread wants gives up after a few yields instead of holding
+// the CPU for its budget: a busy thread shares the poller's CPU, the poll's budget is 10 s,
+// and it must end as missed_shared, long before that.
+TEST(PollUntil, GivesUpAfterAFewYieldsOnACpuAnotherThreadWants) {
+    watchdog dog(60s);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    std::atomic<bool> busy_running{false};
+    std::atomic<bool> done{false};
+    std::thread busy([&] {
+        ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+        busy_running = true;
+        const auto give_up = steady::now() + 20s;
+        while (!done.load() && steady::now() < give_up) {
+        }
+    });
+    contend::internal::poll_outcome outcome = contend::internal::poll_outcome::ready;
+    std::chrono::nanoseconds took{};
+    std::thread poller([&] {
+        ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+        while (!busy_running.load()) std::this_thread::yield();
+        const auto start = steady::now();
+        outcome = contend::internal::poll_until([] { return false; }, 10s, contend::internal::no_deadline);
+        took = steady::now() - start;
+    });
+    poller.join();
+    done = true;
+    busy.join();
+    EXPECT_EQ(outcome, contend::internal::poll_outcome::missed_shared);
+    EXPECT_LT(took, 5s) << "the poll held a CPU that another thread wanted for most of its budget";
+}
+
 }  // namespace contend_test
 
 // A sandbox's seccomp filter may refuse membarrier, before the library loads or at any time

@@ -85,6 +85,7 @@ struct poll_counts {
     std::uint64_t polled = 0;
     std::uint64_t won = 0;
     std::uint64_t skipped = 0;
+    std::uint64_t missed_shared = 0;
 };
 poll_counts this_thread_poll_counts() noexcept;
 }  // namespace detail

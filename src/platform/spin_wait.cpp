@@ -34,16 +34,18 @@ double measure_relax_ns() noexcept {
     return std::isfinite(ns) && ns >= 1.0 ? std::min(ns, 1000.0) : 1.0;
 }
 
-std::chrono::nanoseconds measure_yield_interval() noexcept {
+// A sched_yield() with nothing else to run here, in ns (from 100 ns to 12.5 us).
+double measure_yield_ns() noexcept {
     const double yield_ns = fastest_ns_per_call(4, 8, [] { sched_yield(); });
-    const double interval = std::isfinite(yield_ns) ? std::clamp(4 * yield_ns, 1000.0, 50'000.0) : 1000.0;
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(interval));
+    return std::isfinite(yield_ns) ? std::clamp(yield_ns, 100.0, 12'500.0) : 250.0;
 }
 
 // Calibrated on first use, never behind a guard that a forked child could find held
 // (platform/first_use.hpp).
 first_use_value<double> relax_cost;
-first_use_value<std::int64_t> yield_spacing_ns;
+first_use_value<double> yield_cost;
+
+double yield_ns() noexcept { return yield_cost.get(measure_yield_ns); }
 
 }  // namespace
 
@@ -60,14 +62,17 @@ void relax_for(std::chrono::nanoseconds d) noexcept {
 }
 
 std::chrono::nanoseconds yield_interval() noexcept {
-    return std::chrono::nanoseconds(yield_spacing_ns.get([] { return measure_yield_interval().count(); }));
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(std::max(4 * yield_ns(), 1000.0)));
+}
+
+std::chrono::nanoseconds gave_cpu_away_after() noexcept {
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(2 * yield_ns()));
 }
 
 namespace {
-// Whether this thread's last yield gave its CPU to another thread (it took longer than a
-// yield interval). Then the CPU is shared, most likely with the partner the poll waits for,
-// and a pause there only delays it: the next polls of this thread yield at every step,
-// until a yield comes back at once again.
+// Whether this thread's last yield gave its CPU to another thread (gave_cpu_away_after). Then the CPU is shared, most
+// likely with the partner the poll waits for, and a pause there only delays it: the next polls of this thread yield at
+// every step, until a yield comes back at once again.
 thread_local bool cpu_shared = false;
 // How many yields in a row came back at once (nothing else to run here), up to
 // max_idle_yield_doublings: each one doubles the thread's interval between yields, up to 8
@@ -83,6 +88,13 @@ constexpr std::uint8_t max_idle_yield_doublings = 3;
 }  // namespace
 
 bool this_thread_cpu_shared() noexcept { return cpu_shared; }
+
+bool yield_gave_cpu_away() noexcept {
+    const auto before = clock::now();
+    yield_cpu();
+    cpu_shared = clock::now() - before > gave_cpu_away_after();
+    return cpu_shared;
+}
 
 spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
     : budget_(budget),
@@ -112,7 +124,7 @@ bool spin_wait::pause() noexcept {
         yield_cpu();  // a partner runnable on this CPU runs now; otherwise back at once
         ++yields_;
         last_yield_ = clock::now();
-        cpu_shared = last_yield_ - now > interval_;
+        cpu_shared = last_yield_ - now > gave_cpu_away_after();
         if (cpu_shared) idle_yields = 0;
         else if (idle_yields < max_idle_yield_doublings) ++idle_yields;
         spacing_ = interval_ * (1 << idle_yields);

@@ -38,9 +38,20 @@ void relax_for(std::chrono::nanoseconds d) noexcept;
 // yields take at most about a fifth of a poll on a quiet machine.
 std::chrono::nanoseconds yield_interval() noexcept;
 
+// How long a yield takes, at least, when it gave the CPU to another thread: twice one with
+// nothing else to run (measured once, like relax_ns). A yield that switches runs the other
+// thread and switches back, two context switches, each at least a yield's system call; on a
+// quiet machine 0.2 to 0.5 % of yields take that long without switching (AMD EPYC VM).
+std::chrono::nanoseconds gave_cpu_away_after() noexcept;
+
 // Whether this thread's last yield in a poll gave its CPU to another thread (spin_wait::pause
-// below): the CPU is shared, so a poll here holds a CPU that another runnable thread wants.
+// below, yield_gave_cpu_away): the CPU is shared, so a poll here holds a CPU that another
+// runnable thread wants.
 bool this_thread_cpu_shared() noexcept;
+
+// Yields the CPU once; true if that gave it to another thread, as this_thread_cpu_shared()
+// then says too.
+bool yield_gave_cpu_away() noexcept;
 
 // One poll's pacing:
 //     spin_wait poll(budget);
@@ -51,7 +62,7 @@ bool this_thread_cpu_shared() noexcept;
 // construction. The spacing is per thread: yield_interval(), doubled by each yield that came
 // back at once (nothing else wanted the CPU), up to 8x, and back to yield_interval() when a
 // poll of the thread runs out its budget. A yield that gave the CPU away (it took longer
-// than the interval) marks the thread's CPU as shared: until one of its yields comes back at
+// than gave_cpu_away_after()) marks the thread's CPU as shared: until one of its yields comes back at
 // once, its polls yield at every step instead of pausing, which on one CPU makes each
 // hand-off a direct switch.
 class spin_wait {
@@ -76,5 +87,47 @@ private:
     std::chrono::nanoseconds spacing_;  // interval_, doubled per yield that found nothing to run
     std::uint32_t yields_ = 0;
 };
+
+// The outcome of poll_until: ready() came true; the poll ran out on a CPU of its own; or it
+// ran out after shared_poll_yields yields on a shared CPU.
+enum class poll_outcome { ready, missed, missed_shared };
+
+// How many times a poll yields, at most, once its CPU is shared. A count of turns given to
+// the threads that want the CPU, not a time: the same on every CPU. libstdc++'s atomic waits
+// yield 4 times before they sleep. A ring of 4 threads on 2 CPUs passing one semaphore
+// permit (AMD EPYC VM, threads pinned two to a CPU, in either order), whose parks polled 12
+// pauses and then this many yields: 2.5 to 3.4 us a turn with 4, 1.7 to 2.7 with 8, against
+// std::counting_semaphore's 2.0 to 3.3.
+inline constexpr int shared_poll_yields = 8;
+
+// A poll for ready() before a sleep, up to `budget` or `deadline`. While this thread's CPU
+// is its own: a spin_wait, whose pauses spin and now and then yield. Once a yield gives the
+// CPU away (now, or in an earlier poll of this thread, until a yield comes back at once): it
+// yields at every step, shared_poll_yields times at most, and then gives up. On a shared CPU
+// a poll is useful only while the thread it waits for gets to run, and a yield is what lets
+// it run; spinning there only delays it, and a sleep frees the CPU for longer. A scheduler's
+// yield need not switch (Linux's EEVDF moves the yielder's deadline; a woken thread that is
+// not yet eligible still waits), so the count bounds what a poll can take from a thread
+// that the yields do not let in.
+template <class Ready>
+poll_outcome poll_until(Ready&& ready, std::chrono::nanoseconds budget, clock::time_point deadline) noexcept {
+    const auto yielding = [&] {
+        for (int i = 0; i < shared_poll_yields; ++i) {
+            if (ready()) return poll_outcome::ready;
+            if (deadline != no_deadline && clock::now() >= deadline) break;
+            yield_gave_cpu_away();
+        }
+        return ready() ? poll_outcome::ready : poll_outcome::missed_shared;
+    };
+    if (this_thread_cpu_shared()) return yielding();
+    spin_wait wait{budget};
+    while (!ready()) {
+        if (!wait.pause()) return ready() ? poll_outcome::ready : poll_outcome::missed;
+        if (deadline != no_deadline && clock::now() >= deadline)
+            return ready() ? poll_outcome::ready : poll_outcome::missed;
+        if (this_thread_cpu_shared()) return yielding();
+    }
+    return poll_outcome::ready;
+}
 
 }  // namespace contend::internal
