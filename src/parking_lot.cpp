@@ -330,9 +330,9 @@ internal::poll_outcome poll_for_unpark(thread_data& me, std::chrono::nanoseconds
 // db_bench (fillrandom, 8 threads on the 2-CPU AMD EPYC VM), whose writers wait on condition
 // variables their leader notifies after its writes: with every wait polling 8 us, 0.87x
 // glibc's rate and 7x its involuntary context switches; with no poll, 1.16x. So after
-// poll_misses_to_stop polls in a row that the unpark did not come within, the thread sleeps
-// at once, and polls again on one park in poll_trial_period to learn whether polling pays
-// again (as contend::mutex's spin does); one poll that wins makes it poll every time again.
+// poll_misses_to_stop polls in a row that missed (below: ran out on a CPU of their own, and
+// the wait went on well past them), the thread sleeps at once, and polls again on one park in poll_trial_period to
+// learn whether polling pays again (as contend::mutex's spin does); one poll that wins makes it poll every time again.
 // A count of outcomes measured here, not a time: the same on every CPU.
 constexpr std::uint8_t poll_misses_to_stop = 3;
 constexpr std::uint8_t poll_trial_period = 16;
@@ -355,14 +355,25 @@ bool poll_pays() noexcept {
 
 // A thread whose CPU is shared polls on every park, judged or not: its poll is a few yields
 // (internal::shared_poll_yields), each of which lets a thread that wants the CPU run, so a
-// miss there costs the others little and does not count against polling. Counting those
-// misses put a ring of 4 threads on 2 CPUs into a state where every thread slept at once,
-// every hand-off woke an idle CPU, and a trial poll (one in 16) lasted less than the three
-// hand-offs it waited for, so it missed and polling never resumed: 10 to 14 us a turn for
-// tens of milliseconds, against 2 to 3 once polling.
-void poll_and_judge(thread_data& me, std::chrono::nanoseconds poll, clock::time_point deadline) noexcept {
-    if (!internal::this_thread_cpu_shared() && !poll_pays()) return;
+// miss there costs the others little and does not count against polling.
+//
+// A poll that ran out on a CPU of its own is judged when the park ends, by how long the
+// whole wait took: one that ended within near_miss_factor polls counts as a near miss,
+// which lets polling go on (misses back to 0), and only a longer wait counts as a miss. A
+// judge that counted near misses could talk itself out of polling for good: a ring of 4
+// threads on 2 CPUs (AMD EPYC VM) whose fresh threads missed their first polls stopped
+// polling, after which every hand-off woke an idle CPU (10 to 12 us), every wait (three
+// hand-offs) outlasted the 30 us poll, and each trial poll missed again: 10 to 14 us a turn
+// for as long as the threads lived, against 2.4 to 3 us once they poll. Polling through a
+// wait of up to twice the poll costs at most two polls, where the poll is sized to what a
+// wake-up costs (src/semaphore.cpp).
+constexpr int near_miss_factor = 2;
+
+// Returns when the poll began if its judgment waits for the park's end, else {}.
+clock::time_point poll_and_judge(thread_data& me, std::chrono::nanoseconds poll, clock::time_point deadline) noexcept {
+    if (!internal::this_thread_cpu_shared() && !poll_pays()) return {};
     ++poll_totals.polled;
+    const auto start = clock::now();
     switch (poll_for_unpark(me, poll, deadline)) {
         case internal::poll_outcome::ready:
             polls.misses = 0;
@@ -372,8 +383,19 @@ void poll_and_judge(thread_data& me, std::chrono::nanoseconds poll, clock::time_
             ++poll_totals.missed_shared;
             break;
         case internal::poll_outcome::missed:
-            if (polls.misses < poll_misses_to_stop) ++polls.misses;
-            break;
+            return start;
+    }
+    return {};
+}
+
+// The judgment of a poll that ran out on a CPU of its own, once the park ends (`woken`:
+// unparked, not timed out).
+void judge_missed_poll(clock::time_point poll_start, std::chrono::nanoseconds poll, bool woken) noexcept {
+    if (woken && clock::now() - poll_start <= near_miss_factor * poll) {
+        polls.misses = 0;
+        ++poll_totals.near_misses;
+    } else if (polls.misses < poll_misses_to_stop) {
+        ++polls.misses;
     }
 }
 
@@ -412,7 +434,8 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
         throw;
     }
 
-    if (poll > std::chrono::nanoseconds::zero()) poll_and_judge(me, poll, deadline);
+    clock::time_point missed_poll{};
+    if (poll > std::chrono::nanoseconds::zero()) missed_poll = poll_and_judge(me, poll, deadline);
 
     const bool cancellable = address == cancellable_address;
     while (me.parked.load(std::memory_order_acquire) != 0) {
@@ -422,11 +445,15 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
         if (slept == internal::wait_status::timed_out ||
             (deadline != internal::no_deadline && clock::now() >= deadline)) {
             if (me.parked.load(std::memory_order_acquire) == 0) break;
-            if (withdraw(me)) return {park_status::timed_out, 0, me.requeued};
+            if (withdraw(me)) {
+                if (missed_poll != clock::time_point{}) judge_missed_poll(missed_poll, poll, false);
+                return {park_status::timed_out, 0, me.requeued};
+            }
             break;
         }
     }
     internal::tsan_acquired(&me.parked);
+    if (missed_poll != clock::time_point{}) judge_missed_poll(missed_poll, poll, true);
     return {park_status::unparked, me.token, me.requeued};
 }
 

@@ -85,7 +85,8 @@ struct poll_counts {
     std::uint64_t polled = 0;
     std::uint64_t won = 0;
     std::uint64_t skipped = 0;
-    std::uint64_t missed_shared = 0;
+    std::uint64_t missed_shared = 0;  // ran out after its yields on a shared CPU
+    std::uint64_t near_misses = 0;  // ran out, and the unpark came soon after
 };
 poll_counts this_thread_poll_counts() noexcept;
 }  // namespace detail

@@ -74,6 +74,7 @@ namespace {
 // likely with the partner the poll waits for, and a pause there only delays it: the next polls of this thread yield at
 // every step, until a yield comes back at once again.
 thread_local bool cpu_shared = false;
+thread_local bool sharing_ignored = false;  // ignore_cpu_sharing
 // How many yields in a row came back at once (nothing else to run here), up to
 // max_idle_yield_doublings: each one doubles the thread's interval between yields, up to 8
 // intervals (36 us on the AMD VM, about 10 us on the Intel one), so that a poll of the usual
@@ -89,10 +90,16 @@ constexpr std::uint8_t max_idle_yield_doublings = 3;
 
 bool this_thread_cpu_shared() noexcept { return cpu_shared; }
 
+ignore_cpu_sharing::ignore_cpu_sharing() noexcept : previous_(sharing_ignored) {
+    sharing_ignored = true;
+    cpu_shared = false;
+}
+ignore_cpu_sharing::~ignore_cpu_sharing() { sharing_ignored = previous_; }
+
 bool yield_gave_cpu_away() noexcept {
     const auto before = clock::now();
     yield_cpu();
-    cpu_shared = clock::now() - before > gave_cpu_away_after();
+    cpu_shared = !sharing_ignored && clock::now() - before > gave_cpu_away_after();
     return cpu_shared;
 }
 
@@ -124,7 +131,7 @@ bool spin_wait::pause() noexcept {
         yield_cpu();  // a partner runnable on this CPU runs now; otherwise back at once
         ++yields_;
         last_yield_ = clock::now();
-        cpu_shared = last_yield_ - now > gave_cpu_away_after();
+        cpu_shared = !sharing_ignored && last_yield_ - now > gave_cpu_away_after();
         if (cpu_shared) idle_yields = 0;
         else if (idle_yields < max_idle_yield_doublings) ++idle_yields;
         spacing_ = interval_ * (1 << idle_yields);

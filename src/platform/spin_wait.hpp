@@ -49,6 +49,19 @@ std::chrono::nanoseconds gave_cpu_away_after() noexcept;
 // runnable thread wants.
 bool this_thread_cpu_shared() noexcept;
 
+// For tests whose assertions must not depend on the load of the machine: while one lives,
+// this thread's yields never mark its CPU as shared.
+class ignore_cpu_sharing {
+public:
+    ignore_cpu_sharing() noexcept;
+    ~ignore_cpu_sharing();
+    ignore_cpu_sharing(const ignore_cpu_sharing&) = delete;
+    ignore_cpu_sharing& operator=(const ignore_cpu_sharing&) = delete;
+
+private:
+    bool previous_;
+};
+
 // Yields the CPU once; true if that gave it to another thread, as this_thread_cpu_shared()
 // then says too.
 bool yield_gave_cpu_away() noexcept;
