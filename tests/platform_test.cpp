@@ -11,8 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -392,6 +394,49 @@ TEST(SpinWait, APartnerOnTheSameCpuRunsWhileThePollGoesOn) {
     poller.join();
     EXPECT_TRUE(seen) << "the poll spent its whole budget although its partner only had to store a flag";
     EXPECT_GE(yields, 1u) << "the partner shared the poller's CPU, so the poll must have yielded to it";
+}
+
+// The cost of a quiet yield is calibrated at the first poll of a process. A program whose
+// threads keep the CPU busy from the start makes every calibrating yield switch, and the
+// figure comes out inflated; the first later yield that comes back at once must correct it,
+// or no yield ever looks like a switch again and polls hold a shared CPU (a 4-thread ring on
+// 2 CPUs ran at 11 us a turn in every such process, against 2 to 4). In a fresh process (a
+// threadsafe death test re-runs the binary), calibrated beside a busy thread on the same CPU;
+// then, the busy thread gone, the threshold must come down to what the yields the test times
+// itself allow, whatever the load.
+// The death test's child: calibrates beside a busy thread, then checks the threshold.
+[[noreturn]] void calibrate_beside_a_busy_thread_then_check() {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) std::_Exit(2);
+    std::atomic<bool> running{false}, done{false};
+    std::thread busy([&] {
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        running = true;
+        const auto give_up = steady::now() + 20s;
+        while (!done.load() && steady::now() < give_up) {
+        }
+    });
+    while (!running.load()) std::this_thread::yield();
+    const auto calibrated = contend::internal::gave_cpu_away_after();  // the first use
+    done = true;
+    busy.join();
+    double fastest = 1e18;
+    for (int i = 0; i < 200; ++i) {
+        const auto t0 = steady::now();
+        (void)contend::internal::yield_gave_cpu_away();
+        fastest = std::min(fastest, std::chrono::duration<double, std::nano>(steady::now() - t0).count());
+    }
+    const double after = static_cast<double>(contend::internal::gave_cpu_away_after().count());
+    std::fprintf(stderr, "calibrated %lld ns, fastest yield timed %.0f ns, threshold after %.0f ns\n",
+                 static_cast<long long>(calibrated.count()), fastest, after);
+    std::_Exit(after <= std::max(2 * fastest, 200.0) + 1 ? 0 : 1);
+}
+
+TEST(SpinWaitDeathTest, AYieldCostCalibratedOnABusyCpuIsCorrectedByALaterQuietYield) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(calibrate_beside_a_busy_thread_then_check(), testing::ExitedWithCode(0), "");
 }
 
 // A poll on a CPU that another thread wants gives up after a few yields instead of holding

@@ -34,12 +34,13 @@ std::uint32_t relaxes_for(std::chrono::nanoseconds d) noexcept;
 void relax_for(std::chrono::nanoseconds d) noexcept;
 
 // How long a poll goes between two yields: four times what a sched_yield() with nothing
-// else to run costs here (measured once, like relax_ns), and at least 1 us, so that the
+// else to run costs here (the fastest of 32 at first use, lowered by any faster yield the
+// process times later: spin_wait and yield_gave_cpu_away time theirs), and at least 1 us, so that the
 // yields take at most about a fifth of a poll on a quiet machine.
 std::chrono::nanoseconds yield_interval() noexcept;
 
 // How long a yield takes, at least, when it gave the CPU to another thread: twice one with
-// nothing else to run (measured once, like relax_ns). A yield that switches runs the other
+// nothing else to run (as yield_interval measures it). A yield that switches runs the other
 // thread and switches back, two context switches, each at least a yield's system call; on a
 // quiet machine 0.2 to 0.5 % of yields take that long without switching (AMD EPYC VM).
 std::chrono::nanoseconds gave_cpu_away_after() noexcept;
