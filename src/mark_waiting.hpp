@@ -1,7 +1,8 @@
 // The validation every parking-lot wait on a state word shares (events, latch, semaphore,
 // barrier, once). Internal.
 //
-// Run inside park()'s validation, under the bucket lock: while `still_wait(value)` holds, it
+// Run inside park()'s validation, under the bucket lock (or, in the barrier, before a futex
+// wait on a word that the waker changes before it wakes): while `still_wait(value)` holds, it
 // sets `waiters_bit` in the word (one CAS that also re-reads the value) and says to sleep;
 // once the wait is over it says not to. Whoever ends the wait changes the word with an atomic
 // step that reads the bit, and then unparks under the same bucket lock, so a waiter either

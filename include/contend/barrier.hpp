@@ -1,4 +1,4 @@
-// contend::barrier<Completion>: std::barrier's contract on the parking lot. A reusable
+// contend::barrier<Completion>: std::barrier's contract, sleepers on one futex word. A reusable
 // meeting point for a set of threads: each phase waits for `expected` arrivals, runs the
 // completion once (on the last thread to arrive, before anyone is released), and starts
 // the next phase.
@@ -6,18 +6,20 @@
 //   contend::barrier sync(workers, [&]() noexcept { ++generation; });
 //   ... each worker, each step: compute(); sync.arrive_and_wait();
 //
-// State, one word: bit 0 WAITERS (a thread parks in the current phase), bits 1-31 the
+// State, one word: bit 0 WAITERS (a thread sleeps in the current phase), bits 1-31 the
 // arrivals still expected in this phase, bits 32-63 the phase number (wraps). Beside it, the
-// count each new phase starts from (lowered by arrive_and_drop). 16 bytes with an empty
-// completion. Costs: an arrival is a load and a CAS; the last one runs the completion, then
-// one exchange starts the next phase and, if anyone parked, one parking-lot call wakes them
-// all; a wait() on a finished phase is one acquire load. A waiter watches for the end of its
-// phase for up to 30 us before it sleeps (src/barrier.cpp), so a phase that ends within that
-// costs it no sleep and the last arrival no wake-up of it.
+// count each new phase starts from (lowered by arrive_and_drop), and a 32-bit copy of the
+// phase that sleepers wait on. 16 bytes with an empty completion. Costs: an arrival is a
+// load and a CAS; the last one runs the completion, then one exchange starts the next phase,
+// a store publishes it to the sleepers, and, if anyone sleeps, one system call wakes them
+// all; a wait() on a finished phase is one acquire load. A waiter watches the word for the
+// end of its phase before it sleeps (src/barrier.cpp), so a phase that ends within that
+// costs it no sleep.
 //
 // Invariants: arrivals never take the count below zero; only the last arrival of a phase
 // changes the phase, after the completion has returned, with the exchange that also clears
-// WAITERS (src/barrier.cpp says why no waiter sleeps through it). A token names the phase it
+// WAITERS, and then writes the new phase to the sleep word (src/barrier.cpp says why no
+// waiter sleeps through it). A token names the phase it
 // arrived in; waiting on it returns once that phase is over.
 //
 // Misuse (an expected count out of range, an update that is not positive or exceeds the
@@ -63,7 +65,10 @@ protected:
 private:
     static constexpr std::uint64_t waiters_bit = 1;
     mutable internal::atomic<std::uint64_t> state_;
-    internal::atomic<std::ptrdiff_t> expected_;
+    internal::atomic<std::int32_t> expected_;  // at most limit
+    // The phase, once the last arrival has started it: the word sleepers wait on, so that the
+    // end of a phase wakes them all with one call.
+    mutable internal::atomic<std::uint32_t> sleep_word_;
 };
 
 }  // namespace internal
