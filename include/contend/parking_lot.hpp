@@ -120,11 +120,13 @@ park_result park(const void* address, Validate&& validate, clock::time_point dea
 // A `poll` above zero makes the thread, once queued and past before_sleep, watch for its
 // unpark for up to that long (pausing, and yielding its CPU as internal spin_wait does)
 // before it sleeps: an unpark that comes within the poll costs the thread no sleep and no
-// wake-up latency, which across CPUs is most of a hand-off's time. The cost is up to `poll`
-// of CPU time per park that waits longer. A thread whose last three polls all ran out
-// sleeps at once instead, polling again on one park in 16 to see whether polling pays again
-// (src/parking_lot.cpp says why). Being queued, the thread is unparked, requeued and timed
-// out exactly as without the poll.
+// wake-up latency, which across CPUs is most of a hand-off's time, and costs the unparker no
+// system call. The cost is up to `poll` of CPU time per park that waits longer. Once a yield
+// shows that another thread wants the CPU, the poll is a few yields instead (at most 8),
+// whatever `poll` says. A thread whose last three polls ran out on a CPU of its own, each
+// followed by a wait over twice the poll, sleeps at once instead, polling again on one park
+// in 16 to see whether polling pays again (src/parking_lot.cpp says why). Being queued, the
+// thread is unparked, requeued and timed out exactly as without the poll.
 template <class Validate, class BeforeSleep>
 park_result park_requeueable(const void* address, const void* context, Validate&& validate, BeforeSleep&& before_sleep,
                              clock::time_point deadline = internal::no_deadline,
