@@ -345,11 +345,12 @@ TEST(SpinWait, YieldsTheCpuAsItPolls) {
 
 // The spacing between yields grows while yields find nothing else to run, by doublings up to
 // 8 yield intervals, and starts from one interval again once a poll of the thread ran out:
-// a partner kept off this CPU makes a poll run out, and the next one yields at once.
+// a partner kept off this CPU makes a poll run out, and the next one yields at once. The
+// interval is read just before each poll begins: a faster yield timed since lowers it.
 TEST(SpinWait, YieldSpacingIsBoundedAndResetsWhenAPollRunsOut) {
     watchdog dog(60s);
-    const auto interval = contend::internal::yield_interval();
     {
+        const auto interval = contend::internal::yield_interval();
         contend::internal::spin_wait poll(std::chrono::seconds(10));
         while (poll.yields() < 12 && poll.pause()) {
             ASSERT_GE(poll.spacing(), interval);
@@ -360,6 +361,7 @@ TEST(SpinWait, YieldSpacingIsBoundedAndResetsWhenAPollRunsOut) {
     contend::internal::spin_wait short_poll(std::chrono::microseconds(5));
     while (short_poll.pause()) {
     }
+    const auto interval = contend::internal::yield_interval();
     const contend::internal::spin_wait next(std::chrono::seconds(1));
     EXPECT_EQ(next.spacing(), interval) << "a poll that ran out must put the spacing back to one interval";
 }
