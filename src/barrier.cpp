@@ -81,15 +81,12 @@ void barrier_base::finish_phase() noexcept {
 void barrier_base::wait_slow(std::uint32_t phase) const noexcept {
     count_contention();
     const auto left = (state_.load(std::memory_order_relaxed) & 0xFFFF'FFFFu) >> 1;
-    if (left <= poll_arrivals_per_cpu * cpus.get([] { return allowed_cpu_count(); })) {
-        if (poll_until([&] { return phase_over(phase); }, phase_poll, no_deadline) == poll_outcome::ready) return;
-    } else {
-        // Many arrivals to come: yield to them, a few times, and never spin.
-        for (int i = 0; i < shared_poll_yields; ++i) {
-            if (phase_over(phase)) return;
-            yield_gave_cpu_away();
-        }
-    }
+    const auto over = [&] { return phase_over(phase); };
+    const bool few_to_come = left <= poll_arrivals_per_cpu * cpus.get([] { return allowed_cpu_count(); });
+    // With many arrivals to come, yield to them a few times, and never spin.
+    if ((few_to_come ? poll_until(over, phase_poll, no_deadline) : poll_by_yielding(over, no_deadline)) ==
+        poll_outcome::ready)
+        return;
     while (!phase_over(phase)) {
         if (!mark_waiting(state_, waiters_bit,
                           [phase](std::uint64_t s) { return static_cast<std::uint32_t>(s >> 32) == phase; }))

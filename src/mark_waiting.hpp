@@ -1,12 +1,13 @@
 // The validation every parking-lot wait on a state word shares (events, latch, semaphore,
 // barrier, once). Internal.
 //
-// Run inside park()'s validation, under the bucket lock (or, in the barrier, before a futex
-// wait on a word that the waker changes before it wakes): while `still_wait(value)` holds, it
+// Run inside park()'s validation, under the bucket lock: while `still_wait(value)` holds, it
 // sets `waiters_bit` in the word (one CAS that also re-reads the value) and says to sleep;
 // once the wait is over it says not to. Whoever ends the wait changes the word with an atomic
 // step that reads the bit, and then unparks under the same bucket lock, so a waiter either
-// sees the end here or is found parked.
+// sees the end here or is found parked. The barrier uses it before a futex wait instead: its
+// last arrival writes the futex word after that atomic step and wakes after the write
+// (src/barrier.cpp).
 #pragma once
 
 #include <atomic>

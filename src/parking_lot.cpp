@@ -331,8 +331,9 @@ internal::poll_outcome poll_for_unpark(thread_data& me, std::chrono::nanoseconds
 // variables their leader notifies after its writes: with every wait polling 8 us, 0.87x
 // glibc's rate and 7x its involuntary context switches; with no poll, 1.16x. So after
 // poll_misses_to_stop polls in a row that missed (below: ran out on a CPU of their own, and
-// the wait went on well past them), the thread sleeps at once, and polls again on one park in poll_trial_period to
-// learn whether polling pays again (as contend::mutex's spin does); one poll that wins makes it poll every time again.
+// the wait went on well past them), the thread sleeps at once, and polls again on one park
+// in poll_trial_period to learn whether polling pays again (as contend::mutex's spin does);
+// one poll that wins makes it poll every time again.
 // A count of outcomes measured here, not a time: the same on every CPU.
 constexpr std::uint8_t poll_misses_to_stop = 3;
 constexpr std::uint8_t poll_trial_period = 16;

@@ -71,6 +71,8 @@ TEST(Barrier, ATokenWaitsForItsPhaseOnlyAndALoneArrivalCompletesAtOnce) {
 TEST(Barrier, MisuseThrowsAndLeavesTheBarrierAsItWas) {
     EXPECT_THROW(contend::barrier<>(-1), contend::synchronization_error);
     EXPECT_THROW(contend::barrier<>(contend::barrier<>::max() + 1), contend::synchronization_error);
+    // The count is kept in 32 bits: one whose low 32 bits are a valid count is still refused.
+    EXPECT_THROW(contend::barrier<>((std::ptrdiff_t{1} << 32) + 2), contend::synchronization_error);
     int ran = 0;
     contend::barrier b(2, [&]() noexcept { ++ran; });
     EXPECT_THROW((void)b.arrive(0), contend::synchronization_error);

@@ -1,7 +1,7 @@
-// contend::barrier<Completion>: std::barrier's contract, sleepers on one futex word. A reusable
-// meeting point for a set of threads: each phase waits for `expected` arrivals, runs the
-// completion once (on the last thread to arrive, before anyone is released), and starts
-// the next phase.
+// contend::barrier<Completion>: std::barrier's contract, its sleepers on one futex word. A
+// reusable meeting point for a set of threads: each phase waits for `expected` arrivals,
+// runs the completion once (on the last thread to arrive, before anyone is released), and
+// starts the next phase.
 //
 //   contend::barrier sync(workers, [&]() noexcept { ++generation; });
 //   ... each worker, each step: compute(); sync.arrive_and_wait();
@@ -19,8 +19,8 @@
 // Invariants: arrivals never take the count below zero; only the last arrival of a phase
 // changes the phase, after the completion has returned, with the exchange that also clears
 // WAITERS, and then writes the new phase to the sleep word (src/barrier.cpp says why no
-// waiter sleeps through it). A token names the phase it
-// arrived in; waiting on it returns once that phase is over.
+// waiter sleeps through it). A token names the phase it arrived in; waiting on it returns
+// once that phase is over.
 //
 // Misuse (an expected count out of range, an update that is not positive or exceeds the
 // arrivals left in the phase) throws synchronization_error and leaves the barrier as it was;

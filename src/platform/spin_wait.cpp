@@ -99,9 +99,10 @@ std::chrono::nanoseconds gave_cpu_away_after() noexcept {
 }
 
 namespace {
-// Whether this thread's last yield gave its CPU to another thread (gave_cpu_away_after). Then the CPU is shared, most
-// likely with the partner the poll waits for, and a pause there only delays it: the next polls of this thread yield at
-// every step, until a yield comes back at once again.
+// Whether this thread's last yield gave its CPU to another thread (gave_cpu_away_after).
+// Then the CPU is shared, most likely with the partner the poll waits for, and a pause there
+// only delays it: the next polls of this thread yield at every step, until a yield comes
+// back at once again.
 thread_local bool cpu_shared = false;
 thread_local bool sharing_ignored = false;  // ignore_cpu_sharing
 // How many yields in a row came back at once (nothing else to run here), up to
@@ -125,13 +126,19 @@ ignore_cpu_sharing::ignore_cpu_sharing() noexcept : previous_(sharing_ignored) {
 }
 ignore_cpu_sharing::~ignore_cpu_sharing() { sharing_ignored = previous_; }
 
-bool yield_gave_cpu_away() noexcept {
-    const auto before = clock::now();
-    yield_cpu();
-    const auto took = clock::now() - before;
+namespace {
+// What a yield that took `took` says: a faster quiet yield than any seen, or a CPU shared.
+bool judge_yield(clock::duration took) noexcept {
     note_yield(took);
     cpu_shared = !sharing_ignored && took > gave_cpu_away_after();
     return cpu_shared;
+}
+}  // namespace
+
+bool yield_gave_cpu_away() noexcept {
+    const auto before = clock::now();
+    yield_cpu();
+    return judge_yield(clock::now() - before);
 }
 
 spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
@@ -162,9 +169,7 @@ bool spin_wait::pause() noexcept {
         yield_cpu();  // a partner runnable on this CPU runs now; otherwise back at once
         ++yields_;
         last_yield_ = clock::now();
-        note_yield(last_yield_ - now);
-        cpu_shared = !sharing_ignored && last_yield_ - now > gave_cpu_away_after();
-        if (cpu_shared) idle_yields = 0;
+        if (judge_yield(last_yield_ - now)) idle_yields = 0;
         else if (idle_yields < max_idle_yield_doublings) ++idle_yields;
         spacing_ = interval_ * (1 << idle_yields);
     }

@@ -35,8 +35,8 @@ void relax_for(std::chrono::nanoseconds d) noexcept;
 
 // How long a poll goes between two yields: four times what a sched_yield() with nothing
 // else to run costs here (the fastest of 32 at first use, lowered by any faster yield the
-// process times later: spin_wait and yield_gave_cpu_away time theirs), and at least 1 us, so that the
-// yields take at most about a fifth of a poll on a quiet machine.
+// process times later: spin_wait and yield_gave_cpu_away time theirs), and at least 1 us, so
+// that the yields take at most about a fifth of a poll on a quiet machine.
 std::chrono::nanoseconds yield_interval() noexcept;
 
 // How long a yield takes, at least, when it gave the CPU to another thread: twice one with
@@ -76,9 +76,9 @@ bool yield_gave_cpu_away() noexcept;
 // construction. The spacing is per thread: yield_interval(), doubled by each yield that came
 // back at once (nothing else wanted the CPU), up to 8x, and back to yield_interval() when a
 // poll of the thread runs out its budget. A yield that gave the CPU away (it took longer
-// than gave_cpu_away_after()) marks the thread's CPU as shared: until one of its yields comes back at
-// once, its polls yield at every step instead of pausing, which on one CPU makes each
-// hand-off a direct switch.
+// than gave_cpu_away_after()) marks the thread's CPU as shared: until one of its yields
+// comes back at once, its polls yield at every step instead of pausing, which on one CPU
+// makes each hand-off a direct switch.
 class spin_wait {
 public:
     static constexpr std::chrono::nanoseconds default_step{250};
@@ -123,23 +123,28 @@ inline constexpr int shared_poll_yields = 8;
 // yield need not switch (Linux's EEVDF moves the yielder's deadline; a woken thread that is
 // not yet eligible still waits), so the count bounds what a poll can take from a thread
 // that the yields do not let in.
+// The part of poll_until for a shared CPU, also on its own for a waiter that knows a spin
+// cannot pay (the barrier's, with many arrivals to come): ready(), or a yield, up to
+// shared_poll_yields times or until `deadline`.
+template <class Ready>
+poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline) noexcept {
+    for (int i = 0; i < shared_poll_yields; ++i) {
+        if (ready()) return poll_outcome::ready;
+        if (deadline != no_deadline && clock::now() >= deadline) break;
+        yield_gave_cpu_away();
+    }
+    return ready() ? poll_outcome::ready : poll_outcome::missed_shared;
+}
+
 template <class Ready>
 poll_outcome poll_until(Ready&& ready, std::chrono::nanoseconds budget, clock::time_point deadline) noexcept {
-    const auto yielding = [&] {
-        for (int i = 0; i < shared_poll_yields; ++i) {
-            if (ready()) return poll_outcome::ready;
-            if (deadline != no_deadline && clock::now() >= deadline) break;
-            yield_gave_cpu_away();
-        }
-        return ready() ? poll_outcome::ready : poll_outcome::missed_shared;
-    };
-    if (this_thread_cpu_shared()) return yielding();
+    if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline);
     spin_wait wait{budget};
     while (!ready()) {
         if (!wait.pause()) return ready() ? poll_outcome::ready : poll_outcome::missed;
         if (deadline != no_deadline && clock::now() >= deadline)
             return ready() ? poll_outcome::ready : poll_outcome::missed;
-        if (this_thread_cpu_shared()) return yielding();
+        if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline);
     }
     return poll_outcome::ready;
 }
