@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -439,6 +440,54 @@ TEST(SpinWait, APartnerOnTheSameCpuRunsWhileThePollGoesOn) {
 TEST(SpinWaitDeathTest, AYieldCostCalibratedOnABusyCpuIsCorrectedByALaterQuietYield) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(calibrate_beside_a_busy_thread_then_check(), testing::ExitedWithCode(0), "");
+}
+
+// The same start, with a partner that runs only briefly each time (it yields too, as the
+// threads of a ring or a buffer do): every calibrating yield switches, but each switch is
+// short, so a cost calibrated by timing alone looks like a quiet yield, and no later yield
+// took long enough to be judged a switch: the polls of a 64-thread ring on 2 CPUs held the
+// CPU, stopped paying, and the ring ran at 11 to 13 us a turn instead of 2.5 to 3 (Intel Xeon
+// VM). Here the kernel's count of this thread's context switches says which of the test's
+// yields switched, and the judge must call at least 4 in 5 of those a CPU given away.
+[[noreturn]] void calibrate_beside_a_yielding_thread_then_judge() {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) std::_Exit(2);
+    std::atomic<bool> running{false}, done{false};
+    std::thread partner([&] {
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        running = true;
+        const auto give_up = steady::now() + 20s;
+        while (!done.load() && steady::now() < give_up) sched_yield();
+    });
+    while (!running.load()) std::this_thread::yield();
+    (void)contend::internal::gave_cpu_away_after();  // the first use: calibrates
+    const auto switches = [] {
+        rusage ru{};
+        getrusage(RUSAGE_THREAD, &ru);
+        return ru.ru_nvcsw + ru.ru_nivcsw;
+    };
+    int switched = 0, judged_switched = 0;
+    for (int i = 0; i < 200 && switched < 50; ++i) {
+        const auto before = switches();
+        const bool judged = contend::internal::yield_gave_cpu_away();
+        if (switches() != before) {
+            ++switched;
+            judged_switched += judged ? 1 : 0;
+        }
+    }
+    done = true;
+    partner.join();
+    std::fprintf(stderr, "threshold %lld ns; of %d yields that switched, %d judged so\n",
+                 static_cast<long long>(contend::internal::gave_cpu_away_after().count()), switched, judged_switched);
+    if (switched < 10) std::_Exit(3);  // the partner hardly ran: nothing to judge
+    std::_Exit(5 * judged_switched >= 4 * switched ? 0 : 1);
+}
+
+TEST(SpinWaitDeathTest, AYieldThatSwitchesIsJudgedSoWhenEveryCalibratingYieldSwitchedBriefly) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(calibrate_beside_a_yielding_thread_then_judge(), testing::ExitedWithCode(0), "");
 }
 
 // A poll on a CPU that another thread wants gives up after a few yields instead of holding

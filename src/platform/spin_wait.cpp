@@ -2,6 +2,7 @@
 #include "platform/spin_wait.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -36,44 +37,68 @@ double measure_relax_ns() noexcept {
     return std::isfinite(ns) && ns >= 1.0 ? std::min(ns, 1000.0) : 1.0;
 }
 
-// A sched_yield() with nothing else to run here, in ns: the fastest single call of 32. A
-// yield that found another thread to run took longer, never shorter. Per call, not per run
-// of calls: where other threads keep this CPU busy (a program that contends from its first
-// moments), a run of 8 yields held at least one switch, and the fastest run of four was
-// inflated: 3.4 us on a VM whose quiet yield takes 1.3 (AMD EPYC), after which no yield ever
-// looked like a switch and polls yielded once in 110 us.
-double measure_yield_ns() noexcept {
-    double best = 1e18;
+// This thread's context switches so far, voluntary and not, as the kernel counts them; -1
+// where it does not count them per thread, and in the model-checking build, whose yields
+// switch nothing real and whose schedules must not depend on what the OS did.
+std::int64_t thread_switches() noexcept {
+#if defined(RUSAGE_THREAD) && !CONTEND_MODEL_CHECK
+    rusage ru{};
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) return ru.ru_nvcsw + ru.ru_nivcsw;
+#endif
+    return -1;
+}
+
+// The fastest yield known to have found nothing else to run here, in ns; `unknown` until
+// one is seen. Timing alone cannot tell a quiet yield from a short switch: in a program whose
+// threads keep every CPU busy from its first moments (a ring of 64 threads on 2 CPUs), each
+// of the first yields switches to a thread that runs for a microsecond and yields back, and
+// the fastest of them (0.9 us on the Intel Xeon VM, whose quiet yield takes 0.17) passed for
+// the quiet figure: no later switch took twice that, no poll yielded at every step, the
+// polls stopped paying and the ring ran at 11 to 13 us a turn instead of 2.5 to 3. So a yield
+// counts as quiet only when the kernel's count of the thread's switches did not move across
+// it (getrusage, about 0.14 us on that VM), and until one has, every judged yield asks the
+// count. Once one is known, any faster timed yield lowers the figure: a yield cannot switch
+// in less time than one that did not.
+constexpr std::int64_t unknown = std::numeric_limits<std::int64_t>::max();
+std::atomic<std::int64_t> quiet_yield_ns{unknown};
+
+void note_quiet_yield(clock::duration took) noexcept {
+    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
+    std::int64_t seen = quiet_yield_ns.load(std::memory_order_relaxed);
+    while (ns < seen && !quiet_yield_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+    }
+}
+
+// At the first use: 32 yields, each between two reads of the switch count, the quiet ones
+// noted. Returns the fastest read of the count, a system call that never switches: the
+// figure used while no quiet yield is known (a quiet yield costs a system call and the
+// scheduler's look for another thread, 0.14 against 0.17 us on the Intel VM), so the spacing
+// of yields stays short while every yield switches.
+double calibrate_yield() noexcept {
+    double floor = 1e18;
     for (int i = 0; i < 32; ++i) {
         const auto t0 = clock::now();
+        const std::int64_t before = thread_switches();
+        const auto t1 = clock::now();
         sched_yield();
-        best = std::min(best, std::chrono::duration<double, std::nano>(clock::now() - t0).count());
+        const auto t2 = clock::now();
+        floor = std::min(floor, std::chrono::duration<double, std::nano>(t1 - t0).count());
+        // Without a count (-1 both times), the fastest timed yield stands for the quiet one.
+        if (thread_switches() == before) note_quiet_yield(t2 - t1);
     }
-    return std::isfinite(best) && best > 0 ? best : 250.0;
+    return std::isfinite(floor) && floor > 0 ? floor : 100.0;
 }
 
 // Calibrated on first use, never behind a guard that a forked child could find held
 // (platform/first_use.hpp).
 first_use_value<double> relax_cost;
-first_use_value<double> yield_cost;
-
-// The fastest yield this process has timed since (spin_wait and yield_gave_cpu_away time
-// each of theirs): even 32 yields at start-up can all find another thread to run, and the
-// first later one that does not corrects the figure.
-std::atomic<std::int64_t> fastest_yield_seen_ns{std::numeric_limits<std::int64_t>::max()};
-
-void note_yield(clock::duration took) noexcept {
-    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
-    std::int64_t seen = fastest_yield_seen_ns.load(std::memory_order_relaxed);
-    while (ns < seen && !fastest_yield_seen_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
-    }
-}
+first_use_value<double> syscall_floor;
 
 // From 100 ns to 12.5 us.
 double yield_ns() noexcept {
-    const double calibrated = yield_cost.get(measure_yield_ns);
-    const double seen = static_cast<double>(fastest_yield_seen_ns.load(std::memory_order_relaxed));
-    return std::clamp(std::min(calibrated, seen), 100.0, 12'500.0);
+    const double floor = syscall_floor.get(calibrate_yield);
+    const std::int64_t quiet = quiet_yield_ns.load(std::memory_order_relaxed);
+    return std::clamp(quiet != unknown ? static_cast<double>(quiet) : floor, 100.0, 12'500.0);
 }
 
 }  // namespace
@@ -127,19 +152,28 @@ ignore_cpu_sharing::ignore_cpu_sharing() noexcept : previous_(sharing_ignored) {
 ignore_cpu_sharing::~ignore_cpu_sharing() { sharing_ignored = previous_; }
 
 namespace {
-// What a yield that took `took` says: a faster quiet yield than any seen, or a CPU shared.
-bool judge_yield(clock::duration took) noexcept {
-    note_yield(took);
-    cpu_shared = !sharing_ignored && took > gave_cpu_away_after();
+// Yields once and judges it: whether it gave the CPU to another thread (the switch count
+// moved, while no quiet yield is known; afterwards, it took longer than
+// gave_cpu_away_after()), noting a quiet one's time.
+bool judged_yield() noexcept {
+    const std::int64_t before = quiet_yield_ns.load(std::memory_order_relaxed) == unknown ? thread_switches() : -1;
+    const auto t0 = clock::now();
+    yield_cpu();
+    const auto took = clock::now() - t0;
+    bool switched;
+    if (before >= 0) {
+        switched = thread_switches() != before;
+        if (!switched) note_quiet_yield(took);
+    } else {
+        switched = took > gave_cpu_away_after();
+        if (quiet_yield_ns.load(std::memory_order_relaxed) != unknown) note_quiet_yield(took);
+    }
+    cpu_shared = !sharing_ignored && switched;
     return cpu_shared;
 }
 }  // namespace
 
-bool yield_gave_cpu_away() noexcept {
-    const auto before = clock::now();
-    yield_cpu();
-    return judge_yield(clock::now() - before);
-}
+bool yield_gave_cpu_away() noexcept { return judged_yield(); }
 
 spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
     : budget_(budget),
@@ -166,10 +200,10 @@ bool spin_wait::pause() noexcept {
         return false;
     }
     if (cpu_shared || now - last_yield_ >= spacing_) {
-        yield_cpu();  // a partner runnable on this CPU runs now; otherwise back at once
+        const bool switched = judged_yield();  // a partner runnable on this CPU runs now
         ++yields_;
         last_yield_ = clock::now();
-        if (judge_yield(last_yield_ - now)) idle_yields = 0;
+        if (switched) idle_yields = 0;
         else if (idle_yields < max_idle_yield_doublings) ++idle_yields;
         spacing_ = interval_ * (1 << idle_yields);
     }

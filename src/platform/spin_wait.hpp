@@ -34,15 +34,19 @@ std::uint32_t relaxes_for(std::chrono::nanoseconds d) noexcept;
 void relax_for(std::chrono::nanoseconds d) noexcept;
 
 // How long a poll goes between two yields: four times what a sched_yield() with nothing
-// else to run costs here (the fastest of 32 at first use, lowered by any faster yield the
-// process times later: spin_wait and yield_gave_cpu_away time theirs), and at least 1 us, so
-// that the yields take at most about a fifth of a poll on a quiet machine.
+// else to run costs here, and at least 1 us, so that the yields take at most about a fifth
+// of a poll on a quiet machine. That cost is the fastest yield the process has timed whose
+// thread's context-switch count (getrusage) did not move across it: 32 at first use, then
+// those of spin_wait and yield_gave_cpu_away, which ask the count until a quiet one is known
+// and afterwards lower the figure by any faster yield. Until then, a plain system call's cost
+// stands for it.
 std::chrono::nanoseconds yield_interval() noexcept;
 
 // How long a yield takes, at least, when it gave the CPU to another thread: twice one with
 // nothing else to run (as yield_interval measures it). A yield that switches runs the other
 // thread and switches back, two context switches, each at least a yield's system call; on a
 // quiet machine 0.2 to 0.5 % of yields take that long without switching (AMD EPYC VM).
+// The judge of a yield uses it once a quiet yield is known, and the switch count before.
 std::chrono::nanoseconds gave_cpu_away_after() noexcept;
 
 // Whether this thread's last yield in a poll gave its CPU to another thread (spin_wait::pause
