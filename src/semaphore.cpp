@@ -16,11 +16,14 @@
 
 #include <string>
 
+#include "contend/cpu_relax.hpp"
 #include "contend/parking_lot.hpp"
 #include "contend/synchronization_error.hpp"
 #include "contention_counter.hpp"
 #include "mark_waiting.hpp"
 #include "model/mutation.hpp"
+#include "platform/spin_wait.hpp"
+#include "platform/yield.hpp"
 
 namespace contend::internal {
 
@@ -114,8 +117,37 @@ void semaphore_base::hand_out(std::ptrdiff_t n, std::ptrdiff_t max) {
     }
 }
 
+namespace {
+// Before its first park, an acquire watches the count for about one system call's cost
+// (syscall_cost(), 0.14 us on the Intel Xeon VM). Where threads on other CPUs are moving
+// permits (a bounded buffer: a producer's release lands every few hundred nanoseconds), the
+// permit usually comes within that, and a thread that takes it has no park to make and no
+// one to wake. Without it, each such wait queued, polled by yielding on its busy CPU and
+// switched: a buffer of 16 or 64 threads on 2 CPUs moved an item in 250 to 370 ns, against
+// 94 to 134 with it and the standard's 140 to 230 (the standard's acquire spins 12 pauses
+// first). Where the permit comes from a thread that is not running (a ring of threads passing
+// one permit), the watch is wasted but costs no more than the park that follows: with 16
+// threads, 2.2 to 2.3 us a turn with it against 2.3 to 2.5 without; with 64, 2.9 to 3.0
+// against 2.8 to 2.9 (medians of three, two processes each). Seven times as long a watch
+// (1 us) cost a 4-thread ring twice its time, holding the CPU that the thread it waited
+// for needed: so the watch is one system call long, which the machine measures.
+bool wait_for_a_permit(const internal::atomic<std::uint64_t>& state, std::chrono::nanoseconds budget) noexcept {
+    if constexpr (every_pause_yields) return false;  // the model build: its polls explore the same states
+    const std::uint32_t rounds = relaxes_for(budget) / 8 + 1;
+    for (std::uint32_t i = 0; i < rounds; ++i) {
+        if (state.load(std::memory_order_relaxed) >> 1 != 0) return true;
+        for (int k = 0; k < 8; ++k) cpu_relax();
+    }
+    return false;
+}
+}  // namespace
+
 bool semaphore_base::acquire_slow(deadline until) noexcept {
     count_contention();
+    // A timed acquire whose deadline comes sooner (try_acquire_for(0)) does not watch.
+    const auto watch = syscall_cost();
+    if ((until == no_deadline || until - clock::now() > watch) && wait_for_a_permit(state_, watch) && try_acquire())
+        return true;
     for (;;) {
         if (try_acquire()) return true;
         const auto r = parking_lot::detail::park(

@@ -119,6 +119,11 @@ std::chrono::nanoseconds yield_interval() noexcept {
     return std::chrono::nanoseconds(static_cast<std::int64_t>(std::max(4 * yield_ns(), 1000.0)));
 }
 
+std::chrono::nanoseconds syscall_cost() noexcept {
+    return std::chrono::nanoseconds(
+        static_cast<std::int64_t>(std::clamp(syscall_floor.get(calibrate_yield), 50.0, 2000.0)));
+}
+
 std::chrono::nanoseconds gave_cpu_away_after() noexcept {
     return std::chrono::nanoseconds(static_cast<std::int64_t>(2 * yield_ns()));
 }

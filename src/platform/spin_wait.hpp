@@ -42,6 +42,12 @@ void relax_for(std::chrono::nanoseconds d) noexcept;
 // stands for it.
 std::chrono::nanoseconds yield_interval() noexcept;
 
+// What a system call that never switches costs here (getrusage: the fastest of 32 at the
+// first use, between 50 ns and 2 us): the least that parking costs, whose validation, queue
+// and wake-up or yield each take at least one. A spin before a park that lasts no longer
+// costs a thread whose wait is long at most that much again.
+std::chrono::nanoseconds syscall_cost() noexcept;
+
 // How long a yield takes, at least, when it gave the CPU to another thread: twice one with
 // nothing else to run (as yield_interval measures it). A yield that switches runs the other
 // thread and switches back, two context switches, each at least a yield's system call; on a
