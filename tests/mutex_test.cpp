@@ -3,6 +3,8 @@
 #define CONTEND_CHECK_UNLOCK 1
 #include "contend/mutex.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <limits>
@@ -484,11 +486,27 @@ TEST(Mutex, ADesigneeBehindAShortHoldTakesTheMutexWithoutSleeping) {
     // too late), or 40 s.
     const int wanted = static_cast<int>(scaled(200));
     const auto give_up = steady::now() + 40s;
+    // The holder and the waiter on two CPUs, where there are two: in some processes new
+    // threads were placed on the holder's CPU, where the waiter spun until the holder's
+    // join let it in, and 3,000 trials of 4 ms each found 200 contended (12 s).
+    cpu_set_t allowed, holder_cpu, waiter_cpu;
+    CPU_ZERO(&holder_cpu);
+    CPU_ZERO(&waiter_cpu);
+    bool pinned = false;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2) {
+        int found = 0;
+        for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; ++cpu) {
+            if (!CPU_ISSET(cpu, &allowed)) continue;
+            CPU_SET(cpu, found++ == 0 ? &holder_cpu : &waiter_cpu);
+        }
+        pinned = pthread_setaffinity_np(pthread_self(), sizeof holder_cpu, &holder_cpu) == 0;
+    }
     int contended = 0, slept = 0;
     while (contended < wanted && steady::now() < give_up) {
         std::atomic<bool> started{false}, held{false};
         bool was_contended = false, did_sleep = false;
         std::thread waiter([&] {
+            if (pinned) pthread_setaffinity_np(pthread_self(), sizeof waiter_cpu, &waiter_cpu);
             // Read before the hold starts: under a sanitizer these take longer than the hold.
             const auto counted = contend::lock_contention_count();
             const long switches = voluntary_switches();
@@ -513,6 +531,7 @@ TEST(Mutex, ADesigneeBehindAShortHoldTakesTheMutexWithoutSleeping) {
         if (did_sleep) ++slept;
     }
     contend::mutex::set_spin_limit(old_limit);
+    if (pinned) pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
     ASSERT_GE(contended, std::min(wanted, 20)) << "the waiter rarely found the mutex held";
     EXPECT_LE(slept * 4, contended * 3) << slept << " of " << contended << " contended lock()s slept";
 }
