@@ -441,6 +441,7 @@ park_result park(const void* address, internal::function_ref<bool()> validate,
     const bool cancellable = address == cancellable_address;
     while (me.parked.load(std::memory_order_acquire) != 0) {
         if (!announce_sleep(me)) break;
+        ++poll_totals.sleeps;
         const internal::wait_status slept =
             cancellable ? sleep_cancellably(me, deadline) : internal::wait_on_address(me.parked, asleep, deadline);
         if (slept == internal::wait_status::timed_out ||

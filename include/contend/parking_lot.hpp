@@ -87,6 +87,7 @@ struct poll_counts {
     std::uint64_t skipped = 0;
     std::uint64_t missed_shared = 0;  // ran out after its yields on a shared CPU
     std::uint64_t near_misses = 0;  // ran out, and the unpark came soon after
+    std::uint64_t sleeps = 0;  // waits in the OS backend, by any park of this thread, polled or not
 };
 poll_counts this_thread_poll_counts() noexcept;
 }  // namespace detail
