@@ -14,6 +14,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "contend/event.hpp"
@@ -380,4 +381,79 @@ TEST(TimerQueue, ClosingWhileTimersFallDueRunsOrDiscardsEachCallbackAndFreesItOn
     EXPECT_EQ(wrong, 0) << "callbacks run twice, or not freed exactly once";
     RecordProperty("ran", std::to_string(ran_in_all));
     RecordProperty("discarded", std::to_string(rounds * n - ran_in_all));
+}
+
+// A worker going to sleep may watch the earliest deadline and fire it itself
+// (timer_queue::watch, fire_watch): the callback runs once, never before its deadline, on
+// whichever thread took it, and fire_watch says whether that was the watcher.
+TEST(TimerQueueWatch, AWatcherFiresTheDeadlineOnceNeverEarlyAndSaysWhetherItTookIt) {
+    watchdog dog(60s);
+    timer_queue q("watched", run_inline);
+    int watched = 0;
+    for (int round = 0; round < 20; ++round) {
+        std::atomic<int> fired{0}, early{0};
+        std::atomic<std::thread::id> ran_on{};
+        const auto due = steady::now() + 2ms;
+        q.add(due, make_task([&, due] {
+                  if (steady::now() < due) early.fetch_add(1);
+                  ran_on = std::this_thread::get_id();
+                  fired.fetch_add(1);
+              }));
+        std::thread watcher([&, due] {
+            const auto plan = q.watch(1s);
+            if (!plan) return;  // a loaded machine: the deadline passed and the timer thread took it
+            ++watched;
+            EXPECT_EQ(plan->deadline, due);
+            EXPECT_LE(plan->wake_at, plan->deadline);
+            std::this_thread::sleep_until(plan->wake_at);
+            const bool took = q.fire_watch(*plan, steady::now());
+            if (took) EXPECT_EQ(ran_on.load(), std::this_thread::get_id()) << "fire_watch ran it here";
+            else EXPECT_TRUE(eventually([&] { return fired.load() == 1; }, 10s)) << "the timer thread took it";
+        });
+        watcher.join();
+        ASSERT_TRUE(eventually([&] { return fired.load() == 1; }, 10s));
+        EXPECT_EQ(fired.load(), 1);
+        EXPECT_EQ(early.load(), 0);
+    }
+    EXPECT_GT(watched, 0) << "no round found its deadline 2 ms away";
+}
+
+TEST(TimerQueueWatch, OneWatcherAtATimeOnlyWithinTheHorizonAndNoneAfterClose) {
+    timer_queue q("watchers", run_inline);
+    EXPECT_FALSE(q.watch(1s).has_value()) << "no timer, nothing to watch";
+    std::atomic<int> fired{0};
+    q.add(steady::now() + 10s, make_task([&] { fired.fetch_add(1); }));
+    EXPECT_FALSE(q.watch(1s).has_value()) << "a deadline 10 s away is past a 1 s horizon";
+    const auto plan = q.watch(30s);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_FALSE(q.watch(30s).has_value()) << "one watcher at a time";
+    q.abandon_watch();
+    EXPECT_TRUE(q.watch(30s).has_value()) << "an abandoned watch lets another start";
+    q.abandon_watch();
+    q.close();
+    EXPECT_FALSE(q.watch(30s).has_value()) << "closed";
+    EXPECT_EQ(fired.load(), 0);
+}
+
+// How late a watcher's timed wake came sets how early the next one wakes (lead()): a wake
+// 20 ms late, a preempted watcher on a loaded machine, must not make watchers spin for
+// milliseconds. And a watch that ends after close() dispatches nothing.
+TEST(TimerQueueWatch, TheLeadIsBoundedAndAWatchEndedAfterCloseDispatchesNothing) {
+    timer_queue q("lead", run_inline);
+    std::atomic<int> fired{0};
+    for (int i = 0; i < 16; ++i) {
+        q.add(steady::now() + 1ms, make_task([&] { fired.fetch_add(1); }));
+        const auto plan = q.watch(1s);
+        ASSERT_TRUE(plan.has_value());
+        (void)q.fire_watch(*plan, plan->wake_at + 20ms);  // reported 20 ms late
+        EXPECT_LE(q.lead(), timer_queue::max_lead);
+    }
+    EXPECT_GT(q.lead(), timer_queue::clock::duration::zero());
+    ASSERT_TRUE(eventually([&] { return fired.load() == 16; }, 10s));
+    q.add(steady::now() + 1ms, make_task([&] { fired.fetch_add(1); }));
+    const auto plan = q.watch(1s);
+    ASSERT_TRUE(plan.has_value());
+    q.close();  // discards the pending timer
+    EXPECT_FALSE(q.fire_watch(*plan, steady::now()));
+    EXPECT_EQ(fired.load(), 16);
 }

@@ -45,6 +45,14 @@ void set_current_thread_timer_slack(std::chrono::nanoseconds slack) noexcept {
 #endif
 }
 
+std::chrono::nanoseconds current_thread_timer_slack() noexcept {
+#if defined(__linux__)
+    const int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (slack > 0) return std::chrono::nanoseconds(slack);
+#endif
+    return std::chrono::microseconds(50);
+}
+
 os_thread::os_thread(os_thread&& other) noexcept
     : handle_(std::exchange(other.handle_, 0)), started_(std::exchange(other.started_, false)) {}
 

@@ -53,5 +53,7 @@ void set_current_thread_name(const std::string& name) noexcept;
 // end its timed sleeps to batch wake-ups; 50 us by default. A thread whose job is to be on
 // time (the pool's timer thread) sets it to a microsecond. Elsewhere: nothing.
 void set_current_thread_timer_slack(std::chrono::nanoseconds slack) noexcept;
+// The calling thread's timer slack (Linux: PR_GET_TIMERSLACK); 50 us where it cannot tell.
+std::chrono::nanoseconds current_thread_timer_slack() noexcept;
 
 }  // namespace contend::internal

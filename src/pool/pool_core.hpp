@@ -82,6 +82,7 @@ struct pool_core {
 
     // Workers.
     void worker_main(worker* self);
+    bool watch_next_timer(worker* self);
     task_node* find_work(worker* self);
     task_node* steal(worker* self);
     task_node* steal_from_outboxes(worker* self);

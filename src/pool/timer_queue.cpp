@@ -10,8 +10,10 @@
 #include <utility>
 
 #include "contend/cache_padded.hpp"
+#include "contend/cpu_relax.hpp"
 #include "contend/internal/atomic.hpp"
 #include "model/mutation.hpp"
+#include "platform/yield.hpp"
 #include "pool/os_thread.hpp"
 
 namespace contend::internal {
@@ -99,6 +101,75 @@ void timer_queue::compact_if_stale() {
     std::make_heap(heap_.begin(), heap_.end(), later{});
 }
 
+std::optional<timer_queue::clock::time_point> timer_queue::earliest() {
+    // Cancelled timers on top would only cost a wake-up at their old deadline.
+    while (!heap_.empty() && !pending_.contains(heap_.front().id)) {
+        std::pop_heap(heap_.begin(), heap_.end(), later{});
+        heap_.pop_back();
+    }
+    if (heap_.empty()) return std::nullopt;
+    return heap_.front().due;
+}
+
+void timer_queue::take_due(clock::time_point now, std::vector<task_node*>& due) {
+    // Never early: only entries whose deadline is at or before a clock reading taken now
+    // leave the heap, in (due, id) order.
+    while (!heap_.empty() && heap_.front().due <= now) {
+        const std::uint64_t id = heap_.front().id;
+        std::pop_heap(heap_.begin(), heap_.end(), later{});
+        heap_.pop_back();
+        const auto it = pending_.find(id);
+        if (it == pending_.end()) continue;  // cancelled
+        due.push_back(it->second);
+        pending_.erase(it);
+    }
+}
+
+void timer_queue::note_lateness(clock::duration late) noexcept {
+    const std::int64_t ns =
+        std::clamp<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(late).count(), 0,
+                                 std::chrono::duration_cast<std::chrono::nanoseconds>(max_lead).count());
+    const std::int64_t old = lateness_ns_.load(std::memory_order_relaxed);
+    lateness_ns_.store(old + (ns - old) / 8, std::memory_order_relaxed);  // one watcher at a time writes
+}
+
+timer_queue::clock::duration timer_queue::lead() const noexcept {
+    return std::chrono::nanoseconds(lateness_ns_.load(std::memory_order_relaxed));
+}
+
+std::optional<timer_queue::watch_plan> timer_queue::watch(clock::duration horizon) {
+    std::lock_guard guard(lock_);
+    if (stopping_ || watched_) return std::nullopt;
+    const auto first = earliest();
+    const auto now = clock::now();
+    if (!first || *first - now > horizon) return std::nullopt;
+    watched_ = *first;
+    return watch_plan{*first, *first - lead()};
+}
+
+void timer_queue::abandon_watch() {
+    std::lock_guard guard(lock_);
+    watched_.reset();
+}
+
+bool timer_queue::fire_watch(const watch_plan& plan, clock::time_point woke) {
+    note_lateness(woke - plan.wake_at);
+    // The last stretch, at most max_lead: spinning, since a timed wake comes this late.
+    const bool trust_the_plan = CONTEND_MUTATION(timer_watch_fires_at_its_wake);  // early by the lead
+    while (!trust_the_plan && clock::now() < plan.deadline) {
+        if constexpr (every_pause_yields) yield_cpu();  // the model's clock moves only then
+        else cpu_relax();
+    }
+    std::vector<task_node*> due;
+    {
+        std::lock_guard guard(lock_);
+        watched_.reset();
+        if (!stopping_) take_due(trust_the_plan ? plan.deadline : clock::now(), due);
+    }
+    for (task_node* node : due) dispatch_(node);
+    return !due.empty();
+}
+
 void timer_queue::run() {
     // Its sleeps end at deadlines, and the default 50 us of slack is for threads that can be
     // late: a coroutine looping on 100 us timers took 176 us a round with it, 135 us with
@@ -107,31 +178,19 @@ void timer_queue::run() {
     std::vector<task_node*> due;
     std::unique_lock lk(lock_);
     while (!stopping_) {
-        // Cancelled timers on top would only cost a wake-up at their old deadline.
-        while (!heap_.empty() && !pending_.contains(heap_.front().id)) {
-            std::pop_heap(heap_.begin(), heap_.end(), later{});
-            heap_.pop_back();
-        }
-        if (heap_.empty()) {
+        const auto first = earliest();
+        if (!first) {
             wake_.wait(lk);
             continue;
         }
         const auto now = clock::now();
-        if (heap_.front().due > now) {
-            wake_.wait_until(lk, heap_.front().due);
+        if (*first > now) {
+            // Also when a worker watches it: whichever comes first takes the due timers, and
+            // this thread, late by a wake-up, usually finds them gone.
+            wake_.wait_until(lk, *first);
             continue;
         }
-        // Never early: only entries whose deadline is at or before a clock reading taken
-        // now leave the heap, in (due, id) order.
-        while (!heap_.empty() && heap_.front().due <= now) {
-            const std::uint64_t id = heap_.front().id;
-            std::pop_heap(heap_.begin(), heap_.end(), later{});
-            heap_.pop_back();
-            const auto it = pending_.find(id);
-            if (it == pending_.end()) continue;  // cancelled
-            due.push_back(it->second);
-            pending_.erase(it);
-        }
+        take_due(now, due);
         lk.unlock();
         for (task_node* node : due) dispatch_(node);
         due.clear();

@@ -5,10 +5,12 @@
 // the order they were added. A callback is never dispatched before its deadline.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +49,34 @@ public:
     // Timers waiting (added, not yet dispatched or cancelled).
     std::size_t size() const;
 
+    // A worker going to sleep may watch the earliest deadline instead of the service thread,
+    // and fire it from its own CPU: on a VM the service thread's wake-up and then a sleeping
+    // worker's, on another idle CPU, each cost tens of microseconds (docs/design/pool.md,
+    // "A worker watches the next timer").
+    //   watch(horizon): when no thread watches and a timer falls due within `horizon`, the
+    //     caller becomes the watcher of that deadline, and gets the time to wake at: the
+    //     deadline less how late this machine's timed wakes come (lead()). Otherwise nullopt.
+    //   fire_watch / abandon_watch: ends the caller's watch, firing the deadline itself or
+    //     not. The service thread still sleeps until every deadline, watched or not, and
+    //     whichever thread comes first takes the due timers (under the lock: each once, never
+    //     early): a watcher kept off its CPU costs a timer nothing, and one that leaves for
+    //     other work hands nothing back.
+    struct watch_plan {
+        clock::time_point deadline;
+        clock::time_point wake_at;
+    };
+    std::optional<watch_plan> watch(clock::duration horizon);
+    // The watcher's wake time came (`woke`: when its timed wait returned): it spins out the
+    // rest of the deadline, dispatches every due timer itself and ends the watch. True if it
+    // dispatched any.
+    bool fire_watch(const watch_plan& plan, clock::time_point woke);
+    // The watcher was woken for other work: the service thread fires the deadline.
+    void abandon_watch();
+    // How late a watcher's timed wake has come, lately: a moving average of the last few
+    // (an eighth per wake), at most max_lead.
+    clock::duration lead() const noexcept;
+    static constexpr clock::duration max_lead = std::chrono::microseconds(50);
+
 private:
     // A heap entry. Ids grow with every add(), so ordering by (due, id) gives deadline
     // order with ties in the order added.
@@ -61,6 +91,12 @@ private:
     };
 
     void run();
+    // Takes the entries due at `now` off the heap (lock_ held), in (due, id) order.
+    void take_due(clock::time_point now, std::vector<task_node*>& due);
+    // The first live entry's deadline, dropping cancelled entries off the top (lock_ held).
+    std::optional<clock::time_point> earliest();
+    // Notes how late a watcher's timed wake came.
+    void note_lateness(clock::duration late) noexcept;
     // Drops heap entries whose timer was cancelled, once they outnumber the live ones.
     void compact_if_stale();
 
@@ -73,6 +109,9 @@ private:
     // The timers waiting, by id: the exact count, and the node that cancel() discards.
     std::unordered_map<std::uint64_t, task_node*> pending_;
     bool stopping_ = false;  // close() has begun: add() refuses, the thread ends
+    // The deadline a worker watches (watch()), or none: one watcher at a time.
+    std::optional<clock::time_point> watched_;
+    std::atomic<std::int64_t> lateness_ns_{0};
     service_thread thread_;  // started by the first add()
 };
 

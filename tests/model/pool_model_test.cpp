@@ -435,4 +435,54 @@ TEST(PoolTimerModel, AnAddThatSkipsTheWakeIsFoundAsATimerThatNeverFires) {
     expect_found("timer_add_skips_the_wake", timer_add_cancel_and_fire, 2000, model_test::every_strategy);
 }
 
+// A worker that watches the next deadline (timer_queue::watch) and fires it from its own
+// thread, twice in a row (the second watch wakes early by the lateness the first measured),
+// racing the service thread that sleeps until the same deadlines: each timer fires once and
+// never before its deadline, whoever takes it.
+int watched_fired[2];
+manual_reset_event watched_second_ran;
+
+internal::task_node* watched_callback(int i, internal::clock::time_point due) {
+    return internal::make_task([i, due] {
+        model::check(internal::clock::now() >= due, "a watched timer never fires before its deadline");
+        ++watched_fired[i];
+        if (i == 1) watched_second_ran.set();
+    });
+}
+
+void timer_watched_twice() {
+    watched_fired[0] = watched_fired[1] = 0;
+    watched_second_ran.reset();
+    auto timers = std::make_unique<internal::timer_queue>("model", [](internal::task_node* n) { n->run(n); });
+    const auto start = internal::clock::now();
+    for (int i = 0; i < 2; ++i) {
+        const auto due = start + std::chrono::microseconds(10 * (i + 1));
+        timers->add(due, watched_callback(i, due));
+    }
+    model::thread watcher([&timers] {
+        manual_reset_event never_set;  // the worker's wake event: no post comes here
+        for (int i = 0; i < 2; ++i) {
+            const auto plan = timers->watch(std::chrono::milliseconds(1));
+            if (!plan) return;  // the service thread took them
+            (void)never_set.wait_until(plan->wake_at);
+            timers->fire_watch(*plan, internal::clock::now());
+        }
+    });
+    watched_second_ran.wait();
+    watcher.join();
+    timers->close();
+    model::check(watched_fired[0] == 1 && watched_fired[1] == 1, "each watched timer fired once");
+}
+
+TEST(PoolTimerModel, AWatchedTimerFiresOnceNeverEarlyWhoeverTakesIt) {
+    model_test::expect_holds_under_every_strategy(timer_watched_twice, 1);
+}
+
+// A watcher that takes the timers due at its deadline as soon as its wake comes, without
+// waiting out the lead: the second watch, which wakes early by the first one's lateness,
+// fires its timer before the deadline.
+TEST(PoolTimerModel, AWatchThatFiresAtItsWakeIsFoundAsATimerFiredEarly) {
+    expect_found("timer_watch_fires_at_its_wake", timer_watched_twice, 2000, model_test::every_strategy);
+}
+
 }  // namespace
