@@ -457,3 +457,19 @@ TEST(TimerQueueWatch, TheLeadIsBoundedAndAWatchEndedAfterCloseDispatchesNothing)
     EXPECT_FALSE(q.fire_watch(*plan, steady::now()));
     EXPECT_EQ(fired.load(), 16);
 }
+
+// A watched timer cancelled before the watcher's wake: the watch ends at once, without
+// spinning out a deadline 10 s away, and nothing fires.
+TEST(TimerQueueWatch, AWatchWhoseTimerWasCancelledEndsWithoutWaitingOutTheDeadline) {
+    timer_queue q("cancelled", run_inline);
+    std::atomic<int> fired{0};
+    const auto due = steady::now() + 10s;
+    const auto id = q.add(due, make_task([&] { fired.fetch_add(1); }));
+    const auto plan = q.watch(30s);
+    ASSERT_TRUE(plan.has_value());
+    ASSERT_TRUE(q.cancel(id));
+    EXPECT_FALSE(q.fire_watch(*plan, steady::now()));
+    EXPECT_LT(steady::now(), due) << "the watch waited out a cancelled timer's deadline";
+    EXPECT_EQ(fired.load(), 0);
+    EXPECT_FALSE(q.watch(30s).has_value()) << "nothing left to watch";
+}

@@ -154,9 +154,19 @@ void timer_queue::abandon_watch() {
 
 bool timer_queue::fire_watch(const watch_plan& plan, clock::time_point woke) {
     note_lateness(woke - plan.wake_at);
-    // The last stretch, at most max_lead: spinning, since a timed wake comes this late.
+    clock::time_point until;
+    {
+        std::lock_guard guard(lock_);
+        const auto first = earliest();
+        if (stopping_ || !first || *first > plan.deadline) {
+            watched_.reset();  // cancelled, or taken already: nothing to wait out
+            return false;
+        }
+        until = *first;  // the watched deadline, or an earlier one added since
+    }
+    // The last stretch, at most the lead: spinning, since a timed wake comes this late.
     const bool trust_the_plan = CONTEND_MUTATION(timer_watch_fires_at_its_wake);  // early by the lead
-    while (!trust_the_plan && clock::now() < plan.deadline) {
+    while (!trust_the_plan && clock::now() < until) {
         if constexpr (every_pause_yields) yield_cpu();  // the model's clock moves only then
         else cpu_relax();
     }

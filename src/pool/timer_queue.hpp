@@ -68,7 +68,8 @@ public:
     std::optional<watch_plan> watch(clock::duration horizon);
     // The watcher's wake time came (`woke`: when its timed wait returned): it spins out the
     // rest of the deadline, dispatches every due timer itself and ends the watch. True if it
-    // dispatched any.
+    // dispatched any. A deadline whose timers were cancelled or taken meanwhile ends the
+    // watch at once.
     bool fire_watch(const watch_plan& plan, clock::time_point woke);
     // The watcher was woken for other work: the service thread fires the deadline.
     void abandon_watch();

@@ -482,7 +482,11 @@ TEST(PoolTimerModel, AWatchedTimerFiresOnceNeverEarlyWhoeverTakesIt) {
 // waiting out the lead: the second watch, which wakes early by the first one's lateness,
 // fires its timer before the deadline.
 TEST(PoolTimerModel, AWatchThatFiresAtItsWakeIsFoundAsATimerFiredEarly) {
-    expect_found("timer_watch_fires_at_its_wake", timer_watched_twice, 2000, model_test::every_strategy);
+    // Random sampling did not find it within 2,000 executions: the early fire needs the first
+    // watch's wake to come late, and the second watcher to take the timer before the service
+    // thread.
+    expect_found("timer_watch_fires_at_its_wake", timer_watched_twice, 2000,
+                 {model::strategy_kind::pct, model::strategy_kind::bounded});
 }
 
 }  // namespace
