@@ -473,3 +473,24 @@ TEST(TimerQueueWatch, AWatchWhoseTimerWasCancelledEndsWithoutWaitingOutTheDeadli
     EXPECT_EQ(fired.load(), 0);
     EXPECT_FALSE(q.watch(30s).has_value()) << "nothing left to watch";
 }
+
+// A deadline due already is not watched, and one as far back as time_point::min() (a post_at
+// of the distant past) did not overflow the arithmetic of a watch (UBSan: -2^63 less the
+// clock's reading, in the pool's tests).
+TEST(TimerQueueWatch, ADeadlineDueAlreadyOrAtTheMinimumIsNotWatched) {
+    timer_queue q("past", run_inline);
+    contend::manual_reset_event hold_thread, thread_held;
+    // Keep the timer thread busy so that the past timers stay in the heap while watch() looks.
+    q.add(steady::now(), make_task([&] {
+              thread_held.set();
+              hold_thread.wait_for(30s);
+          }));
+    ASSERT_TRUE(thread_held.wait_for(30s));
+    std::atomic<int> fired{0};
+    q.add(timer_queue::clock::time_point::min(), make_task([&] { fired.fetch_add(1); }));
+    EXPECT_FALSE(q.watch(1s).has_value());
+    q.add(steady::now() - 1ms, make_task([&] { fired.fetch_add(1); }));
+    EXPECT_FALSE(q.watch(1s).has_value());
+    hold_thread.set();
+    EXPECT_TRUE(eventually([&] { return fired.load() == 2; }, 10s));
+}

@@ -142,9 +142,11 @@ std::optional<timer_queue::watch_plan> timer_queue::watch(clock::duration horizo
     if (stopping_ || watched_) return std::nullopt;
     const auto first = earliest();
     const auto now = clock::now();
-    if (!first || *first - now > horizon) return std::nullopt;
+    // Only a deadline ahead: one due already is the timer thread's (and a deadline as far
+    // back as time_point::min(), a post_at of the distant past, must not be subtracted from).
+    if (!first || *first <= now || *first > now + horizon) return std::nullopt;
     watched_ = *first;
-    return watch_plan{*first, *first - lead()};
+    return watch_plan{*first, std::max(now, *first - lead())};
 }
 
 void timer_queue::abandon_watch() {
