@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "measure/machine_share.hpp"
 #include "results/statistics.hpp"
 
 namespace contend::lab {
@@ -290,6 +291,8 @@ cell_result measure_workload_cell(const contender& c, const std::string& suite, 
     fairness_evidence fairness{fairness_needed_ns(workers, worker_cpus), fairness_window * options.min_time_s * 1e9};
     std::vector<std::pair<std::string, std::vector<double>>> metric_samples;  // per name, per repetition
     double timed_ns = 0;
+    machine_share_meter meter(allowed_cpus());
+    meter.start();
     for (std::int32_t rep = 0; rep < options.repetitions; ++rep) {
         const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s,
                                       cell.has_fairness ? fairness_window * options.min_time_s : 0);
@@ -334,6 +337,12 @@ cell_result measure_workload_cell(const contender& c, const std::string& suite, 
         return cell;
     }
     summarize_samples(cell);
+    if (const auto sample = meter.stop()) {
+        machine_share_total others;
+        others.add(*sample);
+        cell.others_cpu_share = others.share();
+        cell.others_runnable = others.runnable();
+    }
     cell.cpu_ns_per_op = median(cpu_per_op);
     for (const auto& [name, samples] : metric_samples) cell.metrics.emplace_back(name, median(samples));
     if (cell.has_fairness) {
@@ -370,8 +379,18 @@ cell_result run_cell_in_process(const contender& c, const std::string& suite, st
     } catch (const std::exception& e) {
         return refused("cotenant_failed", e.what());
     }
+    // A row that measures itself (a server under wrk, a program) is measured whole: one
+    // sample from its start to its end, calibration included.
+    machine_share_meter whole(allowed_cpus());
+    whole.start();
     cell_result cell =
         c.measure_cell ? c.measure_cell(c, suite, workers, options) : measure_workload_cell(c, suite, workers, options);
+    if (const auto sample = whole.stop(); sample && std::isnan(cell.others_cpu_share) && cell.valid()) {
+        machine_share_total total;
+        total.add(*sample);
+        cell.others_cpu_share = total.share();
+        cell.others_runnable = total.runnable();
+    }
     cell.params.insert(cell.params.end(), added.begin(), added.end());
     if (cpu && cell.affinity.empty()) cell.affinity = std::to_string(cpu->cpu());
     return cell;

@@ -107,6 +107,8 @@ std::string cell_result::name() const {
     return n;
 }
 
+bool cell_result::shared() const { return others_cpu_share > shared_above; }
+
 double cell_result::metric(std::string_view wanted) const {
     for (const auto& [name, value] : metrics)
         if (name == wanted) return value;
@@ -123,7 +125,8 @@ std::size_t run_result::valid_cells() const {
 // library_build_type, run_status and operation (and the metrics table); version 3 the
 // co-tenant (busy_loops, busy_nice, one_cpu; the report shows them as one line); version 4 a
 // cell's modal flag; version 5 why a cell's fairness was not measured; version 6 a profiled
-// run's locks (results/lock_profile.hpp).
+// run's locks (results/lock_profile.hpp); version 7 what other processes took of a cell's
+// CPUs (others_cpu_share, others_runnable).
 std::span<const field<machine_context>> context_fields() {
     using c = machine_context;
     static const std::array<field<c>, 19> fields{{
@@ -152,7 +155,7 @@ std::span<const field<machine_context>> context_fields() {
 
 std::span<const field<cell_result>> cell_fields() {
     using c = cell_result;
-    static const std::array<field<c>, 22> fields{{
+    static const std::array<field<c>, 24> fields{{
         {"suite", "suite", &c::suite},
         {"contender", "contender", &c::contender, 1, "contender"},
         {"params", "params", &c::params, 1, "params"},
@@ -175,6 +178,8 @@ std::span<const field<cell_result>> cell_fields() {
         {"affinity", "affinity", &c::affinity},
         {"oversubscribed", "oversubscribed", &c::oversubscribed},
         {"lock_profile", "lock_profile", &c::lock_profile, 6},
+        {"others_cpu_share", "others_cpu_share", &c::others_cpu_share, 7, "others' CPU", true},
+        {"others_runnable", "others_runnable", &c::others_runnable, 7, {}, true},
     }};
     return fields;
 }

@@ -63,6 +63,13 @@ void check_metric_name(std::string_view name);
 // A figure that was not measured: JSON null, SQL NULL, an empty CSV cell, a blank in tables.
 inline constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
 
+// A cell is marked as measured beside a co-tenant (cell_result::shared) when other processes
+// took more than this share of its CPUs' time during its timed repetitions: a twentieth, past
+// what a quiet machine's housekeeping takes (0.1 to 0.6 % in counter cells on the 2-CPU Intel
+// Xeon VM), and far below what a co-tenant that moves figures takes (one nice-0 busy loop
+// beside a 2-worker counter cell there: 44 to 50 %).
+inline constexpr double shared_above = 0.05;
+
 // Where and how a run happened. Every field is recorded with every run: a figure means
 // little without the machine, compiler and placement it came from.
 struct machine_context {
@@ -124,6 +131,14 @@ struct cell_result {
     std::string fairness_reason;  // "" when the shares are measured or the cell has none
     std::string affinity;  // CPUs the workers were pinned to ("" when not pinned)
     bool oversubscribed = false;  // workers outnumber the CPUs they may use
+    // What other processes took of the cell's CPUs during its timed repetitions
+    // (measure/machine_share.hpp): their CPU time over the CPUs' time, 0 to 1; and the most
+    // threads of other processes found runnable at the end of a repetition. NaN: not
+    // measured (a row that measures itself, a file of before them). shared() says whether
+    // the cell is marked as measured beside a co-tenant.
+    double others_cpu_share = not_measured;
+    double others_runnable = not_measured;
+    bool shared() const;
     metric_list metrics;  // the workload's own figures
     // A profiled `contend run` row's locks that waited most, with their waits' histograms and
     // stacks, as results/lock_profile.hpp writes them ("" for none: every other row).

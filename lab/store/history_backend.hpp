@@ -31,9 +31,10 @@ namespace contend::lab::history_detail {
 // Version 1: the runs and cells tables. Version 2: the fields whose since_schema is 2
 // (results.hpp) and the metrics table. Version 3: the run's co-tenant. Version 4: a cell's
 // modal flag. Version 5: why a cell's fairness was not measured. Version 6: a profiled run's
-// locks (cells.lock_profile). A history of an older version is migrated when it is opened for
-// writing, and read as it is otherwise.
-inline constexpr int schema_version = 6;
+// locks (cells.lock_profile). Version 7: what other processes took of a cell's CPUs. A
+// history of an older version is migrated when it is opened for writing, and read as it is
+// otherwise.
+inline constexpr int schema_version = 7;
 
 // One open history. Every failure is a std::runtime_error naming the operation, the
 // database's own message and where the history is (a URI with its password masked).

@@ -110,7 +110,7 @@ std::vector<cell_group> group_cells(const std::vector<const cell_result*>& cells
 
 std::string to_table(const run_result& run) {
     std::ostringstream out;
-    std::vector<const cell_result*> modal;
+    std::vector<const cell_result*> modal, shared;
     std::vector<std::string> unmeasured;  // why a fairness figure was not measured, once each
     for (const auto& suite : suites_of(run)) {
         std::vector<const cell_result*> cells;
@@ -150,11 +150,13 @@ std::string to_table(const run_result& run) {
                     if (at == unmeasured.end()) at = unmeasured.insert(unmeasured.end(), why);
                     share = "n/m [" + std::to_string(at - unmeasured.begin() + 1) + "]";
                 }
-                // '~' right after the median: not one figure (the footnote says why).
-                std::snprintf(line, sizeof line, "%s %-24s %8.3f%c %8.3f-%-8.3f %10.3f   %-13s",
-                              first_valid ? "*" : " ", label.c_str(), c->median_ns, c->modal ? '~' : ' ', c->p25_ns,
-                              c->p75_ns, c->cpu_ns_per_op, share.c_str());
+                // '~' right after the median: not one figure; '!' after it: measured beside a
+                // co-tenant (the footnotes say why and how much).
+                std::snprintf(line, sizeof line, "%s %-24s %8.3f%c%c%8.3f-%-8.3f %10.3f   %-13s",
+                              first_valid ? "*" : " ", label.c_str(), c->median_ns, c->modal ? '~' : ' ',
+                              c->shared() ? '!' : ' ', c->p25_ns, c->p75_ns, c->cpu_ns_per_op, share.c_str());
                 if (c->modal) modal.push_back(c);
+                if (c->shared()) shared.push_back(c);
                 std::string row = line;
                 for (const auto& [name, value] : c->metrics)
                     row.append("  ").append(name).append(" ").append(num(value, "%.4g"));
@@ -172,6 +174,17 @@ std::string to_table(const run_result& run) {
         for (const auto* c : modal) {
             const std::string groups = describe_modes(find_modes(c->ns_per_op));
             out << "    " << c->name() << ": " << (groups.empty() ? "flagged when it was measured" : groups) << "\n";
+        }
+    }
+    if (!shared.empty()) {
+        out << "! shared: other processes took more than " << num(shared_above * 100, "%.0f")
+            << " % of the cell's CPUs while it was measured, so its figures are not this machine's alone "
+               "(docs/lab.md, co-tenants the lab did not start):\n";
+        for (const auto* c : shared) {
+            out << "    " << c->name() << ": " << num(c->others_cpu_share * 100, "%.0f") << " % of its CPUs' time";
+            if (std::isfinite(c->others_runnable))
+                out << ", up to " << num(c->others_runnable, "%.0f") << " runnable threads of other processes";
+            out << "\n";
         }
     }
     for (std::size_t i = 0; i < unmeasured.size(); ++i)

@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -24,6 +25,7 @@
 
 #include "measure/harness.hpp"
 #include "run/runner.hpp"
+#include "store/results_io.hpp"
 #include "suites/suites.hpp"
 
 namespace lab = contend::lab;
@@ -341,4 +343,62 @@ TEST(Cotenant, ThePipePoolAndServerSuitesRunOneBusyLoopRowBesideTheirQuietRows) 
     }
     lab::suite s{"x", "", {}, {1}};
     EXPECT_THROW(lab::add_busy_loop_row(s, "nosuch"), std::logic_error);
+}
+
+// --- Co-tenants the lab did not start -----------------------------------------------------
+
+namespace {
+
+const lab::contender& counting() {
+    for (const auto& c : lab::find_suite("selftest")->contenders)
+        if (c.name == "ok") return c;
+    throw std::runtime_error("no ok contender");
+}
+
+lab::harness_options long_enough() {
+    lab::harness_options o;
+    o.min_time_s = 0.05;
+    o.repetitions = o.min_repetitions = 3;
+    o.deadline_s = 10;
+    return o;
+}
+
+}  // namespace
+
+// A cell measured beside busy loops that the test starts itself (the cell knows nothing of
+// them: no busy_loops parameter) is marked shared, with what they took of its CPUs; a cell
+// on the machine left quiet is not. A quiet cell may still meet another program's burst on a
+// loaded machine: up to five tries for one without it.
+TEST(Cotenant, ACellBesideBusyLoopsItDidNotStartIsMarkedSharedAndAQuietCellIsNot) {
+    lab::cell_result quiet;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        quiet = lab::run_cell_in_process(counting(), "selftest", 2, long_enough());
+        ASSERT_TRUE(quiet.valid()) << quiet.status << ": " << quiet.detail;
+        ASSERT_TRUE(std::isfinite(quiet.others_cpu_share)) << "measured where /proc can be read";
+        if (!quiet.shared()) break;
+    }
+    EXPECT_FALSE(quiet.shared()) << "others took " << quiet.others_cpu_share << " of a quiet cell's CPUs";
+    EXPECT_GE(quiet.others_cpu_share, 0);
+
+    lab::cell_result beside;
+    {
+        lab::busy_loops busy(static_cast<std::int32_t>(lab::allowed_cpus().size()), 0, 60);
+        beside = lab::run_cell_in_process(counting(), "selftest", 2, long_enough());
+    }
+    ASSERT_TRUE(beside.valid()) << beside.status << ": " << beside.detail;
+    EXPECT_EQ(beside.name(), "selftest/ok/workers:2") << "the cell knows nothing of the loops";
+    EXPECT_TRUE(beside.shared()) << "others took only " << beside.others_cpu_share;
+    EXPECT_LE(beside.others_cpu_share, 1);
+    EXPECT_GE(beside.others_runnable, 0);
+
+    lab::run_result run;
+    run.cells = {quiet, beside};
+    const std::string table = lab::to_table(run);
+    EXPECT_NE(table.find("! shared: other processes took more than 5 %"), std::string::npos) << table;
+    EXPECT_NE(table.find("    selftest/ok/workers:2: "), std::string::npos) << table;
+    const auto back = lab::run_from_json(lab::to_json(run));
+    ASSERT_EQ(back.cells.size(), 2u);
+    EXPECT_DOUBLE_EQ(back.cells[1].others_cpu_share, beside.others_cpu_share);
+    EXPECT_TRUE(back.cells[1].shared());
+    EXPECT_FALSE(back.cells[0].shared());
 }

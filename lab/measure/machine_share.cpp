@@ -1,0 +1,146 @@
+// What other processes take of a cell's CPUs: /proc/stat less this process's own CPU time.
+#include "measure/machine_share.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "results/results.hpp"
+
+namespace contend::lab {
+
+namespace {
+
+double rusage_ns(int who) {
+    rusage u{};
+    if (getrusage(who, &u) != 0) return 0;
+    const auto ns = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e9 + t.tv_usec * 1e3; };
+    return ns(u.ru_utime) + ns(u.ru_stime);
+}
+
+// The line "cpuN user nice system idle iowait irq softirq steal ...": its busy ticks.
+std::optional<std::uint64_t> busy_ticks_of(const std::string& line) {
+    std::istringstream in(line);
+    std::string name;
+    in >> name;
+    std::uint64_t v[8] = {};
+    for (auto& x : v)
+        if (!(in >> x)) return std::nullopt;
+    // user, nice, system, (idle, iowait), irq, softirq, steal
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+}
+
+// This process's threads that are running or runnable now (the one reading among them).
+double own_runnable() {
+    double n = 0;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+        std::ifstream in(task.path() / "stat");
+        std::string line;
+        if (!std::getline(in, line)) continue;
+        const auto close = line.rfind(')');
+        if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') n += 1;
+    }
+    return std::max(n, 1.0);
+}
+
+std::optional<double> procs_running() {
+    std::ifstream in("/proc/stat");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("procs_running ", 0) == 0) return std::stod(line.substr(14));
+    return std::nullopt;
+}
+
+}  // namespace
+
+machine_share_meter::machine_share_meter(std::vector<int> cpus) : cpus_(std::move(cpus)) {}
+
+// The busy time of `cpus` in ns since boot, from the most precise source readable: the root
+// cpuacct cgroup's usage per CPU (cgroup v1: every task's CPU time, in ns, up to the tick
+// not yet accounted on a busy CPU), else /proc/stat (user, nice, system, irq, softirq and
+// steal, in clock ticks: 10 ms at USER_HZ 100).
+static std::optional<double> busy_ns_of(const std::vector<int>& cpus) {
+    if (cpus.empty()) return std::nullopt;
+    for (const char* path :
+         {"/sys/fs/cgroup/cpuacct/cpuacct.usage_percpu", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage_percpu"}) {
+        std::ifstream in(path);
+        std::vector<double> per_cpu;
+        for (double v; in >> v;) per_cpu.push_back(v);
+        if (per_cpu.empty()) continue;
+        double sum = 0;
+        for (const int cpu : cpus) {
+            if (cpu < 0 || static_cast<std::size_t>(cpu) >= per_cpu.size()) return std::nullopt;
+            sum += per_cpu[static_cast<std::size_t>(cpu)];
+        }
+        return sum;
+    }
+    std::ifstream in("/proc/stat");
+    if (!in) return std::nullopt;
+    static const double tick_ns = 1e9 / static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
+    std::uint64_t ticks = 0;
+    std::size_t found = 0;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+        const int cpu = std::atoi(line.c_str() + 3);
+        if (std::find(cpus.begin(), cpus.end(), cpu) == cpus.end()) continue;
+        const auto busy = busy_ticks_of(line);
+        if (!busy) return std::nullopt;
+        ticks += *busy;
+        ++found;
+    }
+    if (found != cpus.size()) return std::nullopt;
+    return static_cast<double>(ticks) * tick_ns;
+}
+
+std::optional<machine_share_meter::reading> machine_share_meter::read() const {
+#if defined(__linux__)
+    const auto busy = busy_ns_of(cpus_);
+    if (!busy) return std::nullopt;
+    reading r;
+    r.busy_ns = *busy;
+    r.own_ns = rusage_ns(RUSAGE_SELF) + rusage_ns(RUSAGE_CHILDREN);
+    r.at = std::chrono::steady_clock::now();
+    return r;
+#else
+    return std::nullopt;
+#endif
+}
+
+void machine_share_meter::start() { start_ = read(); }
+
+std::optional<machine_share_sample> machine_share_meter::stop() {
+    const auto end = read();
+    if (!start_ || !end || end->at <= start_->at) return std::nullopt;
+    const double wall_ns = std::chrono::duration<double, std::nano>(end->at - start_->at).count();
+    machine_share_sample s;
+    const double busy_ns = end->busy_ns - start_->busy_ns;
+    s.others_ns = std::max(0.0, busy_ns - (end->own_ns - start_->own_ns));
+    s.capacity_ns = wall_ns * static_cast<double>(cpus_.size());
+    const double running = procs_running().value_or(0);
+    s.others_runnable = std::max(0.0, running - own_runnable());
+    return s;
+}
+
+void machine_share_total::add(const machine_share_sample& s) {
+    others_ns += s.others_ns;
+    capacity_ns += s.capacity_ns;
+    most_runnable = measured ? std::max(most_runnable, s.others_runnable) : s.others_runnable;
+    measured = true;
+}
+
+double machine_share_total::share() const {
+    if (!measured || !(capacity_ns > 0)) return not_measured;
+    return std::clamp(others_ns / capacity_ns, 0.0, 1.0);
+}
+
+double machine_share_total::runnable() const { return measured ? most_runnable : not_measured; }
+
+}  // namespace contend::lab
