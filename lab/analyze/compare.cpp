@@ -130,6 +130,25 @@ compare_row compare_one(const benchmark_series& b, const benchmark_series& t, co
         // one mode's, whatever the verdict says.
         r.reason += "; the repetitions fall into separate modes (" + sides + ")";
     }
+    r.base_others_share = b.others_cpu_share;
+    r.test_others_share = t.others_cpu_share;
+    std::string shared;  // each side measured beside a co-tenant, and how much it lost
+    const auto beside = [](const char* which, double share) {
+        return format_percent(share) + " of " + which + " CPUs";
+    };
+    if (r.base_others_share > shared_above) shared = beside("the baseline's", r.base_others_share);
+    if (r.test_others_share > shared_above)
+        shared += (shared.empty() ? "" : ", ") + beside("the test's", r.test_others_share);
+    if (!shared.empty()) {
+        if (moved(r.verdict)) {
+            r.verdict = compare_verdict::noisy;
+            r.reason = "past the threshold (p " + format_p(r.p_value) +
+                       "), but measured beside a co-tenant: other processes took " + shared +
+                       ", so the figures are not the machine's alone";
+        } else {
+            r.reason += "; measured beside a co-tenant (other processes took " + shared + ")";
+        }
+    }
     if (edge) {
         r.edge_checked = true;
         r.edge = edge->state;
@@ -569,6 +588,8 @@ std::string comparison_to_json(const comparison& c) {
                         {"test_spread", num(r.test_spread)},
                         {"baseline_modal", r.base_modal},
                         {"test_modal", r.test_modal},
+                        {"baseline_others_cpu_share", num(r.base_others_share)},
+                        {"test_others_cpu_share", num(r.test_others_share)},
                         {"verdict", to_string(r.verdict)},
                         {"reason", r.reason}});
         if (r.edge_checked) {

@@ -77,6 +77,10 @@ struct compare_row {
     // A side whose repetitions fall into separate modes (find_modes, results/statistics.hpp, or
     // the lab's flag on the cell): its median is not one figure, so a change is noisy.
     bool base_modal = false, test_modal = false;
+    // What other processes took of each side's CPUs while it was measured (NaN: not
+    // measured). A side over shared_above was measured beside a co-tenant: a change is noisy.
+    double base_others_share = std::numeric_limits<double>::quiet_NaN();
+    double test_others_share = std::numeric_limits<double>::quiet_NaN();
     compare_verdict verdict = compare_verdict::same;
     std::string reason;  // why this verdict, in words
     // The history's word (compare --db only; edge_checked false otherwise).

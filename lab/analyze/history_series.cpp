@@ -67,6 +67,7 @@ comparison_input comparison_input_from_runs(const std::vector<stored_run>& runs,
         s.median_ns = cell.median_ns;
         if (s.samples_ns.empty()) s.note = "no samples: the run's median";
         s.flagged_modal = cell.modal;
+        s.others_cpu_share = cell.others_cpu_share;
         in.benchmarks.push_back(std::move(s));
     }
     return in;
@@ -84,8 +85,12 @@ std::vector<benchmark_history> history_series(const std::vector<stored_run>& run
             if (!name_glob.empty() && fnmatch(name_glob.c_str(), name.c_str(), 0) != 0) continue;
             if (!in_this_run.insert(name).second) continue;  // one point per run: the first cell
             auto [it, added] = index_of.try_emplace(name, order.size());
-            if (added) order.push_back({name, {}, {}, {}, {}, {}, {}});
+            if (added) order.push_back({name, {}, {}, {}, {}, {}, {}, {}});
             benchmark_history& s = order[it->second];
+            if (cell.shared()) {
+                s.shared_runs.push_back(run_name(r));
+                continue;
+            }
             s.run_ids.push_back(r.id);
             s.run_names.push_back(run_name(r));
             s.medians.push_back(cell.median_ns);

@@ -48,7 +48,9 @@ struct series_change {
 // cell of a benchmark is left out of that benchmark's series rather than counted as a gap: a
 // timed-out cell says nothing about the level. A valid cell whose median is not a positive
 // finite number is left out too (no writer stores one; it would only make the series
-// unreadable). Sorted by benchmark (first appearance), then by index.
+// unreadable), and so is a cell measured beside a co-tenant (cell_result::shared: other
+// processes took more than 5 % of its CPUs), whose level is not the machine's alone. Sorted
+// by benchmark (first appearance), then by index.
 std::vector<series_change> history_changes(const std::vector<stored_run>& runs, const std::string& name_glob,
                                            const change_options& options);
 
@@ -62,6 +64,10 @@ struct benchmark_history {
     std::vector<std::string> run_names;
     std::vector<double> medians, p25, p75;
     std::vector<series_change> changes;  // sorted by index
+    // The runs whose cell of this benchmark was measured beside a co-tenant
+    // (cell_result::shared), left out of the series: their figures are not the machine's
+    // alone, so no change is found at them.
+    std::vector<std::string> shared_runs;
 };
 
 // Every benchmark matching `name_glob` (as history_changes), in order of first appearance

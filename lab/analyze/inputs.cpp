@@ -221,6 +221,7 @@ void read_lab_rows(const json& rows, comparison_input& in, const std::atomic<int
             s.median_ns = median(s.samples_ns);
         }
         s.flagged_modal = cell.modal;
+        s.others_cpu_share = cell.others_cpu_share;
         in.benchmarks.push_back(std::move(s));
     }
 }

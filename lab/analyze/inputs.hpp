@@ -48,6 +48,7 @@
 #pragma once
 
 #include <atomic>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -68,6 +69,9 @@ struct benchmark_series {
     // The lab flagged the cell modal when it measured it (cell_result::modal). compare also
     // applies the rule to samples_ns itself, for every format.
     bool flagged_modal = false;
+    // What other processes took of the cell's CPUs while the lab measured it
+    // (cell_result::others_cpu_share); NaN when not measured (another format, an older file).
+    double others_cpu_share = std::numeric_limits<double>::quiet_NaN();
 };
 
 // A lab cell left out because it is not valid.

@@ -140,6 +140,17 @@ int run_history_changes(history_args& a) {
                  changes.size(), changes.size() == 1 ? "change" : "changes", benchmarks.size(),
                  benchmarks.size() == 1 ? "benchmark" : "benchmarks", runs.size(), runs.size() == 1 ? "run" : "runs",
                  a.p, a.min_segment, a.min_magnitude_percent);
+    std::size_t shared = 0, shared_benchmarks = 0;
+    for (const auto& s : series) {
+        shared += s.shared_runs.size();
+        shared_benchmarks += s.shared_runs.empty() ? 0 : 1;
+    }
+    if (shared > 0)
+        std::fprintf(text,
+                     "%zu %s of %zu %s left out: measured beside a co-tenant (other processes took more than "
+                     "5 %% of the cell's CPUs), so no change is reported at them\n",
+                     shared, shared == 1 ? "cell" : "cells", shared_benchmarks,
+                     shared_benchmarks == 1 ? "benchmark" : "benchmarks");
     return 0;
 }
 

@@ -236,6 +236,33 @@ TEST(Compare, AModalSideWithinTheThresholdStaysTheSame) {
     EXPECT_TRUE(c.rows.at(0).base_modal);
 }
 
+// --- A side measured beside a co-tenant ------------------------------------------------------
+
+// A regression by every test (p < 0.01, twice the time), but the test side was measured while
+// other processes took 42 % of its CPUs (cell_result::others_cpu_share): noisy, with the reason
+// said; a share under the mark's 5 % leaves the regression standing.
+TEST(Compare, AChangeOfASideMeasuredBesideACoTenantIsNoisyWithTheReason) {
+    const auto base = input("base.json", {series("a", {10, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.03, 9.97})});
+    auto test = input("test.json", {series("a", {20, 20.1, 19.9, 20.2, 19.8, 20.05, 19.95, 20.15, 19.85})});
+    test.benchmarks[0].others_cpu_share = 0.01;
+    EXPECT_EQ(lab::compare_inputs(base, test, {}).rows.at(0).verdict, lab::compare_verdict::regression);
+    test.benchmarks[0].others_cpu_share = 0.42;
+    const auto c = lab::compare_inputs(base, test, {});
+    const auto& r = c.rows.at(0);
+    EXPECT_EQ(r.verdict, lab::compare_verdict::noisy);
+    EXPECT_NE(r.reason.find("measured beside a co-tenant: other processes took 42.0 % of the test's CPUs"),
+              std::string::npos)
+        << r.reason;
+    EXPECT_EQ(c.regressions, 0u);
+    const auto j = nlohmann::json::parse(lab::comparison_to_json(c));
+    EXPECT_EQ(j["rows"][0]["test_others_cpu_share"], 0.42);
+    EXPECT_TRUE(j["rows"][0]["baseline_others_cpu_share"].is_null());
+    // An improvement beside a co-tenant is no improvement either.
+    const auto reversed = lab::compare_inputs(test, base, {});
+    EXPECT_EQ(reversed.rows.at(0).verdict, lab::compare_verdict::noisy);
+    EXPECT_NE(reversed.rows.at(0).reason.find("the baseline's CPUs"), std::string::npos) << reversed.rows.at(0).reason;
+}
+
 // --- The suite as a whole -------------------------------------------------------------------
 
 namespace {

@@ -122,6 +122,43 @@ TEST_F(HistorySeries, ARunWithoutAValidCellIsLeftOutOfTheSeriesAndAnUnlabelledRu
     EXPECT_EQ(by_id[0].label_after, "r7");
 }
 
+// The step's new level, every run of it measured beside a co-tenant (others_cpu_share over
+// the mark's 5 %): those cells leave the series, so no change is reported at them, and the
+// text says how many were left out and why. Their figures are not the machine's alone.
+TEST_F(HistorySeries, CellsMeasuredBesideACoTenantAreLeftOutAndNoChangeIsReportedAtThem) {
+    const lab::history_store store(db_, lab::history_access::read_only);
+    auto runs = store.stored_runs();
+    for (std::size_t i = 6; i < runs.size(); ++i) runs[i].run.cells[0].others_cpu_share = 0.4;
+    const auto series = lab::history_series(runs, "counter/step_lock/*", {});
+    ASSERT_EQ(series.size(), 1u);
+    EXPECT_TRUE(series[0].changes.empty());
+    EXPECT_EQ(series[0].medians.size(), 6u);
+    EXPECT_EQ(series[0].shared_runs.size(), static_cast<std::size_t>(run_count - 6));
+    EXPECT_EQ(series[0].shared_runs.front(), "r7");
+    // Under the mark, they count.
+    for (std::size_t i = 6; i < runs.size(); ++i) runs[i].run.cells[0].others_cpu_share = 0.01;
+    EXPECT_EQ(lab::history_changes(runs, "counter/step_lock/*", {}).size(), 1u);
+}
+
+TEST_F(HistorySeries, CliChangesSaysHowManySharedCellsItLeftOut) {
+    {
+        lab::history_store store(db_);
+        for (int i = 0; i < 3; ++i) {
+            lab::run_result shared = make_run(11);
+            shared.context.label = "busy" + std::to_string(i);
+            shared.cells[0] = make_cell("step_lock", 30.0);
+            shared.cells[0].others_cpu_share = 0.6;
+            store.append(shared);
+        }
+    }
+    const auto o = contend_test::run_cli("history --db " + shell_quote(db_) + " --changes");
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find("between r6 and r7"), std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("busy"), std::string::npos) << "no change at the shared runs: " << o.output;
+    EXPECT_NE(o.output.find("3 cells of 1 benchmark left out: measured beside a co-tenant"), std::string::npos)
+        << o.output;
+}
+
 TEST_F(HistorySeries, ALabelReadsItsNewestRun) {
     {
         lab::history_store store(db_);
