@@ -54,6 +54,13 @@ int run_bench(const CLI::App& bench, bench_args& a) {
             std::fprintf(stderr, "\r[cell %zu/%zu] %s  elapsed %.0fs, about %.0fs left   ", done + 1, total,
                          row.c_str(), elapsed, eta);
         };
+    hooks.on_not_quiet = [&](const std::string& row, double waited_s, double share) {
+        if (progress) std::fprintf(stderr, "\r%100s\r", "");
+        std::fprintf(stderr,
+                     "contend bench: never quiet in %.1f s of waiting before %s: other processes took %.0f %% of its "
+                     "CPUs at the last look; measured anyway (marked '!' if they went on)\n",
+                     waited_s, row.c_str(), share * 100);
+    };
     const run_result run = session.run(hooks);
     if (progress) std::fprintf(stderr, "\r%100s\r", "");
 
@@ -125,6 +132,9 @@ command add_bench(CLI::App& app) {
                       "Run N background busy-loop processes beside each cell (0..64), started before its first "
                       "repetition and killed after its last (default 0)");
     bench->add_option("--busy-nice", a->busy_nice, "Nice level of the busy loops, -20..19 (default 19)");
+    bench->add_option("--wait-quiet", o.wait_quiet_s,
+                      "Before each cell, wait up to S seconds for its CPUs to be quiet (other processes taking at "
+                      "most 5 % of them over a 0.2 s look), and say so when they never were (default 0: no wait)");
     bench->add_flag("--interleave", o.interleave,
                     "Run the repetitions in rounds, one of every row per round, so that the rows compared sample "
                     "the same stretches of time (the server suite always does)");

@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "results/results.hpp"
@@ -142,5 +143,24 @@ double machine_share_total::share() const {
 }
 
 double machine_share_total::runnable() const { return measured ? most_runnable : not_measured; }
+
+quiet_wait wait_until_quiet(const std::vector<int>& cpus, double seconds, const std::atomic<int>* stop) {
+    quiet_wait w;
+    const auto start = std::chrono::steady_clock::now();
+    machine_share_meter meter(cpus);
+    for (;;) {
+        meter.start();
+        std::this_thread::sleep_for(std::chrono::duration<double>(quiet_look_s));
+        const auto sample = meter.stop();
+        w.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!sample) {  // nothing to measure with: not a reason to hold the run
+            w.last_share = not_measured;
+            return w;
+        }
+        w.last_share = sample->capacity_ns > 0 ? sample->others_ns / sample->capacity_ns : 0;
+        w.quiet = w.last_share <= shared_above;
+        if (w.quiet || w.waited_s >= seconds || (stop && stop->load() != 0)) return w;
+    }
+}
 
 }  // namespace contend::lab

@@ -16,6 +16,7 @@
 // Linux only; elsewhere, or where /proc/stat cannot be read, nothing is measured (NaN).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -58,5 +59,20 @@ struct machine_share_total {
     double share() const;  // NaN unless measured
     double runnable() const;  // NaN unless measured
 };
+
+// What wait_until_quiet found: quiet (others took at most shared_above of the CPUs over one
+// look) or not within the time given, how long it waited, and the last look's share (NaN
+// where nothing can be measured: then it does not wait).
+struct quiet_wait {
+    bool quiet = true;
+    double waited_s = 0;
+    double last_share = 0;
+};
+
+// Looks at `cpus` for quiet_look_s at a time (this thread sleeping meanwhile, so what it sees
+// busy is others') until one look finds others at or below shared_above, for at most
+// `seconds`, or until *stop is non-zero.
+inline constexpr double quiet_look_s = 0.2;
+quiet_wait wait_until_quiet(const std::vector<int>& cpus, double seconds, const std::atomic<int>* stop = nullptr);
 
 }  // namespace contend::lab

@@ -1,4 +1,5 @@
 #include "run/runner.hpp"
+
 #include "text/utf8.hpp"
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <stdexcept>
 
 #include "measure/machine.hpp"
+#include "measure/machine_share.hpp"
 #include "measure/rounds.hpp"
 #include "run/cell_runner.hpp"
 #include "store/output_file.hpp"
@@ -59,6 +61,8 @@ bench_plan plan_suite(const bench_options& o) {
     const auto& h = o.harness;
     if (!std::isfinite(h.min_time_s) || h.min_time_s <= 0)
         throw std::invalid_argument("the repetition time must be a positive number of milliseconds");
+    if (!std::isfinite(o.wait_quiet_s) || o.wait_quiet_s < 0 || o.wait_quiet_s > 86400)
+        throw std::invalid_argument("--wait-quiet: give a number of seconds from 0 to 86400");
     if (!std::isfinite(h.deadline_s) || h.deadline_s <= 0 || h.deadline_s > 1e6)
         throw std::invalid_argument("the deadline must be a positive number of seconds (at most 1e6)");
     // A repetition lasts at least min_time, so one that long would miss its deadline every
@@ -101,6 +105,14 @@ run_result run_suite(const bench_options& o, const run_hooks& hooks) {
     // One cell, in this process or a child; nothing when the run was stopped meanwhile.
     const auto measure = [&](const contender& c, std::int32_t w,
                              const harness_options& harness) -> std::optional<cell_result> {
+        if (o.wait_quiet_s > 0) {
+            const std::vector<int> cpus =
+                harness.cotenant.one_cpu ? std::vector<int>{one_cpu_choice()} : allowed_cpus();
+            const auto waited = wait_until_quiet(cpus, o.wait_quiet_s, hooks.stop);
+            if (!waited.quiet && hooks.on_not_quiet && !(hooks.stop && hooks.stop->load() != 0))
+                hooks.on_not_quiet(plan.chosen_suite->name + "/" + c.id() + "/workers:" + std::to_string(w),
+                                   waited.waited_s, waited.last_share);
+        }
         if (o.in_process) return run_cell_in_process(c, plan.chosen_suite->name, w, harness);
         cell_settings s;
         s.suite = plan.chosen_suite->name;

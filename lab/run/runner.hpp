@@ -30,6 +30,9 @@ struct bench_options {
     // same stretches of a VM whose speed drifts (contend bench --interleave).
     bool interleave = false;
     std::string executable;  // runs a cell as `<executable> __cell`; empty: this program
+    // Before each cell, wait up to this many seconds for the cell's CPUs to be quiet (others
+    // at most shared_above, results.hpp; measure/machine_share.hpp); 0: do not wait.
+    double wait_quiet_s = 0;
 };
 
 inline constexpr std::int32_t max_workers = 4096;
@@ -59,6 +62,9 @@ struct run_hooks {
     // abandoned (its process killed) and the run comes back with the cells already done,
     // its context's run_status saying so.
     const std::atomic<int>* stop = nullptr;
+    // Called when --wait-quiet waited its whole time before a cell and the CPUs never were
+    // quiet: the row, the time waited and what others took in the last look (0 to 1).
+    std::function<void(const std::string& row, double waited_s, double share)> on_not_quiet;
 };
 
 // Plans (throwing as plan_suite does), then measures every cell: each in its own process

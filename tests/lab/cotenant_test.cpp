@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "measure/harness.hpp"
+#include "measure/machine_share.hpp"
 #include "run/runner.hpp"
+#include "run_cli.hpp"
 #include "store/results_io.hpp"
 #include "suites/suites.hpp"
 
@@ -401,4 +403,41 @@ TEST(Cotenant, ACellBesideBusyLoopsItDidNotStartIsMarkedSharedAndAQuietCellIsNot
     EXPECT_DOUBLE_EQ(back.cells[1].others_cpu_share, beside.others_cpu_share);
     EXPECT_TRUE(back.cells[1].shared());
     EXPECT_FALSE(back.cells[0].shared());
+}
+
+// --wait-quiet: a look at CPUs that busy loops the test started keep busy is never quiet, and
+// the wait ends after the time given; with the loops gone it is quiet within a few looks.
+TEST(Cotenant, WaitUntilQuietWaitsItsTimeBesideBusyLoopsAndEndsOnceTheyAreGone) {
+    const auto cpus = lab::allowed_cpus();
+    {
+        lab::busy_loops busy(static_cast<std::int32_t>(cpus.size()), 0, 60);
+        const auto w = lab::wait_until_quiet(cpus, 0.5);
+        EXPECT_FALSE(w.quiet);
+        EXPECT_GE(w.waited_s, 0.5);
+        EXPECT_GT(w.last_share, lab::shared_above);
+    }
+    const auto w = lab::wait_until_quiet(cpus, 10);
+    EXPECT_TRUE(w.quiet) << "others took " << w.last_share << " after " << w.waited_s << " s";
+    EXPECT_LE(w.last_share, lab::shared_above);
+    std::atomic<int> stop{15};
+    lab::busy_loops busy(static_cast<std::int32_t>(cpus.size()), 0, 60);
+    EXPECT_LT(lab::wait_until_quiet(cpus, 30, &stop).waited_s, 10) << "a stop ends the wait";
+}
+
+// The option end to end: refused out of range (exit 2, nothing measured), and beside busy
+// loops the run says the CPUs never were quiet, then measures anyway and marks the cell.
+TEST(Cotenant, TheWaitQuietOptionRefusesBadSecondsAndSaysWhenTheCpusNeverWereQuiet) {
+    for (const char* bad : {"nan", "-1", "1e300", "inf", "soon"}) {
+        const auto o = contend_test::run_cli(std::string("bench --suite selftest --contenders ok --workers 2 "
+                                                         "--no-history --json /dev/null --wait-quiet ") +
+                                             bad);
+        EXPECT_EQ(o.exit_code, 2) << bad << ": " << o.output;
+    }
+    lab::busy_loops busy(static_cast<std::int32_t>(lab::allowed_cpus().size()), 0, 60);
+    const auto o = contend_test::run_cli(
+        "bench --suite selftest --contenders ok --workers 2 --min-time 20 --no-history --json - --wait-quiet 0.3");
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find("contend bench: never quiet in "), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find(" before selftest/ok/workers:2: other processes took "), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("\"others_cpu_share\""), std::string::npos) << o.output;
 }
