@@ -291,7 +291,7 @@ cell_result measure_workload_cell(const contender& c, const std::string& suite, 
     fairness_evidence fairness{fairness_needed_ns(workers, worker_cpus), fairness_window * options.min_time_s * 1e9};
     std::vector<std::pair<std::string, std::vector<double>>> metric_samples;  // per name, per repetition
     double timed_ns = 0;
-    machine_share_meter meter(allowed_cpus());
+    machine_share_meter meter(allowed_cpus(), options.own_cotenants);
     meter.start();
     for (std::int32_t rep = 0; rep < options.repetitions; ++rep) {
         const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s,
@@ -379,12 +379,14 @@ cell_result run_cell_in_process(const contender& c, const std::string& suite, st
     } catch (const std::exception& e) {
         return refused("cotenant_failed", e.what());
     }
+    harness_options with_own = options;
+    if (busy) with_own.own_cotenants.insert(with_own.own_cotenants.end(), busy->pids().begin(), busy->pids().end());
     // A row that measures itself (a server under wrk, a program) is measured whole: one
     // sample from its start to its end, calibration included.
-    machine_share_meter whole(allowed_cpus());
+    machine_share_meter whole(allowed_cpus(), with_own.own_cotenants);
     whole.start();
-    cell_result cell =
-        c.measure_cell ? c.measure_cell(c, suite, workers, options) : measure_workload_cell(c, suite, workers, options);
+    cell_result cell = c.measure_cell ? c.measure_cell(c, suite, workers, with_own)
+                                      : measure_workload_cell(c, suite, workers, with_own);
     if (const auto sample = whole.stop(); sample && std::isnan(cell.others_cpu_share) && cell.valid()) {
         machine_share_total total;
         total.add(*sample);

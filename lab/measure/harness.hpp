@@ -15,6 +15,8 @@
 //    cell invalid. Fixed-width counters throughout.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,6 +47,10 @@ struct harness_options {
     // What shares the machine with every cell (cotenant.hpp): one CPU, busy loops. A row of a
     // suite may carry its own busy loops (contender::cotenant), which then take precedence.
     cotenant_options cotenant;
+    // The cell's own co-tenant processes while it runs (its busy loops, set by
+    // run_cell_in_process): their CPU time is the cell's, not others'
+    // (measure/machine_share.hpp).
+    std::vector<pid_t> own_cotenants;
     // Which round this is, in a suite run in rounds (measure/rounds.hpp), from 0; 0 otherwise.
     // A cell that makes the same reference in every round can make it in the first only.
     std::int32_t round = 0;

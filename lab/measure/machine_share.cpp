@@ -39,18 +39,32 @@ std::optional<std::uint64_t> busy_ticks_of(const std::string& line) {
     return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
 }
 
-// This process's threads that are running or runnable now (the one reading among them).
-double own_runnable() {
+// Whether the task whose stat file this is runs or is runnable now (state R).
+bool runnable(const std::filesystem::path& stat) {
+    std::ifstream in(stat);
+    std::string line;
+    if (!std::getline(in, line)) return false;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R';
+}
+
+// This process's threads and its own co-tenants that are running or runnable now (the thread
+// reading among them).
+double own_runnable(const std::vector<pid_t>& own) {
     double n = 0;
     std::error_code ec;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-        std::ifstream in(task.path() / "stat");
-        std::string line;
-        if (!std::getline(in, line)) continue;
-        const auto close = line.rfind(')');
-        if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') n += 1;
-    }
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec))
+        n += runnable(task.path() / "stat") ? 1 : 0;
+    for (const pid_t pid : own) n += runnable("/proc/" + std::to_string(pid) + "/stat") ? 1 : 0;
     return std::max(n, 1.0);
+}
+
+// A process's time on a CPU so far, in ns (/proc/PID/schedstat's first field: its main
+// thread's, all of a busy loop's); 0 once it is gone.
+double run_ns_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/schedstat");
+    double ns = 0;
+    return in >> ns ? ns : 0;
 }
 
 std::optional<double> procs_running() {
@@ -62,7 +76,8 @@ std::optional<double> procs_running() {
 
 }  // namespace
 
-machine_share_meter::machine_share_meter(std::vector<int> cpus) : cpus_(std::move(cpus)) {}
+machine_share_meter::machine_share_meter(std::vector<int> cpus, std::vector<pid_t> own)
+    : cpus_(std::move(cpus)), own_(std::move(own)) {}
 
 // The busy time of `cpus` in ns since boot, from the most precise source readable: the root
 // cpuacct cgroup's usage per CPU (cgroup v1: every task's CPU time, in ns, up to the tick
@@ -108,6 +123,7 @@ std::optional<machine_share_meter::reading> machine_share_meter::read() const {
     reading r;
     r.busy_ns = *busy;
     r.own_ns = rusage_ns(RUSAGE_SELF) + rusage_ns(RUSAGE_CHILDREN);
+    for (const pid_t pid : own_) r.own_ns += run_ns_of(pid);
     r.at = std::chrono::steady_clock::now();
     return r;
 #else
@@ -126,7 +142,7 @@ std::optional<machine_share_sample> machine_share_meter::stop() {
     s.others_ns = std::max(0.0, busy_ns - (end->own_ns - start_->own_ns));
     s.capacity_ns = wall_ns * static_cast<double>(cpus_.size());
     const double running = procs_running().value_or(0);
-    s.others_runnable = std::max(0.0, running - own_runnable());
+    s.others_runnable = std::max(0.0, running - own_runnable(own_));
     return s;
 }
 

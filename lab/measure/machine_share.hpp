@@ -16,6 +16,8 @@
 // Linux only; elsewhere, or where /proc/stat cannot be read, nothing is measured (NaN).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -32,8 +34,10 @@ struct machine_share_sample {
 
 class machine_share_meter {
 public:
-    // `cpus`: the CPUs the cell's threads may run on.
-    explicit machine_share_meter(std::vector<int> cpus);
+    // `cpus`: the CPUs the cell's threads may run on. `own`: processes that are the cell's
+    // own besides this one and its reaped children (the lab's busy loops, which the row's
+    // name declares): their CPU time (/proc/PID/schedstat, ns) counts as the cell's.
+    explicit machine_share_meter(std::vector<int> cpus, std::vector<pid_t> own = {});
     // Before the first timed repetition.
     void start();
     // After the last: what others took since start(), or nullopt where it cannot be measured.
@@ -48,6 +52,7 @@ private:
     std::optional<reading> read() const;
 
     std::vector<int> cpus_;
+    std::vector<pid_t> own_;
     std::optional<reading> start_;
 };
 

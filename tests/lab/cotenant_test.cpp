@@ -405,6 +405,23 @@ TEST(Cotenant, ACellBesideBusyLoopsItDidNotStartIsMarkedSharedAndAQuietCellIsNot
     EXPECT_FALSE(back.cells[0].shared());
 }
 
+// The lab's own busy loops (--busy-loops, a suite's busy-loop row) are declared in the row's
+// name: their CPU time is the cell's, so a cell beside them alone is not marked, even at nice 0
+// where they take half its CPUs.
+TEST(Cotenant, TheLabsOwnBusyLoopsAreTheCellsOwnAndDoNotMarkIt) {
+    auto o = long_enough();
+    o.cotenant = {static_cast<std::int32_t>(lab::allowed_cpus().size()), 0, false};
+    lab::cell_result cell;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        cell = lab::run_cell_in_process(counting(), "selftest", 2, o);
+        ASSERT_TRUE(cell.valid()) << cell.status << ": " << cell.detail;
+        if (!cell.shared() && cell.others_runnable < o.cotenant.busy_loops) break;  // else: a burst of others
+    }
+    EXPECT_NE(cell.name().find("/busy_loops:"), std::string::npos) << cell.name();
+    EXPECT_FALSE(cell.shared()) << "others took " << cell.others_cpu_share;
+    EXPECT_LT(cell.others_runnable, o.cotenant.busy_loops) << "its own loops are not others' runnable threads";
+}
+
 // --wait-quiet: a look at CPUs that busy loops the test started keep busy is never quiet, and
 // the wait ends after the time given; with the loops gone it is quiet within a few looks.
 TEST(Cotenant, WaitUntilQuietWaitsItsTimeBesideBusyLoopsAndEndsOnceTheyAreGone) {
