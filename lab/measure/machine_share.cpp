@@ -1,4 +1,5 @@
-// What other processes take of a cell's CPUs: /proc/stat less this process's own CPU time.
+// What other processes take of a cell's CPUs: the CPUs' busy time (the root cpuacct cgroup,
+// else /proc/stat) less this process's own CPU time and its own co-tenants'.
 #include "measure/machine_share.hpp"
 
 #include <sys/resource.h>
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -53,8 +55,9 @@ bool runnable(const std::filesystem::path& stat) {
 double own_runnable(const std::vector<pid_t>& own) {
     double n = 0;
     std::error_code ec;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec))
-        n += runnable(task.path() / "stat") ? 1 : 0;
+    // Threads may end meanwhile: the error_code forms, which never throw.
+    for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec))
+        n += runnable(it->path() / "stat") ? 1 : 0;
     for (const pid_t pid : own) n += runnable("/proc/" + std::to_string(pid) + "/stat") ? 1 : 0;
     return std::max(n, 1.0);
 }
@@ -70,7 +73,7 @@ double run_ns_of(pid_t pid) {
 std::optional<double> procs_running() {
     std::ifstream in("/proc/stat");
     for (std::string line; std::getline(in, line);)
-        if (line.rfind("procs_running ", 0) == 0) return std::stod(line.substr(14));
+        if (line.rfind("procs_running ", 0) == 0) return std::strtod(line.c_str() + 14, nullptr);
     return std::nullopt;
 }
 

@@ -1,5 +1,6 @@
 #include "measure/rounds.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -27,6 +28,10 @@ cell_result merge_rounds(const std::vector<cell_result>& rounds) {
     cell.repetitions = 0;
     cell.metrics.clear();
     std::vector<double> cpu, min_share, max_share;
+    // Others' share of the CPUs: the rounds' mean (each round is one repetition of about the
+    // same length), and the most runnable threads of others any round saw; NaN when no
+    // round measured them.
+    double others_sum = 0, others_rounds = 0, most_runnable = not_measured;
     std::vector<std::pair<std::string, std::vector<double>>> metrics;
     for (const auto& round : rounds) {
         if (!round.valid()) {
@@ -38,6 +43,13 @@ cell_result merge_rounds(const std::vector<cell_result>& rounds) {
         cell.ns_per_op.insert(cell.ns_per_op.end(), round.ns_per_op.begin(), round.ns_per_op.end());
         cell.repetitions += round.repetitions;
         cpu.push_back(round.cpu_ns_per_op);
+        if (std::isfinite(round.others_cpu_share)) {
+            others_sum += round.others_cpu_share;
+            others_rounds += 1;
+        }
+        if (std::isfinite(round.others_runnable))
+            most_runnable =
+                std::isfinite(most_runnable) ? std::max(most_runnable, round.others_runnable) : round.others_runnable;
         min_share.push_back(round.min_share);
         max_share.push_back(round.max_share);
         for (const auto& [name, value] : round.metrics) {
@@ -58,6 +70,8 @@ cell_result merge_rounds(const std::vector<cell_result>& rounds) {
     }
     summarize_samples(cell);
     cell.cpu_ns_per_op = median_of_numbers(cpu);
+    cell.others_cpu_share = others_rounds > 0 ? others_sum / others_rounds : not_measured;
+    cell.others_runnable = most_runnable;
     // Fairness is reported only when every round's was (harness.hpp, fairness_needed_ns).
     cell.fairness_reason.clear();
     for (const auto& round : rounds) {

@@ -42,6 +42,23 @@ TEST(Rounds, MergeKeepsEverySampleAndTakesMediansOfTheRest) {
     EXPECT_EQ(cell.name(), "server/asio/workers:2");
 }
 
+// What others took of the CPUs, per round: the merged row has the rounds' mean share (each
+// round is one repetition of about the same length) and the most runnable threads any round
+// saw, so one shared round in four over the 5 % mark marks the row; none measured: NaN.
+TEST(Rounds, MergeTakesTheMeanShareOfOthersAndTheMostRunnable) {
+    std::vector<lab::cell_result> rounds = {round_of(10, 100, 1), round_of(11, 100, 1), round_of(12, 100, 1),
+                                            round_of(13, 100, 1)};
+    EXPECT_TRUE(std::isnan(lab::merge_rounds(rounds).others_cpu_share));
+    EXPECT_TRUE(std::isnan(lab::merge_rounds(rounds).others_runnable));
+    for (auto& r : rounds) r.others_cpu_share = r.others_runnable = 0;
+    rounds[2].others_cpu_share = 0.4;
+    rounds[2].others_runnable = 3;
+    const auto cell = lab::merge_rounds(rounds);
+    EXPECT_DOUBLE_EQ(cell.others_cpu_share, 0.1);
+    EXPECT_EQ(cell.others_runnable, 3);
+    EXPECT_TRUE(cell.shared());
+}
+
 TEST(Rounds, AnInvalidRoundEndsTheRowWithItsReasonAndFigures) {
     auto bad = round_of(0, 0, 7);
     bad.status = "wrk_errors";
