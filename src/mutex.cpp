@@ -304,9 +304,10 @@ struct mutex::release_watch {
 bool mutex::poll_sparse(std::size_t slot_index, internal::deadline until) {
     std::chrono::nanoseconds budget = max_spin;
     if (until != internal::no_deadline) {
-        const auto left = until - internal::clock::now();
-        if (left <= left.zero()) return false;
-        budget = std::min(budget, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+        // Compared first: a deadline as far back as deadline::min() less the clock overflows.
+        const auto now = internal::clock::now();
+        if (until <= now) return false;
+        budget = std::min(budget, std::chrono::duration_cast<std::chrono::nanoseconds>(until - now));
     }
     return poll_for_release(slot_index, {budget, 2, 0, false});
 }

@@ -144,9 +144,10 @@ bool wait_for_a_permit(const internal::atomic<std::uint64_t>& state, std::chrono
 
 bool semaphore_base::acquire_slow(deadline until) noexcept {
     count_contention();
-    // A timed acquire whose deadline comes sooner (try_acquire_for(0)) does not watch.
+    // A timed acquire whose deadline comes sooner (try_acquire_for(0)) does not watch. Added
+    // to the clock, not subtracted from the deadline, which may be deadline::min().
     const auto watch = syscall_cost();
-    if ((until == no_deadline || until - clock::now() > watch) && wait_for_a_permit(state_, watch) && try_acquire())
+    if ((until == no_deadline || until > clock::now() + watch) && wait_for_a_permit(state_, watch) && try_acquire())
         return true;
     for (;;) {
         if (try_acquire()) return true;

@@ -407,24 +407,49 @@ TEST(SpinWait, APartnerOnTheSameCpuRunsWhileThePollGoesOn) {
 // threadsafe death test re-runs the binary), calibrated beside a busy thread on the same CPU;
 // then, the busy thread gone, the threshold must come down to what the yields the test times
 // itself allow, whatever the load.
+// The calling thread's context switches so far, voluntary and not, as the kernel counts them.
+long this_thread_switches() {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+// Pins the calling thread to the CPU it runs on and starts a partner there running `step` in
+// a loop (20 s at most) until stop() or destruction. For the death tests' children: a pin the
+// kernel refuses ends the child with status 2.
+class partner_on_this_cpu {
+public:
+    explicit partner_on_this_cpu(void (*step)()) {
+        CPU_ZERO(&one_);
+        CPU_SET(sched_getcpu(), &one_);
+        if (pthread_setaffinity_np(pthread_self(), sizeof one_, &one_) != 0) std::_Exit(2);
+        thread_ = std::thread([this, step] {
+            pthread_setaffinity_np(pthread_self(), sizeof one_, &one_);
+            running_ = true;
+            const auto give_up = steady::now() + 20s;
+            while (!done_.load() && steady::now() < give_up) step();
+        });
+        while (!running_.load()) std::this_thread::yield();
+    }
+    void stop() {
+        done_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+    ~partner_on_this_cpu() { stop(); }
+    partner_on_this_cpu(const partner_on_this_cpu&) = delete;
+    partner_on_this_cpu& operator=(const partner_on_this_cpu&) = delete;
+
+private:
+    cpu_set_t one_;
+    std::atomic<bool> running_{false}, done_{false};
+    std::thread thread_;
+};
+
 // The death test's child: calibrates beside a busy thread, then checks the threshold.
 [[noreturn]] void calibrate_beside_a_busy_thread_then_check() {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) std::_Exit(2);
-    std::atomic<bool> running{false}, done{false};
-    std::thread busy([&] {
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-        running = true;
-        const auto give_up = steady::now() + 20s;
-        while (!done.load() && steady::now() < give_up) {
-        }
-    });
-    while (!running.load()) std::this_thread::yield();
+    partner_on_this_cpu busy([] {});
     const auto calibrated = contend::internal::gave_cpu_away_after();  // the first use
-    done = true;
-    busy.join();
+    busy.stop();
     double fastest = 1e18;
     for (int i = 0; i < 200; ++i) {
         const auto t0 = steady::now();
@@ -450,35 +475,18 @@ TEST(SpinWaitDeathTest, AYieldCostCalibratedOnABusyCpuIsCorrectedByALaterQuietYi
 // VM). Here the kernel's count of this thread's context switches says which of the test's
 // yields switched, and the judge must call at least 4 in 5 of those a CPU given away.
 [[noreturn]] void calibrate_beside_a_yielding_thread_then_judge() {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) std::_Exit(2);
-    std::atomic<bool> running{false}, done{false};
-    std::thread partner([&] {
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-        running = true;
-        const auto give_up = steady::now() + 20s;
-        while (!done.load() && steady::now() < give_up) sched_yield();
-    });
-    while (!running.load()) std::this_thread::yield();
+    partner_on_this_cpu partner([] { sched_yield(); });
     (void)contend::internal::gave_cpu_away_after();  // the first use: calibrates
-    const auto switches = [] {
-        rusage ru{};
-        getrusage(RUSAGE_THREAD, &ru);
-        return ru.ru_nvcsw + ru.ru_nivcsw;
-    };
     int switched = 0, judged_switched = 0;
     for (int i = 0; i < 200 && switched < 50; ++i) {
-        const auto before = switches();
+        const auto before = this_thread_switches();
         const bool judged = contend::internal::yield_gave_cpu_away();
-        if (switches() != before) {
+        if (this_thread_switches() != before) {
             ++switched;
             judged_switched += judged ? 1 : 0;
         }
     }
-    done = true;
-    partner.join();
+    partner.stop();
     std::fprintf(stderr, "threshold %lld ns; of %d yields that switched, %d judged so\n",
                  static_cast<long long>(contend::internal::gave_cpu_away_after().count()), switched, judged_switched);
     if (switched < 10) std::_Exit(3);  // the partner hardly ran: nothing to judge
@@ -502,11 +510,9 @@ TEST(SpinWait, AThreadsFirstYieldIsNotTakenForASwitch) {
     int quiet = 0, misjudged = 0;
     for (int t = 0; t < 100; ++t) {
         std::thread fresh([&] {
-            rusage before{}, after{};
-            getrusage(RUSAGE_THREAD, &before);
+            const long before = this_thread_switches();
             const bool judged = contend::internal::yield_gave_cpu_away();
-            getrusage(RUSAGE_THREAD, &after);
-            if (after.ru_nvcsw + after.ru_nivcsw != before.ru_nvcsw + before.ru_nivcsw) return;  // it did switch
+            if (this_thread_switches() != before) return;  // it did switch
             ++quiet;
             misjudged += judged ? 1 : 0;
         });

@@ -49,6 +49,10 @@ TEST(Semaphore, TimedAcquiresTimeOutNoEarlierThanTheirDeadlineAndTakeAPermitRele
     EXPECT_GE(steady::now() - start, 30ms);
     EXPECT_FALSE(sem.try_acquire_until(steady::now() - 1s));
     EXPECT_FALSE(sem.try_acquire_for(std::chrono::nanoseconds::min()));
+    // Deadlines as far back as a clock goes: the acquire's look at how long is left before
+    // its watch must not subtract the clock from the minimum time point (UBSan).
+    EXPECT_FALSE(sem.try_acquire_until(steady::time_point::min()));
+    EXPECT_FALSE(sem.try_acquire_until(std::chrono::system_clock::time_point::min()));
     std::thread releaser([&] {
         std::this_thread::sleep_for(20ms);
         sem.release();

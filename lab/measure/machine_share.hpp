@@ -76,7 +76,9 @@ struct quiet_wait {
 
 // Looks at `cpus` for quiet_look_s at a time (this thread sleeping meanwhile, so what it sees
 // busy is others') until one look finds others at or below shared_above, for at most
-// `seconds`, or until *stop is non-zero.
+// `seconds`, or until *stop is non-zero. 0.2 s: with cpuacct's ns, far finer than the mark;
+// with /proc/stat's 10 ms ticks, 20 a CPU, so that a stray tick is one look's 5 % at most and
+// costs another look, not a wrong verdict on a busy machine.
 inline constexpr double quiet_look_s = 0.2;
 quiet_wait wait_until_quiet(const std::vector<int>& cpus, double seconds, const std::atomic<int>* stop = nullptr);
 

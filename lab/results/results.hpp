@@ -65,7 +65,7 @@ inline constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
 
 // A cell is marked as measured beside a co-tenant (cell_result::shared) when other processes
 // took more than this share of its CPUs' time during its timed repetitions: a twentieth, past
-// what a quiet machine's housekeeping takes (0.1 to 0.6 % in counter cells on the 2-CPU Intel
+// what a quiet machine's housekeeping takes (0.06 to 0.6 % in counter cells on the 2-CPU Intel
 // Xeon VM), and far below what a co-tenant that moves figures takes (one nice-0 busy loop
 // beside a 2-worker counter cell there: 44 to 50 %).
 inline constexpr double shared_above = 0.05;

@@ -74,7 +74,9 @@ private:
 };
 
 // Yields the CPU once; true if that gave it to another thread, as this_thread_cpu_shared()
-// then says too.
+// then says too. Judged by the kernel's count of the thread's context switches for its first
+// yield and while no quiet yield is known (two getrusage calls more), by the time it took
+// (over gave_cpu_away_after()) otherwise.
 bool yield_gave_cpu_away() noexcept;
 
 // One poll's pacing:
@@ -85,8 +87,8 @@ bool yield_gave_cpu_away() noexcept;
 // the last yield (or the start), and returns false once `budget` has passed since
 // construction. The spacing is per thread: yield_interval(), doubled by each yield that came
 // back at once (nothing else wanted the CPU), up to 8x, and back to yield_interval() when a
-// poll of the thread runs out its budget. A yield that gave the CPU away (it took longer
-// than gave_cpu_away_after()) marks the thread's CPU as shared: until one of its yields
+// poll of the thread runs out its budget. A yield that gave the CPU away (as
+// yield_gave_cpu_away judges it) marks the thread's CPU as shared: until one of its yields
 // comes back at once, its polls yield at every step instead of pausing, which on one CPU
 // makes each hand-off a direct switch.
 class spin_wait {
@@ -124,15 +126,6 @@ enum class poll_outcome { ready, missed, missed_shared };
 // std::counting_semaphore's 2.0 to 3.3.
 inline constexpr int shared_poll_yields = 8;
 
-// A poll for ready() before a sleep, up to `budget` or `deadline`. While this thread's CPU
-// is its own: a spin_wait, whose pauses spin and now and then yield. Once a yield gives the
-// CPU away (now, or in an earlier poll of this thread, until a yield comes back at once): it
-// yields at every step, shared_poll_yields times at most, and then gives up. On a shared CPU
-// a poll is useful only while the thread it waits for gets to run, and a yield is what lets
-// it run; spinning there only delays it, and a sleep frees the CPU for longer. A scheduler's
-// yield need not switch (Linux's EEVDF moves the yielder's deadline; a woken thread that is
-// not yet eligible still waits), so the count bounds what a poll can take from a thread
-// that the yields do not let in.
 // The part of poll_until for a shared CPU, also on its own for a waiter that knows a spin
 // cannot pay (the barrier's, with many arrivals to come): ready(), or a yield, up to
 // shared_poll_yields times or until `deadline`.
@@ -146,6 +139,15 @@ poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline) noexcep
     return ready() ? poll_outcome::ready : poll_outcome::missed_shared;
 }
 
+// A poll for ready() before a sleep, up to `budget` or `deadline`. While this thread's CPU
+// is its own: a spin_wait, whose pauses spin and now and then yield. Once a yield gives the
+// CPU away (now, or in an earlier poll of this thread, until a yield comes back at once): it
+// yields at every step, shared_poll_yields times at most, and then gives up. On a shared CPU
+// a poll is useful only while the thread it waits for gets to run, and a yield is what lets
+// it run; spinning there only delays it, and a sleep frees the CPU for longer. A scheduler's
+// yield need not switch (Linux's EEVDF moves the yielder's deadline; a woken thread that is
+// not yet eligible still waits), so the count bounds what a poll can take from a thread
+// that the yields do not let in.
 template <class Ready>
 poll_outcome poll_until(Ready&& ready, std::chrono::nanoseconds budget, clock::time_point deadline) noexcept {
     if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline);

@@ -172,14 +172,22 @@ bool timer_queue::fire_watch(const watch_plan& plan, clock::time_point woke) {
         if constexpr (every_pause_yields) yield_cpu();  // the model's clock moves only then
         else cpu_relax();
     }
-    std::vector<task_node*> due;
+    // The batch's storage is kept per thread, as the service thread keeps its own, so that
+    // taking the timers allocates nothing under the lock once it has grown; moved out while in
+    // use, so that a callback run here that fires a watch of its own gets storage of its own.
+    thread_local std::vector<task_node*> spare;
+    std::vector<task_node*> due = std::move(spare);
+    due.clear();
     {
         std::lock_guard guard(lock_);
         watched_.reset();
         if (!stopping_) take_due(trust_the_plan ? plan.deadline : clock::now(), due);
     }
+    const bool fired = !due.empty();
     for (task_node* node : due) dispatch_(node);
-    return !due.empty();
+    due.clear();
+    spare = std::move(due);
+    return fired;
 }
 
 void timer_queue::run() {

@@ -247,11 +247,14 @@ TEST(Cotenant, OneCpuHoldsTheThreadAndEverythingItStartsThenGivesTheCpusBack) {
 
 namespace {
 
-const lab::contender& probe() {
+// A row of the selftest suite, by name.
+const lab::contender& selftest_row(const std::string& name) {
     for (const auto& c : lab::find_suite("selftest")->contenders)
-        if (c.name == "cotenant_probe") return c;
-    throw std::runtime_error("no cotenant_probe");
+        if (c.name == name) return c;
+    throw std::runtime_error("no selftest row " + name);
 }
+
+const lab::contender& probe() { return selftest_row("cotenant_probe"); }
 
 lab::harness_options cotenant_quick() {
     lab::harness_options o;
@@ -351,11 +354,7 @@ TEST(Cotenant, ThePipePoolAndServerSuitesRunOneBusyLoopRowBesideTheirQuietRows) 
 
 namespace {
 
-const lab::contender& counting() {
-    for (const auto& c : lab::find_suite("selftest")->contenders)
-        if (c.name == "ok") return c;
-    throw std::runtime_error("no ok contender");
-}
+const lab::contender& counting() { return selftest_row("ok"); }
 
 lab::harness_options long_enough() {
     lab::harness_options o;
