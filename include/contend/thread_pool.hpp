@@ -71,6 +71,12 @@ struct thread_pool_options {
     std::size_t max_threads = 0;  // 0: max(min_threads, 4 * hardware threads, 64), at most 32,767
     std::string name = "contend";  // workers are "<name>-worker-N" at OS level (truncated to 15 bytes)
     bool hill_climbing = true;
+    // A worker that finds another worker of this pool on its CPU while some CPU it may run
+    // on has none moves itself there, its affinity left as it was (so the kernel may move it
+    // again); a worker the program pinned to one CPU stays. The kernel balances threads per
+    // CPU, not per program, and beside another program's busy thread it often leaves two
+    // workers sharing one CPU. false: the kernel alone places the workers.
+    bool spread_workers = true;
     std::function<void(std::exception_ptr)> on_exception;  // empty: print to stderr, go on
     // Tracing hooks; called on the thread concerned (start/stop) or the adjusting thread.
     // They must not throw.
@@ -87,6 +93,7 @@ struct thread_pool_stats {
     std::size_t local_queue_length = 0;  // all workers' deques together
     std::uint64_t completed = 0;  // items that have finished (normally or by throwing)
     std::uint64_t steals = 0;
+    std::uint64_t worker_moves = 0;  // times a worker moved off a CPU another worker ran on (spread_workers)
     std::uint64_t starvation_injections = 0;  // workers added by the gate thread
     std::uint64_t hill_climbing_adjustments = 0;
     double last_throughput = 0;  // completions/s in the hill climber's last sample
@@ -132,7 +139,8 @@ public:
 
     // Options left at their defaults take the environment's overrides, if set:
     // CONTEND_POOL_MIN_THREADS and CONTEND_POOL_MAX_THREADS (a count of 1 or more in decimal
-    // digits only: no space, no sign) and CONTEND_POOL_HILL_CLIMBING (0/1/true/false/on/off).
+    // digits only: no space, no sign), CONTEND_POOL_HILL_CLIMBING and
+    // CONTEND_POOL_SPREAD_WORKERS (0/1/true/false/on/off).
     // Throws std::invalid_argument for max_threads < min_threads, counts above 32,767, or
     // an override that is not as above (the message names it). Starts min_threads workers
     // and the gate thread; if one cannot start, stops those it started and throws the

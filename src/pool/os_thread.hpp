@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 
+#include "contend/internal/function_ref.hpp"
+
 namespace contend::internal {
 
 inline constexpr std::size_t service_thread_stack = 256 * 1024;
@@ -55,5 +57,16 @@ void set_current_thread_name(const std::string& name) noexcept;
 void set_current_thread_timer_slack(std::chrono::nanoseconds slack) noexcept;
 // The calling thread's timer slack (Linux: PR_GET_TIMERSLACK); 50 us where it cannot tell.
 std::chrono::nanoseconds current_thread_timer_slack() noexcept;
+
+// The CPU the calling thread runs on (Linux: sched_getcpu, a read of the thread's rseq area
+// in glibc 2.35 and later, about a nanosecond), or -1 where it cannot tell; always -1 in the
+// model-checking build, which has no CPUs.
+int current_thread_cpu() noexcept;
+// Moves the calling thread to the lowest CPU it may run on for which `taken(cpu)` is false,
+// then allows it again every CPU it was allowed before (its affinity is left as it found
+// it: the kernel may move it later, as it may any thread). Returns that CPU, or -1 when no
+// allowed CPU is free, or the OS refused (a cpuset changed meanwhile), or it cannot tell
+// (not Linux; the model-checking build). Costs three system calls and a migration.
+int move_current_thread_to_free_cpu(function_ref<bool(int)> taken) noexcept;
 
 }  // namespace contend::internal

@@ -25,4 +25,8 @@ void os_thread::join() {
     started_ = false;
 }
 
+// No CPUs in a model: a model pool's workers never move.
+int current_thread_cpu() noexcept { return -1; }
+int move_current_thread_to_free_cpu(function_ref<bool(int)>) noexcept { return -1; }
+
 }  // namespace contend::internal

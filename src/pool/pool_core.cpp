@@ -36,6 +36,20 @@
 // it on the way (take_from_global runs before a worker finds nothing; try_retire flushes),
 // and only its owner puts items in one; a worker in a blocking_scope flushed it on the way
 // in and posts to the global queue while inside.
+//
+// Two workers on one CPU. The kernel balances runnable threads per CPU, not per program:
+// with 2 workers and another program's busy thread on 2 CPUs it settles on 2 + 1, and
+// mostly on the pool's two together, each getting half a CPU while the other program's
+// thread has a whole one (moving a thread would only mirror the imbalance, so its balancer
+// seldom does). The pool then runs on one CPU and its workers preempt each other. So a
+// worker looks at its CPU (current_thread_cpu, a nanosecond) every look_every items and at
+// its first item after it ran dry, and says where it is in `cpu`; when an earlier worker
+// says the same CPU and some CPU it may run on has no worker of the pool, it moves there
+// (move_current_thread_to_free_cpu) and keeps its affinity as it was, so the kernel may
+// move it again. Only the later of two moves, so that two do not swap. When every CPU it may
+// use has a worker (more workers than CPUs, or a worker the program pinned) there is nothing
+// to do, and it looks half as often each time, down to once in placement_look_most items.
+// docs/design/pool.md, "Beside a co-tenant", has the measurements.
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -81,6 +95,15 @@ constexpr auto idle_retire_after = internal::tidy_up_after(std::chrono::seconds(
 constexpr std::uint32_t global_check_interval = 61;
 // At most this many items move from the global queue to a worker's deque at once.
 constexpr std::size_t global_batch_max = 32;
+// A worker looks at its CPU every 64 items: a look reads the CPU number (about a
+// nanosecond) and one line per worker, under a nanosecond an item for a pool of up to 64
+// workers, whose cheapest items take tens of nanoseconds. A count of items, not a time, as
+// the global queue's check is: a clock read per item would cost more than the look.
+constexpr std::uint32_t placement_look_every = 64;
+// While no CPU is free it looks half as often each time, down to this.
+constexpr std::uint32_t placement_look_most = 65536;
+// A worker that cannot tell its CPU (not Linux, the model-checking build) never looks.
+constexpr std::uint32_t placement_never = UINT32_MAX;
 
 std::size_t hardware_threads() noexcept {
     const unsigned n = std::thread::hardware_concurrency();
@@ -149,6 +172,7 @@ pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), optio
     if (options.min_threads == 0) env_size("CONTEND_POOL_MIN_THREADS", options.min_threads);
     if (options.max_threads == 0) env_size("CONTEND_POOL_MAX_THREADS", options.max_threads);
     if (options.hill_climbing) env_bool("CONTEND_POOL_HILL_CLIMBING", options.hill_climbing);
+    if (options.spread_workers) env_bool("CONTEND_POOL_SPREAD_WORKERS", options.spread_workers);
 
     // The default minimum is the CPU count, but never above a maximum that was given (by the
     // option or the override): CONTEND_POOL_MAX_THREADS=1 makes a one-thread pool.
@@ -573,18 +597,58 @@ bool pool_core::watch_next_timer(worker* self) {
     return true;
 }
 
+void pool_core::look_at_placement(worker* self) {
+    self->items_since_look = 0;
+    const int here = current_thread_cpu();
+    if (here < 0) {
+        self->look_every = placement_never;
+        return;
+    }
+    if (self->cpu.load(std::memory_order_relaxed) != here) self->cpu.store(here, std::memory_order_relaxed);
+    const std::size_t used = slots_used.load(std::memory_order_acquire);
+    const auto worker_on = [&](int c, bool earlier_only) {
+        for (std::size_t i = 0; i < used; ++i) {
+            const worker* w = slots[i].load(std::memory_order_acquire);
+            if (w == nullptr || w == self || (earlier_only && w->index > self->index)) continue;
+            if (w->cpu.load(std::memory_order_relaxed) == c) return true;
+        }
+        return false;
+    };
+    if (!worker_on(here, true)) {
+        self->look_every = placement_look_every;
+        return;
+    }
+    const int to = move_current_thread_to_free_cpu([&](int c) { return worker_on(c, false); });
+    if (to < 0) {
+        self->look_every = std::min(self->look_every * 2, placement_look_most);
+        return;
+    }
+    self->cpu.store(to, std::memory_order_relaxed);
+    self->moves.store(self->moves.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    self->look_every = placement_look_every;
+}
+
 void pool_core::worker_main(worker* self) {
     current_worker = self;
 #ifdef __linux__
     self->os_tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
 #endif
+    self->look_every = options.spread_workers ? placement_look_every : placement_never;
+    self->items_since_look = 0;
     if (options.on_thread_start) options.on_thread_start(self->index);
     for (;;) {
         if (task_node* n = find_work(self)) {
             if (self->searching) stop_searching(self);
             run_item(self, n);
+            if (self->look_every != placement_never && ++self->items_since_look >= self->look_every)
+                look_at_placement(self);
             if (alive.load(std::memory_order_relaxed) > target_threads() && try_retire(self)) break;
             continue;
+        }
+        // Nothing to run: it takes no CPU from the others now, and looks at its first item.
+        if (self->cpu.load(std::memory_order_relaxed) != -1) {
+            self->cpu.store(-1, std::memory_order_relaxed);
+            self->items_since_look = self->look_every;
         }
         if (idle_waiters.load(std::memory_order_relaxed) > 0) {
             std::lock_guard guard(idle_wait_lock);
@@ -647,6 +711,7 @@ void pool_core::worker_main(worker* self) {
         searching->fetch_sub(1, std::memory_order_seq_cst);
     }
     if (options.on_thread_stop) options.on_thread_stop(self->index);
+    self->cpu.store(-1, std::memory_order_relaxed);
     self->os_tid.store(0, std::memory_order_relaxed);
     current_worker = nullptr;
     self->alive.store(false, std::memory_order_release);
@@ -689,6 +754,7 @@ thread_pool_stats pool_core::stats() const {
         if (w == nullptr) continue;
         s.completed += w->completed->load(std::memory_order_relaxed);
         s.steals += w->steals.load(std::memory_order_relaxed);
+        s.worker_moves += w->moves.load(std::memory_order_relaxed);
         s.local_queue_length += w->deque.size();
         if (w->alive.load(std::memory_order_relaxed)) {
             ++s.threads;

@@ -62,11 +62,17 @@ struct worker {
     internal::atomic<bool> alive{false};
     internal::atomic<int> os_tid{0};  // the thread's kernel id while it runs (Linux), for the gate's CPU view
     internal::atomic<std::uint64_t> sleeps{0};  // times it went to sleep for want of work (owner writes)
+    // Its placement (pool_core.cpp, "Two workers on one CPU"). Plain std::atomic, not the
+    // model's: only a heuristic reads it, and a model pool never looks (it has no CPUs).
+    std::atomic<int> cpu{-1};  // where it ran its last items; -1 while it has none to run (owner writes)
+    std::atomic<std::uint64_t> moves{0};  // times it moved itself to a CPU none of the pool ran on (owner writes)
     // Owner-thread state.
     bool searching = false;
     std::uint32_t tick = 0;
     std::uint64_t rng = 0;
     int blocking_depth = 0;
+    std::uint32_t items_since_look = 0;
+    std::uint32_t look_every = 0;  // items between looks at its CPU; set when it starts
 };
 
 struct pool_core {
@@ -83,6 +89,7 @@ struct pool_core {
     // Workers.
     void worker_main(worker* self);
     bool watch_next_timer(worker* self);
+    void look_at_placement(worker* self);
     task_node* find_work(worker* self);
     task_node* steal(worker* self);
     task_node* steal_from_outboxes(worker* self);

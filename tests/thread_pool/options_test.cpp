@@ -91,6 +91,14 @@ TEST(ThreadPool, EnvironmentOverridesApplyToDefaultOptionsAndRejectGarbage) {
     ::setenv("CONTEND_POOL_HILL_CLIMBING", "maybe", 1);
     EXPECT_THROW(thread_pool{}, std::invalid_argument);
     ::unsetenv("CONTEND_POOL_HILL_CLIMBING");
+    ::setenv("CONTEND_POOL_SPREAD_WORKERS", "sometimes", 1);
+    try {
+        thread_pool pool;
+        ADD_FAILURE() << "CONTEND_POOL_SPREAD_WORKERS=sometimes was taken";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("CONTEND_POOL_SPREAD_WORKERS"), std::string::npos) << e.what();
+    }
+    ::unsetenv("CONTEND_POOL_SPREAD_WORKERS");
     ::unsetenv("CONTEND_POOL_MAX_THREADS");
 }
 
