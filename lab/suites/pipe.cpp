@@ -376,6 +376,10 @@ suite make_pipe_suite() {
     // The pipe at its minimum segment beside a nice-19 busy loop: how the hand-off between
     // its two threads holds up when a co-tenant takes the CPU one of them wanted.
     add_busy_loop_row(s, "contend/chunk:4096");
+    // Beside one busy loop at normal priority: the writer and the reader then often share one
+    // CPU. The mutex ring and the socketpair too, for the comparison.
+    for (const char* id : {"contend/chunk:4096", "mutex_ring/chunk:4096", "socketpair/chunk:4096"})
+        add_busy_loop_row(s, id, 1, 0);
     return s;
 }
 

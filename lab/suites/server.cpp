@@ -374,6 +374,8 @@ suite make_server_suite() {
     }
     // contend's server at the lighter load beside a nice-19 busy loop, run in the same rounds.
     add_busy_loop_row(s, "contend/route:json/connections:16");
+    // And beside one at normal priority, which takes a CPU's fair share.
+    add_busy_loop_row(s, "contend/route:json/connections:16", 1, 0);
     return s;
 }
 
