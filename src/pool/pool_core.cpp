@@ -62,6 +62,7 @@
 #include <system_error>
 
 #include "contend/internal/atomic.hpp"
+#include "contend/internal/prefetch.hpp"
 #include "contend/internal/thread_id.hpp"
 #include "model/mutation.hpp"
 #include "platform/background_threads.hpp"
@@ -446,7 +447,7 @@ bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max)
     // line now, so that the misses overlap instead of coming one per item as each runs (the
     // global/sustained row on 2 workers: 61 to 62 ns an item against 64 to 69 without,
     // docs/design/pool.md). For writing: the item's run frees its node.
-    for (std::size_t i = 0; i < got; ++i) __builtin_prefetch(batch[i], 1);
+    for (std::size_t i = 0; i < got; ++i) prefetch_for_write(batch[i]);
     out = batch[0];
     for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);  // LIFO pops them in FIFO order
     // Items that moved (out of the outbox into the global queue, out of the queue into the
