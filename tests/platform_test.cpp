@@ -498,6 +498,36 @@ TEST(SpinWaitDeathTest, AYieldThatSwitchesIsJudgedSoWhenEveryCalibratingYieldSwi
     EXPECT_EXIT(calibrate_beside_a_yielding_thread_then_judge(), testing::ExitedWithCode(0), "");
 }
 
+// Where every yield switches (a CPU two threads share, as a pipe's writer and reader do on
+// one CPU), no quiet yield is ever known. Each judged yield then read the switch count, two
+// getrusage calls, a tenth of the one-CPU pipe's time at 4 KiB chunks (Intel Xeon VM): now one
+// in 16 does, and the others are still judged switches.
+[[noreturn]] void judge_many_yields_beside_a_yielding_thread() {
+    partner_on_this_cpu partner([] { sched_yield(); });
+    (void)contend::internal::gave_cpu_away_after();  // the first use: calibrates
+    const std::uint64_t reads_before = contend::internal::this_thread_switch_count_reads();
+    int switched = 0, judged_switched = 0, judged = 0;
+    for (; judged < 320; ++judged) {
+        const auto before = this_thread_switches();
+        const bool said = contend::internal::yield_gave_cpu_away();
+        if (this_thread_switches() != before) {
+            ++switched;
+            judged_switched += said ? 1 : 0;
+        }
+    }
+    const std::uint64_t reads = contend::internal::this_thread_switch_count_reads() - reads_before;
+    partner.stop();
+    std::fprintf(stderr, "%d yields, %d switched, %d judged so, %llu read the switch count\n", judged, switched,
+                 judged_switched, static_cast<unsigned long long>(reads));
+    if (switched < judged / 2) std::_Exit(3);  // the partner hardly ran: a quiet yield may be known
+    std::_Exit(reads <= static_cast<std::uint64_t>(judged / 16 + 2) && 5 * judged_switched >= 4 * switched ? 0 : 1);
+}
+
+TEST(SpinWaitDeathTest, WhereEveryYieldSwitchesFewJudgedYieldsReadTheSwitchCount) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(judge_many_yields_beside_a_yielding_thread(), testing::ExitedWithCode(0), "");
+}
+
 // A thread's first sched_yield is slow without switching: 432 ns on average against 196 for
 // its next ones, and 124 of 200 new threads' first yields took over twice the quiet yield
 // (Intel Xeon VM). Judged by its time, it marked the thread's CPU shared, so a new thread's

@@ -162,13 +162,25 @@ namespace {
 // first yields took over twice the quiet yield (Intel Xeon VM); judged by its time, a new
 // thread's first watch of a held mutex found its CPU shared, gave up and slept.
 thread_local bool yielded_before = false;
+// While no quiet yield is known, a thread asks the count at every 16th judged yield, and
+// judges the others by their time against twice a system call's cost (gave_cpu_away_after
+// then): a yield that switched took two context switches and the other thread's run, well
+// over that, and only a yield the count found quiet is ever noted as the quiet one, so a
+// short switch cannot pass for it. Asking at every yield cost two getrusage calls a yield
+// where every yield switches, as on a CPU that a pipe's writer and reader share: a tenth of
+// the one-CPU pipe's time at 4 KiB chunks (Intel Xeon VM, docs/design/polling.md).
+constexpr std::uint32_t ask_count_every = 16;
+thread_local std::uint32_t unknown_quiet_yields = 0;
+thread_local std::uint64_t switch_count_reads = 0;
 
 // Yields once and judges it: whether it gave the CPU to another thread (the switch count
-// moved, for the thread's first yield and while no quiet yield is known; otherwise, it took
-// longer than gave_cpu_away_after()), noting a quiet one's time.
+// moved, for the thread's first yield and every 16th while no quiet yield is known;
+// otherwise, it took longer than gave_cpu_away_after()), noting a quiet one's time.
 bool judged_yield() noexcept {
-    const bool ask_count = !yielded_before || quiet_yield_ns.load(std::memory_order_relaxed) == unknown;
+    const bool ask_count = !yielded_before || (quiet_yield_ns.load(std::memory_order_relaxed) == unknown &&
+                                               unknown_quiet_yields++ % ask_count_every == 0);
     yielded_before = true;
+    if (ask_count) ++switch_count_reads;
     const std::int64_t before = ask_count ? thread_switches() : -1;
     const auto t0 = clock::now();
     yield_cpu();
@@ -187,6 +199,8 @@ bool judged_yield() noexcept {
 }  // namespace
 
 bool yield_gave_cpu_away() noexcept { return judged_yield(); }
+
+std::uint64_t this_thread_switch_count_reads() noexcept { return switch_count_reads; }
 
 spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
     : budget_(budget),

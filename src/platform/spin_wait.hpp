@@ -37,8 +37,8 @@ void relax_for(std::chrono::nanoseconds d) noexcept;
 // else to run costs here, and at least 1 us, so that the yields take at most about a fifth
 // of a poll on a quiet machine. That cost is the fastest yield the process has timed whose
 // thread's context-switch count (getrusage) did not move across it: 32 at first use, then
-// those of spin_wait and yield_gave_cpu_away, which ask the count until a quiet one is known
-// and afterwards lower the figure by any faster yield. Until then, a plain system call's cost
+// those of spin_wait and yield_gave_cpu_away, which ask the count now and then until a quiet
+// one is known and afterwards lower the figure by any faster yield. Until then, a plain system call's cost
 // stands for it.
 std::chrono::nanoseconds yield_interval() noexcept;
 
@@ -52,7 +52,8 @@ std::chrono::nanoseconds syscall_cost() noexcept;
 // nothing else to run (as yield_interval measures it). A yield that switches runs the other
 // thread and switches back, two context switches, each at least a yield's system call; on a
 // quiet machine 0.2 to 0.5 % of yields take that long without switching (AMD EPYC VM).
-// The judge of a yield uses it once a quiet yield is known, and the switch count before.
+// The judge of a yield uses it, and the switch count too now and then until a quiet yield is
+// known.
 std::chrono::nanoseconds gave_cpu_away_after() noexcept;
 
 // Whether this thread's last yield in a poll gave its CPU to another thread (spin_wait::pause
@@ -74,10 +75,13 @@ private:
 };
 
 // Yields the CPU once; true if that gave it to another thread, as this_thread_cpu_shared()
-// then says too. Judged by the kernel's count of the thread's context switches for its first
-// yield and while no quiet yield is known (two getrusage calls more), by the time it took
-// (over gave_cpu_away_after()) otherwise.
+// then says too. Judged by the kernel's count of the thread's context switches (two
+// getrusage calls more) for its first yield and, while no quiet yield is known, for every
+// 16th; by the time it took (over gave_cpu_away_after()) otherwise.
 bool yield_gave_cpu_away() noexcept;
+
+// How many of this thread's judged yields read the switch count (for tests).
+std::uint64_t this_thread_switch_count_reads() noexcept;
 
 // One poll's pacing:
 //     spin_wait poll(budget);
