@@ -347,7 +347,8 @@ private:
 suite make_pipe_suite() {
     suite s{"pipe",
             "a byte stream from one writer thread to one reader thread in chunks of 64 B, 4 KiB and 64 KiB, "
-            "every byte checksummed; workers = the writer and the reader",
+            "every byte checksummed (the reader:count rows, the natural pattern on one CPU, count the bytes and "
+            "check each run's ends); workers = the writer and the reader",
             {},
             {2}};
     append_pipe_rows<contend_pipe>(s.contenders, "contend", "contend::pipe, default options (contend::mutex)",
@@ -376,6 +377,12 @@ suite make_pipe_suite() {
     // The pipe at its minimum segment beside a nice-19 busy loop: how the hand-off between
     // its two threads holds up when a co-tenant takes the CPU one of them wanted.
     add_busy_loop_row(s, "contend/chunk:4096");
+    // The natural pattern on one CPU (a writer flushing every 4 KiB, a reader counting what
+    // it got), for contend::pipe and the two transports it is compared with.
+    append_natural_one_cpu_row<contend_pipe>(s.contenders, "contend", "contend::pipe, default options",
+                                             pipe_lock_kind::contend_mutex);
+    append_natural_one_cpu_row<mutex_ring>(s.contenders, "mutex_ring", "a 64 KiB byte ring under std::mutex");
+    append_natural_one_cpu_row<socketpair_stream>(s.contenders, "socketpair", "AF_UNIX SOCK_STREAM socketpair");
     // Beside one busy loop at normal priority: the writer and the reader then often share one
     // CPU. The mutex ring and the socketpair too, for the comparison.
     for (const char* id : {"contend/chunk:4096", "mutex_ring/chunk:4096", "socketpair/chunk:4096"})

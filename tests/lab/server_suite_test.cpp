@@ -37,9 +37,10 @@ TEST(ServerSuite, ListsEveryImplementationAtEveryRouteAndConnectionCountUnderThe
                 const std::string id = name + "/route:" + route + "/connections:" + connections;
                 EXPECT_EQ(ids.count(id), 1u) << id;
             }
-    // And contend at json/16 again, beside a busy loop, right after its quiet row.
+    // And contend at json/16 again, beside a nice-19 and a nice-0 busy loop (cotenant_test.cpp).
     EXPECT_EQ(ids.count("contend/route:json/connections:16/busy_loops:1/busy_nice:19"), 1u);
-    EXPECT_EQ(s->contenders.size(), implementations.size() * 2 * 2 + 1);
+    EXPECT_EQ(ids.count("contend/route:json/connections:16/busy_loops:1/busy_nice:0"), 1u);
+    EXPECT_EQ(s->contenders.size(), implementations.size() * 2 * 2 + 2);
     // Run in rounds, with the rows compared (one route and connection count) side by side.
     EXPECT_TRUE(s->interleave_rounds);
     std::vector<const lab::contender*> quiet;

@@ -49,7 +49,13 @@ TEST(PipeSuite, ListsEveryTransportAtEveryChunkUnderTheDesignRowNames) {
             EXPECT_EQ(rows.count(row), 1u) << row;
         }
     EXPECT_EQ(rows.count("pipe/contend/chunk:4096/busy_loops:1/busy_nice:19/workers:2"), 1u) << "beside a busy loop";
-    EXPECT_EQ(s->contenders.size(), transports.size() * 3 + 1);
+    for (const char* t : {"contend", "mutex_ring", "socketpair"}) {
+        EXPECT_EQ(rows.count("pipe/" + std::string(t) + "/chunk:4096/busy_loops:1/busy_nice:0/workers:2"), 1u)
+            << t << " beside a nice-0 busy loop";
+        EXPECT_EQ(rows.count("pipe/" + std::string(t) + "/chunk:4096/reader:count/one_cpu:yes/workers:2"), 1u)
+            << t << ": the natural pattern on one CPU";
+    }
+    EXPECT_EQ(s->contenders.size(), transports.size() * 3 + 1 + 3 + 3);
     EXPECT_EQ(s->default_workers, std::vector<std::int32_t>{2}) << "one writer and one reader";
 }
 
@@ -105,7 +111,7 @@ namespace {
 // for lost bytes must come back when the harness says stop.
 class faulty_stream {
 public:
-    enum class fault { none, corrupt, lose };
+    enum class fault { none, corrupt, corrupt_last, lose };
     static inline std::atomic<fault> armed{fault::none};
     explicit faulty_stream(std::size_t) {}
     std::size_t write(std::span<const std::byte> chunk, const std::atomic<bool>&) {
@@ -113,6 +119,7 @@ public:
         const fault now = armed.exchange(fault::none);
         if (now == fault::lose) return chunk.size();
         if (now == fault::corrupt) copy[copy.size() / 2] ^= std::byte{1};
+        if (now == fault::corrupt_last) copy.back() ^= std::byte{1};
         {
             std::lock_guard lk(m_);
             queue_.push_back(std::move(copy));
@@ -163,6 +170,25 @@ TEST(PipeSuite, ACorruptedByteFailsTheChecksum) {
     timed_repetition(w, 100, std::chrono::seconds(20), done);
     EXPECT_EQ(done, 100u);
     EXPECT_EQ(w.check({done}).status, "checksum_mismatch");
+}
+
+// The natural pattern's reader (reader:count) checks each run's first and last byte, not a
+// sum: a wrong last byte, and a lost chunk (the next one arrives at the wrong offset), fail
+// the cell.
+TEST(PipeSuite, TheCountingReaderFailsTheCellOnAWrongEndByteOrALostChunk) {
+    using counting_workload = lab::pipe_bench::stream_throughput<faulty_stream, true>;
+    for (const auto fault : {faulty_stream::fault::corrupt_last, faulty_stream::fault::lose}) {
+        counting_workload w(64);
+        std::uint64_t done = 0;
+        timed_repetition(w, 100, std::chrono::seconds(20), done);
+        ASSERT_EQ(done, 100u);
+        ASSERT_TRUE(w.check({done}).ok()) << w.check({done}).detail;
+        faulty_stream::armed = fault;
+        timed_repetition(w, 100, std::chrono::milliseconds(500), done);
+        const auto result = w.check({done});
+        EXPECT_EQ(result.status, "reader_failed") << result.detail;
+        EXPECT_NE(result.detail.find("are not the bytes written"), std::string::npos) << result.detail;
+    }
 }
 
 TEST(PipeSuite, ALostChunkEndsTheRepetitionAtTheDeadlineAndFailsTheCheck) {

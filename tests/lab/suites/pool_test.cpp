@@ -63,9 +63,13 @@ TEST(PoolSuite, ListsEveryPoolInEveryModeUnderTheDesignRowNames) {
     }
     EXPECT_EQ(rows.count("pool/no_pool/queue:none/mode:sustained/workers:2"), 1u);
     EXPECT_EQ(rows.count("pool/mutex_pool/queue:local/mode:sustained/workers:2"), 0u);
-    // And contend's plainest row again, beside a busy loop (cotenant_test.cpp).
+    // And contend's plainest row again, beside a nice-19 busy loop; the sustained rows beside a
+    // nice-0 one, with the mutex pool's (cotenant_test.cpp).
     EXPECT_EQ(rows.count("pool/contend/queue:global/mode:sustained/busy_loops:1/busy_nice:19/workers:2"), 1u);
-    EXPECT_EQ(s->contenders.size(), expected + 1);
+    for (const char* row : {"pool/contend/queue:global/mode:sustained", "pool/contend/queue:local/mode:sustained",
+                            "pool/mutex_pool/queue:global/mode:sustained"})
+        EXPECT_EQ(rows.count(std::string(row) + "/busy_loops:1/busy_nice:0/workers:2"), 1u) << row;
+    EXPECT_EQ(s->contenders.size(), expected + 1 + 3);
     EXPECT_EQ(s->default_workers, std::vector<std::int32_t>{static_cast<std::int32_t>(lab::allowed_cpus().size())})
         << "one pool thread per CPU this process may use, as .NET's benchmark runs";
 }
