@@ -1,20 +1,21 @@
-// The pool's data structures on their own (src/pool): the Chase-Lev deque, the idle stack and
-// the global queue. Through the pool they are reached only in the orders its workers happen
-// to produce, and the deque's correctness rests on standalone seq_cst fences that
-// ThreadSanitizer does not model: here each is driven by threads that race on it directly,
-// with random yields from a seeded generator (the seed is printed on a failure;
-// CONTEND_TEST_SEED replays one), and every item is counted: taken exactly once. Each test
+// The pool's data structures on their own (src/pool): the Chase-Lev deque, the idle stack,
+// the global queue and the small task nodes' cache. Through the pool they are reached only in the orders its workers
+// happen to produce, and the deque's correctness rests on standalone seq_cst fences that ThreadSanitizer does not
+// model: here each is driven by threads that race on it directly, with random yields from a seeded generator (the seed
+// is printed on a failure; CONTEND_TEST_SEED replays one), and every item is counted: taken exactly once. Each test
 // runs well under a second in the optimized build.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "contend/cpu_relax.hpp"
+#include "contend/internal/task.hpp"
 #include "pool/global_queue.hpp"
 #include "pool/idle_stack.hpp"
 #include "pool/work_stealing_deque.hpp"
@@ -328,4 +329,74 @@ TEST(GlobalQueue, BatchTakesAndPushesTakeEveryItemExactlyOnceInEachSourcesOrder)
         for (std::uint64_t i = 1; i <= per_producer; ++i) wrong += taken[s][i].load() != (i <= count ? 1 : 0);
     }
     EXPECT_EQ(wrong, 0u) << "items taken twice or never";
+}
+
+// --- The small task nodes' per-thread cache (src/pool/task_cache.cpp) --------------------------
+
+// A block one thread frees is the next one it allocates, whoever allocated it first: a stream
+// of items between two workers allocates nothing after its start.
+TEST(TaskCache, ABlockFreedOnAThreadIsTheNextOneThatThreadAllocates) {
+    void* from_main = contend::internal::allocate_small_task();
+    void* again = nullptr;
+    std::thread other([&] {
+        contend::internal::free_small_task(from_main);
+        EXPECT_EQ(contend::internal::this_thread_cached_small_tasks(), 1u);
+        again = contend::internal::allocate_small_task();
+        EXPECT_EQ(contend::internal::this_thread_cached_small_tasks(), 0u);
+        contend::internal::free_small_task(again);
+    });
+    other.join();
+    EXPECT_EQ(again, from_main);
+}
+
+// A thread keeps at most 128 blocks; the rest go back to operator delete, and so do the 128
+// when it ends (LeakSanitizer, in the ASan build, finds any block left behind).
+TEST(TaskCache, AThreadKeepsAtMost128BlocksAndGivesThemBackWhenItEnds) {
+    std::thread t([] {
+        std::vector<void*> blocks;
+        for (int i = 0; i < 200; ++i) blocks.push_back(contend::internal::allocate_small_task());
+        for (void* b : blocks) contend::internal::free_small_task(b);
+        EXPECT_EQ(contend::internal::this_thread_cached_small_tasks(), 128u);
+    });
+    t.join();
+}
+
+namespace {
+// A callable whose move throws once armed: make_task must not keep the node it took.
+struct throws_when_moved {
+    static inline bool armed = false;
+    throws_when_moved() = default;
+    throws_when_moved(const throws_when_moved&) = default;
+    throws_when_moved(throws_when_moved&&) {
+        if (armed) throw std::runtime_error("moved");
+    }
+    void operator()() {}
+};
+}  // namespace
+
+TEST(TaskCache, ACallableThatThrowsAsItIsStoredLeavesItsBlockInTheCache) {
+    std::thread t([] {
+        contend::internal::free_small_task(contend::internal::allocate_small_task());
+        ASSERT_EQ(contend::internal::this_thread_cached_small_tasks(), 1u);
+        throws_when_moved::armed = true;
+        EXPECT_THROW(contend::internal::make_task(throws_when_moved{}), std::runtime_error);
+        throws_when_moved::armed = false;
+        // Cached: the block it took went back. Under ASan (no cache for nodes): untouched.
+        EXPECT_EQ(contend::internal::this_thread_cached_small_tasks(), 1u);
+        // And a node that is made, run and freed goes back too.
+        contend::internal::task_node* n = contend::internal::make_task(throws_when_moved{});
+        n->run(n);
+        EXPECT_GE(contend::internal::this_thread_cached_small_tasks(), 1u);
+    });
+    t.join();
+    // Nodes too big or over-aligned for a block never come from the cache.
+    struct big {
+        char bytes[64];
+        void operator()() {}
+    };
+    struct alignas(64) aligned {
+        void operator()() {}
+    };
+    static_assert(!contend::internal::cached_task_node<contend::internal::task_impl<big>>);
+    static_assert(!contend::internal::cached_task_node<contend::internal::task_impl<aligned>>);
 }
