@@ -26,8 +26,10 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -74,6 +76,11 @@ inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by, std::mem
     counter.store(counter.load(std::memory_order_relaxed) + by, order);
 }
 
+inline std::int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 inline double process_cpu_ns() {
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -114,6 +121,7 @@ public:
         clear_counts();
         producer_posted_ = 0;
         cpu_ns_ = 0;
+        start_us_.clear();
     }
 
     std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
@@ -146,6 +154,16 @@ public:
 
     void measure(const repetition_facts& facts, metric_list& out) override {
         add_pool_metrics(facts, cpu_ns_, threads_seen(), out);
+        // Burst modes: how long after the producer's first post of a burst its first item
+        // started, the median over the repetition's bursts. The pool's workers are idle
+        // between bursts (asleep, or polling for a while), so this is the wake-up a burst
+        // pays, as the machine delivers it: the row explains itself beside its peers'.
+        if (burst_ > 0 && !start_us_.empty()) {
+            std::vector<double> sorted = start_us_;
+            std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2),
+                             sorted.end());
+            out.emplace_back("burst_start_us", sorted[sorted.size() / 2]);
+        }
     }
     // The pool's workers are not the harness's threads: the process's CPU over the window.
     double cpu_ns(const repetition_facts&) const override { return cpu_ns_; }
@@ -225,6 +243,8 @@ private:
         std::uint64_t done = 0;
         for (std::uint64_t b = 0; b < bursts; ++b) {
             scheduled_.store(length, std::memory_order_relaxed);
+            burst_started_.store(false, std::memory_order_relaxed);  // the posts below publish both
+            const std::int64_t posted_ns = steady_ns();
             std::uint64_t extra = to_fan_out - each * threads_;
             for (std::uint32_t i = 0; i < threads_; ++i) {
                 const std::uint64_t to_post = each + (extra > 0 ? 1 : 0);
@@ -234,6 +254,9 @@ private:
             while (!burst_done_.wait_for(std::chrono::milliseconds(5)))
                 if (stop.load(std::memory_order_relaxed)) return completed_sum();
             done += length;
+            // The event's set and wait order the first item's store before this load.
+            start_us_.push_back(static_cast<double>(burst_start_ns_.load(std::memory_order_relaxed) - posted_ns) /
+                                1000.0);
             progress[0].value.store(done, std::memory_order_relaxed);
         }
         return done;
@@ -269,6 +292,9 @@ private:
     }
 
     void burst_item(std::uint64_t to_post) {
+        if (!burst_started_.load(std::memory_order_relaxed) &&
+            !burst_started_.exchange(true, std::memory_order_relaxed))
+            burst_start_ns_.store(steady_ns(), std::memory_order_relaxed);
         thread_slot& t = my_slot();
         for (; to_post > 0; --to_post) pool_->post([this] { burst_item(0); }, queue_, true);
         t.rng.work();
@@ -304,6 +330,10 @@ private:
     alignas(contend::cache_line_size) std::atomic<std::uint64_t> next_slot_{0};
     alignas(contend::cache_line_size) std::atomic<bool> draining_{false};
     alignas(contend::cache_line_size) std::atomic<std::uint64_t> scheduled_{0};  // the burst's countdown
+    // The burst's first item to start says when (written once a burst, read by every item).
+    alignas(contend::cache_line_size) std::atomic<bool> burst_started_{false};
+    std::atomic<std::int64_t> burst_start_ns_{0};
+    std::vector<double> start_us_;  // the producer's: each burst's first start after its first post
     contend::auto_reset_event burst_done_;
     std::uint64_t producer_posted_ = 0;  // the first items: the producer's thread only
     double cpu_ns_ = 0;  // all threads' CPU time over the producer's window

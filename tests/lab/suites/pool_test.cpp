@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -88,6 +89,11 @@ TEST(PoolSuite, EveryContenderRunsItsItemsWithExactCountsAndReportsItemsPerMs) {
         // The row's CPU per operation is the whole process's (the pool's workers are not
         // the harness's threads), the same figure as the metric.
         EXPECT_DOUBLE_EQ(cell.cpu_ns_per_op, cell.metric("cpu_ns_per_item")) << c.id();
+        // A burst row says how long its bursts waited for their first item to start (the
+        // wake-up it pays); a sustained row has no bursts.
+        const bool burst = c.id().find("mode:burst:") != std::string::npos;
+        if (burst) EXPECT_GT(cell.metric("burst_start_us"), 0) << c.id();
+        else EXPECT_TRUE(std::isnan(cell.metric("burst_start_us"))) << c.id();
     }
 }
 
