@@ -128,13 +128,58 @@ TEST(ThinLock, PastTwoToTheThirtyTwoEntriesOneUnlockLeavesTheLockHeld) {
 // owner. The count is set to 2^32 - 1 rather than made.
 TEST(ThinLock, AThreadThatExitsHoldingTwoToTheThirtyTwoEntriesHasItsIdRetired) {
     watchdog dog(60s);
-    contend::thin_lock l;
+    static contend::thin_lock l;  // abandoned held: never destroyed
+    contend::thin_lock other;
     const auto retired = contend::internal::retired_compact_thread_ids();
     std::thread([&] {
         contend::internal::locks_held = 0xFFFF'FFFFu;
         l.lock();  // the 2^32nd entry, held as the thread exits
+        // A lock taken free is held uncounted until another free take replaces it (or a
+        // slow path forgets it): this one counts l, and its own release leaves l counted.
+        other.lock();
+        other.unlock();
     }).join();
     EXPECT_EQ(contend::internal::retired_compact_thread_ids(), retired + 1);
+}
+
+// The entry a thread took free last is held uncounted (internal::thin_taken_free); every
+// other is in locks_held. Whichever order two free-taken locks are released in, a thread that
+// releases both keeps its id for reuse, and one that still holds either has it retired.
+TEST(ThinLock, ALockTakenFreeIsCountedWhenAnotherReplacesItAndNoneIsLostOrLeftOver) {
+    watchdog dog(60s);
+    static contend::thin_lock abandoned[2];
+    for (const int how : {0, 1, 2, 3}) {
+        SCOPED_TRACE(how == 0   ? "released in order"
+                     : how == 1 ? "released out of order"
+                     : how == 2 ? "exits holding the first"
+                                : "exits holding the second");
+        contend::thin_lock a, b;
+        const auto retired = contend::internal::retired_compact_thread_ids();
+        std::uint64_t held_after = 99;
+        const void* uncounted_after = &a;
+        std::thread([&] {
+            contend::thin_lock& first = how == 2 ? abandoned[0] : a;
+            contend::thin_lock& second = how == 3 ? abandoned[1] : b;
+            first.lock();
+            second.lock();
+            if (how == 0) {
+                second.unlock();
+                first.unlock();
+            } else if (how == 1) {
+                first.unlock();
+                second.unlock();
+            } else if (how == 2) {
+                second.unlock();
+            } else {
+                first.unlock();
+            }
+            held_after = contend::internal::locks_held;
+            uncounted_after = contend::internal::thin_taken_free;
+        }).join();
+        const bool holds = how >= 2;
+        EXPECT_EQ(held_after + (uncounted_after != nullptr ? 1 : 0), holds ? 1u : 0u);
+        EXPECT_EQ(contend::internal::retired_compact_thread_ids(), retired + (holds ? 1 : 0));
+    }
 }
 
 TEST(ThinLock, OneShotTryLockOnALockHeldElsewhereFailsWithoutInflating) {

@@ -111,8 +111,7 @@ public:
         if (expected == 0) {
             if (word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
                 [[likely]] {
-                taken_free = this;
-                ++internal::locks_held;
+                remember_taken_free();
                 return;
             }
         } else if ((expected & inflated_bit) && try_lock_fat(expected, me)) {
@@ -132,8 +131,7 @@ public:
         std::uint32_t expected = word_.load(std::memory_order_relaxed);
         if (expected == 0 && word_.compare_exchange_strong(expected, me, std::memory_order_acquire,
                                                            std::memory_order_relaxed)) [[likely]] {
-            taken_free = this;
-            ++internal::locks_held;
+            remember_taken_free();
             return true;
         }
         return counted(try_lock_slow(me, expected));
@@ -156,12 +154,10 @@ public:
         // This thread took the word free with its own CAS and has not written it since, so
         // the word is exactly `me`: no need to read back the word that CAS just wrote
         // (docs/design/unlock.md).
-        if (taken_free == this) [[likely]] {
-            taken_free = nullptr;
-            if (release_thin_fast()) [[likely]] {
-                --internal::locks_held;
-                return;
-            }
+        if (internal::thin_taken_free == this) [[likely]] {
+            internal::thin_taken_free = nullptr;
+            if (release_thin_fast()) [[likely]] return;  // it was held uncounted
+            ++internal::locks_held;  // counted from here, as the paths below expect
         }
         const std::uint32_t w = word_.load(std::memory_order_relaxed);
         if (w == me) [[likely]] {
@@ -229,13 +225,22 @@ private:
     // which take the id with compact_thread_id(); a wide id is never stored here, so such a
     // thread always goes that way.
     static inline thread_local std::uint32_t word_owner_id = 0;
-    // The thin lock this thread last took free by an inline CAS (word 0 -> its id), while the
-    // word still is exactly that id. Every other write of a held word is made by its owner
-    // in src/thin_lock.cpp (re-entry, exit from a re-entry, inflation), and each of those
-    // forgets the lock first (forget_taken_free), so unlock() may trust it without a load.
-    static inline thread_local const thin_lock* taken_free = nullptr;
+    // taken_free (internal::thin_taken_free): the thin lock this thread last took free by an
+    // inline CAS (word 0 -> its id), while the word still is exactly that id. Every other
+    // write of a held word is made by its owner in src/thin_lock.cpp (re-entry, exit from a
+    // re-entry, inflation), and each of those forgets the lock first (forget_taken_free), so
+    // unlock() may trust it without a load. It is also the one entry not in
+    // internal::locks_held: forgetting it while it is held counts it there, and so does a
+    // later free take that puts another lock in its place.
+    void remember_taken_free() const noexcept {
+        if (internal::thin_taken_free != nullptr) ++internal::locks_held;  // the one it replaces
+        internal::thin_taken_free = this;
+    }
     void forget_taken_free() const noexcept {
-        if (taken_free == this) taken_free = nullptr;
+        if (internal::thin_taken_free == this) {
+            internal::thin_taken_free = nullptr;
+            ++internal::locks_held;  // still held (the caller holds it, or destroys it held)
+        }
     }
     // Every entry that succeeds is counted in internal::locks_held, every exit uncounts one:
     // a thread that exits holding the lock keeps its id from the next thread (thread_id.hpp).

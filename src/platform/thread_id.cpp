@@ -55,8 +55,9 @@ void release_id(std::uint32_t id, bool abandoned_a_lock) noexcept {
 struct id_returner {
     std::uint32_t id = 0;
     ~id_returner() {
-        // locks_held is a plain thread_local: still readable while destructors run.
-        if (id != 0) release_id(id, locks_held != 0);
+        // locks_held and thin_taken_free are plain thread_locals: still readable while
+        // destructors run.
+        if (id != 0) release_id(id, locks_held != 0 || thin_taken_free != nullptr);
     }
 };
 

@@ -27,6 +27,12 @@ std::uint32_t acquire_compact_thread_id() noexcept;
 // a 32-bit count wrapped at 2^32 entries, and a thread holding that many passed for one
 // holding none.
 inline thread_local std::uint64_t locks_held = 0;
+// The thin lock this thread last took free on the inline path and still holds exactly as it
+// took it (thin_lock.hpp, taken_free), or null. That entry is not in locks_held: the inline
+// paths would otherwise add and subtract a thread-local count on every lock and unlock, a
+// chain through memory that cost a third of an uncontended pair (docs/design/thin_lock.md).
+// A thread holds a lock when locks_held is above zero or this is set.
+inline thread_local const void* thin_taken_free = nullptr;
 
 // The calling thread's id, >= 1. Zero is never an id, so a header word can use it for "no owner".
 inline std::uint32_t compact_thread_id() noexcept {
@@ -46,7 +52,8 @@ bool assign_compact_thread_id_for_testing(std::uint32_t id) noexcept;
 // Number of ids currently held by live threads (for tests and diagnostics).
 std::uint32_t live_compact_thread_ids() noexcept;
 
-// Number of ids retired because their thread exited holding a lock (locks_held above 0).
+// Number of ids retired because their thread exited holding a lock (locks_held above 0, or
+// thin_taken_free set).
 std::uint32_t retired_compact_thread_ids() noexcept;
 
 }  // namespace contend::internal
