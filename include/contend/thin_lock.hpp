@@ -156,7 +156,8 @@ public:
         // (docs/design/unlock.md).
         if (internal::thin_taken_free == this) [[likely]] {
             internal::thin_taken_free = nullptr;
-            if (release_thin_fast()) [[likely]] return;  // it was held uncounted
+            if (release_thin_fast()) [[likely]]
+                return;  // it was held uncounted
             ++internal::locks_held;  // counted from here, as the paths below expect
         }
         const std::uint32_t w = word_.load(std::memory_order_relaxed);
