@@ -498,6 +498,42 @@ TEST(SpinWaitDeathTest, AYieldThatSwitchesIsJudgedSoWhenEveryCalibratingYieldSwi
     EXPECT_EXIT(calibrate_beside_a_yielding_thread_then_judge(), testing::ExitedWithCode(0), "");
 }
 
+// A yield on a CPU shared with a thread that is not the partner (a busy co-tenant at normal
+// priority) gives that thread a scheduler slice, and each further yield another: a pipe's
+// writer and reader on one CPU beside a busy loop moved 0.05 GB/s, yielding. Once a yield has
+// taken a stranger's slice (spin_wait.hpp, stranger_yield), this thread's next poll on the
+// shared CPU ends at once, without a yield, so that its caller sleeps. A trial counts when
+// the mark still held after that poll's first pause (on a loaded machine the test thread can
+// be kept off the CPU past the mark's end).
+[[noreturn]] void poll_beside_a_busy_stranger_then_poll_again() {
+    partner_on_this_cpu stranger([] {});  // never the partner: it makes nothing ready
+    (void)contend::internal::gave_cpu_away_after();  // calibrates
+    for (int trial = 0; trial < 20; ++trial) {
+        bool marked = false;
+        for (const auto give_up = steady::now() + 2s; !marked && steady::now() < give_up;) {
+            contend::internal::spin_wait poll(std::chrono::microseconds(40));
+            while (poll.pause()) {
+            }
+            marked = contend::internal::this_thread_yields_to_a_stranger(contend::internal::clock::now());
+        }
+        if (!marked) continue;
+        contend::internal::spin_wait again(std::chrono::microseconds(40));
+        const bool went_on = again.pause();
+        if (!contend::internal::this_thread_yields_to_a_stranger(contend::internal::clock::now())) continue;
+        std::fprintf(stderr, "trial %d: the poll after the stranger's slice went on %d, yielded %u times\n", trial,
+                     went_on, again.yields());
+        stranger.stop();
+        std::_Exit(!went_on && again.yields() == 0 ? 0 : 1);
+    }
+    stranger.stop();
+    std::_Exit(3);  // no yield ever took the stranger's slice
+}
+
+TEST(SpinWaitDeathTest, APollAfterAYieldThatGaveAStrangerItsSliceEndsWithoutYielding) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(poll_beside_a_busy_stranger_then_poll_again(), testing::ExitedWithCode(0), "");
+}
+
 // Where every yield switches (a CPU two threads share, as a pipe's writer and reader do on
 // one CPU), no quiet yield is ever known. Each judged yield then read the switch count, two
 // getrusage calls, a tenth of the one-CPU pipe's time at 4 KiB chunks (Intel Xeon VM): now one

@@ -150,6 +150,31 @@ constexpr std::uint8_t max_idle_yield_doublings = 3;
 
 bool this_thread_cpu_shared() noexcept { return cpu_shared; }
 
+namespace {
+// Until when this thread's polls do not yield on a shared CPU, because a yield of its gave
+// the CPU away for a scheduler slice (stranger_yield): a thread that is not the partner (a
+// co-tenant at normal priority on this CPU) ran before the partner did. Linux's EEVDF moves a
+// yielder's deadline a slice later, so each further yield hands that thread another slice:
+// a pipe's writer and reader on one CPU beside a nice-0 busy loop yielded to it at every
+// wait and moved 44 MB/s, 92 us a 4 KiB chunk, where a mutex ring that sleeps moved 3.7 GB/s
+// (Intel Xeon VM, docs/design/polling.md). A poll that would yield ends at once instead, and
+// its caller sleeps: a futex wake-up then hands the CPU over, and the scheduler shares it
+// fairly. The mark lasts twice the yield that set it: while the co-tenant stays, probing
+// again costs at most a third of the time (the pipe then moved 2.2 GB/s, 0.05 without the
+// mark); once it has moved to another CPU, the thread's waits sleep for at most two slices
+// more. Sixty-four times as long kept the pipe beside a busy loop on 2 CPUs, whose threads
+// meet the loop now and then as the kernel moves them, in sleep-and-wake hand-offs for a
+// quarter of a second each time: 470 to 1,060 ns a chunk in 3 runs of 5, against 340 to 370.
+thread_local clock::time_point no_yield_until{};
+constexpr int stranger_memory_factor = 2;
+}  // namespace
+
+bool this_thread_yields_to_a_stranger(clock::time_point now) noexcept { return now < no_yield_until; }
+
+void note_yield_to_a_stranger(clock::time_point yield_start, clock::time_point yield_end) noexcept {
+    no_yield_until = yield_end + (yield_end - yield_start) * stranger_memory_factor;
+}
+
 ignore_cpu_sharing::ignore_cpu_sharing() noexcept : previous_(sharing_ignored) {
     sharing_ignored = true;
     cpu_shared = false;
@@ -176,15 +201,18 @@ thread_local std::uint64_t switch_count_reads = 0;
 // Yields once and judges it: whether it gave the CPU to another thread (the switch count
 // moved, for the thread's first yield and every 16th while no quiet yield is known;
 // otherwise, it took longer than gave_cpu_away_after()), noting a quiet one's time.
-bool judged_yield() noexcept {
+// `t0`: the clock read just before, when the caller has one; `after` gets the clock after
+// the yield. A poll's step reads the clock twice, not four times (about 20 ns a read here).
+bool judged_yield(clock::time_point t0, clock::time_point& after) noexcept {
     const bool ask_count = !yielded_before || (quiet_yield_ns.load(std::memory_order_relaxed) == unknown &&
                                                unknown_quiet_yields++ % ask_count_every == 0);
     yielded_before = true;
     if (ask_count) ++switch_count_reads;
     const std::int64_t before = ask_count ? thread_switches() : -1;
-    const auto t0 = clock::now();
+    if (ask_count) t0 = clock::now();  // the count's system call is not the yield's time
     yield_cpu();
-    const auto took = clock::now() - t0;
+    after = clock::now();
+    const auto took = after - t0;
     bool switched;
     if (before >= 0) {
         switched = thread_switches() != before;
@@ -198,7 +226,10 @@ bool judged_yield() noexcept {
 }
 }  // namespace
 
-bool yield_gave_cpu_away() noexcept { return judged_yield(); }
+bool yield_gave_cpu_away() noexcept {
+    clock::time_point after;
+    return judged_yield(clock::now(), after);
+}
 
 std::uint64_t this_thread_switch_count_reads() noexcept { return switch_count_reads; }
 
@@ -227,9 +258,10 @@ bool spin_wait::pause() noexcept {
         return false;
     }
     if (cpu_shared || now - last_yield_ >= spacing_) {
-        const bool switched = judged_yield();  // a partner runnable on this CPU runs now
+        if (cpu_shared && this_thread_yields_to_a_stranger(now)) return false;  // sleep: see no_yield_until
+        const bool switched = judged_yield(now, last_yield_);  // a partner runnable on this CPU runs now
+        if (switched && last_yield_ - now > stranger_yield(budget_)) note_yield_to_a_stranger(now, last_yield_);
         ++yields_;
-        last_yield_ = clock::now();
         if (switched) idle_yields = 0;
         else if (idle_yields < max_idle_yield_doublings) ++idle_yields;
         spacing_ = interval_ * (1 << idle_yields);

@@ -16,6 +16,7 @@
 //     at once and the poll goes on; when the partner is runnable here, it runs now.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -83,6 +84,22 @@ bool yield_gave_cpu_away() noexcept;
 // How many of this thread's judged yields read the switch count (for tests).
 std::uint64_t this_thread_switch_count_reads() noexcept;
 
+// Whether this thread's yields on a shared CPU lately went to a thread other than its
+// partner for longer than a poll's budget (a co-tenant's scheduler slice), so that its polls
+// there end instead of yielding, until a time set by the last such yield (spin_wait.cpp,
+// no_yield_until). note_yield_to_a_stranger records one such yield.
+bool this_thread_yields_to_a_stranger(clock::time_point now) noexcept;
+// How long a yield must have given the CPU away to count as a stranger's scheduler slice:
+// the poll's budget, and at least half of the shortest slice Linux gives a thread at normal
+// priority (its base slice, 0.75 ms by default). A partner's hand-off takes microseconds; a
+// yield that falls to a co-tenant waits out the co-tenant's slice (4 ms measured on the
+// Intel Xeon VM). A partner that really runs that long per hand-off loses nothing when its
+// waiter sleeps instead: the sleep and wake-up cost tens of microseconds.
+constexpr std::chrono::nanoseconds stranger_yield(std::chrono::nanoseconds budget) noexcept {
+    return std::max<std::chrono::nanoseconds>(budget, std::chrono::microseconds(375));
+}
+void note_yield_to_a_stranger(clock::time_point yield_start, clock::time_point yield_end) noexcept;
+
 // One poll's pacing:
 //     spin_wait poll(budget);
 //     while (!ready()) if (!poll.pause()) { /* budget spent: sleep */ }
@@ -94,7 +111,10 @@ std::uint64_t this_thread_switch_count_reads() noexcept;
 // poll of the thread runs out its budget. A yield that gave the CPU away (as
 // yield_gave_cpu_away judges it) marks the thread's CPU as shared: until one of its yields
 // comes back at once, its polls yield at every step instead of pausing, which on one CPU
-// makes each hand-off a direct switch.
+// makes each hand-off a direct switch. A yield there that gave the CPU away for a scheduler
+// slice (stranger_yield) went to a thread that is not the partner, a co-tenant: then this
+// thread's polls on a shared CPU end at their first yield for a while, so that the caller
+// sleeps (this_thread_yields_to_a_stranger).
 class spin_wait {
 public:
     static constexpr std::chrono::nanoseconds default_step{250};
@@ -133,12 +153,24 @@ inline constexpr int shared_poll_yields = 8;
 // The part of poll_until for a shared CPU, also on its own for a waiter that knows a spin
 // cannot pay (the barrier's, with many arrivals to come): ready(), or a yield, up to
 // shared_poll_yields times or until `deadline`.
+// A yield that took a stranger's slice (stranger_yield of `long_yield`, a poll's budget) went
+// to a thread that is not the partner: the poll ends there, and this thread's polls do not
+// yield for a while (this_thread_yields_to_a_stranger); nor does this one start yielding
+// while that holds.
 template <class Ready>
-poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline) noexcept {
+poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline,
+                              std::chrono::nanoseconds long_yield = std::chrono::nanoseconds::max()) noexcept {
     for (int i = 0; i < shared_poll_yields; ++i) {
         if (ready()) return poll_outcome::ready;
-        if (deadline != no_deadline && clock::now() >= deadline) break;
-        yield_gave_cpu_away();
+        const auto now = clock::now();
+        if (deadline != no_deadline && now >= deadline) break;
+        if (this_thread_yields_to_a_stranger(now)) break;
+        const bool switched = yield_gave_cpu_away();
+        const auto after = clock::now();
+        if (switched && after - now > stranger_yield(long_yield)) {
+            note_yield_to_a_stranger(now, after);
+            break;
+        }
     }
     return ready() ? poll_outcome::ready : poll_outcome::missed_shared;
 }
@@ -154,13 +186,13 @@ poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline) noexcep
 // that the yields do not let in.
 template <class Ready>
 poll_outcome poll_until(Ready&& ready, std::chrono::nanoseconds budget, clock::time_point deadline) noexcept {
-    if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline);
+    if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline, budget);
     spin_wait wait{budget};
     while (!ready()) {
         if (!wait.pause()) return ready() ? poll_outcome::ready : poll_outcome::missed;
         if (deadline != no_deadline && clock::now() >= deadline)
             return ready() ? poll_outcome::ready : poll_outcome::missed;
-        if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline);
+        if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline, budget);
     }
     return poll_outcome::ready;
 }
