@@ -46,6 +46,7 @@
 
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
+#include "measure/end_wait.hpp"
 #include "measure/workload.hpp"
 
 namespace contend::lab::pipe_bench {
@@ -327,12 +328,11 @@ private:
     // Until the reader has every byte written, or stop. Polls, as the pool suite's producer
     // does: a reader that signalled the writer would add a shared write to every chunk.
     void wait_for_reader(const std::atomic<bool>& stop) const {
-        for (std::uint32_t spins = 0;; ++spins) {
+        end_wait pace;
+        for (;;) {
             if (received_.bytes.load(std::memory_order_acquire) >= written_) return;
             if (stop.load(std::memory_order_relaxed) || reader_failed_.load(std::memory_order_relaxed)) return;
-            if (spins < 64) contend::cpu_relax();
-            else if (spins < 1024) std::this_thread::yield();
-            else std::this_thread::sleep_for(std::chrono::microseconds(20));
+            pace.step();
         }
     }
 

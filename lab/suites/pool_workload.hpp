@@ -39,6 +39,7 @@
 #include "contend/cache_padded.hpp"
 #include "contend/cpu_relax.hpp"
 #include "contend/event.hpp"
+#include "measure/end_wait.hpp"
 #include "measure/workload.hpp"
 
 namespace contend::lab::pool_bench {
@@ -220,7 +221,8 @@ private:
             nap = std::min(nap * 2, std::chrono::microseconds(1000));
         }
         draining_.store(true, std::memory_order_relaxed);
-        for (std::uint32_t spins = 0;; ++spins) {
+        end_wait pace;
+        for (;;) {
             // Completed first, then posted: a thread's completed count is published after
             // its posted count, so equal sums mean nothing posted is still queued or running
             // (an item that ran was counted as posted, and so were the items it posted).
@@ -228,9 +230,7 @@ private:
             // one ran twice, and check() will say so.
             const std::uint64_t done = completed_sum();
             if (done >= producer_posted_ + posted_sum() || stop.load(std::memory_order_relaxed)) return done;
-            if (spins < 64) contend::cpu_relax();
-            else if (spins < 1024) std::this_thread::yield();
-            else std::this_thread::sleep_for(std::chrono::microseconds(20));
+            pace.step();
         }
     }
 
