@@ -98,7 +98,8 @@ struct child_setup {
 };
 
 // The child's side, between fork and exec: async-signal-safe calls only.
-[[noreturn]] void exec_side(const child_spec& spec, child_setup& p, pid_t parent, void (*body)(void*), void* arg) {
+[[noreturn]] void exec_side(const child_spec& spec, child_setup& p, pid_t parent, const sigset_t* mask,
+                            void (*body)(void*), void* arg) {
     if (spec.die_with_parent) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) ::_exit(127);  // the parent died before the line above
@@ -110,6 +111,7 @@ struct child_setup {
     for (const int sig : spec.ignored_signals) ::sigaction(sig, &sa, nullptr);
     sa.sa_handler = SIG_DFL;
     for (const int sig : spec.default_signals) ::sigaction(sig, &sa, nullptr);
+    if (mask != nullptr) ::sigprocmask(SIG_SETMASK, mask, nullptr);  // the parent blocked all across the fork
     const auto to = [&](child_stream s, int pipe_end, int target) {
         if (s == child_stream::null) ::dup2(p.null_fd.fd, target);
         else if (s == child_stream::pipe) ::dup2(pipe_end, target);
@@ -160,10 +162,20 @@ child_process child_process::start_function(const child_spec& spec, void (*body)
     if (spec.output == child_stream::pipe) p.out = open_child_pipe();
 
     const pid_t parent = ::getpid();
+    // A caller that passes signals on to the child (pid_out) must not get one between the
+    // fork and the store of the child's id: its handler would find no child and drop it,
+    // while the child, started, went on (contend run's SIGTERM, lost under a loaded CI run).
+    // So every signal waits, blocked, until the id is stored; the child restores the mask
+    // once its dispositions are reset.
+    sigset_t all, before;
+    sigfillset(&all);
+    const bool blocked = spec.pid_out != nullptr && ::pthread_sigmask(SIG_BLOCK, &all, &before) == 0;
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
-    if (pid == 0) exec_side(spec, p, parent, body, arg);
-    if (spec.pid_out != nullptr) spec.pid_out->store(pid);
+    const int fork_error = errno;
+    if (pid == 0) exec_side(spec, p, parent, blocked ? &before : nullptr, body, arg);
+    if (pid > 0 && spec.pid_out != nullptr) spec.pid_out->store(pid);
+    if (blocked) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    if (pid < 0) throw std::system_error(fork_error, std::generic_category(), "fork");
     // Also from this side, so that a signal to the group cannot come before the child's own
     // setpgid (fails harmlessly once the child has exec'd: it did it itself by then).
     if (spec.new_process_group) ::setpgid(pid, pid);
