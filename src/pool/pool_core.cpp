@@ -651,10 +651,12 @@ void pool_core::worker_main(worker* self) {
             if (alive.load(std::memory_order_relaxed) > target_threads() && try_retire(self)) break;
             continue;
         }
-        // Nothing to run: it takes no CPU from the others now, and looks at its first item.
+        // Nothing to run: it takes no CPU from the others now, and looks at its first item,
+        // unless its last looks found no CPU free (then a pool with more workers than CPUs
+        // would pay a scan and a system call at every wake-up): it waits for its count.
         if (self->cpu.load(std::memory_order_relaxed) != -1) {
             self->cpu.store(-1, std::memory_order_relaxed);
-            self->items_since_look = self->look_every;
+            if (self->look_every == placement_look_every) self->items_since_look = self->look_every;
         }
         if (idle_waiters.load(std::memory_order_relaxed) > 0) {
             std::lock_guard guard(idle_wait_lock);
