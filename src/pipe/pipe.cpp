@@ -296,7 +296,7 @@ void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sle
         const std::uint64_t seen = epoch_.load(std::memory_order_acquire);
         g.unlock();
         bool changed = false;
-        internal::spin_wait poll(wait_poll_budget);
+        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, true);  // one partner
         while (!changed && poll.pause()) changed = epoch_.load(std::memory_order_acquire) != seen;
         if (changed) internal::relax_for(leave_grace);  // the epoch moves inside the other side's critical section
         g.lock();
@@ -409,7 +409,7 @@ flush_result pipe_state::flush() {
         // Paused: poll the reader's progress before taking the lock to sleep.
         writer_pauses_.fetch_add(1, std::memory_order_relaxed);
         counted = true;
-        internal::spin_wait poll(wait_poll_budget);
+        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, true);  // one partner
         while (poll.pause()) {
             if (writer_needs_lock_.load(std::memory_order_seq_cst)) break;
             if (unexamined() < resume) return {};
@@ -560,7 +560,7 @@ read_result pipe_state::read(std::size_t at_least) {
         // The common case: data beyond what was examined, taken without the lock; if none
         // yet, poll for a while before going to sleep.
         const std::uint64_t examined = examined_.load(std::memory_order_relaxed);
-        internal::spin_wait poll(wait_poll_budget);
+        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, true);  // one partner
         for (;;) {
             if (flushed_.load(std::memory_order_acquire) > examined) return take_read(false);
             if (read_needs_lock_.load(std::memory_order_acquire) || !poll.pause()) break;

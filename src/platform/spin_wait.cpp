@@ -62,6 +62,16 @@ std::int64_t thread_switches() noexcept {
 constexpr std::int64_t unknown = std::numeric_limits<std::int64_t>::max();
 std::atomic<std::int64_t> quiet_yield_ns{unknown};
 
+// The fastest yield whose thread's switch count moved across it: no switch takes less.
+std::atomic<std::int64_t> fastest_switch_ns{unknown};
+
+void note_switch(clock::duration took) noexcept {
+    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
+    std::int64_t seen = fastest_switch_ns.load(std::memory_order_relaxed);
+    while (ns < seen && !fastest_switch_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+    }
+}
+
 void note_quiet_yield(clock::duration took) noexcept {
     const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
     std::int64_t seen = quiet_yield_ns.load(std::memory_order_relaxed);
@@ -85,6 +95,7 @@ double calibrate_yield() noexcept {
         floor = std::min(floor, std::chrono::duration<double, std::nano>(t1 - t0).count());
         // Without a count (-1 both times), the fastest timed yield stands for the quiet one.
         if (thread_switches() == before) note_quiet_yield(t2 - t1);
+        else note_switch(t2 - t1);
     }
     return std::isfinite(floor) && floor > 0 ? floor : 100.0;
 }
@@ -125,7 +136,17 @@ std::chrono::nanoseconds syscall_cost() noexcept {
 }
 
 std::chrono::nanoseconds gave_cpu_away_after() noexcept {
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(2 * yield_ns()));
+    const double quiet = yield_ns();
+    double after = 2 * quiet;
+    // No switch is faster than the fastest the count saw: halfway from a quiet yield to it is
+    // a switch too. Twice a quiet yield alone was not enough under ThreadSanitizer, whose
+    // interceptors slow a quiet yield to 0.55 to 0.65 us: the bound came out at 1.1 to 1.3 us,
+    // a switch to a partner that yields back took about 1.2, and 46 to 49 of 50 switches were
+    // judged quiet. On the VMs measured natively (a quiet yield 0.17 to 0.4 us, a switch 0.6
+    // or more) twice the quiet yield is the lower of the two, as before.
+    const std::int64_t fastest = fastest_switch_ns.load(std::memory_order_relaxed);
+    if (fastest != unknown) after = std::min(after, std::max(quiet, (quiet + static_cast<double>(fastest)) / 2));
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(after));
 }
 
 namespace {
@@ -188,12 +209,11 @@ namespace {
 // thread's first watch of a held mutex found its CPU shared, gave up and slept.
 thread_local bool yielded_before = false;
 // While no quiet yield is known, a thread asks the count at every 16th judged yield, and
-// judges the others by their time against twice a system call's cost (gave_cpu_away_after
-// then): a yield that switched took two context switches and the other thread's run, well
-// over that, and only a yield the count found quiet is ever noted as the quiet one, so a
-// short switch cannot pass for it. Asking at every yield cost two getrusage calls a yield
-// where every yield switches, as on a CPU that a pipe's writer and reader share: a tenth of
-// the one-CPU pipe's time at 4 KiB chunks (Intel Xeon VM, docs/design/polling.md).
+// judges the others by their time (gave_cpu_away_after). Only a yield the count found quiet
+// is ever noted as the quiet one, so a short switch cannot pass for it. Asking at every yield cost two
+// getrusage calls a yield where every yield switches, as on a CPU that a pipe's writer and
+// reader share: a tenth of the one-CPU pipe's time at 4 KiB chunks (Intel Xeon VM,
+// docs/design/polling.md).
 constexpr std::uint32_t ask_count_every = 16;
 thread_local std::uint32_t unknown_quiet_yields = 0;
 thread_local std::uint64_t switch_count_reads = 0;
@@ -216,7 +236,8 @@ bool judged_yield(clock::time_point t0, clock::time_point& after) noexcept {
     bool switched;
     if (before >= 0) {
         switched = thread_switches() != before;
-        if (!switched) note_quiet_yield(took);
+        if (switched) note_switch(took);
+        else note_quiet_yield(took);
     } else {
         switched = took > gave_cpu_away_after();
         if (quiet_yield_ns.load(std::memory_order_relaxed) != unknown) note_quiet_yield(took);
@@ -233,13 +254,14 @@ bool yield_gave_cpu_away() noexcept {
 
 std::uint64_t this_thread_switch_count_reads() noexcept { return switch_count_reads; }
 
-spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step) noexcept
+spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step, bool one_partner) noexcept
     : budget_(budget),
       interval_(yield_interval()),
       relaxes_per_step_(relaxes_for(step)),
       start_(clock::now()),
       last_yield_(start_),
-      spacing_(interval_ * (1 << idle_yields)) {}
+      spacing_(interval_ * (1 << idle_yields)),
+      one_partner_(one_partner) {}
 
 bool spin_wait::pause() noexcept {
     if constexpr (every_pause_yields) {
@@ -260,7 +282,8 @@ bool spin_wait::pause() noexcept {
     if (cpu_shared || now - last_yield_ >= spacing_) {
         if (cpu_shared && this_thread_yields_to_a_stranger(now)) return false;  // sleep: see no_yield_until
         const bool switched = judged_yield(now, last_yield_);  // a partner runnable on this CPU runs now
-        if (switched && last_yield_ - now > stranger_yield(budget_)) note_yield_to_a_stranger(now, last_yield_);
+        if (one_partner_ && switched && last_yield_ - now > stranger_yield(budget_))
+            note_yield_to_a_stranger(now, last_yield_);
         ++yields_;
         if (switched) idle_yields = 0;
         else if (idle_yields < max_idle_yield_doublings) ++idle_yields;

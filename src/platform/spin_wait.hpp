@@ -50,7 +50,8 @@ std::chrono::nanoseconds yield_interval() noexcept;
 std::chrono::nanoseconds syscall_cost() noexcept;
 
 // How long a yield takes, at least, when it gave the CPU to another thread: twice one with
-// nothing else to run (as yield_interval measures it). A yield that switches runs the other
+// nothing else to run (as yield_interval measures it), or halfway from that to the fastest
+// yield the switch count saw switch, if that is less. A yield that switches runs the other
 // thread and switches back, two context switches, each at least a yield's system call; on a
 // quiet machine 0.2 to 0.5 % of yields take that long without switching (AMD EPYC VM).
 // The judge of a yield uses it, and the switch count too now and then until a quiet yield is
@@ -111,15 +112,21 @@ void note_yield_to_a_stranger(clock::time_point yield_start, clock::time_point y
 // poll of the thread runs out its budget. A yield that gave the CPU away (as
 // yield_gave_cpu_away judges it) marks the thread's CPU as shared: until one of its yields
 // comes back at once, its polls yield at every step instead of pausing, which on one CPU
-// makes each hand-off a direct switch. A yield there that gave the CPU away for a scheduler
-// slice (stranger_yield) went to a thread that is not the partner, a co-tenant: then this
-// thread's polls on a shared CPU end at their first yield for a while, so that the caller
-// sleeps (this_thread_yields_to_a_stranger).
+// makes each hand-off a direct switch. In a poll for one partner, a yield there that gave
+// the CPU away for a scheduler slice (stranger_yield) went to a thread that is not the
+// partner, a co-tenant: then this thread's polls on a shared CPU, of any kind, end at their
+// first yield for a while, so that the caller sleeps (this_thread_yields_to_a_stranger).
 class spin_wait {
 public:
     static constexpr std::chrono::nanoseconds default_step{250};
 
-    explicit spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step = default_step) noexcept;
+    // one_partner: the caller waits for one thread, whose hand-offs take microseconds (a
+    // pipe's other side). Only such a poll takes a slice-long yield for a stranger's: a
+    // waiter among many threads of its own program (a semaphore's ring or buffer, 64 threads
+    // on 2 CPUs) yields behind its siblings for as long, and marked, it parked at every wait:
+    // the bounded buffer at 16 and 64 workers went from 88 to 111 ns an item to 300 to 519.
+    explicit spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step = default_step,
+                       bool one_partner = false) noexcept;
     bool pause() noexcept;
     // Yields this poll has made so far (for tests and statistics).
     std::uint32_t yields() const noexcept { return yields_; }
@@ -136,6 +143,7 @@ private:
     clock::time_point last_yield_;
     std::chrono::nanoseconds spacing_;  // interval_, doubled per yield that found nothing to run
     std::uint32_t yields_ = 0;
+    bool one_partner_;
 };
 
 // The outcome of poll_until: ready() came true; the poll ran out on a CPU of its own; or it
@@ -153,24 +161,16 @@ inline constexpr int shared_poll_yields = 8;
 // The part of poll_until for a shared CPU, also on its own for a waiter that knows a spin
 // cannot pay (the barrier's, with many arrivals to come): ready(), or a yield, up to
 // shared_poll_yields times or until `deadline`.
-// A yield that took a stranger's slice (stranger_yield of `long_yield`, a poll's budget) went
-// to a thread that is not the partner: the poll ends there, and this thread's polls do not
-// yield for a while (this_thread_yields_to_a_stranger); nor does this one start yielding
-// while that holds.
+// While this thread's yields go to a stranger (this_thread_yields_to_a_stranger) it does
+// not start yielding.
 template <class Ready>
-poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline,
-                              std::chrono::nanoseconds long_yield = std::chrono::nanoseconds::max()) noexcept {
+poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline) noexcept {
     for (int i = 0; i < shared_poll_yields; ++i) {
         if (ready()) return poll_outcome::ready;
         const auto now = clock::now();
         if (deadline != no_deadline && now >= deadline) break;
         if (this_thread_yields_to_a_stranger(now)) break;
-        const bool switched = yield_gave_cpu_away();
-        const auto after = clock::now();
-        if (switched && after - now > stranger_yield(long_yield)) {
-            note_yield_to_a_stranger(now, after);
-            break;
-        }
+        yield_gave_cpu_away();
     }
     return ready() ? poll_outcome::ready : poll_outcome::missed_shared;
 }
@@ -186,13 +186,13 @@ poll_outcome poll_by_yielding(Ready&& ready, clock::time_point deadline,
 // that the yields do not let in.
 template <class Ready>
 poll_outcome poll_until(Ready&& ready, std::chrono::nanoseconds budget, clock::time_point deadline) noexcept {
-    if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline, budget);
+    if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline);
     spin_wait wait{budget};
     while (!ready()) {
         if (!wait.pause()) return ready() ? poll_outcome::ready : poll_outcome::missed;
         if (deadline != no_deadline && clock::now() >= deadline)
             return ready() ? poll_outcome::ready : poll_outcome::missed;
-        if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline, budget);
+        if (this_thread_cpu_shared()) return poll_by_yielding(ready, deadline);
     }
     return poll_outcome::ready;
 }
