@@ -75,7 +75,9 @@ struct thread_pool_options {
     // on has none moves itself there, its affinity left as it was (so the kernel may move it
     // again); a worker the program pinned to one CPU stays. The kernel balances threads per
     // CPU, not per program, and beside another program's busy thread it often leaves two
-    // workers sharing one CPU. false: the kernel alone places the workers.
+    // workers sharing one CPU. A move reads the worker's mask and puts it back after: an
+    // affinity another thread sets for that worker meanwhile may be undone (set it in
+    // on_thread_start, or turn this off). false: the kernel alone places the workers.
     bool spread_workers = true;
     std::function<void(std::exception_ptr)> on_exception;  // empty: print to stderr, go on
     // Tracing hooks; called on the thread concerned (start/stop) or the adjusting thread.
