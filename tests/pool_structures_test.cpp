@@ -247,8 +247,10 @@ TEST(IdleStack, EveryPushedWaiterIsPoppedOrRemovedExactlyOnceUnderContention) {
 
 // Two producers push items one at a time and in batches; two consumers take their share the
 // way workers do (push_and_pop_share, appending their own items in the same lock hold, as a
-// worker flushes its outbox) and sometimes pop one. Every item is taken exactly once, no
-// take exceeds its maximum, and each consumer sees each source's items in the order pushed.
+// worker flushes its outbox; or claim_bypass and pop_share_then_keep_or_push, keeping them)
+// and sometimes pop one. Every item is taken exactly once, no take exceeds its maximum, and
+// each consumer sees each source's items in the order pushed (its own that it kept aside:
+// a worker's own posts may go before its earlier ones still queued).
 TEST(GlobalQueue, BatchTakesAndPushesTakeEveryItemExactlyOnceInEachSourcesOrder) {
     watchdog dog(120s);
     const std::uint32_t seed = test_seed();
@@ -285,15 +287,17 @@ TEST(GlobalQueue, BatchTakesAndPushesTakeEveryItemExactlyOnceInEachSourcesOrder)
             return;
         }
         std::vector<std::uint64_t> last(sources, 0);
-        const auto record = [&](std::uint64_t item) {
+        const auto record = [&](std::uint64_t item, bool queued = true) {
             const auto s = static_cast<std::size_t>(item >> source_shift);
             const std::uint64_t number = item & ((std::uint64_t{1} << source_shift) - 1);
             if (s >= static_cast<std::size_t>(sources) || number == 0 || number > per_producer) {
                 out_of_order.fetch_add(1);  // not an item anyone pushed
                 return;
             }
-            if (number <= last[s]) out_of_order.fetch_add(1);
-            last[s] = number;
+            if (queued) {
+                if (number <= last[s]) out_of_order.fetch_add(1);
+                last[s] = number;
+            }
             taken[s][number].fetch_add(1, std::memory_order_relaxed);
         };
         std::uint64_t mine[8];
@@ -304,10 +308,23 @@ TEST(GlobalQueue, BatchTakesAndPushesTakeEveryItemExactlyOnceInEachSourcesOrder)
             std::size_t n = 0;
             if (!producers_done)
                 for (std::uint32_t k = delay.next(8); k > 0 && next <= per_producer; --k) mine[n++] = source | next++;
-            if (delay.next(4) == 0) {
+            const std::uint32_t way = delay.next(4);
+            if (way == 0) {
                 std::uint64_t item = 0;
                 queue.push_batch(mine, n);
                 if (queue.pop(item)) record(item);
+            } else if (way == 1) {
+                if (n > 0 && queue.claim_bypass()) {
+                    for (std::size_t i = 0; i < n; ++i) record(mine[i], false);
+                } else {
+                    const std::size_t max = 1 + delay.next(max_take);
+                    bool kept = false;
+                    const std::size_t got = queue.pop_share_then_keep_or_push(mine, n, out, consumers, max, kept);
+                    over_max += got > max;
+                    for (std::size_t i = 0; i < got; ++i) record(out[i]);
+                    if (kept)
+                        for (std::size_t i = 0; i < n; ++i) record(mine[i], false);
+                }
             } else {
                 const std::size_t max = 1 + delay.next(max_take);
                 const std::size_t got = queue.push_and_pop_share(mine, n, out, consumers, max);
@@ -329,6 +346,69 @@ TEST(GlobalQueue, BatchTakesAndPushesTakeEveryItemExactlyOnceInEachSourcesOrder)
         for (std::uint64_t i = 1; i <= per_producer; ++i) wrong += taken[s][i].load() != (i <= count ? 1 : 0);
     }
     EXPECT_EQ(wrong, 0u) << "items taken twice or never";
+}
+
+// A worker that ran dry may run its own posts before the queue's items (claim_bypass): on an
+// empty queue always, else once for each item at the head, so that item waits for one such
+// batch at most.
+TEST(GlobalQueue, ABypassIsGrantedOnAnEmptyQueueAndOnceForEachItemAtTheHead) {
+    global_queue<int> queue;
+    EXPECT_TRUE(queue.claim_bypass());
+    EXPECT_TRUE(queue.claim_bypass());
+    queue.push(1);
+    queue.push(2);
+    EXPECT_TRUE(queue.claim_bypass());
+    EXPECT_FALSE(queue.claim_bypass()) << "a second bypass of the same head item";
+    int item = 0;
+    ASSERT_TRUE(queue.pop(item));
+    EXPECT_EQ(item, 1);
+    EXPECT_TRUE(queue.claim_bypass()) << "a new head item";
+    EXPECT_FALSE(queue.claim_bypass());
+    ASSERT_TRUE(queue.pop(item));
+    EXPECT_TRUE(queue.claim_bypass());
+}
+
+// Heads are told apart by their index, which goes on counting when the ring grows: an item
+// claimed at the head stays claimed, and each later head is a new one.
+TEST(GlobalQueue, HeadsAreToldApartAcrossTheRingGrowing) {
+    global_queue<int> queue;
+    int item = 0;
+    for (int i = 0; i < 5; ++i) queue.push(i);
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(queue.pop(item));
+    queue.push(100);
+    ASSERT_TRUE(queue.claim_bypass());
+    for (int i = 0; i < 3000; ++i) queue.push(i);  // past the first ring's 1024 slots
+    EXPECT_FALSE(queue.claim_bypass()) << "the head item after growing is the one claimed before";
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(queue.pop(item));
+    EXPECT_EQ(item, 3);
+    EXPECT_TRUE(queue.claim_bypass()) << "a new head item taken for the one claimed before the grow";
+}
+
+// The take of a worker whose bypass was refused: a share from the head first, then its own
+// items kept aside (not queued) against the new head, once, or on a queue the share emptied.
+TEST(GlobalQueue, AShareFromTheHeadComesFirstThenTheTakersOwnItemsPassTheNewHeadOnce) {
+    global_queue<int> queue;
+    for (int i = 1; i <= 6; ++i) queue.push(i);
+    ASSERT_TRUE(queue.claim_bypass());  // another worker passed over item 1
+    ASSERT_FALSE(queue.claim_bypass());
+    const int mine[] = {10, 11};
+    int out[32] = {};
+    bool kept = false;
+    // 6 queued, 3 sharers: 6 / 3 + 1 = 3 from the head.
+    ASSERT_EQ(queue.pop_share_then_keep_or_push(mine, 2, out, 3, 32, kept), 3u);
+    EXPECT_EQ(out[0], 1);
+    EXPECT_EQ(out[2], 3);
+    EXPECT_TRUE(kept);
+    EXPECT_EQ(queue.size(), 3u) << "the taker's items were queued though it kept them";
+    EXPECT_FALSE(queue.claim_bypass()) << "item 4 was passed over by the keep, and may not be again";
+    // At most `max`, and a queue the share empties keeps the taker's items too.
+    ASSERT_EQ(queue.pop_share_then_keep_or_push(mine, 2, out, 1, 32, kept), 3u);
+    EXPECT_EQ(out[0], 4);
+    EXPECT_TRUE(kept);
+    EXPECT_TRUE(queue.empty());
+    // Nothing of its own and nothing queued: nothing.
+    EXPECT_EQ(queue.pop_share_then_keep_or_push(mine, 0, out, 1, 32, kept), 0u);
+    EXPECT_FALSE(kept);
 }
 
 // --- The small task nodes' per-thread cache (src/pool/task_cache.cpp) --------------------------

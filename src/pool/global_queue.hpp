@@ -7,7 +7,10 @@
 // and one slot's line, no more. The length is an atomic so that workers can see "empty" with
 // one load, without the lock. Workers move items in batches (push_batch, pop_share: a
 // worker's outbox and its share of the queue, pool_core.cpp), which cuts the lock holds
-// that contend.
+// that contend. A worker that ran dry may keep its own items out of the queue once for each
+// item at the head (claim_bypass, pop_share_then_keep_or_push): the claim is a
+// compare-and-swap on a line of its own, by head index, which goes on counting as the ring
+// grows.
 //
 // The lock is tried a few times before lock() is called. contend::mutex's designee naps
 // about 100 us when it finds the lock taken, which serializes two workers hammering one
@@ -70,8 +73,41 @@ public:
         const std::size_t want = std::min(max, (tail_ - head_) / std::max<std::size_t>(sharers, 1) + 1);
         std::size_t got = 0;
         while (got < want && head_ != tail_) out[got++] = slots_[head_++ & mask_];
+        head_index_.store(head_, std::memory_order_relaxed);
         length_.store(tail_ - head_, std::memory_order_release);
         return got;
+    }
+
+    // A worker that ran dry with items[0..n) of its own: takes a share of the queue from its
+    // head, as push_and_pop_share does but reckoned on the queue without its items, then
+    // keeps its items (`kept`: they are not appended, the caller runs them after the share)
+    // if the queue is now empty or it claims a bypass of the new head (claim_bypass), else
+    // appends them. One lock hold. Returns how many it took.
+    std::size_t pop_share_then_keep_or_push(const T* items, std::size_t n, T* out, std::size_t sharers, std::size_t max,
+                                            bool& kept) {
+        kept = false;
+        if (n == 0 && length_.load(std::memory_order_acquire) == 0) return 0;
+        std::lock_guard guard(*this);
+        const std::size_t want = std::min(max, (tail_ - head_) / std::max<std::size_t>(sharers, 1) + 1);
+        std::size_t got = 0;
+        while (got < want && head_ != tail_) out[got++] = slots_[head_++ & mask_];
+        head_index_.store(head_, std::memory_order_relaxed);
+        if (n > 0) {
+            kept = head_ == tail_ || claim_head(head_);
+            if (!kept) append(items, n);
+        }
+        length_.store(tail_ - head_, std::memory_order_release);
+        return got;
+    }
+
+    // Whether a worker that ran dry may run its own posts before the items queued here: yes
+    // when the queue is empty, and else once for each item at the head (the first caller to
+    // see that head claims it; a later one, while that item is still at the head, is told
+    // no). So an item at the head waits behind at most one such batch. Without the lock; a
+    // snapshot, as the length is.
+    bool claim_bypass() noexcept {
+        if (length_.load(std::memory_order_acquire) == 0) return true;
+        return claim_head(head_index_.load(std::memory_order_relaxed));
     }
 
     // False if empty.
@@ -80,6 +116,7 @@ public:
         std::lock_guard guard(*this);
         if (head_ == tail_) return false;
         out = slots_[head_++ & mask_];
+        head_index_.store(head_, std::memory_order_relaxed);
         length_.store(tail_ - head_, std::memory_order_relaxed);
         return true;
     }
@@ -105,6 +142,12 @@ private:
     static constexpr int lock_tries = 10;
     static constexpr std::chrono::nanoseconds try_spacing{100};
 
+    bool claim_head(std::size_t head) noexcept {
+        const std::size_t mark = head + 1;  // 0: no claim yet
+        std::size_t claimed = bypassed_.load(std::memory_order_relaxed);
+        return claimed != mark && bypassed_.compare_exchange_strong(claimed, mark, std::memory_order_relaxed);
+    }
+
     void append(const T* items, std::size_t n) {
         if (tail_ - head_ + n > mask_ + 1) grow(tail_ - head_ + n);
         for (std::size_t i = 0; i < n; ++i) slots_[tail_++ & mask_] = items[i];
@@ -116,11 +159,10 @@ private:
         std::size_t cap = (mask_ + 1) * 2;
         while (cap < need) cap *= 2;
         auto bigger = std::make_unique<T[]>(cap);
-        for (std::size_t i = 0; i < len; ++i) bigger[i] = slots_[(head_ + i) & mask_];
+        // The indices go on counting (claim_bypass tells heads apart by them).
+        for (std::size_t i = 0; i < len; ++i) bigger[(head_ + i) & (cap - 1)] = slots_[(head_ + i) & mask_];
         slots_ = std::move(bigger);
         mask_ = cap - 1;
-        head_ = 0;
-        tail_ = len;
     }
 
     // One line for the lock, the length and the indices: a push or pop touches this line and
@@ -131,6 +173,10 @@ private:
     std::size_t mask_;
     std::size_t head_ = 0;
     std::size_t tail_ = 0;
+    internal::atomic<std::size_t> head_index_{0};  // head_, for claim_bypass
+    // The head (+ 1) that a bypass was last claimed for. Its own line: a claim writes it,
+    // and the lock's line stays with the worker that holds it.
+    alignas(cache_line_size) internal::atomic<std::size_t> bypassed_{0};
 };
 
 }  // namespace contend::internal

@@ -14,12 +14,14 @@
 // the global queue, so that a worker posting one item per item run does not move the
 // queue's lock line between CPUs per item. The outbox moves to the global queue in one lock
 // hold: when it is full (outbox_capacity), when its worker runs out of other work (before
-// it takes from the global queue, in the same lock hold), every global_check_interval items
-// its worker runs, and before its worker blocks (blocking_scope) or retires. Meanwhile its
-// items are not hidden: idle workers look in outboxes as in deques, and take half of one
-// (steal_from_outboxes). So no worker idles while an item waits in an outbox; what an
-// outbox delays is an item's place in the global FIFO, by at most 32 of its worker's posts
-// or 61 items its worker runs (docs/design/pool.md has the numbers and the history).
+// it takes from the global queue, in the same lock hold) unless the worker runs them itself
+// first (once for each item at the queue's head: take_from_global), every
+// global_check_interval items its worker runs, and before its worker blocks (blocking_scope)
+// or retires. Meanwhile its items are not hidden: idle workers look in outboxes as in
+// deques, and take half of one (steal_from_outboxes). So no worker idles while an item waits
+// in an outbox; what an outbox delays is an item's place in the global FIFO, by at most 32
+// of its worker's posts or 61 items its worker runs (docs/design/pool.md has the numbers and
+// the history).
 //
 // Why no wake-up is lost. The places a worker looks for work are the time-sensitive and the
 // global queues, every worker's deque and every worker's outbox; any_work_visible() reads
@@ -36,6 +38,21 @@
 // it on the way (take_from_global runs before a worker finds nothing; try_retire flushes),
 // and only its owner puts items in one; a worker in a blocking_scope flushed it on the way
 // in and posts to the global queue while inside.
+//
+// The poster's fence, asymmetric. Most notifications come from a running worker about its
+// own outbox or deque, or a move into them (notify_own()): one per item in a pool whose
+// items post, where the fence cost 6 ns of a 58 ns item on one worker (Intel Xeon VM). When
+// the process has a process-wide barrier (platform/heavy_fence.hpp: membarrier, 0.1 to
+// 0.5 us on the same VM), a worker about to sleep issues that instead of its fence, and
+// notify_own() needs only a compiler barrier: the barrier makes the poster's store visible
+// to the sleeper's last look, or the sleeper's stores to the poster's reads, as the two
+// fences did. What the light side gives up is against a searcher that stops searching
+// (it found an item) at the same moment, whose RMW is no barrier for a poster without a
+// fence: that searcher may miss the item and not pass the search on. The item is not lost:
+// it is in the poster's own outbox or deque, or in the global queue, and the poster, a
+// running worker, or the searcher once its item is done, looks there again; the pool loses
+// at most that item's overlap with the other's. Posts from outside the pool, and from a
+// worker in a blocking_scope or retiring, keep the full fence (notify()).
 //
 // Two workers on one CPU. The kernel balances runnable threads per CPU, not per program:
 // with 2 workers and another program's busy thread on 2 CPUs it settles on 2 + 1, and
@@ -66,6 +83,7 @@
 #include "contend/internal/thread_id.hpp"
 #include "model/mutation.hpp"
 #include "platform/background_threads.hpp"
+#include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
 #include "pool/os_thread.hpp"
@@ -168,7 +186,8 @@ std::string worker_name(const std::string& pool_name, std::size_t index) {
 
 }  // namespace
 
-pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), options(std::move(opts)) {
+pool_core::pool_core(thread_pool* o, thread_pool_options opts)
+    : owner(o), options(std::move(opts)), light_own_posts(heavy_fence_available()) {
     // Overrides apply to fields left at their defaults.
     if (options.min_threads == 0) env_size("CONTEND_POOL_MIN_THREADS", options.min_threads);
     if (options.max_threads == 0) env_size("CONTEND_POOL_MAX_THREADS", options.max_threads);
@@ -344,6 +363,10 @@ void pool_core::post(task_node* n, bool local) {
             flush_outbox(w);
             w->outbox.push(n);  // room now: only this thread pushes
         }
+        if (local || w->blocking_depth == 0) {
+            notify_own();
+            return;
+        }
     } else {
         posted[compact_thread_id() % post_stripes]->fetch_add(1, std::memory_order_relaxed);
         global.push(n);
@@ -359,6 +382,12 @@ void pool_core::post_urgent(task_node* n) {
 
 void pool_core::notify() {
     internal::thread_fence(std::memory_order_seq_cst);
+    if (searching->load(std::memory_order_relaxed) == 0 && idle.size() > 0) wake_one();
+}
+
+void pool_core::notify_own() {
+    if (light_own_posts) std::atomic_signal_fence(std::memory_order_seq_cst);
+    else internal::thread_fence(std::memory_order_seq_cst);
     if (searching->load(std::memory_order_relaxed) == 0 && idle.size() > 0) wake_one();
 }
 
@@ -432,27 +461,47 @@ std::size_t pool_core::flush_outbox(worker* self) {
 }
 
 bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max) {
-    // This worker's outbox goes in first, in the same lock hold: its posts join the queue
-    // before it takes from it, and a worker that runs dry pays one lock hold for both.
-    // Then a share of the queue (Go's runtime takes len/workers + 1, up to half its local
-    // queue): the rest sit in this worker's deque, where idle workers can steal them.
+    // A worker that ran dry runs its own outbox next, if the global queue is empty or it is
+    // the first to pass over the item at the queue's head (global_queue::claim_bypass):
+    // without the lock, and without sending its items to be run on another CPU. Else, in one
+    // lock hold, a share of the queue from its head (Go's runtime takes len/workers + 1, up
+    // to half its local queue), and then its own items kept on the same terms against the
+    // new head, or else appended. So the head item waits for at most one batch of a worker's
+    // own items, and the queue stays fair to what others posted; but in a pool whose items
+    // post items, each worker mostly runs its own (the global/sustained row on 2 workers,
+    // quiet: 44 to 48 ns an item when every item went through the queue, 31 to 32 now;
+    // docs/design/pool.md, "A worker's own posts first, once per head"). The rest of the
+    // share, and the own items after the first, wait in this worker's deque, where idle
+    // workers can steal them. A take for the head (max 1, the global_check_interval look)
+    // never passes over it.
     task_node* mine[outbox_capacity];
     const std::size_t flushed = self->outbox.take(mine, outbox_capacity);
+    if (flushed > 0 && max > 1 && global.claim_bypass()) {
+        out = mine[0];
+        for (std::size_t i = flushed; i > 1; --i) self->deque.push(mine[i - 1]);
+        if (flushed > 1) notify_own();
+        return true;
+    }
     const std::size_t workers_now = std::max<std::size_t>(1, alive.load(std::memory_order_relaxed));
     task_node* batch[global_batch_max];
+    bool kept = false;
     const std::size_t got =
-        global.push_and_pop_share(mine, flushed, batch, workers_now, std::min(max, global_batch_max));
-    if (got == 0) return false;
-    // Their nodes were written on the CPU that posted them, most often another: ask for every
-    // line now, so that the misses overlap instead of coming one per item as each runs (the
-    // global/sustained row on 2 workers: 61 to 62 ns an item against 64 to 69 without,
+        max > 1 ? global.pop_share_then_keep_or_push(mine, flushed, batch, workers_now, global_batch_max, kept)
+                : global.push_and_pop_share(mine, flushed, batch, workers_now, 1);
+    if (got == 0 && !kept) return false;
+    // The share's nodes were written on the CPU that posted them, most often another: ask for
+    // every line now, so that the misses overlap instead of coming one per item as each runs
+    // (the global/sustained row on 2 workers: 61 to 62 ns an item against 64 to 69 without,
     // docs/design/pool.md). For writing: the item's run frees its node.
     for (std::size_t i = 0; i < got; ++i) prefetch_for_write(batch[i]);
-    out = batch[0];
-    for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);  // LIFO pops them in FIFO order
-    // Items that moved (out of the outbox into the global queue, out of the queue into the
-    // deque) were out of sight on the way: say so as a post would (top of the file).
-    if (got > 1 || (flushed > 0 && !global.empty())) notify();
+    // Run order: the share, then this worker's own items if it kept them. Items that moved
+    // (out of the outbox into the global queue, out of the queue into the deque) were out of
+    // sight on the way: say so as a post would (top of the file).
+    const std::size_t own = kept ? flushed : 0;
+    for (std::size_t i = own; i > (got == 0 ? 1 : 0); --i) self->deque.push(mine[i - 1]);
+    for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);
+    out = got > 0 ? batch[0] : mine[0];
+    if (got + own > 1 || (flushed > own && !global.empty())) notify_own();
     return true;
 }
 
@@ -471,7 +520,7 @@ task_node* pool_core::steal_from_outboxes(worker* self) {
         const std::size_t got = v->outbox.take(batch, (len + 1) / 2);
         if (got == 0) continue;
         for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);
-        if (got > 1) notify();
+        if (got > 1) notify_own();
         self->steals.store(self->steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         return batch[0];
     }
@@ -682,7 +731,8 @@ void pool_core::worker_main(worker* self) {
         idle.push(&self->idle);
         self->searching = false;
         searching->fetch_sub(1, std::memory_order_seq_cst);
-        internal::thread_fence(std::memory_order_seq_cst);
+        if (light_own_posts) heavy_fence();
+        else internal::thread_fence(std::memory_order_seq_cst);
         if (!CONTEND_MUTATION(pool_sleep_skips_the_last_look) &&
             (any_work_visible() ||
              (!CONTEND_MUTATION(pool_sleep_ignores_stopping) && stopping.load(std::memory_order_seq_cst)))) {
