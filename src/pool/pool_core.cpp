@@ -39,21 +39,6 @@
 // and only its owner puts items in one; a worker in a blocking_scope flushed it on the way
 // in and posts to the global queue while inside.
 //
-// The poster's fence, asymmetric. Most notifications come from a running worker about its
-// own outbox or deque, or a move into them (notify_own()): one per item in a pool whose
-// items post, where the fence cost 6 ns of a 58 ns item on one worker (Intel Xeon VM). When
-// the process has a process-wide barrier (platform/heavy_fence.hpp: membarrier, 0.1 to
-// 0.5 us on the same VM), a worker about to sleep issues that instead of its fence, and
-// notify_own() needs only a compiler barrier: the barrier makes the poster's store visible
-// to the sleeper's last look, or the sleeper's stores to the poster's reads, as the two
-// fences did. What the light side gives up is against a searcher that stops searching
-// (it found an item) at the same moment, whose RMW is no barrier for a poster without a
-// fence: that searcher may miss the item and not pass the search on. The item is not lost:
-// it is in the poster's own outbox or deque, or in the global queue, and the poster, a
-// running worker, or the searcher once its item is done, looks there again; the pool loses
-// at most that item's overlap with the other's. Posts from outside the pool, and from a
-// worker in a blocking_scope or retiring, keep the full fence (notify()).
-//
 // Two workers on one CPU. The kernel balances runnable threads per CPU, not per program:
 // with 2 workers and another program's busy thread on 2 CPUs it settles on 2 + 1, and
 // mostly on the pool's two together, each getting half a CPU while the other program's
@@ -83,7 +68,6 @@
 #include "contend/internal/thread_id.hpp"
 #include "model/mutation.hpp"
 #include "platform/background_threads.hpp"
-#include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
 #include "pool/os_thread.hpp"
@@ -186,8 +170,7 @@ std::string worker_name(const std::string& pool_name, std::size_t index) {
 
 }  // namespace
 
-pool_core::pool_core(thread_pool* o, thread_pool_options opts)
-    : owner(o), options(std::move(opts)), light_own_posts(heavy_fence_available()) {
+pool_core::pool_core(thread_pool* o, thread_pool_options opts) : owner(o), options(std::move(opts)) {
     // Overrides apply to fields left at their defaults.
     if (options.min_threads == 0) env_size("CONTEND_POOL_MIN_THREADS", options.min_threads);
     if (options.max_threads == 0) env_size("CONTEND_POOL_MAX_THREADS", options.max_threads);
@@ -363,10 +346,6 @@ void pool_core::post(task_node* n, bool local) {
             flush_outbox(w);
             w->outbox.push(n);  // room now: only this thread pushes
         }
-        if (local || w->blocking_depth == 0) {
-            notify_own();
-            return;
-        }
     } else {
         posted[compact_thread_id() % post_stripes]->fetch_add(1, std::memory_order_relaxed);
         global.push(n);
@@ -382,12 +361,6 @@ void pool_core::post_urgent(task_node* n) {
 
 void pool_core::notify() {
     internal::thread_fence(std::memory_order_seq_cst);
-    if (searching->load(std::memory_order_relaxed) == 0 && idle.size() > 0) wake_one();
-}
-
-void pool_core::notify_own() {
-    if (light_own_posts) std::atomic_signal_fence(std::memory_order_seq_cst);
-    else internal::thread_fence(std::memory_order_seq_cst);
     if (searching->load(std::memory_order_relaxed) == 0 && idle.size() > 0) wake_one();
 }
 
@@ -479,7 +452,7 @@ bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max)
     if (flushed > 0 && max > 1 && global.claim_bypass()) {
         out = mine[0];
         for (std::size_t i = flushed; i > 1; --i) self->deque.push(mine[i - 1]);
-        if (flushed > 1) notify_own();
+        if (flushed > 1) notify();
         return true;
     }
     const std::size_t workers_now = std::max<std::size_t>(1, alive.load(std::memory_order_relaxed));
@@ -501,7 +474,7 @@ bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max)
     for (std::size_t i = own; i > (got == 0 ? 1 : 0); --i) self->deque.push(mine[i - 1]);
     for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);
     out = got > 0 ? batch[0] : mine[0];
-    if (got + own > 1 || (flushed > own && !global.empty())) notify_own();
+    if (got + own > 1 || (flushed > own && !global.empty())) notify();
     return true;
 }
 
@@ -520,7 +493,7 @@ task_node* pool_core::steal_from_outboxes(worker* self) {
         const std::size_t got = v->outbox.take(batch, (len + 1) / 2);
         if (got == 0) continue;
         for (std::size_t i = got; i > 1; --i) self->deque.push(batch[i - 1]);
-        if (got > 1) notify_own();
+        if (got > 1) notify();
         self->steals.store(self->steals.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         return batch[0];
     }
@@ -731,8 +704,7 @@ void pool_core::worker_main(worker* self) {
         idle.push(&self->idle);
         self->searching = false;
         searching->fetch_sub(1, std::memory_order_seq_cst);
-        if (light_own_posts) heavy_fence();
-        else internal::thread_fence(std::memory_order_seq_cst);
+        internal::thread_fence(std::memory_order_seq_cst);
         if (!CONTEND_MUTATION(pool_sleep_skips_the_last_look) &&
             (any_work_visible() ||
              (!CONTEND_MUTATION(pool_sleep_ignores_stopping) && stopping.load(std::memory_order_seq_cst)))) {

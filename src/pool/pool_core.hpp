@@ -85,9 +85,6 @@ struct pool_core {
     void post(task_node* n, bool local);
     void post_urgent(task_node* n);  // timers and registered waits: served before the global queue
     void notify();  // a new item is visible: make sure some worker will look
-    // notify() for an item that a running worker made visible in its own outbox or deque,
-    // or moved there: the fence is the sleepers' (heavy_fence) when the process has one.
-    void notify_own();
 
     // Workers.
     void worker_main(worker* self);
@@ -152,9 +149,6 @@ struct pool_core {
     internal::atomic<std::size_t> blocked{0};  // workers inside a blocking_scope
     internal::atomic<std::size_t> alive{0};  // worker threads alive (or starting)
     internal::atomic<bool> stopping{false};
-    // A process-wide barrier is at hand (heavy_fence_available()): a worker going to sleep
-    // issues it, and notify_own() needs no fence of its own (pool_core.cpp, top).
-    const bool light_own_posts;
 
     global_queue<task_node*> global;
     global_queue<task_node*> urgent;
