@@ -17,4 +17,10 @@ bool heavy_fence_init() noexcept;
 // Precondition: heavy_fence_init() returned true.
 void heavy_fence() noexcept;
 
+// heavy_fence_init()'s answer, asked once per process.
+inline bool heavy_fence_available() noexcept {
+    static const bool available = heavy_fence_init();
+    return available;
+}
+
 }  // namespace contend::internal

@@ -73,6 +73,10 @@ struct worker {
     int blocking_depth = 0;
     std::uint32_t items_since_look = 0;
     std::uint32_t look_every = 0;  // items between looks at its CPU; set when it starts
+    // Items since it last asked whether its posts may go unfenced, and the pool's count of
+    // searches ended then (pool_core::maybe_unfence_posts).
+    std::uint32_t items_since_quiet_look = 0;
+    std::uint64_t search_ends_seen = 0;
 };
 
 struct pool_core {
@@ -85,6 +89,14 @@ struct pool_core {
     void post(task_node* n, bool local);
     void post_urgent(task_node* n);  // timers and registered waits: served before the global queue
     void notify();  // a new item is visible: make sure some worker will look
+    // notify() for an item a running worker made visible in its own outbox or deque, or
+    // moved there: without the fence while posts_unfenced (pool_core.cpp, top).
+    void notify_own();
+    // A worker about to look for the last time before it sleeps, or the last searcher to
+    // stop: turns posts_unfenced off, with the process-wide barrier, and counts the end.
+    void end_unfenced_posts();
+    // Every quiet_look_every items: turns posts_unfenced on if no search ended meanwhile.
+    void maybe_unfence_posts(worker* self);
 
     // Workers.
     void worker_main(worker* self);
@@ -149,6 +161,15 @@ struct pool_core {
     internal::atomic<std::size_t> blocked{0};  // workers inside a blocking_scope
     internal::atomic<std::size_t> alive{0};  // worker threads alive (or starting)
     internal::atomic<bool> stopping{false};
+
+    // Whether heavy_fence() is at hand (platform/heavy_fence.hpp); without it posts are
+    // always fenced.
+    const bool may_unfence_posts;
+    // On: a worker's notify_own() is a compiler barrier, and whoever ends a search pays the
+    // process-wide barrier first (end_unfenced_posts). pool_core.cpp, top, has the argument.
+    cache_padded<internal::atomic<bool>> posts_unfenced;
+    // Searches that ended (sleeps, and last searchers stopping), for maybe_unfence_posts.
+    cache_padded<internal::atomic<std::uint64_t>> search_ends;
 
     global_queue<task_node*> global;
     global_queue<task_node*> urgent;
