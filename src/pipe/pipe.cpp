@@ -31,6 +31,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "contend/cache_padded.hpp"
 #include "contend/condition_variable.hpp"
@@ -250,6 +251,10 @@ private:
 
     internal::atomic<std::uint64_t> segments_allocated_{0};
     internal::atomic<std::uint64_t> segments_reused_{0};
+    // The writer's: segments it took from the pool and has not reused yet, the one the reader
+    // returned last at the back (rent). Its size is published for stats().
+    std::vector<pipe_segment*> writer_spares_;
+    internal::atomic<std::size_t> writer_spare_count_{0};
 };
 
 pipe_state::pipe_state(pipe_options o)
@@ -262,6 +267,7 @@ pipe_state::~pipe_state() {
     while (s != nullptr) delete std::exchange(s, s->next.load(std::memory_order_relaxed));
     pipe_segment* p = nullptr;
     while (pool_.pop(p)) delete p;
+    for (pipe_segment* spare : writer_spares_) delete spare;
 }
 
 // ---- Flags, waking, waiting ----
@@ -317,13 +323,35 @@ pipe_segment* pipe_state::rent(std::size_t at_least) {
                                 " bytes is larger than any segment can be");
     std::size_t size = options_.minimum_segment_size;
     while (size < at_least) size *= 2;
-    pipe_segment* s = nullptr;
-    if (size <= max_pooled_segment_size && pool_.pop(s)) {
-        if (s->capacity >= size) {
-            segments_reused_.fetch_add(1, std::memory_order_relaxed);
-            return s;
+    if (size <= max_pooled_segment_size) {
+        // The reader returns segments through the pool in the order it finished them; the
+        // writer takes all it finds and reuses the last one first. On one CPU that is the one
+        // whose lines the reader touched last, still in the first-level cache, where the
+        // oldest, which a FIFO hands out, was pushed out by the rest of a 64 KiB window
+        // (docs/design/pipe.md, "The writer reuses the last segment returned").
+        pipe_segment* p = nullptr;
+        while (pool_.pop(p)) {
+            if (writer_spares_.size() >= options_.max_pooled_segments) {
+                if (writer_spares_.empty()) {
+                    delete p;
+                    continue;
+                }
+                delete writer_spares_.front();
+                writer_spares_.erase(writer_spares_.begin());
+            }
+            writer_spares_.push_back(p);
+            writer_spare_count_.store(writer_spares_.size(), std::memory_order_relaxed);
         }
-        delete s;
+        if (!writer_spares_.empty()) {
+            pipe_segment* s = writer_spares_.back();
+            writer_spares_.pop_back();
+            writer_spare_count_.store(writer_spares_.size(), std::memory_order_relaxed);
+            if (s->capacity >= size) {
+                segments_reused_.fetch_add(1, std::memory_order_relaxed);
+                return s;
+            }
+            delete s;
+        }
     }
     segments_allocated_.fetch_add(1, std::memory_order_relaxed);
     return new pipe_segment(size);
@@ -336,7 +364,11 @@ void pipe_state::give_back(pipe_segment* s, pipe_segment* stop) {
             s->end.store(0, std::memory_order_relaxed);
             s->next.store(nullptr, std::memory_order_relaxed);
             s->running_index = 0;
-            if (!pool_.push(s)) delete s;
+            // The pool and the writer's spares hold max_pooled_segments between them (one
+            // more at most while the writer moves one across).
+            if (pool_.size() + writer_spare_count_.load(std::memory_order_relaxed) >= options_.max_pooled_segments ||
+                !pool_.push(s))
+                delete s;
         } else {
             delete s;
         }
@@ -790,7 +822,7 @@ pipe_stats pipe_state::stats() {
     s.segments_allocated = segments_allocated_.load(std::memory_order_relaxed);
     s.segments_reused = segments_reused_.load(std::memory_order_relaxed);
     s.buffered_bytes = static_cast<std::size_t>(flushed >= consumed ? flushed - consumed : 0);
-    s.pooled_segments = pool_.size();
+    s.pooled_segments = pool_.size() + writer_spare_count_.load(std::memory_order_relaxed);
     return s;
 }
 

@@ -4,7 +4,8 @@
 // other (the Pipelines contention PR made its pool FIFO for this reason: a LIFO stack has
 // both sides on its top, a FIFO keeps them apart; see docs/references.md,
 // dotnet-runtime-pipelines-contention). Neither side takes the pipe's lock for it: a bounded
-// ring with one atomic index per side, each written only by its side.
+// ring with one atomic index per side, each written only by its side. (The writer then keeps
+// what it takes in a stack of its own and reuses the newest first: pipe.cpp, rent.)
 #pragma once
 
 #include <atomic>

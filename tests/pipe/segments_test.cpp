@@ -149,6 +149,24 @@ TEST(PipeSegmentPool, ASteadyStreamReusesConsumedSegmentsInsteadOfAllocating) {
     EXPECT_EQ(s.buffered_bytes, 0u);
 }
 
+// The writer reuses first the segment the reader gave back last: on one CPU its lines are
+// the ones still in cache. (The pool itself is a FIFO between the two sides, which handed
+// out the oldest, a0.)
+TEST(PipeSegmentPool, TheWriterReusesTheSegmentTheReaderGaveBackLastFirst) {
+    byte_pipe p(never_pausing());
+    fill_segments(p.writer(), 3);
+    p.writer().flush();
+    const read_result r = p.reader().read();
+    std::vector<const std::byte*> read_from;
+    for (const std::span<const std::byte> s : r.buffer.segments()) read_from.push_back(s.data());
+    ASSERT_EQ(read_from.size(), 3u);
+    p.reader().advance_to(r.buffer.end());
+    ASSERT_GE(p.stats().pooled_segments, 2u) << "the first two segments, consumed, go back";
+    const std::byte* next = p.writer().get_span(4096).data();
+    EXPECT_NE(next, read_from[0]) << "the oldest segment given back was reused first";
+    EXPECT_TRUE(next == read_from[1] || next == read_from[2]) << "not a segment the reader gave back";
+}
+
 TEST(PipeSegmentPool, ThePoolHoldsAtMostMaxPooledSegments) {
     pipe_options o = never_pausing();
     o.max_pooled_segments = 4;
