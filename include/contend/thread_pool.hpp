@@ -12,11 +12,11 @@
 //     take from outboxes as from deques, so an item never waits there while a worker is
 //     free; but a worker's posts may join the global queue behind items that other threads
 //     posted after them. Each thread's posts join it in the order it made them. A worker
-//     that runs out of work runs its outbox's items itself, without the queue, when the
-//     queue is empty or once for each item that reaches its head (the first worker to pass
-//     over that item; the next one takes it): an item at the head waits for at most one
-//     such batch (up to 32 items), and in a pool whose items post items each worker mostly
-//     runs its own, on its own CPU.
+//     that runs out of work while every other worker is busy runs its outbox's items itself,
+//     without the queue, when the queue is empty or once for each item that reaches its
+//     head (the first worker to pass over that item; the next one takes it): an item at the
+//     head waits for at most one such batch (up to 32 items), and in a busy pool whose items
+//     post items each worker mostly runs its own, on its own CPU.
 //   - A worker that finds no work polls the queues briefly (about 50 us, yielding its CPU
 //     to any thread that wants it as it goes; at most half the awake workers poll at once,
 //     the others sleep at once), then sleeps on a LIFO semaphore (the most

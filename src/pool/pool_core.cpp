@@ -55,11 +55,14 @@
 // seq_cst, so the poster's reads come after the looker's RMWs in their single total order,
 // and the poster sees the looker idle and wakes it (or the last searcher gone). A poster
 // that read `off` fenced, as before. A worker turns the switch on (maybe_unfence_posts)
-// when no search ended in the pool while it ran quiet_look_every items: in a pool that is
-// never short of work, posts go unfenced, and one barrier is paid when that ends; in one
-// whose workers sleep and wake all the time, the switch stays off and no barrier is paid
-// (the barrier at every sleep cost the lab's burst rows 30 to 80 %: an interrupt on the CPU
-// of every running thread). Without a process-wide barrier (heavy_fence_available()),
+// when, at two of its looks quiet_look_every items apart, no worker searched and none slept:
+// in a pool that is never short of work, posts go unfenced, and one barrier is paid when
+// that ends; in one whose workers sleep and wake all the time, the switch stays off and no
+// barrier is paid (the barrier at every sleep cost the lab's burst rows 30 to 80 %: an
+// interrupt on the CPU of every running thread). The looks read two lines the workers read
+// anyway; a count of ended searches, an RMW on a shared line at every search's end, cost the
+// lab's server rows 3 to 5 % (two
+// alternating runs each way). Without a process-wide barrier (heavy_fence_available()),
 // always off.
 //
 // Two workers on one CPU. The kernel balances runnable threads per CPU, not per program:
@@ -128,9 +131,10 @@ constexpr std::size_t global_batch_max = 32;
 // the global queue's check is: a clock read per item would cost more than the look.
 constexpr std::uint32_t placement_look_every = 64;
 // A worker asks whether its posts may go unfenced every 4,096 items: the answer is yes when
-// no search ended in the pool meanwhile, and each time one ends after a yes costs a
-// process-wide barrier (0.1 to 0.5 us on the 2-CPU VMs, and an interrupt on every CPU that
-// runs a thread of the program): at most one per 4,096 items a worker runs.
+// the pool was saturated (no worker searching or asleep) at this look and the last, and the
+// first search to end after a yes costs a process-wide barrier (0.1 to 0.5 us on the 2-CPU
+// VMs, and an interrupt on every CPU that runs a thread of the program): at most one per
+// 4,096 items a worker runs.
 constexpr std::uint32_t quiet_look_every = 4096;
 // While no CPU is free it looks half as often each time, down to this.
 constexpr std::uint32_t placement_look_most = 65536;
@@ -407,19 +411,18 @@ void pool_core::notify_own() {
 }
 
 void pool_core::end_unfenced_posts() {
-    if (!may_unfence_posts) return;
-    search_ends->fetch_add(1, std::memory_order_relaxed);
-    if (!posts_unfenced->load(std::memory_order_seq_cst)) return;
+    if (!may_unfence_posts || !posts_unfenced->load(std::memory_order_seq_cst)) return;
     posts_unfenced->store(false, std::memory_order_seq_cst);
     heavy_fence();
 }
 
 void pool_core::maybe_unfence_posts(worker* self) {
     self->items_since_quiet_look = 0;
-    const std::uint64_t ends = search_ends->load(std::memory_order_relaxed);
-    if (ends == self->search_ends_seen && !posts_unfenced->load(std::memory_order_relaxed))
+    // Saturated: no worker searching and none asleep, now and at this worker's last look.
+    const bool saturated = searching->load(std::memory_order_relaxed) == 0 && idle.size() == 0;
+    if (saturated && self->saturated_at_last_look && !posts_unfenced->load(std::memory_order_relaxed))
         posts_unfenced->store(true, std::memory_order_seq_cst);
-    self->search_ends_seen = ends;
+    self->saturated_at_last_look = saturated;
 }
 
 void pool_core::wake_one() {
@@ -492,8 +495,9 @@ std::size_t pool_core::flush_outbox(worker* self) {
 }
 
 bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max) {
-    // A worker that ran dry runs its own outbox next, if the global queue is empty or it is
-    // the first to pass over the item at the queue's head (global_queue::claim_bypass):
+    // A worker that ran dry while every other worker is busy (none searching, none asleep)
+    // runs its own outbox next, if the global queue is empty or it is the first to pass over
+    // the item at the queue's head (global_queue::claim_bypass):
     // without the lock, and without sending its items to be run on another CPU. Else, in one
     // lock hold, a share of the queue from its head (Go's runtime takes len/workers + 1, up
     // to half its local queue), and then its own items kept on the same terms against the
@@ -504,10 +508,12 @@ bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max)
     // docs/design/pool.md, "A worker's own posts first, once per head"). The rest of the
     // share, and the own items after the first, wait in this worker's deque, where idle
     // workers can steal them. A take for the head (max 1, the global_check_interval look)
-    // never passes over it.
+    // never passes over it; and with a worker idle, the outbox goes to the queue as before,
+    // where that worker takes a share in one lock hold instead of stealing item by item.
     task_node* mine[outbox_capacity];
     const std::size_t flushed = self->outbox.take(mine, outbox_capacity);
-    if (flushed > 0 && max > 1 && global.claim_bypass()) {
+    const bool may_keep = max > 1 && searching->load(std::memory_order_relaxed) == 0 && idle.size() == 0;
+    if (flushed > 0 && may_keep && global.claim_bypass()) {
         out = mine[0];
         for (std::size_t i = flushed; i > 1; --i) self->deque.push(mine[i - 1]);
         if (flushed > 1) notify_own();
@@ -517,8 +523,8 @@ bool pool_core::take_from_global(worker* self, task_node*& out, std::size_t max)
     task_node* batch[global_batch_max];
     bool kept = false;
     const std::size_t got =
-        max > 1 ? global.pop_share_then_keep_or_push(mine, flushed, batch, workers_now, global_batch_max, kept)
-                : global.push_and_pop_share(mine, flushed, batch, workers_now, 1);
+        may_keep ? global.pop_share_then_keep_or_push(mine, flushed, batch, workers_now, global_batch_max, kept)
+                 : global.push_and_pop_share(mine, flushed, batch, workers_now, std::min(max, global_batch_max));
     if (got == 0 && !kept) return false;
     // The share's nodes were written on the CPU that posted them, most often another: ask for
     // every line now, so that the misses overlap instead of coming one per item as each runs

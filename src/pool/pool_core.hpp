@@ -73,10 +73,10 @@ struct worker {
     int blocking_depth = 0;
     std::uint32_t items_since_look = 0;
     std::uint32_t look_every = 0;  // items between looks at its CPU; set when it starts
-    // Items since it last asked whether its posts may go unfenced, and the pool's count of
-    // searches ended then (pool_core::maybe_unfence_posts).
+    // Items since it last asked whether its posts may go unfenced, and whether the pool was
+    // saturated then (pool_core::maybe_unfence_posts).
     std::uint32_t items_since_quiet_look = 0;
-    std::uint64_t search_ends_seen = 0;
+    bool saturated_at_last_look = false;
 };
 
 struct pool_core {
@@ -95,7 +95,8 @@ struct pool_core {
     // A worker about to look for the last time before it sleeps, or the last searcher to
     // stop: turns posts_unfenced off, with the process-wide barrier, and counts the end.
     void end_unfenced_posts();
-    // Every quiet_look_every items: turns posts_unfenced on if no search ended meanwhile.
+    // Every quiet_look_every items: turns posts_unfenced on if the pool was saturated (no
+    // worker searching or asleep) at this look and the last.
     void maybe_unfence_posts(worker* self);
 
     // Workers.
@@ -168,8 +169,6 @@ struct pool_core {
     // On: a worker's notify_own() is a compiler barrier, and whoever ends a search pays the
     // process-wide barrier first (end_unfenced_posts). pool_core.cpp, top, has the argument.
     cache_padded<internal::atomic<bool>> posts_unfenced;
-    // Searches that ended (sleeps, and last searchers stopping), for maybe_unfence_posts.
-    cache_padded<internal::atomic<std::uint64_t>> search_ends;
 
     global_queue<task_node*> global;
     global_queue<task_node*> urgent;
