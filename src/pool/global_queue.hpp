@@ -70,10 +70,7 @@ public:
         if (n == 0 && length_.load(std::memory_order_acquire) == 0) return 0;
         std::lock_guard guard(*this);
         append(items, n);
-        const std::size_t want = std::min(max, (tail_ - head_) / std::max<std::size_t>(sharers, 1) + 1);
-        std::size_t got = 0;
-        while (got < want && head_ != tail_) out[got++] = slots_[head_++ & mask_];
-        head_index_.store(head_, std::memory_order_relaxed);
+        const std::size_t got = take_share(out, sharers, max);
         length_.store(tail_ - head_, std::memory_order_release);
         return got;
     }
@@ -88,10 +85,7 @@ public:
         kept = false;
         if (n == 0 && length_.load(std::memory_order_acquire) == 0) return 0;
         std::lock_guard guard(*this);
-        const std::size_t want = std::min(max, (tail_ - head_) / std::max<std::size_t>(sharers, 1) + 1);
-        std::size_t got = 0;
-        while (got < want && head_ != tail_) out[got++] = slots_[head_++ & mask_];
-        head_index_.store(head_, std::memory_order_relaxed);
+        const std::size_t got = take_share(out, sharers, max);
         if (n > 0) {
             kept = head_ == tail_ || claim_head(head_);
             if (!kept) append(items, n);
@@ -141,6 +135,15 @@ private:
     // 10 tries 100 ns apart: about 1 us (see the top of the file).
     static constexpr int lock_tries = 10;
     static constexpr std::chrono::nanoseconds try_spacing{100};
+
+    // Under the lock: length / sharers + 1 items from the head, at most `max`.
+    std::size_t take_share(T* out, std::size_t sharers, std::size_t max) noexcept {
+        const std::size_t want = std::min(max, (tail_ - head_) / std::max<std::size_t>(sharers, 1) + 1);
+        std::size_t got = 0;
+        while (got < want && head_ != tail_) out[got++] = slots_[head_++ & mask_];
+        head_index_.store(head_, std::memory_order_relaxed);
+        return got;
+    }
 
     bool claim_head(std::size_t head) noexcept {
         const std::size_t mark = head + 1;  // 0: no claim yet

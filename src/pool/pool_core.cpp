@@ -61,9 +61,10 @@
 // barrier is paid (the barrier at every sleep cost the lab's burst rows 30 to 80 %: an
 // interrupt on the CPU of every running thread). The looks read two lines the workers read
 // anyway; a count of ended searches, an RMW on a shared line at every search's end, cost the
-// lab's server rows 3 to 5 % (two
-// alternating runs each way). Without a process-wide barrier (heavy_fence_available()),
-// always off.
+// lab's server rows 3 to 5 % (two alternating runs each way). And it stays off for
+// unfence_hold_off after each end, so that a pool of many workers that is saturated at one
+// look and short of work at the next pays at most one barrier per hold-off, not one per
+// look of every worker. Without a process-wide barrier (heavy_fence_available()), always off.
 //
 // Two workers on one CPU. The kernel balances runnable threads per CPU, not per program:
 // with 2 workers and another program's busy thread on 2 CPUs it settles on 2 + 1, and
@@ -136,6 +137,11 @@ constexpr std::uint32_t placement_look_every = 64;
 // VMs, and an interrupt on every CPU that runs a thread of the program): at most one per
 // 4,096 items a worker runs.
 constexpr std::uint32_t quiet_look_every = 4096;
+// And not sooner than this after the last barrier: at most a thousand barriers a second in
+// a pool of any size, each an interrupt on every CPU that runs a thread of the program (a
+// few microseconds each where that interrupt leaves a VM). A time, not a CPU's count: what it
+// bounds is the kernel's work, the same on both CPU families.
+constexpr auto unfence_hold_off = std::chrono::milliseconds(1);
 // While no CPU is free it looks half as often each time, down to this.
 constexpr std::uint32_t placement_look_most = 65536;
 // A worker that cannot tell its CPU (not Linux, the model-checking build) never looks.
@@ -414,14 +420,18 @@ void pool_core::end_unfenced_posts() {
     if (!may_unfence_posts || !posts_unfenced->load(std::memory_order_seq_cst)) return;
     posts_unfenced->store(false, std::memory_order_seq_cst);
     heavy_fence();
+    unfenced_off_at_ns->store(internal::clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 void pool_core::maybe_unfence_posts(worker* self) {
     self->items_since_quiet_look = 0;
     // Saturated: no worker searching and none asleep, now and at this worker's last look.
     const bool saturated = searching->load(std::memory_order_relaxed) == 0 && idle.size() == 0;
-    if (saturated && self->saturated_at_last_look && !posts_unfenced->load(std::memory_order_relaxed))
-        posts_unfenced->store(true, std::memory_order_seq_cst);
+    if (saturated && self->saturated_at_last_look && !posts_unfenced->load(std::memory_order_relaxed)) {
+        const auto off_since = internal::clock::now().time_since_epoch() -
+                               internal::clock::duration(unfenced_off_at_ns->load(std::memory_order_relaxed));
+        if (off_since >= unfence_hold_off) posts_unfenced->store(true, std::memory_order_seq_cst);
+    }
     self->saturated_at_last_look = saturated;
 }
 

@@ -93,10 +93,11 @@ struct pool_core {
     // moved there: without the fence while posts_unfenced (pool_core.cpp, top).
     void notify_own();
     // A worker about to look for the last time before it sleeps, or the last searcher to
-    // stop: turns posts_unfenced off, with the process-wide barrier, and counts the end.
+    // stop: turns posts_unfenced off, with the process-wide barrier, and notes when.
     void end_unfenced_posts();
     // Every quiet_look_every items: turns posts_unfenced on if the pool was saturated (no
-    // worker searching or asleep) at this look and the last.
+    // worker searching or asleep) at this look and the last, and it has been off for
+    // unfence_hold_off at least.
     void maybe_unfence_posts(worker* self);
 
     // Workers.
@@ -169,6 +170,9 @@ struct pool_core {
     // On: a worker's notify_own() is a compiler barrier, and whoever ends a search pays the
     // process-wide barrier first (end_unfenced_posts). pool_core.cpp, top, has the argument.
     cache_padded<internal::atomic<bool>> posts_unfenced;
+    // When end_unfenced_posts last turned it off (steady clock, ns since its epoch): written
+    // at that end only, read every quiet_look_every items.
+    cache_padded<internal::atomic<std::int64_t>> unfenced_off_at_ns;
 
     global_queue<task_node*> global;
     global_queue<task_node*> urgent;
