@@ -344,6 +344,36 @@ TEST(SpinWait, YieldsTheCpuAsItPolls) {
     EXPECT_GE(poll.yields(), 2u);
 }
 
+// A poll for a partner last seen on another CPU never yields: a yield could not run that
+// partner, and it would hand this CPU to whatever else is runnable here. It still ends by
+// itself once its budget is spent. The same budget without that knowledge yields, so the
+// count would show a yield (YieldsTheCpuAsItPolls).
+namespace {
+void polls_for_a_partner_elsewhere_and_here() {
+    using awaits = contend::internal::spin_wait::awaits;
+    const auto start = steady::now();
+    contend::internal::spin_wait elsewhere(std::chrono::milliseconds(2), contend::internal::spin_wait::default_step,
+                                           awaits::partner_elsewhere);
+    long pauses = 0;
+    while (elsewhere.pause()) ASSERT_LT(++pauses, 100'000'000L);
+    EXPECT_GE(steady::now() - start, std::chrono::milliseconds(2));
+    EXPECT_EQ(elsewhere.yields(), 0u);
+    contend::internal::spin_wait here(std::chrono::milliseconds(2), contend::internal::spin_wait::default_step,
+                                      awaits::partner);
+    while (here.pause()) {
+    }
+    EXPECT_GE(here.yields(), 1u) << "the control poll, for a partner that may share this CPU, must yield";
+}
+}  // namespace
+
+TEST(SpinWait, APollForAPartnerOnAnotherCpuNeverYieldsAndStillEnds) {
+    watchdog dog(60s);
+    std::thread fresh([] {  // this thread's marks (a shared CPU, a stranger) start clear
+        polls_for_a_partner_elsewhere_and_here();
+    });
+    fresh.join();
+}
+
 // The spacing between yields grows while yields find nothing else to run, by doublings up to
 // 8 yield intervals, and starts from one interval again once a poll of the thread ran out:
 // a partner kept off this CPU makes a poll run out, and the next one yields at once. The
@@ -512,7 +542,7 @@ TEST(SpinWaitDeathTest, AYieldThatSwitchesIsJudgedSoWhenEveryCalibratingYieldSwi
         bool marked = false;
         for (const auto give_up = steady::now() + 2s; !marked && steady::now() < give_up;) {
             contend::internal::spin_wait poll(std::chrono::microseconds(40), contend::internal::spin_wait::default_step,
-                                              true);
+                                              contend::internal::spin_wait::awaits::partner);
             while (poll.pause()) {
             }
             marked = contend::internal::this_thread_yields_to_a_stranger(contend::internal::clock::now());

@@ -43,6 +43,7 @@
 #include "pipe/segment_pool.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
+#include "pool/os_thread.hpp"
 
 namespace contend {
 namespace internal {
@@ -116,12 +117,37 @@ private:
 // answers within microseconds, and a futex sleep and its wake-up cost 16 to 19 us one way
 // on the 2-CPU VMs (both families). In time, not pauses, and yielding as it goes
 // (platform/spin_wait.hpp): a poll that shares its CPU with the other side lets it run
-// instead of burning the budget (docs/design/polling.md).
+// instead of burning the budget; one for a side last seen on another CPU spins, since a
+// yield cannot run it there (docs/design/polling.md, "A partner on another CPU").
 // (The model-checking build's budget is its own: platform/yield.hpp.)
 constexpr std::chrono::microseconds wait_poll_budget = internal::poll_budget(std::chrono::microseconds{40});
+
 // After the epoch moved, the other side is still inside its critical section for a few
 // stores: this long before taking the lock, so as not to queue behind it.
 constexpr std::chrono::nanoseconds leave_grace{400};
+
+namespace {
+
+// Records where the calling side runs (a nanosecond through rseq; a store only when it
+// changed, so that the other side's look finds the line shared) and returns it: -1 where the
+// platform cannot tell, and in the model-checking build, which then touches nothing.
+int note_cpu(internal::atomic<int>& mine) noexcept {
+    const int here = current_thread_cpu();
+    if (here >= 0 && mine.load(std::memory_order_relaxed) != here) mine.store(here, std::memory_order_relaxed);
+    return here;
+}
+
+// What a poll for the other side awaits: that side, and whether it was last seen on another
+// CPU, where a yield of ours cannot let it run (platform/spin_wait.hpp, awaits). A side that
+// moved since it was seen costs one poll's budget of spinning at most.
+internal::spin_wait::awaits awaits_side(const internal::atomic<int>& theirs, int here) noexcept {
+    if (here < 0) return internal::spin_wait::awaits::partner;
+    const int there = theirs.load(std::memory_order_relaxed);
+    return there >= 0 && there != here ? internal::spin_wait::awaits::partner_elsewhere
+                                       : internal::spin_wait::awaits::partner;
+}
+
+}  // namespace
 
 // Segment sizes are the minimum or a power-of-two multiple of it, so that a stream of large
 // writes reuses its segments too. Segments up to this size go back to the pool; a rented
@@ -220,6 +246,10 @@ private:
         false};  // a reader waits or completed, or a flush is canceled
     internal::atomic<bool> read_needs_lock_{false};  // the writer completed, or a read is canceled
     internal::atomic<bool> advance_needs_lock_{false};  // a flush waits for the reader
+    // Where each side last ran (current_thread_cpu, -1 unknown), stored only when it changes:
+    // a poll for the other side asks it whether a yield can help (awaits_side).
+    alignas(cache_line_size) internal::atomic<int> writer_cpu_{-1};
+    internal::atomic<int> reader_cpu_{-1};
     alignas(cache_line_size) internal::atomic<std::uint64_t> epoch_{
         0};  // bumped by every wake-up, polled by spinning waiters
 
@@ -311,7 +341,8 @@ void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sle
         const std::uint64_t seen = epoch_.load(std::memory_order_acquire);
         g.unlock();
         bool changed = false;
-        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, true);  // one partner
+        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step,
+                                 internal::spin_wait::awaits::partner);
         while (!changed && poll.pause()) changed = epoch_.load(std::memory_order_acquire) != seen;
         if (changed) internal::relax_for(leave_grace);  // the epoch moves inside the other side's critical section
         g.lock();
@@ -442,6 +473,7 @@ bool pipe_state::writer_must_wait() const {
 flush_result pipe_state::flush() {
     if (writer_done_) throw pipe_error("contend::pipe_writer::flush: the writer has completed");
     publish_unflushed();
+    const int here = note_cpu(writer_cpu_);
     const std::size_t pause = options_.pause_writer_threshold;
     const std::size_t resume = std::max<std::size_t>(options_.resume_writer_threshold, 1);
     bool counted = false;
@@ -450,7 +482,7 @@ flush_result pipe_state::flush() {
         // Paused: poll the reader's progress before taking the lock to sleep.
         writer_pauses_.fetch_add(1, std::memory_order_relaxed);
         counted = true;
-        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, true);  // one partner
+        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, awaits_side(reader_cpu_, here));
         while (poll.pause()) {
             if (writer_needs_lock_.load(std::memory_order_seq_cst)) break;
             if (unexamined() < resume) return {};
@@ -596,12 +628,13 @@ void pipe_state::check_reader_can_read(const char* what) {
 read_result pipe_state::read(std::size_t at_least) {
     check_reader_can_read(at_least > 0 ? "read_at_least" : "read");
     bool spun = false;
+    const int here = note_cpu(reader_cpu_);
     if (at_least == 0 && !read_needs_lock_.load(std::memory_order_seq_cst)) {
         spun = true;
         // The common case: data beyond what was examined, taken without the lock; if none
         // yet, poll for a while before going to sleep.
         const std::uint64_t examined = examined_.load(std::memory_order_relaxed);
-        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, true);  // one partner
+        internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, awaits_side(writer_cpu_, here));
         for (;;) {
             if (flushed_.load(std::memory_order_acquire) > examined) return take_read(false);
             if (read_needs_lock_.load(std::memory_order_acquire) || !poll.pause()) break;

@@ -254,14 +254,14 @@ bool yield_gave_cpu_away() noexcept {
 
 std::uint64_t this_thread_switch_count_reads() noexcept { return switch_count_reads; }
 
-spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step, bool one_partner) noexcept
+spin_wait::spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step, awaits who) noexcept
     : budget_(budget),
       interval_(yield_interval()),
       relaxes_per_step_(relaxes_for(step)),
       start_(clock::now()),
       last_yield_(start_),
       spacing_(interval_ * (1 << idle_yields)),
-      one_partner_(one_partner) {}
+      who_(who) {}
 
 bool spin_wait::pause() noexcept {
     if constexpr (every_pause_yields) {
@@ -271,6 +271,12 @@ bool spin_wait::pause() noexcept {
         yield_cpu();
         ++yields_;
         return true;
+    }
+    if (who_ == awaits::partner_elsewhere) {
+        // No yield: it could not run the partner, and it would give this CPU's other
+        // runnable thread, if any, a slice (spin_wait.hpp).
+        for (std::uint32_t i = 0; i < relaxes_per_step_; ++i) cpu_relax();
+        return clock::now() - start_ < budget_;
     }
     if (!cpu_shared)
         for (std::uint32_t i = 0; i < relaxes_per_step_; ++i) cpu_relax();
@@ -282,7 +288,7 @@ bool spin_wait::pause() noexcept {
     if (cpu_shared || now - last_yield_ >= spacing_) {
         if (cpu_shared && this_thread_yields_to_a_stranger(now)) return false;  // sleep: see no_yield_until
         const bool switched = judged_yield(now, last_yield_);  // a partner runnable on this CPU runs now
-        if (one_partner_ && switched && last_yield_ - now > stranger_yield(budget_))
+        if (who_ == awaits::partner && switched && last_yield_ - now > stranger_yield(budget_))
             note_yield_to_a_stranger(now, last_yield_);
         ++yields_;
         if (switched) idle_yields = 0;

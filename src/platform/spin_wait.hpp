@@ -116,17 +116,35 @@ void note_yield_to_a_stranger(clock::time_point yield_start, clock::time_point y
 // the CPU away for a scheduler slice (stranger_yield) went to a thread that is not the
 // partner, a co-tenant: then this thread's polls on a shared CPU, of any kind, end at their
 // first yield for a while, so that the caller sleeps (this_thread_yields_to_a_stranger).
+// A poll for a partner last seen on another CPU never yields: it relaxes for `step` at a
+// time until the budget is spent (awaits::partner_elsewhere below).
 class spin_wait {
 public:
     static constexpr std::chrono::nanoseconds default_step{250};
 
-    // one_partner: the caller waits for one thread, whose hand-offs take microseconds (a
-    // pipe's other side). Only such a poll takes a slice-long yield for a stranger's: a
-    // waiter among many threads of its own program (a semaphore's ring or buffer, 64 threads
-    // on 2 CPUs) yields behind its siblings for as long, and marked, it parked at every wait:
-    // the bounded buffer at 16 and 64 workers went from 88 to 111 ns an item to 300 to 519.
+    // Whom the caller waits for, which decides what a yield of the poll can do.
+    enum class awaits {
+        // Any of the program's threads, perhaps many: a poll yields behind its siblings.
+        threads,
+        // One thread whose hand-offs take microseconds (a pipe's other side), on this CPU or
+        // where the caller cannot tell. Only such a poll takes a slice-long yield for a
+        // stranger's: a waiter among many threads of its own program (a semaphore's ring or
+        // buffer, 64 threads on 2 CPUs) yields behind its siblings for as long, and marked,
+        // it parked at every wait: the bounded buffer at 16 and 64 workers went from 88 to
+        // 111 ns an item to 300 to 519.
+        partner,
+        // That one thread, last seen on another CPU (it publishes where it runs). A yield
+        // cannot run it: it runs or waits for its own CPU there. Here a yield only hands the
+        // CPU to whatever else is runnable, and beside a co-tenant that is the co-tenant's
+        // whole slice, after which the mark above makes every later wait sleep, so that the
+        // partner pays a wake-up for each of its hand-offs: a pipe's reader sharing a CPU with
+        // a busy loop, its writer alone on the other, moved a 4 KiB chunk in 15.6 us instead
+        // of 2.2 (docs/design/polling.md, "A partner on another CPU").
+        partner_elsewhere,
+    };
+
     explicit spin_wait(std::chrono::nanoseconds budget, std::chrono::nanoseconds step = default_step,
-                       bool one_partner = false) noexcept;
+                       awaits who = awaits::threads) noexcept;
     bool pause() noexcept;
     // Yields this poll has made so far (for tests and statistics).
     std::uint32_t yields() const noexcept { return yields_; }
@@ -143,7 +161,7 @@ private:
     clock::time_point last_yield_;
     std::chrono::nanoseconds spacing_;  // interval_, doubled per yield that found nothing to run
     std::uint32_t yields_ = 0;
-    bool one_partner_;
+    awaits who_;
 };
 
 // The outcome of poll_until: ready() came true; the poll ran out on a CPU of its own; or it
