@@ -16,7 +16,9 @@
 // contend::mutex (or std::mutex, for comparison: pipe_options::lock), guards waiting,
 // completion and cancellation; every acquisition that found it taken is counted
 // (pipe_stats::lock_contentions). A side that must wait polls for some microseconds before
-// it sleeps. Continuations of read_async/flush_async run on a thread_pool's local queue
+// it sleeps: yielding, so that the other side runs, when that side shares its CPU, and
+// spinning without a yield when that side was last seen on another CPU (each flush and read
+// records its thread's CPU, a nanosecond through rseq). Continuations of read_async/flush_async run on a thread_pool's local queue
 // when one is given.
 //
 // One thread at a time may use the writer, and one the reader (they may be different
