@@ -18,8 +18,8 @@
 // (pipe_stats::lock_contentions). A side that must wait polls for some microseconds before
 // it sleeps: yielding, so that the other side runs, when that side shares its CPU, and
 // spinning without a yield when that side was last seen on another CPU (each flush and read
-// records its thread's CPU, a nanosecond through rseq). Continuations of read_async/flush_async run on a thread_pool's local queue
-// when one is given.
+// records its thread's CPU, a nanosecond through rseq). Continuations of
+// read_async/flush_async run on a thread_pool's local queue when one is given.
 //
 // One thread at a time may use the writer, and one the reader (they may be different
 // threads). Misuse throws contend::pipe_error and leaves the pipe as it was.
