@@ -138,8 +138,8 @@ public:
         // CPU to whatever else is runnable, and beside a co-tenant that is the co-tenant's
         // whole slice, after which the mark above makes every later wait sleep, so that the
         // partner pays a wake-up for each of its hand-offs: a pipe's reader sharing a CPU with
-        // a busy loop, its writer alone on the other, moved a 4 KiB chunk in 15.6 us instead
-        // of 2.2 (docs/design/polling.md, "A partner on another CPU").
+        // a busy loop, its writer alone on the other, moved a 4 KiB chunk in 15.6 to 16.3 us
+        // instead of 2.2 (docs/design/polling.md, "A partner on another CPU").
         partner_elsewhere,
     };
 
