@@ -88,9 +88,9 @@ TEST(PipeCoTenant, OnACpuSharedWithABusyThreadTheWaitsSleepInsteadOfYieldingToIt
 // The writer alone on one CPU, the reader on another beside a thread that never sleeps. The
 // reader waits for data its writer is about to flush over there: a yield cannot run the
 // writer, and it handed the busy thread a whole slice, after which the reader slept at every
-// wait and the writer woke it at nearly every chunk: 15.6 us a chunk against 2.2 now (Intel
-// Xeon VM). Each side publishes where it runs, and a poll for a side last seen on another CPU
-// spins without yielding. So the reader sleeps only when the writer is off its CPU for a
+// wait and the writer woke it at nearly every chunk: 15.6 to 16.3 us a chunk against 2.2 now
+// (Intel Xeon VM). Each side publishes where it runs, and a poll for a side last seen on
+// another CPU spins without yielding. So the reader sleeps only when the writer is off its CPU for a
 // whole poll: at most once for each time the writer slept or was preempted (its own context
 // switches, which a loaded machine adds to). Before, the reader slept 486 to 495 times in
 // this test while its writer left its CPU 7 or 8 times.
