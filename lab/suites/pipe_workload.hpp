@@ -21,9 +21,17 @@
 // without a timeout (contend::pipe's flush) says so with needs_watchdog, and a watchdog
 // thread cancels that wait once the harness raises stop. A transport that loses or stalls
 // bytes therefore ends the repetition at its deadline, and check() says what was lost.
+//
+// Where the two ran: every row but memcpy reports apart_share, the share of the writer's looks
+// (one every poll_every chunks) that found the reader last seen on another CPU (the reader
+// notes its CPU at every 16th run of bytes). Beside a co-tenant on 2 CPUs the kernel keeps a
+// writer and its reader together most of the time and moves one of them now and then, and
+// apart every byte crosses between the CPUs: the figure says how much of a repetition that was
+// (docs/design/polling.md, "A partner on another CPU").
 #pragma once
 
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -226,6 +234,7 @@ public:
     void reset() override {
         rep_chunks_ = 0;
         cpu_ns_ = 0;
+        looks_ = apart_looks_ = 0;
     }
 
     std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
@@ -242,7 +251,10 @@ public:
                 const std::size_t took = transport_.write({source_.at(written_), chunk_}, stop);
                 written_ += took;
                 if (took < chunk_) break;
-                if (++done % poll_every == 0) mine.store(done, std::memory_order_relaxed);
+                if (++done % poll_every == 0) {
+                    mine.store(done, std::memory_order_relaxed);
+                    look_where_the_reader_runs();
+                }
             }
             wait_for_reader(stop);
         } catch (const std::exception& e) {
@@ -280,6 +292,8 @@ public:
 
     void measure(const repetition_facts& facts, metric_list& out) override {
         add_stream_metrics(facts, chunk_, out);
+        out.emplace_back("apart_share",
+                         looks_ > 0 ? static_cast<double>(apart_looks_) / static_cast<double>(looks_) : 0);
         if constexpr (requires(Transport & t, const repetition_facts& f, metric_list& o) { t.add_metrics(f, o); })
             transport_.add_metrics(facts, out);
     }
@@ -302,6 +316,7 @@ private:
             if constexpr (CountOnly) {
                 std::uint64_t count = 0;
                 auto sink = [this, &count](std::span<const std::byte> s) {
+                    note_where_the_reader_runs();
                     if (s.empty()) return;
                     if (s.front() != *source_.at(count) || s.back() != *source_.at(count + s.size() - 1))
                         throw std::runtime_error("the bytes at stream offset " + std::to_string(count) +
@@ -313,6 +328,7 @@ private:
                 return;
             }
             auto sink = [this](std::span<const std::byte> s) {
+                note_where_the_reader_runs();
                 sum_.update(s);
                 received_.a.store(sum_.a(), std::memory_order_relaxed);
                 received_.b.store(sum_.b(), std::memory_order_relaxed);
@@ -323,6 +339,22 @@ private:
             reader_error_ = e.what();
             reader_failed_.store(true, std::memory_order_release);
         }
+    }
+
+    // Where the reader runs, for apart_share: its CPU at every 16th run of bytes (a
+    // nanosecond through rseq, too much for every 64-byte run), stored only when it changed.
+    void note_where_the_reader_runs() {
+        if (reader_runs_++ % 16 != 0) return;
+        const int cpu = sched_getcpu();
+        if (reader_at_.cpu.load(std::memory_order_relaxed) != cpu) reader_at_.cpu.store(cpu, std::memory_order_relaxed);
+    }
+    // The writer, every poll_every chunks: was the reader last seen on another CPU?
+    void look_where_the_reader_runs() {
+        const int reader = reader_at_.cpu.load(std::memory_order_relaxed);
+        const int writer = sched_getcpu();
+        if (reader < 0 || writer < 0) return;
+        ++looks_;
+        if (reader != writer) ++apart_looks_;
     }
 
     // Until the reader has every byte written, or stop. Polls, as the pool suite's producer
@@ -368,6 +400,14 @@ private:
     double cpu_ns_ = 0;
     std::string writer_error_;
     published received_;  // written by the reader thread only
+    // The reader's CPU (-1 until seen), on a line of its own: the writer reads it while the
+    // reader writes received_.
+    struct alignas(contend::cache_line_size) place {
+        std::atomic<int> cpu{-1};
+    };
+    place reader_at_;
+    std::uint64_t reader_runs_ = 0;  // the reader thread's
+    std::uint64_t looks_ = 0, apart_looks_ = 0;  // the writer's, this repetition
     stream_sum sum_;  // the reader thread's
     std::string reader_error_;  // written before reader_failed_ is raised
     std::atomic<bool> reader_failed_{false};

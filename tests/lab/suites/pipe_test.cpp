@@ -1,6 +1,8 @@
 // The pipe suite: its rows, every transport's bytes and checksum, the checksum itself, and a
 // transport that corrupts or loses a chunk failing the check.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -69,6 +71,18 @@ TEST(PipeSuite, EveryContenderDeliversItsBytesWithTheirChecksumAndReportsBytesPe
         EXPECT_GT(cell.cpu_ns_per_op, 0) << c.id();
         const bool is_pipe = c.name == "contend" || c.name == "contend_std_mutex";
         EXPECT_EQ(std::isnan(cell.metric("contentions_per_second")), !is_pipe) << c.id();
+        const double apart = cell.metric("apart_share");
+        if (c.name == "memcpy") {
+            EXPECT_TRUE(std::isnan(apart)) << c.id() << ": one thread, no reader";
+        } else {
+            EXPECT_GE(apart, 0) << c.id();
+            EXPECT_LE(apart, 1) << c.id();
+        }
+        const bool one_cpu = std::any_of(c.params.begin(), c.params.end(),
+                                         [](const auto& p) { return p.first == "one_cpu" && p.second == "yes"; });
+        if (one_cpu) {
+            EXPECT_EQ(apart, 0) << c.id() << ": both threads on one CPU";
+        }
     }
 }
 
@@ -188,6 +202,62 @@ TEST(PipeSuite, TheCountingReaderFailsTheCellOnAWrongEndByteOrALostChunk) {
         const auto result = w.check({done});
         EXPECT_EQ(result.status, "reader_failed") << result.detail;
         EXPECT_NE(result.detail.find("are not the bytes written"), std::string::npos) << result.detail;
+    }
+}
+
+namespace {
+void pin_this_thread(int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+}
+
+double apart_share_of(lab::workload& w, std::uint64_t done) {
+    const std::vector<std::uint64_t> per_worker{done};
+    lab::repetition_facts facts;
+    facts.wall_ns = 1e6;
+    facts.completed = done;
+    facts.per_worker = &per_worker;
+    lab::metric_list metrics;
+    w.measure(facts, metrics);
+    for (const auto& [name, value] : metrics)
+        if (name == "apart_share") return value;
+    return -1;
+}
+}  // namespace
+
+// apart_share: a reader started on one CPU (the workload's reader thread takes the mask of
+// the thread that constructs it) and a writer on another give nearly 1, since the writer's
+// looks before the reader's first run find no CPU yet and do not count; both on one CPU, 0.
+TEST(PipeSuite, TheShareOfTheWritersLooksThatFoundItsReaderOnAnotherCpuIsReported) {
+    cpu_set_t allowed;
+    ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    int cpus[2] = {-1, -1};
+    for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c)
+        if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+    if (cpus[1] < 0) GTEST_SKIP() << "needs two CPUs, this process may use one";
+    struct restore_mask {
+        cpu_set_t mask;
+        ~restore_mask() { sched_setaffinity(0, sizeof mask, &mask); }
+    } restore{allowed};
+    for (const int reader_cpu : {cpus[1], cpus[0]}) {
+        std::uint64_t done = 0;
+        double apart = -1;
+        {
+            pin_this_thread(reader_cpu);
+            faulty_stream_workload w(4096);
+            pin_this_thread(cpus[0]);  // the writer
+            timed_repetition(w, 64 * 64, std::chrono::seconds(20), done);
+            ASSERT_EQ(done, 64u * 64u);
+            ASSERT_TRUE(w.check({done}).ok()) << w.check({done}).detail;
+            apart = apart_share_of(w, done);
+        }
+        if (reader_cpu == cpus[0]) {
+            EXPECT_EQ(apart, 0) << "writer and reader on CPU " << cpus[0];
+        } else {
+            EXPECT_GT(apart, 0.9) << "writer on CPU " << cpus[0] << ", reader on " << reader_cpu;
+        }
     }
 }
 
