@@ -565,6 +565,40 @@ TEST(SpinWaitDeathTest, APollAfterAYieldThatGaveAStrangerItsSliceEndsWithoutYiel
     EXPECT_EXIT(poll_beside_a_busy_stranger_then_poll_again(), testing::ExitedWithCode(0), "");
 }
 
+// The stranger mark belongs to the CPU whose yield set it: the co-tenant shares that CPU, not
+// the thread. A thread the kernel has since moved to another CPU is no longer marked, and
+// stays unmarked when it comes back (the lab's pipe row beside a nice-0 loop had repetitions
+// whose waits slept at every hand-off, the pair together on the other CPU, until the mark ran
+// out). The mark here is set as a 10 s yield would set it, so that no preemption of the test
+// thread outlasts it; a thread that stays is still marked.
+TEST(SpinWait, AStrangerMarkEndsWhenTheThreadRunsOnAnotherCpu) {
+    watchdog dog(60s);
+    cpu_set_t allowed;
+    ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    int cpus[2] = {-1, -1};
+    for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c)
+        if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+    if (cpus[1] < 0) GTEST_SKIP() << "needs two CPUs, this process may use one";
+    std::thread fresh([&] {  // this thread's marks start clear
+        const auto pin = [](int cpu) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+        };
+        using contend::internal::clock;
+        ASSERT_TRUE(pin(cpus[0]));
+        const auto now = clock::now();
+        contend::internal::note_yield_to_a_stranger(now - 10s, now);
+        EXPECT_TRUE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "stayed on its CPU";
+        ASSERT_TRUE(pin(cpus[1]));
+        EXPECT_FALSE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "moved to another CPU";
+        ASSERT_TRUE(pin(cpus[0]));
+        EXPECT_FALSE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "came back";
+    });
+    fresh.join();
+}
+
 // Only a poll for one partner takes a slice-long yield for a stranger's: a waiter among many
 // threads of its own program yields behind its siblings for as long (a semaphore's bounded
 // buffer with 16 or 64 threads on 2 CPUs, marked, parked at every wait and went 3 to 5 times
