@@ -573,27 +573,17 @@ TEST(SpinWaitDeathTest, APollAfterAYieldThatGaveAStrangerItsSliceEndsWithoutYiel
 // thread outlasts it; a thread that stays is still marked.
 TEST(SpinWait, AStrangerMarkEndsWhenTheThreadRunsOnAnotherCpu) {
     watchdog dog(60s);
-    cpu_set_t allowed;
-    ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
-    int cpus[2] = {-1, -1};
-    for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c)
-        if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+    const auto cpus = two_allowed_cpus();
     if (cpus[1] < 0) GTEST_SKIP() << "needs two CPUs, this process may use one";
     std::thread fresh([&] {  // this thread's marks start clear
-        const auto pin = [](int cpu) {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(cpu, &one);
-            return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
-        };
         using contend::internal::clock;
-        ASSERT_TRUE(pin(cpus[0]));
+        ASSERT_TRUE(pin_this_thread_to(cpus[0]));
         const auto now = clock::now();
         contend::internal::note_yield_to_a_stranger(now - 10s, now);
         EXPECT_TRUE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "stayed on its CPU";
-        ASSERT_TRUE(pin(cpus[1]));
+        ASSERT_TRUE(pin_this_thread_to(cpus[1]));
         EXPECT_FALSE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "moved to another CPU";
-        ASSERT_TRUE(pin(cpus[0]));
+        ASSERT_TRUE(pin_this_thread_to(cpus[0]));
         EXPECT_FALSE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "came back";
     });
     fresh.join();

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +25,8 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -131,6 +134,34 @@ inline bool thread_named(const std::string& name) {
 #else
     (void)name;
     return true;
+#endif
+}
+
+// The first two CPUs this process may run on, for a test that puts two threads apart
+// (Linux); {-1, -1} where it may run on fewer, or elsewhere: such a test skips.
+inline std::array<int, 2> two_allowed_cpus() {
+    std::array<int, 2> cpus{-1, -1};
+#if defined(__linux__)
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
+    int found = 0;
+    for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
+        if (CPU_ISSET(c, &allowed)) cpus[static_cast<std::size_t>(found++)] = c;
+    if (found < 2) cpus = {-1, -1};
+#endif
+    return cpus;
+}
+
+// Pins the calling thread to `cpu` (Linux); false where the kernel refused, or elsewhere.
+inline bool pin_this_thread_to(int cpu) {
+#if defined(__linux__)
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+#else
+    (void)cpu;
+    return false;
 #endif
 }
 

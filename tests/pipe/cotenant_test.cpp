@@ -11,12 +11,7 @@ using namespace pipe_test;
 
 namespace {
 
-void pin_to(int cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
-}
+void pin_to(int cpu) { ASSERT_TRUE(pin_this_thread_to(cpu)) << "CPU " << cpu; }
 
 long voluntary_switches() {
     rusage ru{};
@@ -122,11 +117,7 @@ TEST(PipeCoTenant, OnACpuSharedWithABusyThreadTheWaitsSleepInsteadOfYieldingToIt
 // times in this test while its writer left its CPU 7 or 8 times.
 TEST(PipeCoTenant, AReaderWhoseWriterRunsOnAnotherCpuSleepsOnlyWhenTheWriterStops) {
     watchdog dog(120s);
-    cpu_set_t allowed;
-    ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
-    int cpus[2] = {-1, -1};
-    for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c)
-        if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+    const auto cpus = two_allowed_cpus();
     if (cpus[1] < 0) GTEST_SKIP() << "needs two CPUs, this process may use one";
     const busy_thread busy(cpus[1]);
     contend::pipe p;

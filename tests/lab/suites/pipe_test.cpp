@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../../test_support.hpp"
 #include "measure/harness.hpp"
 #include "suites/pipe_workload.hpp"
 #include "suites/suites.hpp"
@@ -206,12 +207,7 @@ TEST(PipeSuite, TheCountingReaderFailsTheCellOnAWrongEndByteOrALostChunk) {
 }
 
 namespace {
-void pin_this_thread(int cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
-}
+void pin_this_thread(int cpu) { ASSERT_TRUE(contend_test::pin_this_thread_to(cpu)) << "CPU " << cpu; }
 
 double apart_share_of(lab::workload& w, std::uint64_t done) {
     const std::vector<std::uint64_t> per_worker{done};
@@ -231,12 +227,10 @@ double apart_share_of(lab::workload& w, std::uint64_t done) {
 // the thread that constructs it) and a writer on another give nearly 1, since the writer's
 // looks before the reader's first run find no CPU yet and do not count; both on one CPU, 0.
 TEST(PipeSuite, TheShareOfTheWritersLooksThatFoundItsReaderOnAnotherCpuIsReported) {
+    const auto cpus = contend_test::two_allowed_cpus();
+    if (cpus[1] < 0) GTEST_SKIP() << "needs two CPUs, this process may use one";
     cpu_set_t allowed;
     ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
-    int cpus[2] = {-1, -1};
-    for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c)
-        if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
-    if (cpus[1] < 0) GTEST_SKIP() << "needs two CPUs, this process may use one";
     struct restore_mask {
         cpu_set_t mask;
         ~restore_mask() { sched_setaffinity(0, sizeof mask, &mask); }
