@@ -437,12 +437,6 @@ TEST(SpinWait, APartnerOnTheSameCpuRunsWhileThePollGoesOn) {
 // threadsafe death test re-runs the binary), calibrated beside a busy thread on the same CPU;
 // then, the busy thread gone, the threshold must come down to what the yields the test times
 // itself allow, whatever the load.
-// The calling thread's context switches so far, voluntary and not, as the kernel counts them.
-long this_thread_switches() {
-    rusage ru{};
-    getrusage(RUSAGE_THREAD, &ru);
-    return ru.ru_nvcsw + ru.ru_nivcsw;
-}
 
 // Pins the calling thread to the CPU it runs on and starts a partner there running `step` in
 // a loop (20 s at most) until stop() or destruction. For the death tests' children: a pin the

@@ -27,6 +27,7 @@
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -162,6 +163,27 @@ inline bool pin_this_thread_to(int cpu) {
 #else
     (void)cpu;
     return false;
+#endif
+}
+
+// The calling thread's context switches so far as the kernel counts them (Linux): all of
+// them, and the voluntary ones alone (sleeps); 0 elsewhere.
+inline long this_thread_switches() {
+#if defined(__linux__)
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nvcsw + ru.ru_nivcsw;
+#else
+    return 0;
+#endif
+}
+inline long this_thread_voluntary_switches() {
+#if defined(__linux__)
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nvcsw;
+#else
+    return 0;
 #endif
 }
 

@@ -147,6 +147,13 @@ internal::spin_wait::awaits awaits_side(const internal::atomic<int>& theirs, int
                                        : internal::spin_wait::awaits::partner;
 }
 
+// A statistics counter that one side alone writes (the writer's segment counts, the reader's
+// bytes consumed): a load and a store, no locked instruction, where a fetch_add put a lock
+// xadd on the writer's path for every segment. stats() reads it relaxed.
+void count_own(internal::atomic<std::uint64_t>& counter, std::uint64_t by) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 // Segment sizes are the minimum or a power-of-two multiple of it, so that a stream of large
@@ -154,14 +161,6 @@ internal::spin_wait::awaits awaits_side(const internal::atomic<int>& theirs, int
 // one too small for the request is freed and replaced (the FIFO fills with the size in use).
 constexpr std::size_t max_pooled_segment_size = std::size_t{1} << 20;
 
-// A statistics counter that one side alone writes (the writer's segment counts, the reader's
-// bytes consumed): a load and a store, no locked instruction, where a fetch_add put a lock
-// xadd on the writer's path for every segment. stats() reads it relaxed.
-namespace {
-void count_own(internal::atomic<std::uint64_t>& counter, std::uint64_t by) noexcept {
-    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
-}  // namespace
 constexpr std::size_t max_segment_size = std::size_t{1} << 48;
 
 // Read ids come from one process-wide 64-bit counter, a block at a time, so that they are

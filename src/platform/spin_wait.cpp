@@ -13,6 +13,7 @@
 #include "contend/internal/tsan.hpp"
 #include "platform/first_use.hpp"
 #include "platform/yield.hpp"
+#include "pool/os_thread.hpp"
 
 namespace contend::internal {
 namespace {
@@ -195,19 +196,11 @@ constexpr int stranger_memory_factor = 2;
 // beside a nice-0 loop, repetitions of 440 to 510 ns a chunk against 390 to 400, with 535 to
 // 2,728 lock acquisitions (sleeps) against 19 (Intel Xeon VM).
 thread_local int stranger_cpu = -1;
-
-int this_cpu() noexcept {
-#if defined(__linux__)
-    return sched_getcpu();
-#else
-    return -1;
-#endif
-}
 }  // namespace
 
 bool this_thread_yields_to_a_stranger(clock::time_point now) noexcept {
     if (now >= no_yield_until) return false;
-    if (stranger_cpu >= 0 && this_cpu() != stranger_cpu) {
+    if (stranger_cpu >= 0 && current_thread_cpu() != stranger_cpu) {
         no_yield_until = {};
         return false;
     }
@@ -216,7 +209,7 @@ bool this_thread_yields_to_a_stranger(clock::time_point now) noexcept {
 
 void note_yield_to_a_stranger(clock::time_point yield_start, clock::time_point yield_end) noexcept {
     no_yield_until = yield_end + (yield_end - yield_start) * stranger_memory_factor;
-    stranger_cpu = this_cpu();
+    stranger_cpu = current_thread_cpu();
 }
 
 ignore_cpu_sharing::ignore_cpu_sharing() noexcept : previous_(sharing_ignored) {

@@ -13,18 +13,6 @@ namespace {
 
 void pin_to(int cpu) { ASSERT_TRUE(pin_this_thread_to(cpu)) << "CPU " << cpu; }
 
-long voluntary_switches() {
-    rusage ru{};
-    getrusage(RUSAGE_THREAD, &ru);
-    return ru.ru_nvcsw;
-}
-
-long all_switches() {
-    rusage ru{};
-    getrusage(RUSAGE_THREAD, &ru);
-    return ru.ru_nvcsw + ru.ru_nivcsw;
-}
-
 // A thread at normal priority that never sleeps, on `cpu`, until destroyed (60 s at most).
 class busy_thread {
 public:
@@ -89,16 +77,16 @@ TEST(PipeCoTenant, OnACpuSharedWithABusyThreadTheWaitsSleepInsteadOfYieldingToIt
     long reader_sleeps = 0, writer_sleeps = 0;
     std::thread reader([&] {
         pin_to(cpu);
-        const long before = voluntary_switches();
+        const long before = this_thread_voluntary_switches();
         received = read_all(p);
-        reader_sleeps = voluntary_switches() - before;
+        reader_sleeps = this_thread_voluntary_switches() - before;
     });
     std::thread writer([&] {
         pin_to(cpu);
-        const long before = voluntary_switches();
+        const long before = this_thread_voluntary_switches();
         write_all(p);
         p.writer().complete();
-        writer_sleeps = voluntary_switches() - before;
+        writer_sleeps = this_thread_voluntary_switches() - before;
     });
     writer.join();
     reader.join();
@@ -125,15 +113,15 @@ TEST(PipeCoTenant, AReaderWhoseWriterRunsOnAnotherCpuSleepsOnlyWhenTheWriterStop
     long reader_sleeps = 0, writer_switches = 0;
     std::thread reader([&] {
         pin_to(cpus[1]);
-        const long before = voluntary_switches();
+        const long before = this_thread_voluntary_switches();
         received = read_all(p);
-        reader_sleeps = voluntary_switches() - before;
+        reader_sleeps = this_thread_voluntary_switches() - before;
     });
     std::thread writer([&] {
         pin_to(cpus[0]);
-        const long before = all_switches();
+        const long before = this_thread_switches();
         write_all(p);
-        writer_switches = all_switches() - before;
+        writer_switches = this_thread_switches() - before;
         p.writer().complete();
     });
     writer.join();
