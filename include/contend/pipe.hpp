@@ -18,7 +18,11 @@
 // (pipe_stats::lock_contentions). A side that must wait polls for some microseconds before
 // it sleeps: yielding, so that the other side runs, when that side shares its CPU, and
 // spinning without a yield when that side was last seen on another CPU (each flush and read
-// records its thread's CPU, a nanosecond through rseq). Continuations of
+// records its thread's CPU, a nanosecond through rseq). While the reader keeps up with a
+// stream (256 reads in a row without a wait), a flush publishes without a full barrier, and
+// the reader's next wait puts the barrier back with a process-wide one (membarrier, at most
+// one a millisecond per pipe; never where the process cannot issue one): src/pipe/pipe.cpp,
+// "Flushes without the fence", and pipe_stats counts both. Continuations of
 // read_async/flush_async run on a thread_pool's local queue when one is given.
 //
 // One thread at a time may use the writer, and one the reader (they may be different
@@ -74,6 +78,10 @@ struct pipe_stats {
     std::uint64_t lock_contentions = 0;  // acquisitions of the pipe's lock that found it taken
     std::uint64_t segments_allocated = 0;  // segments taken from the heap
     std::uint64_t segments_reused = 0;  // segments taken from the pool
+    // Times the reader, keeping up with a stream, let flushes go without their fence, and
+    // times a wait of the reader put it back with a process-wide barrier (pipe.cpp, top).
+    std::uint64_t flush_fence_lifts = 0;
+    std::uint64_t flush_fence_restores = 0;
     std::size_t buffered_bytes = 0;  // flushed, not yet consumed
     std::size_t pooled_segments = 0;
 };

@@ -23,6 +23,26 @@
 // Why a wait cannot miss its wake-up: a side about to wait sets its flag (a seq_cst store
 // under the lock) and then reads the other side's atomic again; the other side stores its
 // atomic (seq_cst) and then reads the flag. One of them sees the other.
+//
+// Flushes without the fence. That seq_cst store is a full barrier on x86 (an xchg), paid at
+// every flush: the writer waits there for its copy's stores to drain and, when the reader
+// runs on another CPU, for the line of flushed_ that the reader polls to come back. The
+// lab's 64-byte row took 22 to 23 ns a chunk with it on one CPU and 158 to 166 on two,
+// against 15 and 72 to 76 without (Intel Xeon VM; docs/design/pipe.md). So while the reader
+// keeps up with a stream (unfence_after_reads reads in a row found data without waiting),
+// it turns flush_unfenced_ on and flushes store with release only; a reader that then
+// waits turns it off and issues heavy_fence(), the process-wide barrier (membarrier: every
+// thread of the process running then executes a full barrier; one not running has passed a
+// context switch), after its flag's store and before it reads flushed_ again
+// (restore_flush_fence, from refresh_flags). Against a flush whose barrier point came after
+// its store: the reader sees the bytes. One whose barrier point came before its store: its
+// load of writer_needs_lock_, later still, sees the flag and takes the lock. A flush that
+// read the switch off stored seq_cst, as before. The pool's posts do the same
+// (pool/pool_core.cpp, "Posts without the fence"). A reader that waits at every read (a
+// server's request pipe) never turns it on and never pays a barrier; one that does is held
+// to one barrier per unfence_hold_off. Without a process-wide barrier (heavy_fence_available),
+// always off. The model-checking build turns it on at every read, but its steps are
+// sequentially consistent: what the barrier orders on hardware rests on this argument.
 #include "contend/pipe.hpp"
 
 #include <algorithm>
@@ -41,6 +61,7 @@
 #include "contend/thread_pool.hpp"
 #include "model/mutation.hpp"
 #include "pipe/segment_pool.hpp"
+#include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
 #include "pool/os_thread.hpp"
@@ -125,6 +146,26 @@ constexpr std::chrono::microseconds wait_poll_budget = internal::poll_budget(std
 // After the epoch moved, the other side is still inside its critical section for a few
 // stores: this long before taking the lock, so as not to queue behind it.
 constexpr std::chrono::nanoseconds leave_grace{400};
+
+// Flushes without the fence (top of this file). The reader lifts
+// the writer's fence after this many reads in a row that found data without waiting: a
+// stream, where the reader keeps up. A count, not a time, so that a reader that waits at
+// every request (a server's) never lifts it and never pays the barrier that restores it.
+// In the model-checking build at every read, so that the checker explores both kinds of flush.
+#if CONTEND_MODEL_CHECK
+constexpr std::uint32_t unfence_after_reads = 1;
+#else
+constexpr std::uint32_t unfence_after_reads = 256;
+#endif
+// And not sooner than this after the barrier that last restored it: at most a thousand
+// barriers a second per pipe, each an interrupt on every CPU that runs a thread of the
+// program (the pool's unfence_hold_off bounds its own the same way). A time, not a count:
+// what it bounds is the kernel's work, the same on both CPU families.
+#if CONTEND_MODEL_CHECK
+constexpr auto unfence_hold_off = std::chrono::nanoseconds(0);
+#else
+constexpr auto unfence_hold_off = std::chrono::milliseconds(1);
+#endif
 
 namespace {
 
@@ -215,6 +256,8 @@ private:
     bool flush_must_pause() const;  // under the lock
     bool writer_must_wait() const;  // under the lock
     void refresh_flags();  // under the lock, after any change to the flags' inputs
+    void restore_flush_fence();  // under the lock, after writer_needs_lock_ went up
+    void note_read_without_wait();  // reader, at a read that found data without waiting
     void schedule(thread_pool* pool, std::function<void()> fn);
     std::function<void()> ready_continuations();  // under the lock; run the result after
     void throw_if_writer_error_and_drained();  // under the lock
@@ -228,6 +271,7 @@ private:
     }
 
     const pipe_options options_;
+    const bool may_unfence_flushes_;  // a process-wide barrier is at hand (heavy_fence_available)
     pipe_lock lock_;
     contend::condition_variable reader_cv_;
     contend::condition_variable writer_cv_;
@@ -245,6 +289,9 @@ private:
         false};  // a reader waits or completed, or a flush is canceled
     internal::atomic<bool> read_needs_lock_{false};  // the writer completed, or a read is canceled
     internal::atomic<bool> advance_needs_lock_{false};  // a flush waits for the reader
+    // The reader has lifted the writer's fence: flushes publish with a release store alone
+    // (pipe.cpp, top, "Flushes without the fence"). Read at every flush, written rarely.
+    internal::atomic<bool> flush_unfenced_{false};
     // Where each side last ran (current_thread_cpu, -1 unknown), stored only when it changes:
     // a poll for the other side asks it whether a yield can help (awaits_side).
     alignas(cache_line_size) internal::atomic<int> writer_cpu_{-1};
@@ -270,8 +317,12 @@ private:
     bool read_outstanding_ = false;
     bool reader_done_ = false;  // this side called complete()
     internal::atomic<std::uint64_t> bytes_consumed_{0};
+    std::uint32_t reads_without_wait_ = 0;  // since the reader last waited or looked
+    internal::atomic<std::uint64_t> flush_fence_lifts_{0};
 
     // Under the lock.
+    internal::atomic<std::uint64_t> flush_fence_restores_{0};
+    internal::atomic<std::int64_t> flush_fenced_again_at_ns_{0};  // read by the reader's look too
     bool writer_completed_ = false;
     bool reader_completed_ = false;
     std::exception_ptr writer_error_;
@@ -296,7 +347,10 @@ private:
 };
 
 pipe_state::pipe_state(pipe_options o)
-    : options_(std::move(o)), lock_(options_.lock), pool_(options_.max_pooled_segments) {}
+    : options_(std::move(o)),
+      may_unfence_flushes_(internal::heavy_fence_available()),
+      lock_(options_.lock),
+      pool_(options_.max_pooled_segments) {}
 
 pipe_state::~pipe_state() {
     // Segments before head_ went back to the pool already; before the first read, the chain
@@ -311,9 +365,31 @@ pipe_state::~pipe_state() {
 // ---- Flags, waking, waiting ----
 
 void pipe_state::refresh_flags() {
-    writer_needs_lock_.store(read_waiting_ || reader_completed_ || cancel_flush_, std::memory_order_seq_cst);
+    const bool writer_needs_lock = read_waiting_ || reader_completed_ || cancel_flush_;
+    writer_needs_lock_.store(writer_needs_lock, std::memory_order_seq_cst);
+    // Before the caller looks at flushed_ again (to wait, or to leave a pending read).
+    if (writer_needs_lock) restore_flush_fence();
     read_needs_lock_.store(writer_completed_ || cancel_read_, std::memory_order_seq_cst);
     advance_needs_lock_.store(flush_waiting_, std::memory_order_seq_cst);
+}
+
+void pipe_state::restore_flush_fence() {
+    if (!flush_unfenced_.load(std::memory_order_relaxed)) return;
+    flush_unfenced_.store(false, std::memory_order_seq_cst);
+    internal::heavy_fence();
+    flush_fenced_again_at_ns_.store(internal::clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    count_own(flush_fence_restores_, 1);
+}
+
+void pipe_state::note_read_without_wait() {
+    if (++reads_without_wait_ < unfence_after_reads) return;
+    reads_without_wait_ = 0;
+    if (flush_unfenced_.load(std::memory_order_relaxed) || writer_needs_lock_.load(std::memory_order_relaxed)) return;
+    const auto since = internal::clock::now().time_since_epoch() -
+                       internal::clock::duration(flush_fenced_again_at_ns_.load(std::memory_order_relaxed));
+    if (since < unfence_hold_off) return;
+    flush_unfenced_.store(true, std::memory_order_seq_cst);
+    count_own(flush_fence_lifts_, 1);
 }
 
 void pipe_state::wake_reader() {
@@ -444,7 +520,11 @@ void pipe_state::advance(std::size_t bytes) {
 
 void pipe_state::publish_unflushed() {
     unflushed_ = 0;
-    flushed_.store(committed_offset_, std::memory_order_seq_cst);
+    // The store and the load of writer_needs_lock_ after it are the writer's half of the
+    // protocol that keeps a reader from sleeping through a flush; a reader that waits after
+    // lifting the fence pays a process-wide barrier for both sides (pipe.cpp, top).
+    if (flush_unfenced_.load(std::memory_order_relaxed)) flushed_.store(committed_offset_, std::memory_order_release);
+    else flushed_.store(committed_offset_, std::memory_order_seq_cst);
 }
 
 // A reader blocked in read_at_least(n) needs the writer to go on until n bytes are
@@ -635,7 +715,10 @@ read_result pipe_state::read(std::size_t at_least) {
         const std::uint64_t examined = examined_.load(std::memory_order_relaxed);
         internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, awaits_side(writer_cpu_, here));
         for (;;) {
-            if (flushed_.load(std::memory_order_acquire) > examined) return take_read(false);
+            if (flushed_.load(std::memory_order_acquire) > examined) {
+                if (may_unfence_flushes_) note_read_without_wait();
+                return take_read(false);
+            }
             if (read_needs_lock_.load(std::memory_order_acquire) || !poll.pause()) break;
         }
     }
@@ -647,6 +730,7 @@ read_result pipe_state::read(std::size_t at_least) {
         if (!read_ready(at_least)) {
             read_waiting_ = true;
             read_at_least_ = at_least;
+            reads_without_wait_ = 0;
             refresh_flags();
             wake_writer();  // a read_at_least may unpause the writer
             run_after = ready_continuations();
@@ -694,6 +778,7 @@ void pipe_state::read_async(std::function<void(read_result)> done) {
             immediate = std::move(done);
         } else {
             read_waiting_ = true;
+            reads_without_wait_ = 0;
             pending_read_ = std::move(done);
             refresh_flags();
             run_after = ready_continuations();
@@ -862,6 +947,8 @@ pipe_stats pipe_state::stats() {
     s.lock_acquisitions = lock_.acquisitions();
     s.segments_allocated = segments_allocated_.load(std::memory_order_relaxed);
     s.segments_reused = segments_reused_.load(std::memory_order_relaxed);
+    s.flush_fence_lifts = flush_fence_lifts_.load(std::memory_order_relaxed);
+    s.flush_fence_restores = flush_fence_restores_.load(std::memory_order_relaxed);
     s.buffered_bytes = static_cast<std::size_t>(flushed >= consumed ? flushed - consumed : 0);
     s.pooled_segments = pool_.size() + writer_spare_count_.load(std::memory_order_relaxed);
     return s;
