@@ -45,13 +45,34 @@ private:
     side_thread thread_;
 };
 
-void write_chunk(byte_pipe& p, splitmix64& rng, fnv1a& sent, std::size_t n) {
-    const auto span = p.writer().get_span(n).first(n);
-    rng.fill(span);
-    sent.add(span);
-    p.writer().advance(n);
-    p.writer().flush();
-}
+// A pipe, its counting reader, and what the test wrote into it.
+struct stream_rig {
+    explicit stream_rig(std::uint64_t seed) : rng{seed} {}
+    // One chunk of n random bytes, flushed.
+    void write(std::size_t n) {
+        const auto span = p.writer().get_span(n).first(n);
+        rng.fill(span);
+        sent.add(span);
+        p.writer().advance(n);
+        p.writer().flush();
+        written += n;
+    }
+    bool all_read() {
+        return eventually([&] { return reader.received() == written; });
+    }
+    void finish() {
+        p.writer().complete();
+        reader.join();
+        EXPECT_EQ(reader.sum().value, sent.value);
+    }
+
+    byte_pipe p;
+    counting_reader reader{p};
+    splitmix64 rng;
+    fnv1a sent;
+    std::uint64_t written = 0;
+    const bool available = contend::internal::heavy_fence_available();
+};
 
 }  // namespace
 
@@ -60,33 +81,26 @@ void write_chunk(byte_pipe& p, splitmix64& rng, fnv1a& sent, std::size_t n) {
 // put back every lift: the counts are equal. The next flush still wakes it.
 TEST(PipeFence, AReaderThatKeepsUpLiftsTheFlushFenceAndItsWaitPutsItBack) {
     watchdog dog(120s);
-    byte_pipe p;
-    counting_reader reader(p);
-    splitmix64 rng{3};
-    fnv1a sent;
-    std::uint64_t written = 0;
-    const bool available = contend::internal::heavy_fence_available();
+    stream_rig rig(3);
     // Bounded: 30 s of streaming at most (a loaded machine makes the reader wait now and
     // then, which only starts its count again).
     const auto until = steady::now() + 30s;
-    while (p.stats().flush_fence_lifts == 0 && steady::now() < until && (available || written < (8u << 20))) {
-        for (int i = 0; i < 1000; ++i, written += 64) write_chunk(p, rng, sent, 64);
+    while (rig.p.stats().flush_fence_lifts == 0 && steady::now() < until &&
+           (rig.available || rig.written < (8u << 20))) {
+        for (int i = 0; i < 1000; ++i) rig.write(64);
     }
-    if (!available) {
-        EXPECT_EQ(p.stats().flush_fence_lifts, 0u) << "no process-wide barrier here: flushes keep their fence";
+    if (!rig.available) {
+        EXPECT_EQ(rig.p.stats().flush_fence_lifts, 0u) << "no process-wide barrier here: flushes keep their fence";
     } else {
-        ASSERT_GE(p.stats().flush_fence_lifts, 1u) << "a reader that kept up never lifted the fence";
+        ASSERT_GE(rig.p.stats().flush_fence_lifts, 1u) << "a reader that kept up never lifted the fence";
     }
-    ASSERT_TRUE(eventually([&] { return reader.received() == written; })) << "the reader missed a flush";
-    ASSERT_TRUE(eventually_blocked({reader.tid()})) << "the reader never went to sleep on an empty pipe";
-    const contend::pipe_stats asleep = p.stats();
+    ASSERT_TRUE(rig.all_read()) << "the reader missed a flush";
+    ASSERT_TRUE(eventually_blocked({rig.reader.tid()})) << "the reader never went to sleep on an empty pipe";
+    const contend::pipe_stats asleep = rig.p.stats();
     EXPECT_EQ(asleep.flush_fence_restores, asleep.flush_fence_lifts) << "a reader waits with the fence lifted";
-    write_chunk(p, rng, sent, 64);
-    written += 64;
-    EXPECT_TRUE(eventually([&] { return reader.received() == written; })) << "the flush after the stream was lost";
-    p.writer().complete();
-    reader.join();
-    EXPECT_EQ(reader.sum().value, sent.value);
+    rig.write(64);
+    EXPECT_TRUE(rig.all_read()) << "the flush after the stream was lost";
+    rig.finish();
 }
 
 // The race the barrier is for: bursts of small flushes, each ended by a pause long enough
@@ -96,34 +110,26 @@ TEST(PipeFence, AReaderThatKeepsUpLiftsTheFlushFenceAndItsWaitPutsItBack) {
 // after a number of reads, not of bytes). Every burst must arrive.
 TEST(PipeFence, AReaderThatWaitsRightAfterAStreamMissesNoFlush) {
     watchdog dog(240s);
-    byte_pipe p;
-    counting_reader reader(p);
-    splitmix64 rng{7};
-    fnv1a sent;
-    std::uint64_t written = 0;
-    const bool available = contend::internal::heavy_fence_available();
+    stream_rig rig(7);
     const int bursts = under_sanitizer ? 200 : 2000;
     // Past `bursts`, on until the fence was lifted at least once (bounded: 60 s in all).
     const auto until = steady::now() + 60s;
-    for (int b = 0; b < bursts || (available && p.stats().flush_fence_lifts == 0 && steady::now() < until); ++b) {
-        const int chunks = 600 + static_cast<int>(rng.chunk(600));
-        for (int i = 0; i < chunks; ++i, written += 64) {
-            write_chunk(p, rng, sent, 64);
+    for (int b = 0; b < bursts || (rig.available && rig.p.stats().flush_fence_lifts == 0 && steady::now() < until);
+         ++b) {
+        const int chunks = 600 + static_cast<int>(rig.rng.chunk(600));
+        for (int i = 0; i < chunks; ++i) {
+            rig.write(64);
             std::this_thread::yield();
         }
-        ASSERT_TRUE(eventually([&] { return reader.received() == written; }))
-            << "burst " << b << ": the reader slept through a flush (" << reader.received() << " of " << written
-            << " bytes)";
+        ASSERT_TRUE(rig.all_read()) << "burst " << b << ": the reader slept through a flush (" << rig.reader.received()
+                                    << " of " << rig.written << " bytes)";
         // Somewhere from at once to past the reader's 40 us poll, so that its wait begins
         // anywhere around the next burst's first flush.
-        const auto pause = std::chrono::microseconds(rng.chunk(80));
+        const auto pause = std::chrono::microseconds(rig.rng.chunk(80));
         for (const auto end = steady::now() + pause; steady::now() < end;) {
         }
     }
-    const contend::pipe_stats s = p.stats();
-    if (available) EXPECT_GE(s.flush_fence_lifts, 1u);
-    else EXPECT_EQ(s.flush_fence_lifts, 0u);
-    p.writer().complete();
-    reader.join();
-    EXPECT_EQ(reader.sum().value, sent.value);
+    if (rig.available) EXPECT_GE(rig.p.stats().flush_fence_lifts, 1u);
+    else EXPECT_EQ(rig.p.stats().flush_fence_lifts, 0u);
+    rig.finish();
 }
