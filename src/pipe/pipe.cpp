@@ -30,17 +30,17 @@
 // lab's 64-byte row took 22 to 23 ns a chunk with it on one CPU and 158 to 166 on two,
 // against 15 and 72 to 76 without (Intel Xeon VM; docs/design/pipe.md). So while the reader
 // keeps up with a stream (unfence_after_reads reads in a row found data without waiting),
-// it turns flush_unfenced_ on and flushes store with release only; a reader that then
-// waits turns it off and issues heavy_fence(), the process-wide barrier (membarrier: every
-// thread of the process running then executes a full barrier; one not running has passed a
-// context switch), after its flag's store and before it reads flushed_ again
-// (restore_flush_fence, from refresh_flags). Against a flush whose barrier point came after
+// it lifts flush_fence_ (platform/fence_switch.hpp) and flushes store with release only; a
+// reader that then waits restores it, which issues heavy_fence(), the process-wide barrier
+// (membarrier: every thread of the process running then executes a full barrier; one not
+// running has passed a context switch), after its flag's store and before it reads flushed_
+// again (refresh_flags). Against a flush whose barrier point came after
 // its store: the reader sees the bytes. One whose barrier point came before its store: its
 // load of writer_needs_lock_, later still, sees the flag and takes the lock. A flush that
 // read the switch off stored seq_cst, as before. The pool's posts do the same
 // (pool/pool_core.cpp, "Posts without the fence"). A reader that waits at every read (a
 // server's request pipe) never turns it on and never pays a barrier; one that does is held
-// to one barrier per unfence_hold_off. Without a process-wide barrier (heavy_fence_available),
+// to one barrier per fence_lift_hold_off. Without a process-wide barrier (heavy_fence_available),
 // always off. The model-checking build turns it on at every read, but its steps are
 // sequentially consistent: what the barrier orders on hardware rests on this argument.
 #include "contend/pipe.hpp"
@@ -61,6 +61,7 @@
 #include "contend/thread_pool.hpp"
 #include "model/mutation.hpp"
 #include "pipe/segment_pool.hpp"
+#include "platform/fence_switch.hpp"
 #include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
@@ -157,15 +158,8 @@ constexpr std::uint32_t unfence_after_reads = 1;
 #else
 constexpr std::uint32_t unfence_after_reads = 256;
 #endif
-// And not sooner than this after the barrier that last restored it: at most a thousand
-// barriers a second per pipe, each an interrupt on every CPU that runs a thread of the
-// program (the pool's unfence_hold_off bounds its own the same way). A time, not a count:
-// what it bounds is the kernel's work, the same on both CPU families.
-#if CONTEND_MODEL_CHECK
-constexpr auto unfence_hold_off = std::chrono::nanoseconds(0);
-#else
-constexpr auto unfence_hold_off = std::chrono::milliseconds(1);
-#endif
+// And not sooner than fence_lift_hold_off after the barrier that last restored it
+// (platform/fence_switch.hpp): at most a thousand barriers a second per pipe.
 
 namespace {
 
@@ -256,7 +250,6 @@ private:
     bool flush_must_pause() const;  // under the lock
     bool writer_must_wait() const;  // under the lock
     void refresh_flags();  // under the lock, after any change to the flags' inputs
-    void restore_flush_fence();  // under the lock, after writer_needs_lock_ went up
     void note_read_without_wait();  // reader, at a read that found data without waiting
     void schedule(thread_pool* pool, std::function<void()> fn);
     std::function<void()> ready_continuations();  // under the lock; run the result after
@@ -289,9 +282,9 @@ private:
         false};  // a reader waits or completed, or a flush is canceled
     internal::atomic<bool> read_needs_lock_{false};  // the writer completed, or a read is canceled
     internal::atomic<bool> advance_needs_lock_{false};  // a flush waits for the reader
-    // The reader has lifted the writer's fence: flushes publish with a release store alone
-    // (pipe.cpp, top, "Flushes without the fence"). Read at every flush, written rarely.
-    internal::atomic<bool> flush_unfenced_{false};
+    // Lifted by the reader: flushes publish with a release store alone (top of this file,
+    // "Flushes without the fence"). Read at every flush, written rarely.
+    internal::fence_switch flush_fence_;
     // Where each side last ran (current_thread_cpu, -1 unknown), stored only when it changes:
     // a poll for the other side asks it whether a yield can help (awaits_side).
     alignas(cache_line_size) internal::atomic<int> writer_cpu_{-1};
@@ -318,11 +311,8 @@ private:
     bool reader_done_ = false;  // this side called complete()
     internal::atomic<std::uint64_t> bytes_consumed_{0};
     std::uint32_t reads_without_wait_ = 0;  // since the reader last waited or looked
-    internal::atomic<std::uint64_t> flush_fence_lifts_{0};
 
     // Under the lock.
-    internal::atomic<std::uint64_t> flush_fence_restores_{0};
-    internal::atomic<std::int64_t> flush_fenced_again_at_ns_{0};  // read by the reader's look too
     bool writer_completed_ = false;
     bool reader_completed_ = false;
     std::exception_ptr writer_error_;
@@ -368,28 +358,15 @@ void pipe_state::refresh_flags() {
     const bool writer_needs_lock = read_waiting_ || reader_completed_ || cancel_flush_;
     writer_needs_lock_.store(writer_needs_lock, std::memory_order_seq_cst);
     // Before the caller looks at flushed_ again (to wait, or to leave a pending read).
-    if (writer_needs_lock) restore_flush_fence();
+    if (writer_needs_lock) flush_fence_.restore();
     read_needs_lock_.store(writer_completed_ || cancel_read_, std::memory_order_seq_cst);
     advance_needs_lock_.store(flush_waiting_, std::memory_order_seq_cst);
-}
-
-void pipe_state::restore_flush_fence() {
-    if (!flush_unfenced_.load(std::memory_order_relaxed)) return;
-    flush_unfenced_.store(false, std::memory_order_seq_cst);
-    internal::heavy_fence();
-    flush_fenced_again_at_ns_.store(internal::clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-    count_own(flush_fence_restores_, 1);
 }
 
 void pipe_state::note_read_without_wait() {
     if (++reads_without_wait_ < unfence_after_reads) return;
     reads_without_wait_ = 0;
-    if (flush_unfenced_.load(std::memory_order_relaxed) || writer_needs_lock_.load(std::memory_order_relaxed)) return;
-    const auto since = internal::clock::now().time_since_epoch() -
-                       internal::clock::duration(flush_fenced_again_at_ns_.load(std::memory_order_relaxed));
-    if (since < unfence_hold_off) return;
-    flush_unfenced_.store(true, std::memory_order_seq_cst);
-    count_own(flush_fence_lifts_, 1);
+    if (!writer_needs_lock_.load(std::memory_order_relaxed)) flush_fence_.lift();
 }
 
 void pipe_state::wake_reader() {
@@ -523,7 +500,7 @@ void pipe_state::publish_unflushed() {
     // The store and the load of writer_needs_lock_ after it are the writer's half of the
     // protocol that keeps a reader from sleeping through a flush; a reader that waits after
     // lifting the fence pays a process-wide barrier for both sides (pipe.cpp, top).
-    if (flush_unfenced_.load(std::memory_order_relaxed)) flushed_.store(committed_offset_, std::memory_order_release);
+    if (flush_fence_.lifted()) flushed_.store(committed_offset_, std::memory_order_release);
     else flushed_.store(committed_offset_, std::memory_order_seq_cst);
 }
 
@@ -947,8 +924,8 @@ pipe_stats pipe_state::stats() {
     s.lock_acquisitions = lock_.acquisitions();
     s.segments_allocated = segments_allocated_.load(std::memory_order_relaxed);
     s.segments_reused = segments_reused_.load(std::memory_order_relaxed);
-    s.flush_fence_lifts = flush_fence_lifts_.load(std::memory_order_relaxed);
-    s.flush_fence_restores = flush_fence_restores_.load(std::memory_order_relaxed);
+    s.flush_fence_lifts = flush_fence_.lifts();
+    s.flush_fence_restores = flush_fence_.restores();
     s.buffered_bytes = static_cast<std::size_t>(flushed >= consumed ? flushed - consumed : 0);
     s.pooled_segments = pool_.size() + writer_spare_count_.load(std::memory_order_relaxed);
     return s;

@@ -42,10 +42,11 @@
 // Posts without the fence. Most notifications come from a running worker about its own
 // outbox or deque, or a move into them (notify_own()): one an item in a pool whose items
 // post items, where the fence cost about 6 ns of a 58 ns item on one worker (Intel Xeon VM).
-// So while `posts_unfenced` is on, notify_own() has a compiler barrier in its place; the
-// one that ends a search pays instead: a worker about to sleep (after its fence, before its
-// last look) and the last searcher to stop (after its RMW, before it looks to pass the
-// search on) turn posts_unfenced off and then issue heavy_fence(), the process-wide barrier
+// So while the switch `posts_fence` is lifted (on, below; platform/fence_switch.hpp),
+// notify_own() has a compiler barrier in its place; the one that ends a search pays
+// instead: a worker about to sleep (after its fence, before its last look) and the last
+// searcher to stop (after its RMW, before it looks to pass the search on) turn it off and
+// then issue heavy_fence(), the process-wide barrier
 // (membarrier: every thread of the process running then executes a full barrier; one not
 // running has passed a context switch). Against a poster that read `on`: the poster's
 // barrier came after its item's store, which the looker then sees, or before its read of
@@ -62,7 +63,7 @@
 // interrupt on the CPU of every running thread). The looks read two lines the workers read
 // anyway; a count of ended searches, an RMW on a shared line at every search's end, cost the
 // lab's server rows 3 to 5 % (two alternating runs each way). And it stays off for
-// unfence_hold_off after each end, so that a pool of many workers that is saturated at one
+// fence_lift_hold_off after each end, so that a pool of many workers that is saturated at one
 // look and short of work at the next pays at most one barrier per hold-off, not one per
 // look of every worker. Without a process-wide barrier (heavy_fence_available()), always off.
 //
@@ -135,13 +136,9 @@ constexpr std::uint32_t placement_look_every = 64;
 // the pool was saturated (no worker searching or asleep) at this look and the last, and the
 // first search to end after a yes costs a process-wide barrier (0.1 to 0.5 us on the 2-CPU
 // VMs, and an interrupt on every CPU that runs a thread of the program): at most one per
-// 4,096 items a worker runs.
+// 4,096 items a worker runs. And not sooner than fence_lift_hold_off after the last barrier
+// (platform/fence_switch.hpp): at most a thousand barriers a second in a pool of any size.
 constexpr std::uint32_t quiet_look_every = 4096;
-// And not sooner than this after the last barrier: at most a thousand barriers a second in
-// a pool of any size, each an interrupt on every CPU that runs a thread of the program (a
-// few microseconds each where that interrupt leaves a VM). A time, not a CPU's count: what it
-// bounds is the kernel's work, the same on both CPU families.
-constexpr auto unfence_hold_off = std::chrono::milliseconds(1);
 // While no CPU is free it looks half as often each time, down to this.
 constexpr std::uint32_t placement_look_most = 65536;
 // A worker that cannot tell its CPU (not Linux, the model-checking build) never looks.
@@ -409,7 +406,7 @@ void pool_core::notify() {
 }
 
 void pool_core::notify_own() {
-    if (posts_unfenced->load(std::memory_order_seq_cst)) std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (posts_fence->lifted()) std::atomic_signal_fence(std::memory_order_seq_cst);
     else internal::thread_fence(std::memory_order_seq_cst);
     // Both loads seq_cst: with the fence left out, they are what orders this post after a
     // search that ended while posts were being fenced again (pool_core.cpp, top).
@@ -417,21 +414,14 @@ void pool_core::notify_own() {
 }
 
 void pool_core::end_unfenced_posts() {
-    if (!may_unfence_posts || !posts_unfenced->load(std::memory_order_seq_cst)) return;
-    posts_unfenced->store(false, std::memory_order_seq_cst);
-    heavy_fence();
-    unfenced_off_at_ns->store(internal::clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    if (may_unfence_posts) posts_fence->restore();
 }
 
 void pool_core::maybe_unfence_posts(worker* self) {
     self->items_since_quiet_look = 0;
     // Saturated: no worker searching and none asleep, now and at this worker's last look.
     const bool saturated = searching->load(std::memory_order_relaxed) == 0 && idle.size() == 0;
-    if (saturated && self->saturated_at_last_look && !posts_unfenced->load(std::memory_order_relaxed)) {
-        const auto off_since = internal::clock::now().time_since_epoch() -
-                               internal::clock::duration(unfenced_off_at_ns->load(std::memory_order_relaxed));
-        if (off_since >= unfence_hold_off) posts_unfenced->store(true, std::memory_order_seq_cst);
-    }
+    if (saturated && self->saturated_at_last_look) posts_fence->lift();
     self->saturated_at_last_look = saturated;
 }
 

@@ -19,6 +19,7 @@
 #include "contend/internal/task.hpp"
 #include "contend/mutex.hpp"
 #include "contend/thread_pool.hpp"
+#include "platform/fence_switch.hpp"
 #include "pool/global_queue.hpp"
 #include "pool/hill_climbing.hpp"
 #include "pool/idle_stack.hpp"
@@ -90,14 +91,14 @@ struct pool_core {
     void post_urgent(task_node* n);  // timers and registered waits: served before the global queue
     void notify();  // a new item is visible: make sure some worker will look
     // notify() for an item a running worker made visible in its own outbox or deque, or
-    // moved there: without the fence while posts_unfenced (pool_core.cpp, top).
+    // moved there: without the fence while posts_fence is lifted (pool_core.cpp, top).
     void notify_own();
     // A worker about to look for the last time before it sleeps, or the last searcher to
-    // stop: turns posts_unfenced off, with the process-wide barrier, and notes when.
+    // stop: restores posts_fence, with the process-wide barrier.
     void end_unfenced_posts();
-    // Every quiet_look_every items: turns posts_unfenced on if the pool was saturated (no
-    // worker searching or asleep) at this look and the last, and it has been off for
-    // unfence_hold_off at least.
+    // Every quiet_look_every items: lifts posts_fence if the pool was saturated (no worker
+    // searching or asleep) at this look and the last, and it has been restored for
+    // fence_lift_hold_off at least.
     void maybe_unfence_posts(worker* self);
 
     // Workers.
@@ -167,12 +168,10 @@ struct pool_core {
     // Whether heavy_fence() is at hand (platform/heavy_fence.hpp); without it posts are
     // always fenced.
     const bool may_unfence_posts;
-    // On: a worker's notify_own() is a compiler barrier, and whoever ends a search pays the
-    // process-wide barrier first (end_unfenced_posts). pool_core.cpp, top, has the argument.
-    cache_padded<internal::atomic<bool>> posts_unfenced;
-    // When end_unfenced_posts last turned it off (steady clock, ns since its epoch): written
-    // at that end only, read every quiet_look_every items.
-    cache_padded<internal::atomic<std::int64_t>> unfenced_off_at_ns;
+    // Lifted: a worker's notify_own() is a compiler barrier, and whoever ends a search pays
+    // the process-wide barrier first (end_unfenced_posts). pool_core.cpp, top, has the argument.
+    // Read at every post; written when it is lifted or restored only.
+    cache_padded<internal::fence_switch> posts_fence;
 
     global_queue<task_node*> global;
     global_queue<task_node*> urgent;
