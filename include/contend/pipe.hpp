@@ -59,7 +59,11 @@ enum class pipe_lock_kind : std::uint8_t { contend_mutex, std_mutex };
 struct pipe_options {
     std::size_t pause_writer_threshold = 65536;  // 0: never pause
     std::size_t resume_writer_threshold = 32768;  // must not exceed pause: std::invalid_argument
-    std::size_t minimum_segment_size = 4096;  // 0: std::invalid_argument
+    // 0: std::invalid_argument. A writer that leaves a segment its reader has not examined
+    // any of gets the next one twice as large, up to four times this and a quarter of
+    // pause_writer_threshold (no growth when that is 0), so a stream takes fewer segment
+    // steps; get_span may then offer more than it asked for.
+    std::size_t minimum_segment_size = 4096;
     // Segments kept for reuse; the pool's slots are allocated up front (a pointer each), so
     // more than max_pooled_segments_limit is std::invalid_argument.
     std::size_t max_pooled_segments = 256;

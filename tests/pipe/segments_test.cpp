@@ -132,6 +132,68 @@ TEST(PipeSegments, GetSpanGivesAtLeastTheHintAndSomeForZero) {
     EXPECT_GE(p.writer().get_span(1).size(), 1u);
 }
 
+// --- Segment growth --------------------------------------------------------------------
+
+namespace {
+// Writes `chunks` chunks of 4 KiB with get_span(4096), flushing each, reading after every
+// `read_every` chunks (0: never); returns the size of every span that started a new segment.
+std::vector<std::size_t> new_segment_spans(byte_pipe& p, int chunks, int read_every) {
+    std::vector<std::size_t> sizes;
+    std::size_t room = 0;  // what the current segment has left
+    for (int i = 0; i < chunks; ++i) {
+        const auto span = p.writer().get_span(4096);
+        if (span.size() != room) sizes.push_back(span.size());
+        room = span.size() - 4096;
+        p.writer().advance(4096);
+        EXPECT_FALSE(p.writer().flush().is_completed);
+        if (read_every > 0 && (i + 1) % read_every == 0) {
+            const read_result r = p.reader().read();
+            p.reader().advance_to(r.buffer.end());
+        }
+    }
+    return sizes;
+}
+}  // namespace
+
+// Doubling up to four times the minimum, and never past a quarter of the pause threshold.
+TEST(PipeSegmentGrowth, AWriterAheadOfItsReaderGetsSegmentsDoublingUpToItsCap) {
+    struct grows {
+        std::size_t pause;
+        int chunks;  // without a read, under the pause threshold
+        std::vector<std::size_t> first;
+        std::size_t cap;
+    };
+    for (const grows& g : {grows{std::size_t{1} << 20, 200, {4096, 8192, 16384}, 16384},
+                           grows{65536, 15, {4096, 8192, 16384}, 16384}, grows{32768, 7, {4096, 8192}, 8192}}) {
+        pipe_options o;
+        o.pause_writer_threshold = g.pause;
+        o.resume_writer_threshold = g.pause / 2;
+        byte_pipe p(o);
+        const std::vector<std::size_t> sizes = new_segment_spans(p, g.chunks, 0);
+        ASSERT_GT(sizes.size(), g.first.size()) << "pause " << g.pause;
+        for (std::size_t i = 0; i < sizes.size(); ++i)
+            EXPECT_EQ(sizes[i], i < g.first.size() ? g.first[i] : g.cap) << "pause " << g.pause << ", segment " << i;
+        const read_result r = p.reader().read();
+        EXPECT_EQ(r.buffer.size(), static_cast<std::size_t>(g.chunks) * 4096) << "pause " << g.pause;
+        p.reader().advance_to(r.buffer.end());
+    }
+}
+
+TEST(PipeSegmentGrowth, AWriterWhoseReaderKeepsUpKeepsTheMinimumSegmentSize) {
+    byte_pipe p;
+    for (const std::size_t size : new_segment_spans(p, 300, 1)) EXPECT_EQ(size, 4096u);
+    EXPECT_LE(p.stats().segments_allocated, 2u) << "a reader that keeps up hands every segment back";
+}
+
+TEST(PipeSegmentGrowth, NoGrowthWithoutAPauseThresholdOrWhenTheMinimumIsAlreadyAQuarterOfIt) {
+    byte_pipe never(never_pausing());
+    for (const std::size_t size : new_segment_spans(never, 64, 0)) EXPECT_EQ(size, 4096u) << "never pausing";
+    pipe_options o;
+    o.minimum_segment_size = 16384;  // a quarter of the default 64 KiB pause threshold
+    byte_pipe large(o);
+    for (const std::size_t size : new_segment_spans(large, 12, 0)) EXPECT_EQ(size, 16384u) << "16 KiB minimum";
+}
+
 // --- The segment pool ------------------------------------------------------------------
 
 TEST(PipeSegmentPool, ASteadyStreamReusesConsumedSegmentsInsteadOfAllocating) {
