@@ -317,6 +317,8 @@ private:
     std::size_t stream_segment_size_ = options_.minimum_segment_size;
     const std::size_t segment_growth_cap_ = segment_growth_cap(options_);
     bool writer_done_ = false;  // this side called complete()
+    // Counted by the writer alone (count_own): a locked add here drained the store buffer,
+    // full of the chunk just copied, at every pause.
     internal::atomic<std::uint64_t> writer_pauses_{0};
 
     // Reader only (and under the lock for a pending read_async, when the reader is idle).
@@ -569,7 +571,7 @@ flush_result pipe_state::flush() {
     if (!writer_needs_lock_.load(std::memory_order_seq_cst)) {
         if (pause == 0 || unexamined() < pause) return {};  // the common case: no lock
         // Paused: poll the reader's progress before taking the lock to sleep.
-        writer_pauses_.fetch_add(1, std::memory_order_relaxed);
+        count_own(writer_pauses_, 1);
         counted = true;
         internal::spin_wait poll(wait_poll_budget, internal::spin_wait::default_step, awaits_side(reader_cpu_, here));
         while (poll.pause()) {
@@ -584,7 +586,7 @@ flush_result pipe_state::flush() {
         if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush: another flush is pending");
         run_after = ready_continuations();
         if (flush_must_pause()) {
-            if (!counted) writer_pauses_.fetch_add(1, std::memory_order_relaxed);
+            if (!counted) count_own(writer_pauses_, 1);
             flush_waiting_ = true;
             refresh_flags();
             if (run_after) {  // complete an async reader before sleeping
@@ -615,7 +617,7 @@ void pipe_state::flush_async(std::function<void(flush_result)> done) {
         if (flush_waiting_) throw pipe_error("contend::pipe_writer::flush_async: another flush is pending");
         publish_unflushed();
         if (flush_must_pause()) {
-            writer_pauses_.fetch_add(1, std::memory_order_relaxed);
+            count_own(writer_pauses_, 1);
             flush_waiting_ = true;
             pending_flush_ = std::move(done);
         } else {
