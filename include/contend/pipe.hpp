@@ -59,7 +59,7 @@ enum class pipe_lock_kind : std::uint8_t { contend_mutex, std_mutex };
 struct pipe_options {
     std::size_t pause_writer_threshold = 65536;  // 0: never pause
     std::size_t resume_writer_threshold = 32768;  // must not exceed pause: std::invalid_argument
-    // 0: std::invalid_argument. A writer that leaves a segment its reader has not examined
+    // 0 or over 2^48: std::invalid_argument. A writer that leaves a segment its reader has not examined
     // any of gets the next one twice as large, up to four times this and a quarter of
     // pause_writer_threshold (no growth when that is 0), so a stream takes fewer segment
     // steps; get_span may then offer more than it asked for.

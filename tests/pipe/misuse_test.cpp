@@ -194,6 +194,11 @@ TEST(PipeMisuse, InvalidOptionsThrowInvalidArgument) {
     pipe_options no_segment;
     no_segment.minimum_segment_size = 0;
     EXPECT_THROW(byte_pipe{no_segment}, std::invalid_argument);
+    // A minimum no segment can have: refused where it is set, not at the first get_span
+    // (whose error then blamed its size hint, a byte).
+    pipe_options huge_segment;
+    huge_segment.minimum_segment_size = std::size_t{1} << 62;
+    EXPECT_THROW(byte_pipe{huge_segment}, std::invalid_argument);
     pipe_options equal;
     equal.pause_writer_threshold = equal.resume_writer_threshold = 4096;
     EXPECT_NO_THROW(byte_pipe{equal});
