@@ -573,6 +573,7 @@ TEST(SpinWait, AStrangerMarkEndsWhenTheThreadRunsOnAnotherCpu) {
         using contend::internal::clock;
         ASSERT_TRUE(pin_this_thread_to(cpus[0]));
         const auto now = clock::now();
+        contend::internal::note_yield_to_a_stranger(now - 20s, now - 10s);
         contend::internal::note_yield_to_a_stranger(now - 10s, now);
         EXPECT_TRUE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "stayed on its CPU";
         ASSERT_TRUE(pin_this_thread_to(cpus[1]));
@@ -581,6 +582,40 @@ TEST(SpinWait, AStrangerMarkEndsWhenTheThreadRunsOnAnotherCpu) {
         EXPECT_FALSE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "came back";
     });
     fresh.join();
+}
+
+// One slice-long yield alone does not mark the thread; the second on the same CPU, within the
+// time the first would have marked it for, does. A kernel thread that takes a CPU for a few
+// milliseconds about twice a second (kdamond.0 on the Intel Xeon VM) made a pipe pinned to a
+// CPU of its own sleep at every hand-off for twice as long each time. Yields of 10 s, set
+// by hand, so that no preemption of the test thread outlasts a mark.
+TEST(SpinWait, OneSliceLongYieldAloneLeavesTheThreadUnmarkedASecondOnItsHeelsMarksIt) {
+    watchdog dog(60s);
+    const auto cpus = two_allowed_cpus();
+    std::thread fresh([&] {  // this thread's marks start clear
+        using contend::internal::clock;
+        if (cpus[0] >= 0) ASSERT_TRUE(pin_this_thread_to(cpus[0]));
+        const auto now = clock::now();
+        // Two, the second starting 10 s after the first would have run out: still unmarked.
+        contend::internal::note_yield_to_a_stranger(now - 60s, now - 50s);
+        contend::internal::note_yield_to_a_stranger(now - 10s, now);
+        EXPECT_FALSE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "two far apart";
+        // A third on the heels of the second: marked.
+        contend::internal::note_yield_to_a_stranger(now - 10s, now);
+        EXPECT_TRUE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "two in a row";
+    });
+    fresh.join();
+    if (cpus[1] < 0) return;  // the rest needs a second CPU
+    std::thread moved([&] {
+        using contend::internal::clock;
+        ASSERT_TRUE(pin_this_thread_to(cpus[0]));
+        const auto now = clock::now();
+        contend::internal::note_yield_to_a_stranger(now - 20s, now - 10s);
+        ASSERT_TRUE(pin_this_thread_to(cpus[1]));
+        contend::internal::note_yield_to_a_stranger(now - 10s, now);
+        EXPECT_FALSE(contend::internal::this_thread_yields_to_a_stranger(clock::now())) << "one on each CPU";
+    });
+    moved.join();
 }
 
 // Only a poll for one partner takes a slice-long yield for a stranger's: a waiter among many

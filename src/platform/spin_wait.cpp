@@ -196,6 +196,15 @@ constexpr int stranger_memory_factor = 2;
 // beside a nice-0 loop, repetitions of 440 to 510 ns a chunk against 390 to 400, with 535 to
 // 2,728 lock acquisitions (sleeps) against 19 (Intel Xeon VM).
 thread_local int stranger_cpu = -1;
+// A single slice-long yield does not mark the thread: the second on the same CPU within the
+// time the first would have marked it does. What takes a CPU for a slice once and then leaves
+// is not a co-tenant but a kernel thread's burst (on the Intel Xeon VM, kdamond.0 ran 0.5 to
+// 3 ms about twice a second, rcu_preempt up to 1.8 ms), and a mark set by it made a pipe
+// pinned to a CPU of its own sleep at every hand-off for twice as long: 12,449 to 19,605
+// sleeps in 4 s, where the rule left 48 to 1,854 (docs/design/polling.md). A co-tenant takes
+// a slice at every turn, so the mark waits one slice more for it.
+thread_local clock::time_point suspect_until{};
+thread_local int suspect_cpu = -1;
 }  // namespace
 
 bool this_thread_yields_to_a_stranger(clock::time_point now) noexcept {
@@ -208,8 +217,17 @@ bool this_thread_yields_to_a_stranger(clock::time_point now) noexcept {
 }
 
 void note_yield_to_a_stranger(clock::time_point yield_start, clock::time_point yield_end) noexcept {
-    no_yield_until = yield_end + (yield_end - yield_start) * stranger_memory_factor;
-    stranger_cpu = current_thread_cpu();
+    const auto took = yield_end - yield_start;
+    const int cpu = current_thread_cpu();
+    if (yield_start > suspect_until || cpu != suspect_cpu) {  // the first: a suspect only
+        suspect_until = yield_end + took * stranger_memory_factor;
+        suspect_cpu = cpu;
+        return;
+    }
+    no_yield_until = yield_end + took * stranger_memory_factor;
+    stranger_cpu = cpu;
+    // The co-tenant's next slice, once the mark has run out, marks again at once.
+    suspect_until = no_yield_until + took * stranger_memory_factor;
 }
 
 ignore_cpu_sharing::ignore_cpu_sharing() noexcept : previous_(sharing_ignored) {

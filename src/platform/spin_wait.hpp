@@ -88,7 +88,9 @@ std::uint64_t this_thread_switch_count_reads() noexcept;
 // Whether this thread's yields on a shared CPU lately went to a thread other than its
 // partner for longer than a poll's budget (a co-tenant's scheduler slice), so that its polls
 // there end instead of yielding, until a time set by the last such yield (spin_wait.cpp,
-// no_yield_until). note_yield_to_a_stranger records one such yield.
+// no_yield_until). note_yield_to_a_stranger records one such yield; the second one on the
+// same CPU within the time the first would have lasted sets the mark (one alone is a
+// kernel thread's burst more often than a co-tenant).
 bool this_thread_yields_to_a_stranger(clock::time_point now) noexcept;
 // How long a yield must have given the CPU away to count as a stranger's scheduler slice:
 // the poll's budget, and at least half of the shortest slice Linux gives a thread at normal
