@@ -233,6 +233,10 @@ std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min
     return static_cast<std::uint64_t>(static_cast<double>(ops) * std::clamp(grow, 2.0, 16.0));
 }
 
+bool calibration_step_suspect(double previous_ns_per_op, double ns_per_op) {
+    return !(previous_ns_per_op > 0) || ns_per_op > calibration_stall_factor * previous_ns_per_op;
+}
+
 cell_result new_cell(const contender& c, const std::string& suite, std::int32_t workers) {
     cell_result cell;
     cell.suite = suite;
@@ -302,12 +306,20 @@ cell_result measure_workload_cell(const contender& c, const std::string& suite, 
 
     // Calibration: grow the work until one repetition lasts min_time (untimed warm-ups).
     std::uint64_t ops = 64;
+    double previous_ns_per_op = 0;  // the step before's wall time per operation
+    bool repeated = false;
     for (int shrinks = 0;;) {
         const auto r = run_repetition(*workload, workers, ops, cpus, options.deadline_s, 0);
         if (options.on_repetition) options.on_repetition();
         if (!check(r)) return cell;
-        const std::uint64_t next =
+        std::uint64_t next =
             next_calibration_ops(ops, r.wall_ns, options.min_time_s * 1e9, shrinks < max_calibration_shrinks);
+        const double ns_per_op = r.wall_ns / static_cast<double>(ops);
+        if (next == 0 && !repeated && calibration_step_suspect(previous_ns_per_op, ns_per_op)) {
+            repeated = true;
+            next = ops;
+        }
+        previous_ns_per_op = ns_per_op;
         if (next == 0) break;
         if (next < ops) ++shrinks;
         ops = next;

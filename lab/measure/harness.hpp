@@ -132,6 +132,17 @@ inline constexpr double calibration_overshoot = 3;
 inline constexpr int max_calibration_shrinks = 2;
 std::uint64_t next_calibration_ops(std::uint64_t ops, double wall_ns, double min_time_ns, bool may_shrink = true);
 
+// Whether a calibration step that was long enough may have been a stall rather than the
+// work, so that the same size runs once more before it is kept: the first step (nothing to
+// compare it with), or one whose time per operation was over calibration_stall_factor times
+// the step before's. Beside a nice-0 busy loop forked for the cell, the first step of 64
+// chunks waited out the loop's first run and took the 50 ms minimum; the cell then measured
+// 64 chunks a repetition, each landing on one of the loop's 4 ms slices: 40 to 140 us a chunk
+// against 2 (the pipe on one CPU, `--interleave`, Intel Xeon VM). A second step of the
+// same size that is long enough too is kept; one repeat per calibration at most.
+inline constexpr double calibration_stall_factor = 4;
+bool calibration_step_suspect(double previous_ns_per_op, double ns_per_op);
+
 // A cell of contender `c` at `workers`, before anything is measured: its suite, contender,
 // parameters, worker count and operation filled in. run_cell_in_process and a contender's own
 // measure_cell start from it, so every cell names itself the same way.

@@ -47,6 +47,24 @@ public:
     std::uint64_t observed_total() override { return 0; }
 };
 
+// Correct, but the first repetition of each instance waits 100 ms before it counts: the
+// first calibration step of a cell beside a co-tenant just started, which waited out the
+// co-tenant's first run of tens of milliseconds (harness.hpp, calibration_step_suspect).
+class first_run_stalls final : public counting_workload {
+public:
+    void reset() override { counter_.store(0); }
+    std::uint64_t run(int worker, std::uint64_t ops, const std::atomic<bool>& stop,
+                      progress_counters& progress) override {
+        if (worker == 0 && !stalled_.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return run_polled(worker, ops, stop, progress, [this] { counter_.fetch_add(1, std::memory_order_relaxed); });
+    }
+    std::uint64_t observed_total() override { return counter_.load(); }
+
+private:
+    std::atomic<std::uint64_t> counter_{0};
+    std::atomic<bool> stalled_{false};
+};
+
 // Deadlocks for good (never polls): only killing its process ends it.
 class deadlocked final : public counting_workload {
 public:
@@ -128,6 +146,7 @@ suite make_selftest_suite() {
             atomic_contender<fetch_add_relaxed>("ok", "a correct contender"),
             custom<miscounting>("miscount", "loses one increment per repetition", false),
             custom<stalling_polite>("stall_polite", "stops progressing, but polls the deadline", true),
+            custom<first_run_stalls>("first_run_stalls", "correct, but its first repetition waits 100 ms first", false),
             custom<deadlocked>("deadlock", "blocks forever without polling", true),
             custom<cotenant_probe>("cotenant_probe", "reports its threads' CPUs and the busy loops beside it", false),
         },
