@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@
 #include "contend/mutex.hpp"
 #include "contend/wait_backend.hpp"
 #include "platform/first_use.hpp"
+#include "platform/handoff_sleep.hpp"
 #include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/wait.hpp"
@@ -594,7 +596,9 @@ TEST(SpinWait, OneSliceLongYieldAloneLeavesTheThreadUnmarkedASecondOnItsHeelsMar
     const auto cpus = two_allowed_cpus();
     std::thread fresh([&] {  // this thread's marks start clear
         using contend::internal::clock;
-        if (cpus[0] >= 0) ASSERT_TRUE(pin_this_thread_to(cpus[0]));
+        if (cpus[0] >= 0) {
+            ASSERT_TRUE(pin_this_thread_to(cpus[0]));
+        }
         const auto now = clock::now();
         // Two, the second starting 10 s after the first would have run out: still unmarked.
         contend::internal::note_yield_to_a_stranger(now - 60s, now - 50s);
@@ -847,4 +851,98 @@ TEST(HeavyFence, SurvivesMembarrierRefusedWithEnosysAfterTheLibraryStarted) {
 
 TEST(HeavyFence, SurvivesMembarrierRefusedBeforeTheLibraryStarted) {
     run_refused("HeavyFence.SurvivesMembarrierRefusedBeforeTheLibraryStarted", "before", EPERM);
+}
+
+// ---- handoff_sleep (platform/handoff_sleep.hpp): a pipe's sleep with a synchronous wake-up ----
+
+namespace {
+bool built_on_futex() { return std::strcmp(contend_test_expected_wait_backend, "futex") == 0; }
+}  // namespace
+
+// On the futex build a thread's handoff_sleep is a pipe of its own: a hand-off before the
+// sleep ends it at once, and one from another thread while it sleeps ends it then, not
+// before. The portable build has none.
+TEST(HandoffSleep, ASleepEndsAtAHandOffMadeBeforeItOrWhileItSleeps) {
+    watchdog dog(60s);
+    ci::handoff_sleep* const mine = ci::this_thread_handoff_sleep();
+    if (!built_on_futex()) {
+        EXPECT_EQ(mine, nullptr) << "the portable build has no handoff_sleep";
+        return;
+    }
+    ASSERT_NE(mine, nullptr);
+    EXPECT_EQ(ci::this_thread_handoff_sleep(), mine) << "one per thread";
+    EXPECT_GE(ci::handoff_sleep_descriptor(mine), 0);
+    const std::uint64_t before = ci::handoffs_made();
+    ci::hand_off_to(mine);
+    EXPECT_TRUE(ci::sleep_until_handed_off(mine)) << "the hand-off that came first";
+    std::atomic<bool> handed{false};
+    std::thread waker([&] {
+        std::this_thread::sleep_for(20ms);
+        handed.store(true);
+        ci::hand_off_to(mine);
+    });
+    EXPECT_TRUE(ci::sleep_until_handed_off(mine));
+    EXPECT_TRUE(handed.load()) << "the sleep ended before the hand-off";
+    waker.join();
+    EXPECT_EQ(ci::handoffs_made() - before, 2u);
+    int other = -1;
+    std::thread([&] { other = ci::handoff_sleep_descriptor(ci::this_thread_handoff_sleep()); }).join();
+    EXPECT_NE(other, ci::handoff_sleep_descriptor(mine)) << "another thread has a pipe of its own";
+}
+
+// A program that closes descriptors it did not open (a daemon's close-all loop) breaks a
+// thread's pipe: its sleep then fails at once instead of sleeping on a descriptor that is
+// gone, and the thread has no handoff_sleep after, so its waits take the condition variable.
+TEST(HandoffSleep, ASleepOnAPipeTheProgramClosedFailsAndTheThreadHasNoneAfter) {
+    if (!built_on_futex()) {
+        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
+        return;
+    }
+    watchdog dog(60s);
+    std::thread fresh([] {
+        ci::handoff_sleep* const mine = ci::this_thread_handoff_sleep();
+        ASSERT_NE(mine, nullptr);
+        ASSERT_EQ(::close(ci::handoff_sleep_descriptor(mine)), 0);
+        EXPECT_FALSE(ci::sleep_until_handed_off(mine));
+        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr);
+    });
+    fresh.join();
+}
+
+// After a fork the child's thread makes a pipe of its own at its next sleep: the one it had is
+// shared with the parent, whose wakers would write to it and whose thread would read it. The
+// child (a death test's fresh process, one thread) checks that its pipe is not the parent's
+// (another inode) and that a hand-off ends its sleep.
+[[noreturn]] void fork_and_sleep_in_the_child() {
+    ci::handoff_sleep* const parent = ci::this_thread_handoff_sleep();
+    if (parent == nullptr) std::_Exit(3);
+    struct stat before {};
+    if (::fstat(ci::handoff_sleep_descriptor(parent), &before) != 0) std::_Exit(4);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ci::handoff_sleep* const mine = ci::this_thread_handoff_sleep();
+        struct stat now {};
+        if (mine == nullptr || ::fstat(ci::handoff_sleep_descriptor(mine), &now) != 0) _exit(5);
+        if (now.st_ino == before.st_ino) _exit(6);  // the parent's pipe
+        ci::hand_off_to(mine);
+        _exit(ci::sleep_until_handed_off(mine) ? 0 : 7);
+    }
+    int status = -1;
+    const auto until = steady::now() + 30s;
+    pid_t done = 0;
+    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && steady::now() < until) std::this_thread::sleep_for(5ms);
+    if (done == 0) {
+        ::kill(child, SIGKILL);
+        std::_Exit(8);
+    }
+    std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 9);
+}
+
+TEST(HandoffSleepDeathTest, AForkedChildSleepsOnAPipeOfItsOwn) {
+    if (!built_on_futex()) {
+        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
+        return;
+    }
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(fork_and_sleep_in_the_child(), testing::ExitedWithCode(0), "");
 }

@@ -199,7 +199,8 @@ inline int kernel_thread_id() {
 // Whether thread `tid` of this process is blocked in the kernel on a futex: asleep (state 'S'
 // in /proc/self/task/<tid>/stat) and, where /proc shows it, inside the futex system call that
 // every blocking primitive of contend ends in (both wait backends, and the C++ library's own
-// condition variables and mutexes). A thread that runs, spins, yields or is preempted is 'R',
+// condition variables and mutexes), or in the read() of a pipe's side asleep on its thread's
+// handoff_sleep (platform/handoff_sleep.hpp). A thread that runs, spins, yields or is preempted is 'R',
 // so this tells "blocked" from "about to block" without a sleep. True where /proc cannot be
 // read (elsewhere than Linux): the test then checks less, but still passes.
 inline bool thread_blocked(int tid) {
@@ -214,7 +215,7 @@ inline bool thread_blocked(int tid) {
     std::ifstream syscall_file(task + "/syscall");
     std::string number;
     if (!(syscall_file >> number)) return true;  // not shown here (no ptrace access): the state alone
-    return number == std::to_string(SYS_futex);  // "running" once it woke meanwhile
+    return number == std::to_string(SYS_futex) || number == std::to_string(SYS_read);  // "running" once it woke
 #else
     (void)tid;
     return true;

@@ -18,7 +18,13 @@
 // (pipe_stats::lock_contentions). A side that must wait polls for some microseconds before
 // it sleeps: yielding, so that the other side runs, when that side shares its CPU, and
 // spinning without a yield when that side was last seen on another CPU (each flush and read
-// records its thread's CPU, a nanosecond through rseq). While the reader keeps up with a
+// records its thread's CPU, a nanosecond through rseq). A side that sleeps reads a pipe(2)
+// of its thread's own, and the other side wakes it with a one-byte write: Linux makes that
+// wake-up synchronous, so a waker alone on its CPU draws the sleeper onto that CPU, which
+// keeps the two sides together beside a co-tenant (a futex wake-up does not). It costs two
+// descriptors (O_CLOEXEC) for each thread that has slept in a blocking read or flush, from
+// its first sleep to its exit; a thread that cannot have them (none left, or the program
+// closed them) sleeps on a futex instead, as do the portable build's. While the reader keeps up with a
 // stream (256 reads in a row without a wait), a flush publishes without a full barrier, and
 // the reader's next wait puts the barrier back with a process-wide one (membarrier, at most
 // one a millisecond per pipe; never where the process cannot issue one): src/pipe/pipe.cpp,

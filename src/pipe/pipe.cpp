@@ -43,6 +43,15 @@
 // to one barrier per fence_lift_hold_off. Without a process-wide barrier (heavy_fence_available),
 // always off. The model-checking build turns it on at every read, but its steps are
 // sequentially consistent: what the barrier orders on hardware rests on this argument.
+//
+// Sleeping. A side that must sleep registers its thread's handoff_sleep under the lock and
+// reads its own pipe; the other side's wake_* writes to it, a wake-up that Linux makes
+// synchronous, so that a waker alone on its CPU draws the sleeper onto that CPU. Beside a
+// busy loop at normal priority on 2 CPUs, which the kernel balances by moving one side of the
+// pair onto the loop's CPU now and then, that brings the pair back together at the moved
+// side's next sleep (docs/design/polling.md, "A partner on another CPU"). A thread that has
+// no handoff_sleep (the portable and model builds, no descriptors left) sleeps on its side's
+// condition variable, as every side did before.
 #include "contend/pipe.hpp"
 
 #include <algorithm>
@@ -62,6 +71,7 @@
 #include "model/mutation.hpp"
 #include "pipe/segment_pool.hpp"
 #include "platform/fence_switch.hpp"
+#include "platform/handoff_sleep.hpp"
 #include "platform/heavy_fence.hpp"
 #include "platform/spin_wait.hpp"
 #include "platform/yield.hpp"
@@ -272,8 +282,12 @@ private:
     void throw_if_writer_error_and_drained();  // under the lock
     void wake_reader();  // under the lock
     void wake_writer();  // under the lock
+    // One side's sleep, from under the lock until a wake_* (or spuriously), under the lock
+    // again. `sleeping` and `handoff`: where the wake_* looks for this side's sleep.
+    void sleep(guard& g, contend::condition_variable& cv, bool& sleeping, internal::handoff_sleep*& handoff);
     template <class Ready>
-    void wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, bool spin, Ready ready);
+    void wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, internal::handoff_sleep*& handoff,
+                    bool spin, Ready ready);
     void check_reader_can_read(const char* what);  // reader thread
     std::uint64_t unexamined() const noexcept {
         return flushed_.load(std::memory_order_seq_cst) - examined_.load(std::memory_order_seq_cst);
@@ -344,8 +358,11 @@ private:
     bool flush_waiting_ = false;
     bool cancel_read_ = false;
     bool cancel_flush_ = false;
-    bool reader_sleeping_ = false;
+    bool reader_sleeping_ = false;  // on reader_cv_
     bool writer_sleeping_ = false;
+    // A side's sleep with a synchronous wake-up (platform/handoff_sleep.hpp), or nullptr.
+    internal::handoff_sleep* reader_handoff_ = nullptr;
+    internal::handoff_sleep* writer_handoff_ = nullptr;
     std::function<void(read_result)> pending_read_;
     std::function<void(flush_result)> pending_flush_;
     std::uint64_t flushed_total_ = 0;  // bytes flushed before the last reset
@@ -393,23 +410,42 @@ void pipe_state::note_read_without_wait() {
 
 void pipe_state::wake_reader() {
     epoch_.fetch_add(1, std::memory_order_release);
+    if (reader_handoff_ != nullptr) internal::hand_off_to(std::exchange(reader_handoff_, nullptr));
     if (reader_sleeping_) reader_cv_.notify_all();
 }
 
 void pipe_state::wake_writer() {
     epoch_.fetch_add(1, std::memory_order_release);
+    if (writer_handoff_ != nullptr) internal::hand_off_to(std::exchange(writer_handoff_, nullptr));
     if (writer_sleeping_) writer_cv_.notify_all();
 }
 
+// A side sleeps where its waker's wake-up is synchronous, when its thread can (the futex
+// build: top of this file, "Sleeping"), and on its condition variable otherwise.
+void pipe_state::sleep(guard& g, contend::condition_variable& cv, bool& sleeping, internal::handoff_sleep*& handoff) {
+    if (internal::handoff_sleep* const mine = internal::this_thread_handoff_sleep()) {
+        handoff = mine;
+        g.unlock();
+        const bool slept = internal::sleep_until_handed_off(mine);
+        g.lock();
+        // A waker took the registration back before it woke us; a sleep that failed (a
+        // descriptor the program closed) takes it back itself, if no waker did.
+        if (!slept && handoff == mine) handoff = nullptr;
+        return;
+    }
+    sleeping = true;
+    cv.wait(g);
+    sleeping = false;
+}
+
 template <class Ready>
-void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sleeping, bool spin, Ready ready) {
+void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sleeping,
+                            internal::handoff_sleep*& handoff, bool spin, Ready ready) {
     // spin: false when the caller has just polled without the lock (its fast path) and the
     // other side now takes the lock for every step while our flag is up: sleep at once.
     while (!ready()) {
         if (!spin) {
-            sleeping = true;
-            cv.wait(g);
-            sleeping = false;
+            sleep(g, cv, sleeping, handoff);
             continue;
         }
         const std::uint64_t seen = epoch_.load(std::memory_order_acquire);
@@ -421,9 +457,7 @@ void pipe_state::wait_until(guard& g, contend::condition_variable& cv, bool& sle
         if (changed) internal::relax_for(leave_grace);  // the epoch moves inside the other side's critical section
         g.lock();
         if (changed || ready()) continue;
-        sleeping = true;
-        cv.wait(g);
-        sleeping = false;
+        sleep(g, cv, sleeping, handoff);
     }
 }
 
@@ -596,7 +630,7 @@ flush_result pipe_state::flush() {
                 g.lock();
             }
             wake_reader();
-            wait_until(g, writer_cv_, writer_sleeping_, !counted, [&] { return !writer_must_wait(); });
+            wait_until(g, writer_cv_, writer_sleeping_, writer_handoff_, !counted, [&] { return !writer_must_wait(); });
             flush_waiting_ = false;
         }
         result.is_canceled = std::exchange(cancel_flush_, false);
@@ -752,7 +786,7 @@ read_result pipe_state::read(std::size_t at_least) {
                 std::exchange(run_after, nullptr)();
                 g.lock();
             }
-            wait_until(g, reader_cv_, reader_sleeping_, !spun, [&] { return read_ready(at_least); });
+            wait_until(g, reader_cv_, reader_sleeping_, reader_handoff_, !spun, [&] { return read_ready(at_least); });
             read_waiting_ = false;
             read_at_least_ = 0;
             refresh_flags();
