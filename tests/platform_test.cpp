@@ -909,6 +909,49 @@ TEST(HandoffSleep, ASleepOnAPipeTheProgramClosedFailsAndTheThreadHasNoneAfter) {
     fresh.join();
 }
 
+// A thread that cannot make its pipe (the process is out of descriptors) has no
+// handoff_sleep, and its waits take the condition variable. The limit is lowered to what this
+// process has open, with every number below it taken, for as long as a fresh thread looks.
+TEST(HandoffSleep, AThreadThatFindsNoDescriptorLeftHasNone) {
+    if (!built_on_futex()) {
+        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
+        return;
+    }
+    watchdog dog(60s);
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int highest = -1;
+    for (int fd = 0; fd < 65536; ++fd)
+        if (fcntl(fd, F_GETFD) != -1) highest = fd;
+    ASSERT_GE(highest, 0);
+    rlimit lowered = saved;
+    lowered.rlim_cur = static_cast<rlim_t>(highest + 1);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lowered), 0);
+    std::vector<int> fillers;
+    for (int fd; (fd = dup(highest)) >= 0;) fillers.push_back(fd);
+    // A bare pthread, not a std::thread: UBSan's check of std::thread's virtual call reads
+    // /proc, which needs a descriptor.
+    struct look {
+        ci::handoff_sleep* seen = nullptr;
+        bool looked = false;
+    } result;
+    pthread_t fresh{};
+    const int created = pthread_create(
+        &fresh, nullptr,
+        [](void* r) -> void* {
+            static_cast<look*>(r)->seen = ci::this_thread_handoff_sleep();
+            static_cast<look*>(r)->looked = true;
+            return nullptr;
+        },
+        &result);
+    if (created == 0) pthread_join(fresh, nullptr);
+    for (const int fd : fillers) ::close(fd);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    ASSERT_EQ(created, 0);
+    ASSERT_TRUE(result.looked);
+    EXPECT_EQ(result.seen, nullptr);
+}
+
 // After a fork the child's thread makes a pipe of its own at its next sleep: the one it had is
 // shared with the parent, whose wakers would write to it and whose thread would read it. The
 // child (a death test's fresh process, one thread) checks that its pipe is not the parent's

@@ -2,6 +2,7 @@
 // reads one byte; the waker writes one. Linux wakes a reader sleeping on an empty pipe with
 // WF_SYNC (pipe_write), the hint that handoff_sleep.hpp is for.
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -69,7 +70,11 @@ handoff_sleep* this_thread_handoff_sleep() noexcept {
 bool sleep_until_handed_off(handoff_sleep* s) noexcept {
     for (;;) {
         char byte;
-        const ssize_t got = ::read(s->read_end, &byte, 1);
+        // The system call itself, not glibc's read(): that is a cancellation point, and a
+        // pthread_cancel would unwind the thread from its sleep (through this noexcept
+        // function: std::terminate) with its registration still where its waker looks. The
+        // futex sleep this replaced was no cancellation point either.
+        const long got = ::syscall(SYS_read, s->read_end, &byte, 1);
         if (got == 1) return true;
         if (got < 0 && errno == EINTR) continue;
         // EBADF: the program closed it (or something else now has its number). Given up,
@@ -82,7 +87,7 @@ bool sleep_until_handed_off(handoff_sleep* s) noexcept {
 void hand_off_to(handoff_sleep* s) noexcept {
     handoff_count.fetch_add(1, std::memory_order_relaxed);
     const char byte = 1;
-    while (::write(s->write_end, &byte, 1) < 0 && errno == EINTR) {
+    while (::syscall(SYS_write, s->write_end, &byte, 1) < 0 && errno == EINTR) {  // no cancellation point either
     }
 }
 
