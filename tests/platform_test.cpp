@@ -16,11 +16,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -953,16 +955,34 @@ TEST(HandoffSleep, AThreadThatFindsNoDescriptorLeftHasNone) {
 }
 
 // After a fork the child's thread makes a pipe of its own at its next sleep: the one it had is
-// shared with the parent, whose wakers would write to it and whose thread would read it. The
-// child (a death test's fresh process, one thread) checks that its pipe is not the parent's
-// (another inode) and that a hand-off ends its sleep.
+// shared with the parent, whose wakers would write to it and whose thread would read it. And
+// the pipes of the parent's other threads, which do not exist in the child, are closed there,
+// not left open for good. The child (of a death test's fresh process, with one more thread
+// that has its pipe) checks that its pipe is not the parent's (another inode), that the other
+// thread's is closed, and that a hand-off ends its sleep.
 [[noreturn]] void fork_and_sleep_in_the_child() {
     ci::handoff_sleep* const parent = ci::this_thread_handoff_sleep();
     if (parent == nullptr) std::_Exit(3);
     struct stat before {};
     if (::fstat(ci::handoff_sleep_descriptor(parent), &before) != 0) std::_Exit(4);
+    std::mutex m;
+    std::condition_variable cv;
+    int other_fd = -1;
+    bool quit = false;
+    std::thread other([&] {
+        const int fd = ci::handoff_sleep_descriptor(ci::this_thread_handoff_sleep());
+        std::unique_lock lk(m);
+        other_fd = fd;
+        cv.notify_all();
+        cv.wait(lk, [&] { return quit; });
+    });
+    {
+        std::unique_lock lk(m);
+        if (!cv.wait_for(lk, 30s, [&] { return other_fd != -1; })) std::_Exit(10);
+    }
     const pid_t child = ::fork();
     if (child == 0) {
+        if (::fcntl(other_fd, F_GETFD) != -1) _exit(11);  // the other thread's pipe, left open
         ci::handoff_sleep* const mine = ci::this_thread_handoff_sleep();
         struct stat now {};
         if (mine == nullptr || ::fstat(ci::handoff_sleep_descriptor(mine), &now) != 0) _exit(5);
@@ -970,6 +990,12 @@ TEST(HandoffSleep, AThreadThatFindsNoDescriptorLeftHasNone) {
         ci::hand_off_to(mine);
         _exit(ci::sleep_until_handed_off(mine) ? 0 : 7);
     }
+    {
+        std::lock_guard lk(m);
+        quit = true;
+    }
+    cv.notify_all();
+    other.join();
     int status = -1;
     const auto until = steady::now() + 30s;
     pid_t done = 0;

@@ -17,8 +17,9 @@
 // thread's exit), created at its first sleep; a read() per sleep and a write() per wake-up,
 // as a futex wait and wake are one system call each. A program that closes descriptors it did
 // not open (a daemon's close-all loop) breaks a thread's: its next sleep fails, and the thread
-// sleeps on the condition variable from then on. In the child of a fork() the thread that
-// forked makes a pipe of its own at its next sleep (the parent's stays the parent's).
+// sleeps on the condition variable from then on. In the child of a fork() every pipe made
+// before it is closed (their threads are not there), and the thread that forked makes a new
+// one at its next sleep.
 #pragma once
 
 #include <cstdint>

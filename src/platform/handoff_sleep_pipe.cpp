@@ -1,12 +1,18 @@
 // handoff_sleep on the futex backend: a pipe(2) of the sleeping thread's own. The sleeper
 // reads one byte; the waker writes one. Linux wakes a reader sleeping on an empty pipe with
 // WF_SYNC (pipe_write), the hint that handoff_sleep.hpp is for.
+//
+// Every thread's pipe is on one list, so that the child of a fork() closes them all: the
+// threads that made them do not exist there, and their ends would stay open in the child for
+// good (the forking thread's too: the parent's wakers write to it and the parent's thread
+// reads it). The list's lock is taken around fork() (at_fork), as the parking lot's are.
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <mutex>
 
 #include "platform/fork_child.hpp"
 #include "platform/handoff_sleep.hpp"
@@ -17,28 +23,64 @@ class handoff_sleep {
 public:
     int read_end = -1;
     int write_end = -1;
-    unsigned fork_generation = 0;  // of the process that made the pipe
     // Made none, or the program closed it: never again. The numbers are then left as they
     // were and never closed (they may name someone else's files by now), and a waker still
     // reading them races with nothing.
     bool failed = false;
+    handoff_sleep* prev = nullptr;  // on the list while it has a pipe
+    handoff_sleep* next = nullptr;
 
-    void close_pipe() noexcept {
-        if (failed) return;
-        if (read_end >= 0) ::close(read_end);
-        if (write_end >= 0) ::close(write_end);
-        read_end = write_end = -1;
-    }
-    ~handoff_sleep() { close_pipe(); }
+    ~handoff_sleep();
 };
 
 namespace {
 
-// Bumped in the child of every fork(): a thread's pipe from before it is shared with the
-// parent, whose wakers would write to it and whose thread would read from it.
-std::atomic<unsigned> fork_generation{0};
-void after_fork_in_child() { fork_generation.fetch_add(1, std::memory_order_relaxed); }
-[[maybe_unused]] const bool fork_handler_registered = at_fork_child(after_fork_in_child);
+// Never destroyed: a thread may exit, and unlist its pipe, after static destruction.
+std::mutex& list_lock() {
+    static std::mutex* const lock = new std::mutex;
+    return *lock;
+}
+handoff_sleep* list_head = nullptr;
+
+void add_to_list(handoff_sleep* s) {
+    const std::lock_guard g(list_lock());
+    s->prev = nullptr;
+    s->next = list_head;
+    if (list_head != nullptr) list_head->prev = s;
+    list_head = s;
+}
+
+void remove_from_list(handoff_sleep* s) {
+    const std::lock_guard g(list_lock());
+    if (s->prev != nullptr) s->prev->next = s->next;
+    else if (list_head == s) list_head = s->next;
+    if (s->next != nullptr) s->next->prev = s->prev;
+    s->prev = s->next = nullptr;
+}
+
+void close_ends(handoff_sleep& s) noexcept {
+    if (!s.failed) {
+        if (s.read_end >= 0) ::close(s.read_end);
+        if (s.write_end >= 0) ::close(s.write_end);
+        s.read_end = s.write_end = -1;
+    }
+}
+
+void before_fork() { list_lock().lock(); }
+void after_fork_in_parent() { list_lock().unlock(); }
+// The child has one thread, this one: every pipe on the list is closed, and this thread makes
+// a new one at its next sleep. A failed one stays as it is, never used.
+void after_fork_in_child() {
+    for (handoff_sleep* s = list_head; s != nullptr;) {
+        handoff_sleep* const next = s->next;
+        close_ends(*s);
+        s->prev = s->next = nullptr;
+        s = next;
+    }
+    list_head = nullptr;
+    list_lock().unlock();
+}
+[[maybe_unused]] const bool fork_handlers_registered = at_fork(before_fork, after_fork_in_parent, after_fork_in_child);
 
 std::atomic<std::uint64_t> handoff_count{0};
 
@@ -46,10 +88,13 @@ thread_local handoff_sleep mine;
 
 }  // namespace
 
+handoff_sleep::~handoff_sleep() {
+    if (read_end >= 0 && !failed) remove_from_list(this);
+    close_ends(*this);
+}
+
 handoff_sleep* this_thread_handoff_sleep() noexcept {
     handoff_sleep& s = mine;
-    const unsigned generation = fork_generation.load(std::memory_order_relaxed);
-    if (s.read_end >= 0 && s.fork_generation != generation) s.close_pipe();  // the child's copies
     if (s.failed) return nullptr;
     if (s.read_end < 0) {
         int ends[2];
@@ -62,7 +107,13 @@ handoff_sleep* this_thread_handoff_sleep() noexcept {
         ::fcntl(ends[1], F_SETFL, O_NONBLOCK);
         s.read_end = ends[0];
         s.write_end = ends[1];
-        s.fork_generation = generation;
+        try {
+            add_to_list(&s);
+        } catch (...) {  // std::mutex::lock's system_error: not on Linux, but then no pipe
+            close_ends(s);
+            s.failed = true;
+            return nullptr;
+        }
     }
     return &s;
 }
@@ -78,7 +129,8 @@ bool sleep_until_handed_off(handoff_sleep* s) noexcept {
         if (got == 1) return true;
         if (got < 0 && errno == EINTR) continue;
         // EBADF: the program closed it (or something else now has its number). Given up,
-        // and not closed (handoff_sleep::failed).
+        // and not closed (handoff_sleep::failed); off the list, so a fork leaves it too.
+        remove_from_list(s);
         s->failed = true;
         return false;
     }
