@@ -51,6 +51,21 @@
 using namespace contend_test;
 namespace ci = contend::internal;
 
+namespace {
+// Reaps `child` within `budget`; one still running then is killed and reaped. True if it ended
+// by itself; `status` as waitpid gives it.
+bool reap_within(pid_t child, int& status, std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    pid_t done = 0;
+    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (done == child) return true;
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    return false;
+}
+}  // namespace
+
 extern char** environ;
 
 // "futex" or "portable": the backend of the library this program is linked with
@@ -255,14 +270,8 @@ TEST(WaitBackend, AThreadStillWaitingDoesNotHoldUpTheProcessExit) {
     posix_spawn_file_actions_destroy(&quiet);
     ASSERT_EQ(rc, 0);
     int status = -1;
-    const auto until = steady::now() + 30s;
-    pid_t done = 0;
-    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && steady::now() < until) std::this_thread::sleep_for(10ms);
-    if (done == 0) {
-        ::kill(child, SIGKILL);
-        ::waitpid(child, &status, 0);
-    }
-    EXPECT_EQ(done, child) << "the process did not exit in 30 s: its exit waited for the waiting thread";
+    EXPECT_TRUE(reap_within(child, status, 30s))
+        << "the process did not exit in 30 s: its exit waited for the waiting thread";
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << status << " (exit status 3: the thread never blocked)";
 }
@@ -827,14 +836,7 @@ void run_refused(const char* test, const char* when, int error) {
         _exit(7);
     }
     int status = -1;
-    const auto until = steady::now() + 60s;
-    pid_t done = 0;
-    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && steady::now() < until) std::this_thread::sleep_for(10ms);
-    if (done == 0) {
-        ::kill(child, SIGKILL);
-        ::waitpid(child, &status, 0);
-    }
-    ASSERT_EQ(done, child) << "the child did not finish in 60 s";
+    ASSERT_TRUE(reap_within(child, status, 60s)) << "the child did not finish in 60 s";
     if (WIFEXITED(status) && WEXITSTATUS(status) == 4) GTEST_SKIP() << "seccomp filters cannot be installed here";
     ASSERT_FALSE(WIFSIGNALED(status)) << "the child died of signal " << WTERMSIG(status)
                                       << (WTERMSIG(status) == SIGILL ? " (heavy_fence trapped)" : "");
@@ -997,13 +999,7 @@ TEST(HandoffSleep, AThreadThatFindsNoDescriptorLeftHasNone) {
     cv.notify_all();
     other.join();
     int status = -1;
-    const auto until = steady::now() + 30s;
-    pid_t done = 0;
-    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && steady::now() < until) std::this_thread::sleep_for(5ms);
-    if (done == 0) {
-        ::kill(child, SIGKILL);
-        std::_Exit(8);
-    }
+    if (!reap_within(child, status, 30s)) std::_Exit(8);
     std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 9);
 }
 
