@@ -956,6 +956,46 @@ TEST(HandoffSleep, AThreadThatFindsNoDescriptorLeftHasNone) {
     EXPECT_EQ(result.seen, nullptr);
 }
 
+// The pipes take at most a sixteenth of the process's soft descriptor limit: with the limit
+// lowered to L (256, or more where this process has many open), L / 32 pipes. Of L / 32 + 4
+// threads that ask at once and keep theirs, at least 4 have none (this test program's own
+// pipes count against the cap too).
+TEST(HandoffSleep, NoMoreThanASixteenthOfTheDescriptorLimitGoesToPipes) {
+    if (!built_on_futex()) {
+        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
+        return;
+    }
+    watchdog dog(60s);
+    rlimit saved{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int open_now = 0;
+    for (int fd = 0; fd < 65536; ++fd) open_now += fcntl(fd, F_GETFD) != -1 ? 1 : 0;
+    rlim_t limit = 256;
+    while (limit < static_cast<rlim_t>(open_now) + 64) limit *= 2;
+    ASSERT_LE(limit, saved.rlim_max) << "the hard limit is below " << limit;
+    const int cap = static_cast<int>(limit / 32), threads = cap + 4;
+    rlimit lowered = saved;
+    lowered.rlim_cur = limit;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lowered), 0);
+    std::atomic<int> with = 0, without = 0, looked = 0;
+    std::atomic<bool> leave{false};
+    std::vector<std::thread> askers;
+    for (int i = 0; i < threads; ++i)
+        askers.emplace_back([&] {
+            (ci::this_thread_handoff_sleep() != nullptr ? with : without).fetch_add(1);
+            looked.fetch_add(1);
+            while (!leave.load()) std::this_thread::sleep_for(1ms);  // keeps its pipe while the others ask
+        });
+    const bool all_looked = eventually([&] { return looked.load() == threads; }, 30s);
+    leave.store(true);
+    for (auto& t : askers) t.join();
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    ASSERT_TRUE(all_looked);
+    EXPECT_LE(with.load(), cap);
+    EXPECT_GE(without.load(), 4);
+    EXPECT_GE(with.load(), 1) << "no thread had a pipe under the cap";
+}
+
 // After a fork the child's thread makes a pipe of its own at its next sleep: the one it had is
 // shared with the parent, whose wakers would write to it and whose thread would read it. And
 // the pipes of the parent's other threads, which do not exist in the child, are closed there,

@@ -23,8 +23,9 @@
 // wake-up synchronous, so a waker alone on its CPU draws the sleeper onto that CPU, which
 // keeps the two sides together beside a co-tenant (a futex wake-up does not). It costs two
 // descriptors (O_CLOEXEC) for each thread that has slept in a blocking read or flush, from
-// its first sleep to its exit; a thread that cannot have them (none left, or the program
-// closed them) sleeps on a futex instead, as do the portable build's. While the reader keeps up with a
+// its first sleep to its exit, and at most a sixteenth of the process's soft descriptor limit
+// in all; a thread that cannot have them (past that share, none left, or the program closed
+// them) sleeps on a futex instead, as do the portable build's. While the reader keeps up with a
 // stream (256 reads in a row without a wait), a flush publishes without a full barrier, and
 // the reader's next wait puts the barrier back with a process-wide one (membarrier, at most
 // one a millisecond per pipe; never where the process cannot issue one): src/pipe/pipe.cpp,

@@ -14,7 +14,8 @@
 // condition variable instead.
 //
 // Costs: two descriptors for each thread that has slept here (O_CLOEXEC, closed at the
-// thread's exit), created at its first sleep; a read() per sleep and a write() per wake-up,
+// thread's exit), created at its first sleep, and never more than a sixteenth of the
+// process's soft descriptor limit in all: a thread past that has none. A read() per sleep and a write() per wake-up,
 // as a futex wait and wake are one system call each. A program that closes descriptors it did
 // not open (a daemon's close-all loop) breaks a thread's: its next sleep fails, and the thread
 // sleeps on the condition variable from then on. In the child of a fork() every pipe made
@@ -29,7 +30,8 @@ namespace contend::internal {
 class handoff_sleep;  // a thread's own; opaque
 
 // The calling thread's, or nullptr where this build has none or the thread cannot have one
-// (out of descriptors, or its pipe failed earlier: closed by the program).
+// (out of descriptors, the sixteenth of the limit taken by other threads' pipes when it first
+// asked, or its pipe failed earlier: closed by the program).
 handoff_sleep* this_thread_handoff_sleep() noexcept;
 
 // Sleeps until hand_off_to(s), called once for each sleep: a hand-off that came first ends the

@@ -7,6 +7,7 @@
 // good (the forking thread's too: the parent's wakers write to it and the parent's thread
 // reads it). The list's lock is taken around fork() (at_fork), as the parking lot's are.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,13 +42,31 @@ std::mutex& list_lock() {
     return *lock;
 }
 handoff_sleep* list_head = nullptr;
+std::size_t list_length = 0;
 
-void add_to_list(handoff_sleep* s) {
+// The descriptors are the program's: at most a sixteenth of its soft limit goes to these
+// pipes, two each (64 threads under the usual limit of 1,024). A program with more threads
+// than that asleep in pipes is not a pair beside a co-tenant, and its later threads sleep on
+// the condition variable, as every thread did before; without the cap, 600 threads asleep
+// in pipes would leave the program none for its own files under that limit.
+constexpr std::size_t descriptor_share = 16;
+std::size_t pipe_cap() noexcept {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4096;
+    return static_cast<std::size_t>(limit.rlim_cur) / descriptor_share / 2;
+}
+
+// False, and nothing added, when the cap is reached.
+bool add_to_list(handoff_sleep* s) {
+    const std::size_t cap = pipe_cap();
     const std::lock_guard g(list_lock());
+    if (list_length >= cap) return false;
+    ++list_length;
     s->prev = nullptr;
     s->next = list_head;
     if (list_head != nullptr) list_head->prev = s;
     list_head = s;
+    return true;
 }
 
 void remove_from_list(handoff_sleep* s) {
@@ -56,6 +75,7 @@ void remove_from_list(handoff_sleep* s) {
     else if (list_head == s) list_head = s->next;
     if (s->next != nullptr) s->next->prev = s->prev;
     s->prev = s->next = nullptr;
+    --list_length;
 }
 
 void close_ends(handoff_sleep& s) noexcept {
@@ -78,6 +98,7 @@ void after_fork_in_child() {
         s = next;
     }
     list_head = nullptr;
+    list_length = 0;
     list_lock().unlock();
 }
 [[maybe_unused]] const bool fork_handlers_registered = at_fork(before_fork, after_fork_in_parent, after_fork_in_child);
@@ -97,8 +118,19 @@ handoff_sleep* this_thread_handoff_sleep() noexcept {
     handoff_sleep& s = mine;
     if (s.failed) return nullptr;
     if (s.read_end < 0) {
+        // Counted on the list first, so that the cap holds against threads racing here.
+        try {
+            if (!add_to_list(&s)) {
+                s.failed = true;  // the cap: the condition variable serves this thread
+                return nullptr;
+            }
+        } catch (...) {  // std::mutex::lock's system_error: not on Linux
+            s.failed = true;
+            return nullptr;
+        }
         int ends[2];
         if (::pipe2(ends, O_CLOEXEC) != 0) {
+            remove_from_list(&s);
             s.failed = true;  // out of descriptors: the condition variable serves this thread
             return nullptr;
         }
@@ -107,13 +139,6 @@ handoff_sleep* this_thread_handoff_sleep() noexcept {
         ::fcntl(ends[1], F_SETFL, O_NONBLOCK);
         s.read_end = ends[0];
         s.write_end = ends[1];
-        try {
-            add_to_list(&s);
-        } catch (...) {  // std::mutex::lock's system_error: not on Linux, but then no pipe
-            close_ends(s);
-            s.failed = true;
-            return nullptr;
-        }
     }
     return &s;
 }
