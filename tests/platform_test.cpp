@@ -861,18 +861,37 @@ TEST(HeavyFence, SurvivesMembarrierRefusedBeforeTheLibraryStarted) {
 
 namespace {
 bool built_on_futex() { return std::strcmp(contend_test_expected_wait_backend, "futex") == 0; }
+
+// True on the portable build, after checking that it has no handoff_sleep: the test ends there.
+bool portable_build_has_none() {
+    if (built_on_futex()) return false;
+    EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
+    return true;
+}
+
+// This process's open descriptors: how many, and the highest.
+struct descriptor_scan {
+    int open = 0;
+    int highest = -1;
+};
+descriptor_scan scan_descriptors() {
+    descriptor_scan scan;
+    for (int fd = 0; fd < 65536; ++fd)
+        if (fcntl(fd, F_GETFD) != -1) {
+            ++scan.open;
+            scan.highest = fd;
+        }
+    return scan;
+}
 }  // namespace
 
 // On the futex build a thread's handoff_sleep is a pipe of its own: a hand-off before the
 // sleep ends it at once, and one from another thread while it sleeps ends it then, not
 // before. The portable build has none.
 TEST(HandoffSleep, ASleepEndsAtAHandOffMadeBeforeItOrWhileItSleeps) {
+    if (portable_build_has_none()) return;
     watchdog dog(60s);
     ci::handoff_sleep* const mine = ci::this_thread_handoff_sleep();
-    if (!built_on_futex()) {
-        EXPECT_EQ(mine, nullptr) << "the portable build has no handoff_sleep";
-        return;
-    }
     ASSERT_NE(mine, nullptr);
     EXPECT_EQ(ci::this_thread_handoff_sleep(), mine) << "one per thread";
     EXPECT_GE(ci::handoff_sleep_descriptor(mine), 0);
@@ -898,10 +917,7 @@ TEST(HandoffSleep, ASleepEndsAtAHandOffMadeBeforeItOrWhileItSleeps) {
 // thread's pipe: its sleep then fails at once instead of sleeping on a descriptor that is
 // gone, and the thread has no handoff_sleep after, so its waits take the condition variable.
 TEST(HandoffSleep, ASleepOnAPipeTheProgramClosedFailsAndTheThreadHasNoneAfter) {
-    if (!built_on_futex()) {
-        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
-        return;
-    }
+    if (portable_build_has_none()) return;
     watchdog dog(60s);
     std::thread fresh([] {
         ci::handoff_sleep* const mine = ci::this_thread_handoff_sleep();
@@ -917,16 +933,11 @@ TEST(HandoffSleep, ASleepOnAPipeTheProgramClosedFailsAndTheThreadHasNoneAfter) {
 // handoff_sleep, and its waits take the condition variable. The limit is lowered to what this
 // process has open, with every number below it taken, for as long as a fresh thread looks.
 TEST(HandoffSleep, AThreadThatFindsNoDescriptorLeftHasNone) {
-    if (!built_on_futex()) {
-        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
-        return;
-    }
+    if (portable_build_has_none()) return;
     watchdog dog(60s);
     rlimit saved{};
     ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-    int highest = -1;
-    for (int fd = 0; fd < 65536; ++fd)
-        if (fcntl(fd, F_GETFD) != -1) highest = fd;
+    const int highest = scan_descriptors().highest;
     ASSERT_GE(highest, 0);
     rlimit lowered = saved;
     lowered.rlim_cur = static_cast<rlim_t>(highest + 1);
@@ -961,15 +972,11 @@ TEST(HandoffSleep, AThreadThatFindsNoDescriptorLeftHasNone) {
 // threads that ask at once and keep theirs, at least 4 have none (this test program's own
 // pipes count against the cap too).
 TEST(HandoffSleep, NoMoreThanASixteenthOfTheDescriptorLimitGoesToPipes) {
-    if (!built_on_futex()) {
-        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
-        return;
-    }
+    if (portable_build_has_none()) return;
     watchdog dog(60s);
     rlimit saved{};
     ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-    int open_now = 0;
-    for (int fd = 0; fd < 65536; ++fd) open_now += fcntl(fd, F_GETFD) != -1 ? 1 : 0;
+    const int open_now = scan_descriptors().open;
     rlim_t limit = 256;
     while (limit < static_cast<rlim_t>(open_now) + 64) limit *= 2;
     ASSERT_LE(limit, saved.rlim_max) << "the hard limit is below " << limit;
@@ -1044,10 +1051,7 @@ TEST(HandoffSleep, NoMoreThanASixteenthOfTheDescriptorLimitGoesToPipes) {
 }
 
 TEST(HandoffSleepDeathTest, AForkedChildSleepsOnAPipeOfItsOwn) {
-    if (!built_on_futex()) {
-        EXPECT_EQ(ci::this_thread_handoff_sleep(), nullptr) << "the portable build has no handoff_sleep";
-        return;
-    }
+    if (portable_build_has_none()) return;
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(fork_and_sleep_in_the_child(), testing::ExitedWithCode(0), "");
 }
