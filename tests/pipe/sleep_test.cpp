@@ -13,43 +13,59 @@
 using namespace pipe_test;
 
 // A reader that finds nothing sleeps until the writer's flush hands off to it, and a writer
-// paused at the pause threshold sleeps until the reader's advance does. The wait is long
-// (20 ms before the other side acts), so each side polls out its budget and sleeps; the
-// hand-offs made count them.
+// paused at the pause threshold sleeps until the reader's advance does. Each side acts only
+// once the other is asleep in the kernel (thread_blocked), so the hand-off that ends each
+// sleep is counted however the machine is loaded.
 TEST(PipeSleep, BothSidesSleepOnTheirHandoffSleepAndTheOtherSideHandsOffToThem) {
     watchdog dog(60s);
+    {
+        contend::pipe p;
+        std::atomic<std::size_t> got{0};
+        tid_box tid;
+        side_thread reader(
+            [&] {
+                tid.publish();
+                const read_result r = p.reader().read();
+                got.store(r.buffer.size());
+                p.reader().advance_to(r.buffer.end());
+            },
+            [&] { p.writer().complete(); });
+        ASSERT_TRUE(eventually([&] { return thread_blocked(tid.get()); }, 30s));
+        const std::uint64_t before = contend::internal::handoffs_made();
+        write_text(p.writer(), "wake up");
+        reader.join();
+        EXPECT_EQ(got.load(), std::strlen("wake up"));
+        EXPECT_GE(contend::internal::handoffs_made() - before, 1u) << "the reader's sleep ended without a hand-off";
+        p.writer().complete();
+    }
     pipe_options o;
     o.pause_writer_threshold = 4096;
     o.resume_writer_threshold = 1024;
     contend::pipe p(o);
-    const std::uint64_t before = contend::internal::handoffs_made();
+    std::atomic<bool> flushed{false};
+    tid_box tid;
     side_thread writer(
         [&] {
-            std::this_thread::sleep_for(20ms);  // the reader sleeps first
+            tid.publish();
             auto& w = p.writer();
-            std::memset(w.get_span(4096).data(), 1, 4096);
-            w.advance(4096);
-            w.flush();  // hands off to the sleeping reader
-            std::memset(w.get_span(4096).data(), 2, 4096);
-            w.advance(4096);
+            std::memset(w.get_span(8192).data(), 1, 8192);
+            w.advance(8192);
             w.flush();  // 8 KiB unexamined: pauses until the reader examines it
+            flushed.store(true);
             w.complete();
         },
         [&] { p.reader().complete(); });
-    auto& r = p.reader();
-    read_result got = r.read();
-    ASSERT_GE(got.buffer.size(), 4096u);
-    const std::uint64_t after_first = contend::internal::handoffs_made();
-    EXPECT_GE(after_first - before, 1u) << "the reader's sleep ended without a hand-off";
-    std::this_thread::sleep_for(20ms);  // the writer, paused by now or soon, sleeps
-    r.advance_to(got.buffer.end());  // a hand-off to the paused writer if it sleeps
+    ASSERT_TRUE(eventually([&] { return thread_blocked(tid.get()); }, 30s));
+    EXPECT_FALSE(flushed.load()) << "the flush did not pause";
+    const std::uint64_t before = contend::internal::handoffs_made();
     for (;;) {
-        got = r.read();
-        r.advance_to(got.buffer.end());
-        if (got.is_completed) break;
+        const read_result r = p.reader().read();
+        p.reader().advance_to(r.buffer.end());  // hands off to the paused writer
+        if (r.is_completed) break;
     }
     writer.join();
-    EXPECT_GE(contend::internal::handoffs_made() - after_first, 1u) << "the writer's sleep ended without a hand-off";
+    EXPECT_TRUE(flushed.load());
+    EXPECT_GE(contend::internal::handoffs_made() - before, 1u) << "the writer's sleep ended without a hand-off";
 }
 
 // A pthread_cancel sent to a thread asleep in a blocking read does not unwind it from the
@@ -99,8 +115,9 @@ TEST(PipeSleep, ACancelSentToASleepingReaderDoesNotUnwindItFromThePipesSleep) {
 
 // A reader whose thread cannot sleep on a pipe of its own (the program closed its descriptor,
 // or there were none left: platform/handoff_sleep.hpp) sleeps on the condition variable, and
-// the stream still arrives whole. The writer never pauses (a threshold above the stream), so
-// every hand-off the process would make is to the reader: none is made.
+// the stream still arrives whole. The writer writes each quarter of the stream once the reader
+// is asleep, and never pauses (no threshold), so every hand-off the process would make is to
+// the reader: none is made.
 TEST(PipeSleep, AReaderWithoutAHandoffSleepGetsEveryByteAsleepOnTheConditionVariable) {
     watchdog dog(60s);
     pipe_options o;
@@ -109,8 +126,10 @@ TEST(PipeSleep, AReaderWithoutAHandoffSleepGetsEveryByteAsleepOnTheConditionVari
     std::size_t received = 0;
     std::atomic<bool> broken{false};
     std::uint64_t before = 0;
+    tid_box tid;
     side_thread reader(
         [&] {
+            tid.publish();
             contend::internal::handoff_sleep* const mine = contend::internal::this_thread_handoff_sleep();
             ASSERT_NE(mine, nullptr);
             ASSERT_EQ(::close(contend::internal::handoff_sleep_descriptor(mine)), 0);
@@ -128,7 +147,9 @@ TEST(PipeSleep, AReaderWithoutAHandoffSleepGetsEveryByteAsleepOnTheConditionVari
         [&] { p.writer().complete(); });
     ASSERT_TRUE(eventually([&] { return broken.load(); }, 30s));
     for (int i = 0; i < 64; ++i) {
-        if (i % 16 == 0) std::this_thread::sleep_for(5ms);  // the reader sleeps
+        if (i % 16 == 0) {
+            ASSERT_TRUE(eventually([&] { return thread_blocked(tid.get()); }, 30s)) << "never slept";
+        }
         write_text(p.writer(), std::string(1000, 'x'));
     }
     p.writer().complete();
